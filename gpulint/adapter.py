@@ -1,0 +1,455 @@
+"""prometheus-adapter configuration: rules, the metric names they expose, their label mapping.
+
+Three shapes carry the same rules (kubernetes-sigs/prometheus-adapter v0.12, pkg/config):
+* the adapter's own config file: ``rules``, ``externalRules``, ``resourceRules``;
+* a ConfigMap whose data holds that file;
+* the prometheus-community Helm chart's values: ``rules.custom``, ``rules.external``,
+  ``rules.resource`` and ``rules.default`` (true by default: six generic rules that expose
+  every series with a ``namespace`` label under its own name, templates/configmap.yaml).
+
+Naming follows pkg/naming/metric_namer.go: ``name.matches`` (default ``.*``) is also an
+implicit ``is`` filter; ``as`` defaults to ``$0`` without capture groups and ``$1`` with one;
+the exposed name is Go's ``Regexp.Expand`` of ``as`` with the first match in the series name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulint.document import Document, Path, as_dict, as_list
+from gpulint.promql import Selector, SelectorError, parse_selector
+
+CUSTOM, EXTERNAL = "custom", "external"
+
+# Keys the adapter's strict loader (yaml.UnmarshalStrict) accepts, per level.
+CONFIG_KEYS = ("rules", "resourceRules", "externalRules")
+RULE_KEYS = ("seriesQuery", "seriesFilters", "resources", "name", "metricsQuery")
+RESOURCES_KEYS = ("template", "overrides", "namespaced")
+OVERRIDE_KEYS = ("group", "resource")
+NAME_KEYS = ("matches", "as")
+FILTER_KEYS = ("is", "isNot")
+RESOURCE_RULES_KEYS = ("cpu", "memory", "window")
+RESOURCE_RULE_KEYS = ("containerQuery", "nodeQuery", "resources", "containerLabel")
+
+TEMPLATE_FIELDS = ("Series", "LabelMatchers", "GroupBy", "GroupBySlice", "LabelValuesByName")
+
+_RESOURCE_ALIASES = {
+    "pod": "pods", "pods": "pods", "po": "pods",
+    "namespace": "namespaces", "namespaces": "namespaces", "ns": "namespaces",
+    "node": "nodes", "nodes": "nodes",
+    "service": "services", "services": "services", "svc": "services",
+    "deployment": "deployments", "deployments": "deployments",
+    "statefulset": "statefulsets", "statefulsets": "statefulsets",
+    "ingress": "ingresses", "ingresses": "ingresses",
+    "job": "jobs", "jobs": "jobs",
+}
+
+
+def canonical_resource(resource: str) -> str:
+    lowered = resource.strip().lower()
+    if "." in lowered:
+        lowered = lowered.split(".", 1)[0]
+    return _RESOURCE_ALIASES.get(lowered, lowered if lowered.endswith("s") else lowered + "s")
+
+
+def singular(resource: str) -> str:
+    canonical = canonical_resource(resource)
+    if canonical.endswith("ses"):
+        return canonical[:-2]
+    return canonical[:-1] if canonical.endswith("s") else canonical
+
+
+# --- Go regexp expansion -----------------------------------------------------------------
+
+_GO_VAR = re.compile(r"\$(\$|\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))")
+
+
+def go_expand(template: str, match: re.Match[str]) -> str:
+    """Go's Regexp.Expand: ``$1``/``${1}``/``$name``; ``$1x`` means the group named ``1x``."""
+
+    def replace(found: re.Match[str]) -> str:
+        if found.group(1) == "$":
+            return "$"
+        name = found.group(2) or found.group(3)
+        if name.isdigit():
+            index = int(name)
+            if index > (match.re.groups or 0):
+                return ""
+            return match.group(index) or ""
+        try:
+            return match.group(name) or ""
+        except IndexError:
+            return ""
+
+    return _GO_VAR.sub(replace, template)
+
+
+def compile_go_regex(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+# --- resources ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceMapping:
+    """``resources``: Prometheus labels that name Kubernetes objects."""
+
+    overrides: dict[str, str]  # label -> canonical resource ("pods", "namespaces" ...)
+    template: str | None
+    namespaced: bool | None
+
+    def label_for(self, resource: str) -> str | None:
+        """The Prometheus label that holds objects of ``resource`` (override or template)."""
+        wanted = canonical_resource(resource)
+        for label, mapped in self.overrides.items():
+            if mapped == wanted:
+                return label
+        if self.template:
+            return render_resource_template(self.template, wanted)
+        return None
+
+    def labels_for(self, resource: str) -> list[str]:
+        wanted = canonical_resource(resource)
+        labels = [label for label, mapped in self.overrides.items() if mapped == wanted]
+        if self.template:
+            rendered = render_resource_template(self.template, wanted)
+            if rendered and rendered not in labels:
+                labels.append(rendered)
+        return labels
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.overrides and not self.template
+
+
+def render_resource_template(template: str, resource: str) -> str | None:
+    """``kube_<<.Group>>_<<.Resource>>`` for a resource (the group of core objects is empty)."""
+    text = template.replace("<<.Resource>>", singular(resource)).replace("<<.Group>>", "")
+    text = re.sub(r"<<\s*\.Resource\s*>>", singular(resource), text)
+    text = re.sub(r"<<\s*\.Group\s*>>", "", text)
+    return None if "<<" in text else text
+
+
+def read_resources(data: Any) -> ResourceMapping:
+    resources = as_dict(data)
+    overrides: dict[str, str] = {}
+    for label, target in as_dict(resources.get("overrides")).items():
+        resource = as_dict(target).get("resource")
+        if isinstance(label, str) and isinstance(resource, str):
+            overrides[label] = canonical_resource(resource)
+    template = resources.get("template")
+    namespaced = resources.get("namespaced")
+    return ResourceMapping(
+        overrides,
+        template if isinstance(template, str) and template else None,
+        namespaced if isinstance(namespaced, bool) else None,
+    )
+
+
+# --- rules --------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class AdapterRule:
+    """One discovery rule (``rules[]`` or ``externalRules[]``)."""
+
+    config: AdapterConfig
+    kind: str
+    index: int
+    path: Path
+    data: dict[str, Any]
+    generated: bool = False
+    _selector: Selector | None = field(default=None, init=False, repr=False)
+    selector_error: str | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        query = self.series_query
+        if query is not None:
+            try:
+                self._selector = parse_selector(query)
+            except SelectorError as error:
+                self.selector_error = str(error)
+
+    @property
+    def document(self) -> Document:
+        return self.config.document
+
+    @property
+    def series_query(self) -> str | None:
+        value = self.data.get("seriesQuery")
+        return value if isinstance(value, str) else None
+
+    @property
+    def metrics_query(self) -> str | None:
+        value = self.data.get("metricsQuery")
+        return value if isinstance(value, str) else None
+
+    @property
+    def selector(self) -> Selector | None:
+        return self._selector
+
+    @property
+    def resources(self) -> ResourceMapping:
+        return read_resources(self.data.get("resources"))
+
+    @property
+    def name_block(self) -> dict[str, Any]:
+        return as_dict(self.data.get("name"))
+
+    @property
+    def name_matches(self) -> str:
+        value = self.name_block.get("matches")
+        return value if isinstance(value, str) and value else ".*"
+
+    @property
+    def name_as(self) -> str | None:
+        """The effective ``as`` template; None when the adapter would refuse the rule."""
+        value = self.name_block.get("as")
+        if isinstance(value, str) and value:
+            return value
+        pattern = compile_go_regex(self.name_matches)
+        groups = pattern.groups if pattern else 0
+        if groups == 0:
+            return "$0"
+        if groups == 1:
+            return "$1"
+        return None
+
+    def series_filters(self) -> list[tuple[str, str]]:
+        found = []
+        for item in as_list(self.data.get("seriesFilters")):
+            item = as_dict(item)
+            if isinstance(item.get("is"), str):
+                found.append(("is", item["is"]))
+            elif isinstance(item.get("isNot"), str):
+                found.append(("isNot", item["isNot"]))
+        return found
+
+    def passes_filters(self, series_name: str) -> bool:
+        for op, pattern in self.series_filters():
+            compiled = compile_go_regex(pattern)
+            if compiled is None:
+                continue
+            if (compiled.search(series_name) is not None) != (op == "is"):
+                return False
+        return True
+
+    def name_for_series(self, series_name: str) -> str | None:
+        """The API name the adapter gives a series, or None if the rule drops the series."""
+        if not self.passes_filters(series_name):
+            return None
+        pattern = compile_go_regex(self.name_matches)
+        template = self.name_as
+        if pattern is None or template is None:
+            return None
+        match = pattern.search(series_name)
+        if match is None:
+            return None
+        return go_expand(template, match)
+
+    def series_names(self) -> list[str] | None:
+        """Series names spelled out in the seriesQuery (None when it is a pattern)."""
+        return self._selector.literal_names() if self._selector else None
+
+    def exposed_names(self) -> list[str] | None:
+        """Names this rule exposes, when they can be known without Prometheus."""
+        names = self.series_names()
+        if names is None:
+            template = self.name_as
+            if template is not None and "$" not in template:
+                return [template]
+            return None
+        exposed = []
+        for series in names:
+            name = self.name_for_series(series)
+            if name and name not in exposed:
+                exposed.append(name)
+        return exposed
+
+    def could_expose(self, metric: str) -> bool:
+        """Could some series this rule discovers be exposed as ``metric``?
+
+        Exact when the series names are spelled out; otherwise the candidate series name is
+        rebuilt from ``as``/``matches`` (``$1`` with ``^(.*)_total$`` -> ``<metric>_total``)
+        and checked against the query's name matchers. When gpulint cannot tell, it says yes:
+        a finding must be certain.
+        """
+        known = self.exposed_names()
+        if known is not None:
+            return metric in known or metric.lower() in (n.lower() for n in known)
+        template = self.name_as
+        if template is None:
+            return False
+        candidate = _series_candidate(self.name_matches, template, metric)
+        if candidate is None:
+            return True
+        if self._selector is not None and not self._selector.accepts_name(candidate):
+            return False
+        return self.name_for_series(candidate) == metric
+
+    def maps_resource(self, resource: str) -> str | None:
+        return self.resources.label_for(resource)
+
+    def location(self, *sub: str | int, key: bool = True) -> Any:
+        return self.document.location((*self.path, *sub), key=key)
+
+
+def _series_candidate(matches: str, template: str, metric: str) -> str | None:
+    """The series name that ``matches``/``as`` would turn into ``metric``, for simple patterns."""
+    body = matches
+    if body.startswith("^"):
+        body = body[1:]
+    if body.endswith("$") and not body.endswith("\\$"):
+        body = body[:-1]
+    if template in ("$0", "${0}"):
+        return metric
+    if template not in ("$1", "${1}"):
+        return None
+    group = re.search(r"\((?!\?)[^()]*\)", body)
+    if group is None:
+        return None
+    rest = body[: group.start()] + "\0" + body[group.end():]
+    rest = rest.replace("\\.", ".").replace("\\_", "_")
+    if re.search(r"[\\^$.|?*+()\[\]{}]", rest):
+        return None
+    return rest.replace("\0", metric)
+
+
+# The prometheus-adapter chart's generic rules (rules.default: true), as data.
+_CONTAINER_SERIES = '{__name__=~"^container_.*",container!="POD",namespace!="",pod!=""}'
+_NAMESPACED_SERIES = '{namespace!="",__name__!~"^container_.*"}'
+_POD_NS_OVERRIDES = {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}
+CHART_DEFAULT_RULES: tuple[dict[str, Any], ...] = (
+    {"seriesQuery": _CONTAINER_SERIES, "seriesFilters": [],
+     "resources": {"overrides": _POD_NS_OVERRIDES},
+     "name": {"matches": "^container_(.*)_seconds_total$", "as": ""},
+     "metricsQuery": 'sum(rate(<<.Series>>{<<.LabelMatchers>>,container!="POD"}[5m])) '
+                     "by (<<.GroupBy>>)"},
+    {"seriesQuery": _CONTAINER_SERIES, "seriesFilters": [{"isNot": "^container_.*_seconds_total$"}],
+     "resources": {"overrides": _POD_NS_OVERRIDES},
+     "name": {"matches": "^container_(.*)_total$", "as": ""},
+     "metricsQuery": 'sum(rate(<<.Series>>{<<.LabelMatchers>>,container!="POD"}[5m])) '
+                     "by (<<.GroupBy>>)"},
+    {"seriesQuery": _CONTAINER_SERIES, "seriesFilters": [{"isNot": "^container_.*_total$"}],
+     "resources": {"overrides": _POD_NS_OVERRIDES},
+     "name": {"matches": "^container_(.*)$", "as": ""},
+     "metricsQuery": 'sum(<<.Series>>{<<.LabelMatchers>>,container!="POD"}) by (<<.GroupBy>>)'},
+    {"seriesQuery": _NAMESPACED_SERIES, "seriesFilters": [{"isNot": ".*_total$"}],
+     "resources": {"template": "<<.Resource>>"},
+     "name": {"matches": "", "as": ""},
+     "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"},
+    {"seriesQuery": _NAMESPACED_SERIES, "seriesFilters": [{"isNot": ".*_seconds_total"}],
+     "resources": {"template": "<<.Resource>>"},
+     "name": {"matches": "^(.*)_total$", "as": ""},
+     "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[5m])) by (<<.GroupBy>>)"},
+    {"seriesQuery": _NAMESPACED_SERIES, "seriesFilters": [],
+     "resources": {"template": "<<.Resource>>"},
+     "name": {"matches": "^(.*)_seconds_total$", "as": ""},
+     "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[5m])) by (<<.GroupBy>>)"},
+)
+
+
+class AdapterConfig:
+    """One prometheus-adapter configuration, whatever shape it was written in."""
+
+    CONFIG, HELM_VALUES, CONFIGMAP = "config file", "Helm values", "ConfigMap"
+
+    def __init__(
+        self,
+        document: Document,
+        form: str,
+        base: Path = (),
+        owner: Any = None,
+    ) -> None:
+        self.document = document
+        self.form = form
+        self.base = base
+        self.owner = owner  # the ConfigMap Manifest for the ConfigMap form
+        self.rules: list[AdapterRule] = []
+        self.external_rules: list[AdapterRule] = []
+        self.default_rules_enabled = False
+        self.existing_configmap: str | None = None
+        self.prometheus_url: str | None = None
+        root = as_dict(document.get(base)) if base else as_dict(document.data)
+        if form == self.HELM_VALUES:
+            self._read_helm_values(root)
+        else:
+            self._read_rules(root.get("rules"), (*base, "rules"), CUSTOM, self.rules)
+            self._read_rules(
+                root.get("externalRules"), (*base, "externalRules"), EXTERNAL, self.external_rules
+            )
+
+    def _read_rules(self, items: Any, path: Path, kind: str, into: list[AdapterRule]) -> None:
+        for index, item in enumerate(as_list(items)):
+            if isinstance(item, dict):
+                into.append(AdapterRule(self, kind, index, (*path, index), item))
+
+    def _read_helm_values(self, values: dict[str, Any]) -> None:
+        rules = as_dict(values.get("rules"))
+        base = (*self.base, "rules")
+        self._read_rules(rules.get("custom"), (*base, "custom"), CUSTOM, self.rules)
+        self._read_rules(rules.get("external"), (*base, "external"), EXTERNAL, self.external_rules)
+        existing = rules.get("existing")
+        self.existing_configmap = existing if isinstance(existing, str) and existing else None
+        default = rules.get("default", True)
+        self.default_rules_enabled = default is not False and not self.existing_configmap
+        if self.default_rules_enabled:
+            anchor: Path = (*base, "default") if "default" in rules else base
+            for index, data in enumerate(CHART_DEFAULT_RULES):
+                rule = AdapterRule(self, CUSTOM, index, anchor, data, generated=True)
+                self.rules.append(rule)
+        prometheus = as_dict(values.get("prometheus"))
+        url = prometheus.get("url")
+        if isinstance(url, str):
+            port = prometheus.get("port")
+            self.prometheus_url = f"{url}:{port}" if port and ":" not in url[8:] else url
+
+    def all_rules(self) -> Iterator[AdapterRule]:
+        yield from self.rules
+        yield from self.external_rules
+
+    def rules_for_api(self, api: str) -> list[AdapterRule]:
+        return self.external_rules if api == EXTERNAL else self.rules
+
+    @property
+    def complete(self) -> bool:
+        """False when the real rules live elsewhere (Helm ``rules.existing``)."""
+        return self.existing_configmap is None
+
+    def describe(self) -> str:
+        if self.owner is not None:
+            return f"ConfigMap {self.owner.name}"
+        return f"{self.form} {self.document.file}"
+
+
+def looks_like_adapter_config(data: Any) -> bool:
+    """The adapter's own config format: rules/externalRules/resourceRules at the top."""
+    if not isinstance(data, dict) or "apiVersion" in data or "kind" in data:
+        return False
+    keys = [k for k in CONFIG_KEYS if k in data]
+    if not keys:
+        return False
+    for key in ("rules", "externalRules"):
+        items = data.get(key)
+        if isinstance(items, list) and any(
+            isinstance(i, dict) and ("seriesQuery" in i or "metricsQuery" in i) for i in items
+        ):
+            return True
+    return isinstance(data.get("resourceRules"), dict)
+
+
+def looks_like_adapter_values(data: Any) -> bool:
+    """prometheus-adapter chart values: a ``rules`` mapping with custom/external/default/..."""
+    if not isinstance(data, dict) or "apiVersion" in data or "kind" in data:
+        return False
+    rules = data.get("rules")
+    if not isinstance(rules, dict):
+        return False
+    return any(key in rules for key in ("custom", "external", "default", "resource", "existing"))

@@ -1,0 +1,185 @@
+"""``.gpulint.yaml``: which rules run, at what severity, with which options.
+
+Example::
+
+    rules:
+      GL102:
+        severity: error
+        min-scale-down-stabilization-seconds: 600
+      GL110: off
+    gpu-resources: ["example.com/gpu", "vendor.example/*"]
+    metric-aliases:
+      gpu_busy_percent: DCGM_FI_DEV_GPU_UTIL
+    kserve:
+      default-deployment-mode: Standard
+    exclude: ["charts/*/templates/**"]
+
+The file is validated with JSON Schema; mistakes are reported with their line and column.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+from typing import Any
+
+from gpulint.document import position_of
+from gpulint.model import Severity
+from gpulint.yamlparse import YamlError, parse_documents
+
+CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")
+
+
+class ConfigError(Exception):
+    """A configuration mistake, with where it is."""
+
+    def __init__(self, file: str, line: int, column: int, message: str) -> None:
+        super().__init__(f"{file}:{line}:{column}: {message}")
+        self.file, self.line, self.column, self.message = file, line, column, message
+
+
+@dataclass
+class RuleSettings:
+    enabled: bool = True
+    severity: Severity | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Settings:
+    """The resolved configuration every front door hands to the engine."""
+
+    rules: dict[str, RuleSettings] = field(default_factory=dict)
+    gpu_resources: list[str] = field(default_factory=list)
+    metric_aliases: dict[str, str] = field(default_factory=dict)
+    kserve_default_mode: str = "Knative"
+    exclude: list[str] = field(default_factory=list)
+    source: str | None = None
+
+    def rule(self, rule_id: str) -> RuleSettings:
+        return self.rules.get(rule_id) or RuleSettings()
+
+    def excluded(self, path: str) -> bool:
+        normalized = path.replace(os.sep, "/")
+        return any(
+            fnmatch.fnmatch(normalized, pattern) or fnmatch.fnmatch(normalized, f"*/{pattern}")
+            for pattern in self.exclude
+        )
+
+
+def find_config(start: str | None = None) -> str | None:
+    """``.gpulint.yaml`` in the working directory or the nearest parent."""
+    directory = FsPath(start or os.getcwd()).resolve()
+    for candidate_dir in (directory, *directory.parents):
+        for name in CONFIG_NAMES:
+            candidate = candidate_dir / name
+            if candidate.is_file():
+                return str(candidate)
+    return None
+
+
+def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The JSON Schema of the file; each rule contributes the schema of its options."""
+    severity = {"enum": ["error", "warning", "info"]}
+    rule_entries: dict[str, Any] = {}
+    for rule_id, options in sorted(rule_options.items()):
+        rule_entries[rule_id] = {
+            "oneOf": [
+                {"type": "boolean"},
+                {"enum": ["off", "on"]},
+                {
+                    "type": "object",
+                    "properties": {"enabled": {"type": "boolean"}, "severity": severity,
+                                   **options},
+                    "additionalProperties": False,
+                },
+            ]
+        }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "rules": {"type": "object", "properties": rule_entries, "additionalProperties": False},
+            "gpu-resources": {"type": "array", "items": {"type": "string", "minLength": 1}},
+            "metric-aliases": {
+                "type": "object",
+                "additionalProperties": {"type": "string", "minLength": 1},
+            },
+            "kserve": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"default-deployment-mode": {
+                    "enum": ["Knative", "Standard", "Serverless", "RawDeployment", "ModelMesh"]}},
+            },
+            "exclude": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+
+
+def load_settings(path: str, rule_options: dict[str, dict[str, Any]]) -> Settings:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as error:
+        raise ConfigError(path, 1, 1, f"cannot read configuration: {error.strerror}") from None
+    try:
+        documents = list(parse_documents(raw))
+    except YamlError as error:
+        raise ConfigError(path, error.line, error.column, error.message) from None
+    data = documents[0].value if documents else None
+    if data is None:
+        return Settings(source=path)
+    if documents[0].duplicates:
+        dup = documents[0].duplicates[0]
+        raise ConfigError(path, dup.line, dup.column, f"key {dup.key!r} is written twice")
+    return settings_from_data(data, path, rule_options)
+
+
+def settings_from_data(
+    data: Any, path: str, rule_options: dict[str, dict[str, Any]]
+) -> Settings:
+    import jsonschema  # only when a configuration exists: it costs start-up time
+
+    validator = jsonschema.Draft202012Validator(config_schema(rule_options))
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        error = jsonschema.exceptions.best_match(errors) or errors[0]
+        where = list(error.absolute_path)
+        line, column = position_of(data, where)
+        location = ".".join(str(p) for p in where) or "(top level)"
+        raise ConfigError(path, line, column, f"{location}: {_describe(error)}")
+    settings = Settings(source=path)
+    for rule_id, entry in (data.get("rules") or {}).items():
+        if entry is False or entry == "off":
+            settings.rules[rule_id] = RuleSettings(enabled=False)
+        elif entry is True or entry == "on":
+            settings.rules[rule_id] = RuleSettings()
+        else:
+            options = {k: v for k, v in entry.items() if k not in ("enabled", "severity")}
+            severity = Severity.parse(entry["severity"]) if "severity" in entry else None
+            settings.rules[rule_id] = RuleSettings(entry.get("enabled", True), severity, options)
+    settings.gpu_resources = list(data.get("gpu-resources") or [])
+    settings.metric_aliases = dict(data.get("metric-aliases") or {})
+    mode = (data.get("kserve") or {}).get("default-deployment-mode")
+    if mode:
+        settings.kserve_default_mode = {"Serverless": "Knative", "RawDeployment": "Standard"}.get(
+            mode, mode)
+    settings.exclude = list(data.get("exclude") or [])
+    return settings
+
+
+def _describe(error: Any) -> str:
+    if error.validator == "additionalProperties":
+        return str(error.message).replace("Additional properties are not allowed", "unknown key")
+    if error.validator == "oneOf" and isinstance(error.instance, dict):
+        for sub in error.context or []:
+            if sub.validator == "additionalProperties":
+                return str(sub.message).replace(
+                    "Additional properties are not allowed", "unknown option")
+            if sub.validator in ("enum", "type", "minimum", "maximum") and sub.absolute_path:
+                return f"{'.'.join(str(p) for p in sub.absolute_path)}: {sub.message}"
+        return "expected true, false, off, on or a mapping of enabled/severity/options"
+    return str(error.message)

@@ -1,0 +1,163 @@
+"""A YAML document as gpulint sees it: its data, its file, and the way back to a line and column."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gpulint.model import Location, ObjectRef
+from gpulint.yamlparse import YList, YMap
+
+Path = tuple[str | int, ...]
+
+
+def position_of(data: Any, path: Sequence[str | int], *, key: bool | None = None) -> tuple[int, int]:
+    """The 1-based (line, column) of the node at ``path`` inside ``data``.
+
+    A path that goes past what exists stops at the deepest node that does exist, so a finding
+    about a missing field points at its would-be parent. By default a mapping entry is placed
+    at its key (the line a user reads as "the field") and a list entry at the item.
+    ``key=False`` asks for the value's own position (inside a multi-line string, say).
+    """
+    node = data
+    pos: tuple[int, int] | None = None
+    if isinstance(data, YMap | YList) and data.start:
+        pos = (data.start >> 20, data.start & ((1 << 20) - 1))
+    last = len(path) - 1
+    for i, step in enumerate(path):
+        here: tuple[int, int] | None = None
+        if isinstance(node, YMap) and step in node:
+            if i < last or key is not False:
+                here = node.key_position(step)
+            else:
+                here = node.value_position(step)
+            node = node[step]
+        elif isinstance(node, YList) and isinstance(step, int) and -len(node) <= step < len(node):
+            here = node.item_position(step % len(node))
+            node = node[step]
+        elif isinstance(node, dict) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and -len(node) <= step < len(node):
+            node = node[step]
+        else:
+            break
+        if here is not None:
+            pos = here
+    return pos or (1, 1)
+
+
+class Document:
+    """One YAML document (or one item of a ``kind: List``) from one file.
+
+    Views such as HPA or AdapterConfig wrap a Document; findings are placed through
+    ``location(path)``, with paths relative to ``data``.
+    """
+
+    __slots__ = ("data", "file", "index", "line", "rendered_from")
+
+    def __init__(
+        self,
+        data: Any,
+        file: str,
+        index: int = 0,
+        line: int = 1,
+        rendered_from: str | None = None,
+    ) -> None:
+        self.data = data
+        self.file = file
+        self.index = index
+        self.line = line
+        self.rendered_from = rendered_from
+
+    def location(self, path: Sequence[str | int] = (), *, key: bool | None = None) -> Location:
+        line, column = position_of(self.data, path, key=key)
+        if not path and not (isinstance(self.data, YMap | YList) and self.data.start):
+            line, column = self.line, 1
+        return Location(self.file, line, column, self.rendered_from)
+
+    def get(self, path: Sequence[str | int], default: Any = None) -> Any:
+        return dig(self.data, path, default)
+
+
+class Manifest(Document):
+    """A Kubernetes object: a document with string ``apiVersion`` and ``kind``."""
+
+    __slots__ = ("api_version", "kind", "name", "namespace")
+
+    def __init__(
+        self,
+        data: dict[str, Any],
+        file: str,
+        index: int = 0,
+        line: int = 1,
+        rendered_from: str | None = None,
+    ) -> None:
+        super().__init__(data, file, index, line, rendered_from)
+        self.api_version: str = data["apiVersion"]
+        self.kind: str = data["kind"]
+        metadata = data.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = {}
+        name = metadata.get("name")
+        if not isinstance(name, str):
+            generate = metadata.get("generateName")
+            name = f"{generate}<generated>" if isinstance(generate, str) else ""
+        namespace = metadata.get("namespace")
+        self.name: str = name
+        self.namespace: str | None = namespace if isinstance(namespace, str) and namespace else None
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.api_version, self.kind, self.namespace, self.name)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        metadata = self.data.get("metadata")
+        return metadata if isinstance(metadata, dict) else {}
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        annotations = self.metadata.get("annotations")
+        return annotations if isinstance(annotations, dict) else {}
+
+    @property
+    def labels(self) -> dict[str, Any]:
+        labels = self.metadata.get("labels")
+        return labels if isinstance(labels, dict) else {}
+
+    @property
+    def owner_references(self) -> list[dict[str, Any]]:
+        owners = self.metadata.get("ownerReferences")
+        return [o for o in owners if isinstance(o, dict)] if isinstance(owners, list) else []
+
+    def __repr__(self) -> str:
+        return f"<Manifest {self.ref} {self.file}:{self.line}>"
+
+
+def dig(data: Any, path: Sequence[str | int], default: Any = None) -> Any:
+    """``data[p0][p1]...`` or ``default`` when any step is missing or of the wrong type."""
+    node = data
+    for step in path:
+        if isinstance(node, dict):
+            if step not in node:
+                return default
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int):
+            if not -len(node) <= step < len(node):
+                return default
+            node = node[step]
+        else:
+            return default
+    return node
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,312 @@
+"""The one engine: run the rule pack over an inventory, apply suppressions, count.
+
+Every front door (CLI, webhook, cluster mode) builds an Inventory and calls ``run``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulint.config import Settings
+from gpulint.document import Document, Manifest, Path
+from gpulint.inventory import Inventory
+from gpulint.loader import IgnoreComment
+from gpulint.model import Finding, Location, Severity
+from gpulint.rule import Anchor, Context, RuleSpec
+from gpulint.workload import PodTemplate, pod_templates
+
+IGNORE_ANNOTATION = "gpulint.dev/ignore"
+UNUSED_SUPPRESSION = "GL703"
+
+_registry: list[RuleSpec] | None = None
+
+
+def all_rules() -> list[RuleSpec]:
+    """The rule pack, ordered by ID."""
+    global _registry
+    if _registry is None:
+        import gpulint.rules as package
+
+        specs = []
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.name.startswith("gl"):
+                module = importlib.import_module(f"gpulint.rules.{info.name}")
+                specs.append(RuleSpec.from_module(module))
+        _registry = sorted(specs, key=lambda s: s.id)
+    return _registry
+
+
+def rule_by_id(rule_id: str) -> RuleSpec | None:
+    wanted = rule_id.upper()
+    for spec in all_rules():
+        if spec.id == wanted or spec.name == rule_id.lower():
+            return spec
+    return None
+
+
+def rule_option_schemas() -> dict[str, dict[str, Any]]:
+    return {spec.id: spec.options for spec in all_rules()}
+
+
+@dataclass(slots=True)
+class PodOwner:
+    """An object with pod templates: a workload, a Knative Service, an InferenceService."""
+
+    manifest: Manifest
+    templates: list[PodTemplate]
+
+
+@dataclass
+class Selection:
+    """Which rules run: ``--select``/``--ignore`` take IDs or prefixes (GL1 = GL1xx)."""
+
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+
+    def allows(self, spec: RuleSpec) -> bool:
+        def hit(patterns: list[str]) -> bool:
+            return any(spec.id.startswith(p.upper()) or spec.name == p.lower() for p in patterns)
+
+        if self.select and not hit(self.select):
+            return False
+        return not hit(self.ignore)
+
+
+@dataclass
+class Result:
+    findings: list[Finding]
+    files: int
+    objects: int
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), default=None)
+
+
+def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
+    if scope == "hpa":
+        return inventory.hpas
+    if scope == "scaledobject":
+        return inventory.scaled_objects
+    if scope == "isvc":
+        return inventory.inference_services
+    if scope == "knative":
+        return inventory.knative_services
+    if scope == "pod-owner":
+        return pod_owners(inventory)
+    if scope == "adapter-rule":
+        return list(inventory.adapter_rules())
+    if scope == "adapter-config":
+        return inventory.adapter_configs
+    if scope == "target-group":
+        return list(inventory.target_groups().values())
+    if scope == "inventory":
+        return [inventory]
+    raise ValueError(f"unknown scope {scope}")
+
+
+def pod_owners(inventory: Inventory) -> Iterator[PodOwner]:
+    for manifest in inventory.workloads:
+        templates = pod_templates(manifest)
+        if templates:
+            yield PodOwner(manifest, templates)
+    for ksvc in inventory.knative_services:
+        if ksvc.template is not None:
+            yield PodOwner(ksvc.manifest, [ksvc.template])
+    for isvc in inventory.inference_services:
+        yield PodOwner(isvc.manifest, [c.template for c in isvc.components])
+
+
+def _owner_manifest(item: Any) -> Document | None:
+    for attribute in ("manifest", "document"):
+        value = getattr(item, attribute, None)
+        if isinstance(value, Document):
+            return value
+    return None
+
+
+def run(
+    inventory: Inventory,
+    selection: Selection | None = None,
+    items_for: Any = None,
+) -> list[Finding]:
+    """Run every enabled rule; return findings after suppression, sorted.
+
+    ``items_for(scope)`` may narrow what each scope iterates (the webhook evaluates only the
+    admitted object and what relates to it).
+    """
+    settings: Settings = inventory.settings
+    selection = selection or Selection()
+    raw: list[tuple[Finding, Anchor | None]] = []
+    ran: set[str] = set()
+    for spec in all_rules():
+        rule_settings = settings.rule(spec.id)
+        if not rule_settings.enabled or not selection.allows(spec):
+            continue
+        ran.add(spec.id)
+        options = spec.defaults()
+        options.update(rule_settings.options)
+        ctx = Context(spec, options)
+        items = items_for(spec.scope) if items_for is not None else scope_items(
+            inventory, spec.scope)
+        for item in items:
+            for finding in spec.check(item, inventory, ctx):
+                anchor = ctx.anchors.pop(id(finding), None)
+                if rule_settings.severity is not None:
+                    finding = _with_severity(finding, rule_settings.severity)
+                raw.append((finding, anchor))
+    findings = _suppress(raw, inventory, ran, selection)
+    findings.sort(key=Finding.sort_key)
+    return _dedupe(findings)
+
+
+def _with_severity(finding: Finding, severity: Severity) -> Finding:
+    return Finding(finding.rule, finding.name, severity, finding.message, finding.location,
+                   finding.fix, finding.object, finding.related)
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple[Any, ...]] = set()
+    unique = []
+    for finding in findings:
+        key = (finding.rule, finding.location, finding.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(finding)
+    return unique
+
+
+# --- suppression ---------------------------------------------------------------------------
+
+
+def _parse_ignore_list(value: Any) -> set[str]:
+    if not isinstance(value, str):
+        return set()
+    return {part.strip().upper() for part in value.replace(";", ",").split(",") if part.strip()}
+
+
+def _annotation_suppressions(anchor: Anchor) -> list[tuple[Document, Path, set[str]]]:
+    """Ignore annotations that cover a finding: the object's, and any pod template's on its
+    path (``spec.template.metadata.annotations``)."""
+    found = []
+    document, path = anchor.document, anchor.path
+    data = document.data
+    if isinstance(data, dict):
+        annotations = (data.get("metadata") or {}).get("annotations") if isinstance(
+            data.get("metadata"), dict) else None
+        if isinstance(annotations, dict) and IGNORE_ANNOTATION in annotations:
+            found.append((document, ("metadata", "annotations", IGNORE_ANNOTATION),
+                          _parse_ignore_list(annotations[IGNORE_ANNOTATION])))
+    node: Any = data
+    for index, step in enumerate(path):
+        if isinstance(node, dict) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            node = node[step]
+        else:
+            break
+        if step in ("template", "leaderTemplate", "workerTemplate") and isinstance(node, dict):
+            metadata = node.get("metadata")
+            annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+            if isinstance(annotations, dict) and IGNORE_ANNOTATION in annotations:
+                where = (*path[: index + 1], "metadata", "annotations", IGNORE_ANNOTATION)
+                found.append((document, where, _parse_ignore_list(annotations[IGNORE_ANNOTATION])))
+    return found
+
+
+def _matches(rules: set[str] | frozenset[str], finding: Finding) -> bool:
+    return "ALL" in rules or "*" in rules or finding.rule in rules or finding.name.upper() in rules
+
+
+def _suppress(
+    raw: list[tuple[Finding, Anchor | None]],
+    inventory: Inventory,
+    ran: set[str],
+    selection: Selection,
+) -> list[Finding]:
+    comments_by_line: dict[tuple[str, int], list[IgnoreComment]] = {}
+    for comment in inventory.ignore_comments:
+        comments_by_line.setdefault((comment.file, comment.line), []).append(comment)
+    used_comments: set[tuple[IgnoreComment, str]] = set()
+    used_annotations: set[tuple[int, Path, str]] = set()
+    annotations_seen: dict[tuple[int, Path], tuple[Document, set[str]]] = {}
+    kept = []
+    for finding, anchor in raw:
+        suppressed = False
+        location = finding.location
+        for line in (location.line, location.line - 1):
+            for comment in comments_by_line.get((location.file, line), []):
+                if _matches(comment.rules, finding):
+                    suppressed = True
+                    used_comments.add((comment, finding.rule))
+        if anchor is not None:
+            for document, where, rules in _annotation_suppressions(anchor):
+                annotations_seen[(id(document), where)] = (document, rules)
+                if _matches(rules, finding):
+                    suppressed = True
+                    used_annotations.add((id(document), where, finding.rule))
+        if not suppressed:
+            kept.append(finding)
+    spec = next((s for s in all_rules() if s.id == UNUSED_SUPPRESSION), None)
+    if spec is None or UNUSED_SUPPRESSION not in ran or not selection.allows(spec):
+        return kept
+    # Suppressions that silenced nothing: report rule IDs that ran and found nothing there.
+    ctx = Context(spec, spec.defaults())
+    for comment in inventory.ignore_comments:
+        for rule in sorted(comment.rules):
+            if rule in ("ALL", "*") or rule not in ran or (comment, rule) in used_comments:
+                continue
+            kept.append(ctx.at(
+                Location(comment.file, comment.line, comment.column),
+                f"`# gpulint: ignore={rule}` suppresses nothing on this line or the next",
+                f"delete {rule} from the comment",
+            ))
+    for manifest in inventory.manifests:
+        for anchor_key in _all_annotation_suppressions(manifest):
+            document, where, rules = anchor_key
+            for rule in sorted(rules):
+                if rule in ("ALL", "*") or rule not in ran:
+                    continue
+                if (id(document), where, rule) in used_annotations:
+                    continue
+                kept.append(ctx.finding(
+                    document, where,
+                    f"annotation {IGNORE_ANNOTATION} lists {rule}, which reports nothing here",
+                    f"remove {rule} from the {IGNORE_ANNOTATION} annotation",
+                ))
+                ctx.anchors.clear()
+    return kept
+
+
+def _all_annotation_suppressions(manifest: Manifest) -> list[tuple[Document, Path, set[str]]]:
+    found = []
+    annotations = manifest.annotations
+    if IGNORE_ANNOTATION in annotations:
+        found.append((manifest, ("metadata", "annotations", IGNORE_ANNOTATION),
+                      _parse_ignore_list(annotations[IGNORE_ANNOTATION])))
+    for template in pod_templates(manifest):
+        if IGNORE_ANNOTATION in template.annotations:
+            found.append((manifest, (*template.path, "metadata", "annotations", IGNORE_ANNOTATION),
+                          _parse_ignore_list(template.annotations[IGNORE_ANNOTATION])))
+    return found
+
+
+
+def inventory_from_paths(paths: Iterable[str], settings: Settings) -> Inventory:
+    """Load files (``-`` is stdin) into an inventory. Raises InputError for a missing path."""
+    from gpulint.loader import expand_paths, load_file
+
+    inventory = Inventory(settings)
+    for path in expand_paths(paths):
+        if path != "-" and settings.excluded(path):
+            continue
+        inventory.add_file(load_file(path))
+    return inventory

@@ -1,0 +1,203 @@
+"""HorizontalPodAutoscaler as rules read it, whatever API version it was written in.
+
+autoscaling/v1 (``targetCPUUtilizationPercentage``) and the removed v2beta1 field names are
+translated into the v2 shape so that every rule reads one model. Paths always point at what
+the user wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpulint.document import Manifest, Path, as_dict, as_list
+
+HPA_KIND = "HorizontalPodAutoscaler"
+RESOURCE_METRIC_TYPES = ("Resource", "ContainerResource")
+CUSTOM_METRIC_TYPES = ("Pods", "Object", "External")
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRef:
+    """A scaleTargetRef: the workload an autoscaler scales."""
+
+    kind: str
+    name: str
+    api_version: str
+    path: Path
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricTarget:
+    type: Any
+    value: Any
+    average_value: Any
+    average_utilization: Any
+    path: Path
+
+    def set_fields(self) -> list[str]:
+        fields = []
+        if self.value is not None:
+            fields.append("value")
+        if self.average_value is not None:
+            fields.append("averageValue")
+        if self.average_utilization is not None:
+            fields.append("averageUtilization")
+        return fields
+
+
+@dataclass(frozen=True, slots=True)
+class HpaMetric:
+    """One entry of ``spec.metrics``."""
+
+    index: int
+    type: str
+    path: Path
+    name: str | None
+    name_path: Path
+    target: MetricTarget | None
+    selector: dict[str, Any] | None = None
+    described_object: dict[str, Any] | None = None
+
+    @property
+    def is_cpu_or_memory(self) -> bool:
+        return self.type in RESOURCE_METRIC_TYPES and self.name in ("cpu", "memory")
+
+    @property
+    def is_custom(self) -> bool:
+        """Served by a metrics adapter (custom.metrics.k8s.io or external.metrics.k8s.io)."""
+        return self.type in CUSTOM_METRIC_TYPES
+
+    @property
+    def api(self) -> str:
+        return "external" if self.type == "External" else "custom"
+
+
+class HPA:
+    """A HorizontalPodAutoscaler object, in any API version."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        self.version = manifest.api_version.rpartition("/")[2]
+        spec = as_dict(manifest.data.get("spec"))
+        self.spec = spec
+        ref = spec.get("scaleTargetRef")
+        self.target_ref: TargetRef | None = None
+        if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+            kind = ref.get("kind")
+            api_version = ref.get("apiVersion")
+            self.target_ref = TargetRef(
+                kind if isinstance(kind, str) else "",
+                ref["name"],
+                api_version if isinstance(api_version, str) else "",
+                ("spec", "scaleTargetRef"),
+            )
+        self.min_replicas: Any = spec.get("minReplicas")
+        self.max_replicas: Any = spec.get("maxReplicas")
+        self.behavior: dict[str, Any] | None = (
+            spec["behavior"] if isinstance(spec.get("behavior"), dict) else None
+        )
+        self.metrics: list[HpaMetric] = self._read_metrics(spec)
+        # With no metrics at all the API server defaults to CPU 80% (autoscaling/v2 defaults.go).
+        self.defaults_to_cpu = not self.metrics
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def namespace(self) -> str | None:
+        return self.manifest.namespace
+
+    def _read_metrics(self, spec: dict[str, Any]) -> list[HpaMetric]:
+        if self.version == "v1":
+            percent = spec.get("targetCPUUtilizationPercentage")
+            if percent is None:
+                return []
+            path: Path = ("spec", "targetCPUUtilizationPercentage")
+            target = MetricTarget("Utilization", None, None, percent, path)
+            return [HpaMetric(0, "Resource", path, "cpu", path, target)]
+        metrics = []
+        for index, entry in enumerate(as_list(spec.get("metrics"))):
+            if isinstance(entry, dict):
+                metrics.append(self._read_metric(index, entry))
+        return metrics
+
+    def _read_metric(self, index: int, entry: dict[str, Any]) -> HpaMetric:
+        base: Path = ("spec", "metrics", index)
+        kind = entry.get("type")
+        kind = kind if isinstance(kind, str) else ""
+        field = {
+            "Resource": "resource",
+            "ContainerResource": "containerResource",
+            "Pods": "pods",
+            "Object": "object",
+            "External": "external",
+        }.get(kind, "")
+        source = as_dict(entry.get(field)) if field else {}
+        source_path: Path = (*base, field)
+        if self.version == "v2beta1":
+            return self._read_v2beta1(index, kind, source, source_path, base)
+        name: Any
+        if kind in RESOURCE_METRIC_TYPES:
+            name = source.get("name")
+            name_path: Path = (*source_path, "name")
+        else:
+            name = as_dict(source.get("metric")).get("name")
+            name_path = (*source_path, "metric", "name")
+        target_data = source.get("target")
+        target = None
+        if isinstance(target_data, dict):
+            target = MetricTarget(
+                target_data.get("type"),
+                target_data.get("value"),
+                target_data.get("averageValue"),
+                target_data.get("averageUtilization"),
+                (*source_path, "target"),
+            )
+        selector = as_dict(source.get("metric")).get("selector")
+        described = source.get("describedObject")
+        return HpaMetric(
+            index,
+            kind,
+            base,
+            name if isinstance(name, str) else None,
+            name_path,
+            target,
+            selector if isinstance(selector, dict) else None,
+            described if isinstance(described, dict) else None,
+        )
+
+    def _read_v2beta1(
+        self, index: int, kind: str, source: dict[str, Any], source_path: Path, base: Path
+    ) -> HpaMetric:
+        if kind in RESOURCE_METRIC_TYPES:
+            name = source.get("name")
+            name_path: Path = (*source_path, "name")
+            utilization = source.get("targetAverageUtilization")
+            average = source.get("targetAverageValue")
+            target_type = "Utilization" if utilization is not None else "AverageValue"
+            target = MetricTarget(target_type, None, average, utilization, source_path)
+        else:
+            name = source.get("metricName")
+            name_path = (*source_path, "metricName")
+            value = source.get("targetValue")
+            average = source.get("targetAverageValue")
+            target_type = "Value" if value is not None else "AverageValue"
+            target = MetricTarget(target_type, value, average, None, source_path)
+        selector = source.get("selector") or source.get("metricSelector")
+        described = source.get("target") if kind == "Object" else None
+        return HpaMetric(
+            index,
+            kind,
+            base,
+            name if isinstance(name, str) else None,
+            name_path,
+            target,
+            selector if isinstance(selector, dict) else None,
+            described if isinstance(described, dict) else None,
+        )

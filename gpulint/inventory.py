@@ -1,0 +1,463 @@
+"""All objects of a run, indexed, with the relations rules ask about.
+
+The inventory is the seam between where objects come from (files, an admission request, a
+live cluster) and the rules. It classifies documents (Kubernetes objects, ``kind: List``
+items, prometheus-adapter configurations in any of their three shapes, chart values that
+configure dcgm-exporter scraping), and answers questions such as "what does this HPA scale,
+and does that ask for GPUs?" or "which autoscalers claim this Deployment?".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulint.adapter import (
+    EXTERNAL,
+    AdapterConfig,
+    AdapterRule,
+    looks_like_adapter_config,
+    looks_like_adapter_values,
+)
+from gpulint.config import Settings
+from gpulint.document import Document, Manifest, Path, as_dict
+from gpulint.hpa import HPA, HPA_KIND, TargetRef
+from gpulint.keda import ScaledObject, is_scaled_object
+from gpulint.knative import (
+    KnativeService,
+    is_knative_owned,
+    is_knative_service,
+    revision_deployment_parent,
+)
+from gpulint.kserve import (
+    COMPONENTS,
+    KNATIVE,
+    STANDARD,
+    InferenceService,
+    default_mode_from_configmap,
+    is_kserve_isvc,
+)
+from gpulint.loader import IgnoreComment, LoadedFile, LoadProblem
+from gpulint.monitoring import DcgmScrape, scrapes_in_manifest, scrapes_in_values
+from gpulint.workload import GpuNames, GpuRequest, PodTemplate, pod_templates
+from gpulint.yamlparse import DuplicateKey, YamlError, parse_documents
+
+Key = tuple[str, str, str]  # (kind, namespace or "", name)
+
+# Kinds whose pod templates an autoscaler can scale (and a few that only hold pods).
+WORKLOAD_KINDS = {
+    "Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet", "Job",
+    "CronJob", "Pod", "Rollout", "LeaderWorkerSet", "DeploymentConfig", "CloneSet",
+}
+
+
+def key_of(kind: str, namespace: str | None, name: str) -> Key:
+    return (kind, namespace or "", name)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedProblem:
+    """A YAML error inside a string (a ConfigMap's embedded adapter config)."""
+
+    owner: Manifest
+    problem: LoadProblem
+
+
+@dataclass(slots=True)
+class ResolvedTarget:
+    """What a scaleTargetRef points at, as far as the input tells."""
+
+    key: Key
+    ref: TargetRef
+    manifest: Manifest | None = None
+    owner: Manifest | None = None  # the InferenceService / Knative Service that generates it
+    templates: list[PodTemplate] = field(default_factory=list)
+    template_document: Document | None = None
+    via: str = "unknown"  # object | kserve | kserve-legacy | knative-revision | kserve-knative
+
+    @property
+    def found(self) -> bool:
+        return self.manifest is not None or self.owner is not None
+
+    def gpu_requests(self, names: GpuNames) -> list[GpuRequest]:
+        return [r for t in self.templates for r in t.gpu_requests(names)]
+
+    def describe(self) -> str:
+        kind, namespace, name = self.key
+        where = f"{namespace}/" if namespace else ""
+        return f"{kind} {where}{name}"
+
+
+@dataclass(slots=True)
+class Autoscaler:
+    """Something that sets the replicas of a workload through an HPA."""
+
+    kind: str  # HorizontalPodAutoscaler | ScaledObject | KServe
+    manifest: Manifest
+    path: Path
+    target: Key
+    hpa_name: str  # the HPA object this results in (KEDA and KServe create their own)
+    implicit: bool = False
+    note: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "KServe":
+            return f"KServe's own HPA {self.hpa_name} (from InferenceService {self.manifest.name})"
+        if self.kind == "ScaledObject":
+            return f"KEDA ScaledObject {self.manifest.name} (HPA {self.hpa_name})"
+        return f"HorizontalPodAutoscaler {self.manifest.name}"
+
+
+@dataclass(slots=True)
+class TargetGroup:
+    """All autoscalers that claim one workload."""
+
+    target: Key
+    autoscalers: list[Autoscaler]
+
+
+class Inventory:
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.gpu_names = GpuNames(self.settings.gpu_resources)
+        self.documents: list[Document] = []
+        self.manifests: list[Manifest] = []
+        self.by_key: dict[Key, list[Manifest]] = defaultdict(list)
+        self.by_name: dict[tuple[str, str], list[Manifest]] = defaultdict(list)
+        self.hpas: list[HPA] = []
+        self.scaled_objects: list[ScaledObject] = []
+        self.inference_services: list[InferenceService] = []
+        self.knative_services: list[KnativeService] = []
+        self.workloads: list[Manifest] = []
+        self.adapter_configs: list[AdapterConfig] = []
+        self.dcgm_scrapes: list[DcgmScrape] = []
+        self.problems: list[LoadProblem] = []
+        self.duplicates: list[tuple[Document | None, DuplicateKey]] = []
+        self.ignore_comments: list[IgnoreComment] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.files: list[str] = []
+        self.kserve_default_mode = self.settings.kserve_default_mode
+        self._kserve_mode_source: Manifest | None = None
+        self._isvc_by_component: dict[tuple[str, str], tuple[InferenceService, str]] | None = None
+        self._groups: dict[Key, TargetGroup] | None = None
+        self.live: Any = None  # filled by the live Prometheus check
+        self.cluster: Any = None  # filled by cluster mode
+
+    # --- building --------------------------------------------------------------------------
+
+    def add_file(self, loaded: LoadedFile) -> None:
+        text = loaded.text
+        self.files.append(loaded.path)
+        self.problems.extend(loaded.problems)
+        self.duplicates.extend(loaded.duplicates)
+        self.ignore_comments.extend(loaded.ignore_comments)
+        if loaded.skipped_reason:
+            self.skipped.append((loaded.path, loaded.skipped_reason))
+        for document in loaded.documents:
+            self.add_document(document, text)
+
+    def add_document(self, document: Document, text: bytes | None = None) -> None:
+        data = document.data
+        if not isinstance(data, dict):
+            return
+        api_version, kind = data.get("apiVersion"), data.get("kind")
+        if isinstance(api_version, str) and isinstance(kind, str):
+            items = data.get("items")
+            if kind.endswith("List") and isinstance(items, list):
+                for item in items:
+                    if isinstance(item, dict) and isinstance(item.get("apiVersion"), str) \
+                            and isinstance(item.get("kind"), str):
+                        self.add_manifest(Manifest(item, document.file, document.index,
+                                                   _start_line(item, document.line),
+                                                   document.rendered_from), text)
+                return
+            self.add_manifest(
+                Manifest(data, document.file, document.index, document.line,
+                         document.rendered_from), text
+            )
+            return
+        if looks_like_adapter_config(data):
+            self.documents.append(document)
+            self.adapter_configs.append(AdapterConfig(document, AdapterConfig.CONFIG))
+            return
+        classified = False
+        if looks_like_adapter_values(data):
+            self.adapter_configs.append(AdapterConfig(document, AdapterConfig.HELM_VALUES))
+            classified = True
+        else:
+            for key in ("prometheus-adapter", "prometheusAdapter"):
+                if looks_like_adapter_values(data.get(key)):
+                    self.adapter_configs.append(
+                        AdapterConfig(document, AdapterConfig.HELM_VALUES, (key,)))
+                    classified = True
+        scrapes = scrapes_in_values(document)
+        if scrapes:
+            self.dcgm_scrapes.extend(scrapes)
+            classified = True
+        if classified:
+            self.documents.append(document)
+
+    def add_manifest(self, manifest: Manifest, text: bytes | None = None) -> None:
+        self.documents.append(manifest)
+        self.manifests.append(manifest)
+        self.by_key[key_of(manifest.kind, manifest.namespace, manifest.name)].append(manifest)
+        self.by_name[(manifest.kind, manifest.name)].append(manifest)
+        self._groups = None
+        self._isvc_by_component = None
+        kind = manifest.kind
+        if kind == HPA_KIND and manifest.group == "autoscaling":
+            self.hpas.append(HPA(manifest))
+        elif is_scaled_object(manifest):
+            self.scaled_objects.append(ScaledObject(manifest))
+        elif is_kserve_isvc(manifest):
+            self.inference_services.append(InferenceService(manifest, self.kserve_default_mode))
+        elif is_knative_service(manifest):
+            self.knative_services.append(KnativeService(manifest))
+        elif kind == "ConfigMap":
+            self._add_configmap(manifest, text)
+        elif kind in WORKLOAD_KINDS or _has_pod_template(manifest):
+            self.workloads.append(manifest)
+        else:
+            self.dcgm_scrapes.extend(scrapes_in_manifest(manifest))
+
+    def _add_configmap(self, manifest: Manifest, text: bytes | None) -> None:
+        mode = default_mode_from_configmap(manifest)
+        if mode is not None:
+            self.kserve_default_mode = mode
+            self._kserve_mode_source = manifest
+            for isvc in self.inference_services:
+                isvc.default_mode = mode
+        data = as_dict(manifest.data.get("data"))
+        for key, value in data.items():
+            if not isinstance(value, str) or not _may_hold_adapter_config(value):
+                continue
+            path: Path = ("data", key)
+            line, column = _embedded_origin(manifest, path, text)
+            try:
+                parsed = list(parse_documents(value, line_offset=line, column_offset=column))
+            except YamlError as error:
+                self.problems.append(LoadProblem(
+                    manifest.file, error.line, error.column,
+                    f"ConfigMap {manifest.name} key {key}: {error.message}"))
+                continue
+            for doc in parsed:
+                if looks_like_adapter_config(doc.value):
+                    embedded = Document(doc.value, manifest.file, manifest.index, doc.line,
+                                        manifest.rendered_from)
+                    self.adapter_configs.append(
+                        AdapterConfig(embedded, AdapterConfig.CONFIGMAP, owner=manifest))
+                    self.duplicates.extend((embedded, d) for d in doc.duplicates)
+
+    # --- questions rules ask ---------------------------------------------------------------
+
+    def find(self, kind: str, namespace: str | None, name: str) -> Manifest | None:
+        """An object by kind, namespace and name.
+
+        Manifests often leave the namespace to ``kubectl -n`` or kustomize; when either side
+        does not say, a unique object of that kind and name matches.
+        """
+        exact = self.by_key.get(key_of(kind, namespace, name))
+        if exact:
+            return exact[0]
+        candidates = self.by_name.get((kind, name), [])
+        if namespace is None:
+            return candidates[0] if len(candidates) == 1 else None
+        unnamespaced = [m for m in candidates if m.namespace is None]
+        return unnamespaced[0] if len(unnamespaced) == 1 else None
+
+    def _component_index(self) -> dict[tuple[str, str], tuple[InferenceService, str]]:
+        if self._isvc_by_component is None:
+            index: dict[tuple[str, str], tuple[InferenceService, str]] = {}
+            for isvc in self.inference_services:
+                for component in isvc.components:
+                    name = isvc.component_name(component.name)
+                    index[(isvc.namespace or "", name)] = (isvc, component.name)
+            self._isvc_by_component = index
+        return self._isvc_by_component
+
+    def isvc_for_component(
+        self, namespace: str | None, name: str
+    ) -> tuple[InferenceService, str] | None:
+        """The InferenceService whose component KServe names ``name`` (``<isvc>-predictor``)."""
+        index = self._component_index()
+        found = index.get((namespace or "", name))
+        if found is not None:
+            return found
+        matches = [v for (ns, n), v in index.items() if n == name
+                   and (namespace is None or ns == "")]
+        return matches[0] if len(matches) == 1 else None
+
+    def resolve_target(self, namespace: str | None, ref: TargetRef) -> ResolvedTarget:
+        """What an autoscaler in ``namespace`` scales, with the pod templates behind it."""
+        kind = ref.kind or "Deployment"
+        manifest = self.find(kind, namespace, ref.name)
+        key = key_of(kind, namespace if namespace is not None else
+                     (manifest.namespace if manifest else None), ref.name)
+        if manifest is not None:
+            return ResolvedTarget(key, ref, manifest, None, pod_templates(manifest), manifest,
+                                  "object")
+        if kind != "Deployment":
+            return ResolvedTarget(key, ref)
+        found = self.isvc_for_component(namespace, ref.name)
+        if found is not None:
+            isvc, component_name = found
+            component = isvc.component(component_name)
+            templates = [component.template] if component else []
+            return ResolvedTarget(key, ref, None, isvc.manifest, templates, isvc.manifest,
+                                  "kserve")
+        if ref.name.endswith("-default"):
+            found = self.isvc_for_component(namespace, ref.name[: -len("-default")])
+            if found is not None:
+                isvc, component_name = found
+                component = isvc.component(component_name)
+                templates = [component.template] if component else []
+                return ResolvedTarget(key, ref, None, isvc.manifest, templates, isvc.manifest,
+                                      "kserve-legacy")
+        parent = revision_deployment_parent(ref.name)
+        if parent is not None:
+            for candidate in (parent, parent.removesuffix("-default")):
+                ksvc = self.knative_service(namespace, candidate)
+                if ksvc is not None:
+                    templates = [ksvc.template] if ksvc.template else []
+                    return ResolvedTarget(key, ref, None, ksvc.manifest, templates,
+                                          ksvc.manifest, "knative-revision")
+                found = self.isvc_for_component(namespace, candidate)
+                if found is not None:
+                    isvc, component_name = found
+                    component = isvc.component(component_name)
+                    templates = [component.template] if component else []
+                    return ResolvedTarget(key, ref, None, isvc.manifest, templates,
+                                          isvc.manifest, "kserve-knative")
+        return ResolvedTarget(key, ref)
+
+    def knative_service(self, namespace: str | None, name: str) -> KnativeService | None:
+        for kind in ("Service", "Configuration"):
+            manifest = self.find(kind, namespace, name)
+            if manifest is not None and is_knative_service(manifest):
+                for ksvc in self.knative_services:
+                    if ksvc.manifest is manifest:
+                        return ksvc
+        return None
+
+    def inference_service_of(self, manifest: Manifest) -> InferenceService | None:
+        for isvc in self.inference_services:
+            if isvc.manifest is manifest:
+                return isvc
+        return None
+
+    def autoscalers(self) -> Iterator[Autoscaler]:
+        """Every claim on a workload's replicas, explicit or made by a controller."""
+        for hpa in self.hpas:
+            if hpa.target_ref is None or _managed_by_controller(hpa.manifest):
+                continue
+            target = self.resolve_target(hpa.namespace, hpa.target_ref).key
+            yield Autoscaler("HorizontalPodAutoscaler", hpa.manifest, hpa.target_ref.path,
+                             target, hpa.name)
+        for scaled in self.scaled_objects:
+            if scaled.target_ref is None:
+                continue
+            target = self.resolve_target(scaled.namespace, scaled.target_ref).key
+            yield Autoscaler("ScaledObject", scaled.manifest, scaled.target_ref.path, target,
+                             scaled.hpa_name)
+        for isvc in self.inference_services:
+            if isvc.mode != STANDARD or isvc.autoscaler_class not in ("hpa", "keda"):
+                continue
+            for component in isvc.components:
+                name = isvc.component_name(component.name)
+                hpa_name = name if isvc.autoscaler_class == "hpa" else f"keda-hpa-{name}"
+                yield Autoscaler(
+                    "KServe", isvc.manifest, ("metadata", "annotations"),
+                    key_of("Deployment", isvc.namespace, name), hpa_name, implicit=True,
+                    note=f"autoscalerClass {isvc.autoscaler_class}",
+                )
+
+    def target_groups(self) -> dict[Key, TargetGroup]:
+        if self._groups is None:
+            groups: dict[Key, TargetGroup] = {}
+            for autoscaler in self.autoscalers():
+                group = groups.setdefault(autoscaler.target,
+                                          TargetGroup(autoscaler.target, []))
+                group.autoscalers.append(autoscaler)
+            self._groups = groups
+        return self._groups
+
+    def autoscalers_for(self, target: Key) -> list[Autoscaler]:
+        group = self.target_groups().get(target)
+        return group.autoscalers if group else []
+
+    def adapter_rules(self) -> Iterator[AdapterRule]:
+        for config in self.adapter_configs:
+            yield from config.all_rules()
+
+    def rules_exposing(self, metric: str, api: str) -> list[AdapterRule]:
+        """Adapter rules that can serve ``metric`` on the custom or external metrics API."""
+        found = []
+        for config in self.adapter_configs:
+            for rule in config.rules_for_api(EXTERNAL if api == EXTERNAL else "custom"):
+                if rule.could_expose(metric):
+                    found.append(rule)
+        return found
+
+    def kserve_mode_source(self) -> Manifest | None:
+        return self._kserve_mode_source
+
+    def workload_views(self) -> Iterable[Manifest]:
+        return self.workloads
+
+    def is_knative_owned(self, manifest: Manifest) -> bool:
+        return is_knative_owned(manifest)
+
+    def knative_mode_isvcs(self) -> list[InferenceService]:
+        return [i for i in self.inference_services if i.mode == KNATIVE]
+
+    def components_of(self, isvc: InferenceService) -> list[str]:
+        return [c.name for c in isvc.components if c.name in COMPONENTS]
+
+    def __len__(self) -> int:
+        return len(self.manifests)
+
+
+def _start_line(item: Any, default: int) -> int:
+    start = getattr(item, "start", 0)
+    return int(start >> 20) if start else default
+
+
+def _has_pod_template(manifest: Manifest) -> bool:
+    return bool(pod_templates(manifest))
+
+
+def _managed_by_controller(manifest: Manifest) -> bool:
+    """HPAs that KEDA, KServe or Knative created (their owner is counted instead)."""
+    for owner in manifest.owner_references:
+        kind = owner.get("kind")
+        if kind in ("ScaledObject", "InferenceService", "PodAutoscaler"):
+            return True
+    return "scaledobject.keda.sh/name" in manifest.labels
+
+
+def _may_hold_adapter_config(value: str) -> bool:
+    return "seriesQuery" in value or "resourceRules" in value or "externalRules" in value
+
+
+def _embedded_origin(manifest: Manifest, path: Path, text: bytes | None) -> tuple[int, int]:
+    """(line offset, column offset) of the first line of a string value in its file.
+
+    For a block scalar (``config.yaml: |``) the content starts on the next line, indented;
+    gpulint reads that indentation from the file. For other styles the value's own position
+    is the best it can do.
+    """
+    location = manifest.location(path, key=False)
+    value_line, value_column = location.line, location.column
+    if text is not None:
+        lines = text.split(b"\n")
+        index = value_line - 1
+        if 0 <= index < len(lines):
+            indicator = lines[index][value_column - 1 : value_column]
+            if indicator in (b"|", b">"):
+                for follow in range(index + 1, len(lines)):
+                    stripped = lines[follow].lstrip(b" ")
+                    if stripped:
+                        return follow, len(lines[follow]) - len(stripped)
+    return value_line - 1, value_column - 1

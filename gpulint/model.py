@@ -1,0 +1,84 @@
+"""The small values every part of gpulint passes around: severities, references, findings."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(enum.IntEnum):
+    """Ordered so that ``finding.severity >= Severity.WARNING`` reads naturally."""
+
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r} (use error, warning or info)") from None
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """A Kubernetes object (or a non-object document such as a Helm values file)."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a finding points: a file and a 1-based line and column.
+
+    ``rendered_from`` is the template path of a ``# Source:`` comment in ``helm template``
+    output, so that a user can find the line in their chart too.
+    """
+
+    file: str
+    line: int
+    column: int
+    rendered_from: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """Another object a cross-object finding names."""
+
+    ref: ObjectRef
+    location: Location | None
+    role: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    rule: str
+    name: str
+    severity: Severity
+    message: str
+    location: Location
+    fix: str = ""
+    object: ObjectRef | None = None
+    related: tuple[Related, ...] = field(default=())
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        loc = self.location
+        return (loc.file, loc.line, loc.column, self.rule, self.message)

@@ -1,0 +1,262 @@
+"""Just enough PromQL for gpulint: series selectors, metric names in a query, aggregations.
+
+gpulint does not evaluate PromQL. It reads selectors (``DCGM_FI_DEV_GPU_UTIL{pod!=""}``,
+``{__name__=~"^container_.*"}``) and finds the metric names and ``sum ... by (...)``
+aggregations that rules reason about. Template actions (``<<.Series>>``) are treated as opaque.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_OPS = ("=~", "!~", "!=", "=")
+
+
+class SelectorError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    label: str
+    op: str
+    value: str
+
+    def matches(self, actual: str | None) -> bool:
+        """Prometheus semantics: a missing label is the empty string; regexes are anchored."""
+        text = actual or ""
+        if self.op == "=":
+            return text == self.value
+        if self.op == "!=":
+            return text != self.value
+        pattern = compile_anchored(self.value)
+        if pattern is None:
+            return True  # an expression gpulint cannot compile: do not judge
+        found = pattern.fullmatch(text) is not None
+        return found if self.op == "=~" else not found
+
+    def __str__(self) -> str:
+        escaped = self.value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'{self.label}{self.op}"{escaped}"'
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    metric: str | None
+    matchers: tuple[Matcher, ...]
+
+    def name_matchers(self) -> list[Matcher]:
+        found = [m for m in self.matchers if m.label == "__name__"]
+        if self.metric:
+            found.insert(0, Matcher("__name__", "=", self.metric))
+        return found
+
+    def label_matchers(self) -> list[Matcher]:
+        return [m for m in self.matchers if m.label != "__name__"]
+
+    def literal_names(self) -> list[str] | None:
+        """The metric names this selector can match, when they are spelled out; else None."""
+        names: list[str] | None = None
+        for matcher in self.name_matchers():
+            if matcher.op == "=":
+                candidates = [matcher.value]
+            elif matcher.op == "=~":
+                candidates = literal_alternatives(matcher.value) or []
+                if not candidates:
+                    continue
+            else:
+                continue
+            names = candidates if names is None else [n for n in names if n in candidates]
+        if names is None:
+            return None
+        return [n for n in names if self.accepts_name(n)]
+
+    def accepts_name(self, name: str) -> bool:
+        return all(m.matches(name) for m in self.name_matchers())
+
+    def __str__(self) -> str:
+        inner = ",".join(str(m) for m in self.matchers)
+        return f"{self.metric or ''}{{{inner}}}" if self.matchers or not self.metric else self.metric
+
+
+_regex_cache: dict[str, re.Pattern[str] | None] = {}
+
+
+def compile_anchored(pattern: str) -> re.Pattern[str] | None:
+    """Compile an RE2 pattern as Python does (close enough for names and labels)."""
+    if pattern not in _regex_cache:
+        try:
+            _regex_cache[pattern] = re.compile(pattern)
+        except re.error:
+            _regex_cache[pattern] = None
+    return _regex_cache[pattern]
+
+
+_PLAIN_ALTERNATIVE = re.compile(r"^[a-zA-Z0-9_:]+$")
+
+
+def literal_alternatives(pattern: str) -> list[str] | None:
+    """``"^(a|b)$"`` -> ["a", "b"]; None when the pattern is a real regular expression."""
+    body = pattern
+    if body.startswith("^"):
+        body = body[1:]
+    if body.endswith("$") and not body.endswith("\\$"):
+        body = body[:-1]
+    if body.startswith("(") and body.endswith(")") and body.count("(") == 1:
+        body = body[1:-1]
+        if body.startswith("?:"):
+            body = body[2:]
+    parts = body.split("|")
+    if all(_PLAIN_ALTERNATIVE.match(p) for p in parts):
+        return parts
+    return None
+
+
+def _read_string(text: str, pos: int) -> tuple[str, int]:
+    quote = text[pos]
+    if quote not in "\"'`":
+        raise SelectorError(f"expected a quoted label value at offset {pos}")
+    pos += 1
+    out = []
+    while pos < len(text):
+        char = text[pos]
+        if char == quote:
+            return "".join(out), pos + 1
+        if char == "\\" and quote != "`" and pos + 1 < len(text):
+            nxt = text[pos + 1]
+            out.append({"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'"}.get(nxt, "\\" + nxt))
+            pos += 2
+            continue
+        out.append(char)
+        pos += 1
+    raise SelectorError("unterminated string in label matcher")
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def parse_selector(text: str) -> Selector:
+    """Parse a series selector such as a prometheus-adapter ``seriesQuery``."""
+    pos = _skip_space(text, 0)
+    metric = None
+    match = _IDENT.match(text, pos)
+    if match:
+        metric = match.group(0)
+        pos = _skip_space(text, match.end())
+    matchers: list[Matcher] = []
+    if pos < len(text) and text[pos] == "{":
+        pos = _skip_space(text, pos + 1)
+        while pos < len(text) and text[pos] != "}":
+            label = _LABEL.match(text, pos)
+            if not label:
+                raise SelectorError(f"expected a label name at offset {pos} in {text!r}")
+            pos = _skip_space(text, label.end())
+            op = next((o for o in _OPS if text.startswith(o, pos)), None)
+            if op is None:
+                raise SelectorError(f"expected =, !=, =~ or !~ after {label.group(0)!r}")
+            pos = _skip_space(text, pos + len(op))
+            value, pos = _read_string(text, pos)
+            matchers.append(Matcher(label.group(0), op, value))
+            pos = _skip_space(text, pos)
+            if pos < len(text) and text[pos] == ",":
+                pos = _skip_space(text, pos + 1)
+        if pos >= len(text):
+            raise SelectorError(f"missing closing brace in {text!r}")
+        pos = _skip_space(text, pos + 1)
+    if pos != len(text):
+        raise SelectorError(f"unexpected text {text[pos:]!r} after the selector")
+    if metric is None and not matchers:
+        raise SelectorError("empty series selector")
+    if metric is None and all(m.matches("") for m in matchers):
+        # Prometheus: "vector selector must contain at least one non-empty matcher".
+        raise SelectorError(
+            f"{text!r} has no matcher that excludes the empty string; Prometheus rejects it"
+        )
+    return Selector(metric, tuple(matchers))
+
+
+_KEYWORDS = {
+    "sum", "avg", "min", "max", "count", "stddev", "stdvar", "topk", "bottomk", "quantile",
+    "count_values", "group", "by", "without", "on", "ignoring", "group_left", "group_right",
+    "and", "or", "unless", "bool", "offset", "rate", "irate", "increase", "delta", "idelta",
+    "avg_over_time", "max_over_time", "min_over_time", "sum_over_time", "count_over_time",
+    "last_over_time", "quantile_over_time", "histogram_quantile", "label_replace", "label_join",
+    "abs", "ceil", "floor", "round", "clamp", "clamp_max", "clamp_min", "vector", "scalar",
+    "time", "deriv", "predict_linear", "absent", "absent_over_time", "changes", "resets",
+    "sort", "sort_desc", "sqrt", "exp", "ln", "log2", "log10", "timestamp", "present_over_time",
+    "stddev_over_time", "stdvar_over_time", "inf", "nan", "atan2", "limitk", "limit_ratio",
+}
+_TEMPLATE_ACTION = re.compile(r"<<.*?>>", re.DOTALL)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_BRACES = re.compile(r"\{[^{}]*\}")
+_RANGE = re.compile(r"\[[^\]]*\]")
+_NAME_IN_QUERY = re.compile(r"(?<![a-zA-Z0-9_:.])([a-zA-Z_:][a-zA-Z0-9_:]*)(?![a-zA-Z0-9_:(])")
+_FUNCTION_CALL = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*\(")
+
+
+def metric_names_in_query(query: str) -> list[str]:
+    """Metric names written literally in a PromQL query (not functions, keywords or labels)."""
+    text = _TEMPLATE_ACTION.sub(" ", query)
+    names: list[str] = []
+    for match in re.finditer(r'__name__\s*=\s*"([^"]+)"', text):
+        names.append(match.group(1))
+    text = _STRING.sub('""', text)
+    text = _BRACES.sub(" ", text)
+    text = _RANGE.sub(" ", text)
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    for match in _NAME_IN_QUERY.finditer(text):
+        name = match.group(1)
+        if name.lower() in _KEYWORDS or re.fullmatch(r"\d+[smhdwy]?", name):
+            continue
+        if name not in names:
+            names.append(name)
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregation:
+    operator: str
+    grouping: str | None  # "by" or "without"
+    labels: tuple[str, ...]
+
+
+_AGGREGATION = re.compile(
+    r"\b(sum|avg|max|min|count|topk|bottomk|quantile|group|stddev|stdvar)\s*"
+    r"(?:(by|without)\s*\(([^)]*)\)\s*)?\("
+)
+_TRAILING_GROUPING = re.compile(r"\s*(by|without)\s*\(([^)]*)\)")
+
+
+def outer_aggregations(query: str) -> list[Aggregation]:
+    """Aggregations in a query, with their grouping clause whether written before or after."""
+    found = []
+    for match in _AGGREGATION.finditer(query):
+        operator, grouping, labels = match.group(1), match.group(2), match.group(3)
+        if grouping is None:
+            end = _matching_paren(query, match.end() - 1)
+            if end is not None:
+                trailing = _TRAILING_GROUPING.match(query, end + 1)
+                if trailing:
+                    grouping, labels = trailing.group(1), trailing.group(2)
+        label_list = tuple(s.strip() for s in (labels or "").split(",") if s.strip())
+        found.append(Aggregation(operator, grouping, label_list))
+    return found
+
+
+def _matching_paren(text: str, open_pos: int) -> int | None:
+    depth = 0
+    for index in range(open_pos, len(text)):
+        char = text[index]
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None

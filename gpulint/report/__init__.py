@@ -1,0 +1,30 @@
+"""Reporters: text for people, JSON for tools, SARIF for code scanning, GitHub annotations."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from gpulint.engine import Result
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def render(result: Result, fmt: str, stream: TextIO, color: bool = False) -> None:
+    if fmt == "text":
+        from gpulint.report.text import render_text
+
+        render_text(result, stream, color)
+    elif fmt == "json":
+        from gpulint.report.json import render_json
+
+        render_json(result, stream)
+    elif fmt == "sarif":
+        from gpulint.report.sarif import render_sarif
+
+        render_sarif(result, stream)
+    elif fmt == "github":
+        from gpulint.report.github import render_github
+
+        render_github(result, stream)
+    else:  # pragma: no cover - argparse restricts the choices
+        raise ValueError(f"unknown format {fmt}")

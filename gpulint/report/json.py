@@ -1,0 +1,60 @@
+"""The JSON report (version 1): a contract for tools, documented in the README."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from gpulint.engine import Result
+from gpulint.model import Finding, ObjectRef, Severity
+
+
+def _object(ref: ObjectRef | None) -> dict[str, Any] | None:
+    if ref is None:
+        return None
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "namespace": ref.namespace,
+            "name": ref.name}
+
+
+def finding_to_dict(finding: Finding) -> dict[str, Any]:
+    location = finding.location
+    data: dict[str, Any] = {
+        "rule": finding.rule,
+        "name": finding.name,
+        "severity": str(finding.severity),
+        "message": finding.message,
+        "file": location.file,
+        "line": location.line,
+        "column": location.column,
+        "object": _object(finding.object),
+        "related": [
+            {**(_object(r.ref) or {}),
+             "file": r.location.file if r.location else None,
+             "line": r.location.line if r.location else None}
+            for r in finding.related
+        ],
+        "fix": finding.fix,
+    }
+    if location.rendered_from:
+        data["renderedFrom"] = location.rendered_from
+    return data
+
+
+def result_to_dict(result: Result) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "findings": [finding_to_dict(f) for f in result.findings],
+        "summary": {
+            "files": result.files,
+            "objects": result.objects,
+            "errors": result.count(Severity.ERROR),
+            "warnings": result.count(Severity.WARNING),
+            "infos": result.count(Severity.INFO),
+            "skipped": [{"file": path, "reason": reason} for path, reason in result.skipped],
+        },
+    }
+
+
+def render_json(result: Result, stream: TextIO) -> None:
+    json.dump(result_to_dict(result), stream, indent=2, ensure_ascii=False)
+    stream.write("\n")

@@ -1,0 +1,97 @@
+"""SARIF 2.1.0 for GitHub code scanning and other SARIF consumers.
+
+One reportingDescriptor per rule (with the help text generated from the rule's docstring),
+results with real line/column regions, related locations for cross-object findings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, TextIO
+
+import gpulint
+from gpulint.engine import Result, all_rules
+from gpulint.model import Location, Severity
+from gpulint.ruledocs import rule_markdown
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def _uri(path: str) -> str:
+    normalized = path.replace(os.sep, "/")
+    if normalized.startswith("./"):
+        normalized = normalized[2:]
+    return normalized
+
+
+def _physical(location: Location) -> dict[str, Any]:
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": _uri(location.file)},
+            "region": {"startLine": max(location.line, 1),
+                       "startColumn": max(location.column, 1)},
+        }
+    }
+
+
+def sarif_log(result: Result) -> dict[str, Any]:
+    specs = all_rules()
+    index = {spec.id: i for i, spec in enumerate(specs)}
+    rules = []
+    for spec in specs:
+        rules.append({
+            "id": spec.id,
+            "name": spec.name,
+            "shortDescription": {"text": spec.doc.summary},
+            "fullDescription": {"text": spec.doc.section("Description", "What it checks")
+                                or spec.doc.summary},
+            "help": {"text": spec.doc.summary, "markdown": rule_markdown(spec)},
+            "helpUri": spec.help_url,
+            "defaultConfiguration": {"level": _LEVELS[spec.severity]},
+            "properties": {"tags": ["kubernetes", "gpu", "autoscaling"]},
+        })
+    results = []
+    for finding in result.findings:
+        text = finding.message
+        if finding.fix:
+            text += f"\nFix: {finding.fix}"
+        entry: dict[str, Any] = {
+            "ruleId": finding.rule,
+            "level": _LEVELS[finding.severity],
+            "message": {"text": text},
+            "locations": [_physical(finding.location)],
+        }
+        if finding.rule in index:
+            entry["ruleIndex"] = index[finding.rule]
+        related = []
+        for number, item in enumerate(finding.related, start=1):
+            if item.location is None:
+                continue
+            physical = _physical(item.location)
+            physical["id"] = number
+            physical["message"] = {"text": str(item.ref)}
+            related.append(physical)
+        if related:
+            entry["relatedLocations"] = related
+        results.append(entry)
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "gpulint",
+                "version": gpulint.__version__,
+                "informationUri": "https://github.com/gpulint/gpulint",
+                "rules": rules,
+            }},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+
+
+def render_sarif(result: Result, stream: TextIO) -> None:
+    json.dump(sarif_log(result), stream, indent=2, ensure_ascii=False)
+    stream.write("\n")

@@ -1,0 +1,44 @@
+"""``file:line:col: GL101 [error] message``, the fix indented below, a summary line last."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from gpulint.engine import Result
+from gpulint.model import Severity
+
+_COLORS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
+_BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
+
+
+def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
+    for finding in result.findings:
+        location = finding.location
+        severity = str(finding.severity)
+        if color:
+            severity = f"{_COLORS[finding.severity]}{severity}{_RESET}"
+            head = f"{_BOLD}{location}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}]"
+        else:
+            head = f"{location}: {finding.rule} [{severity}]"
+        stream.write(f"{head} {finding.message}\n")
+        if location.rendered_from:
+            stream.write(f"    rendered from: {location.rendered_from}\n")
+        if finding.fix:
+            lines = finding.fix.rstrip("\n").splitlines()
+            prefix = f"{_DIM}fix:{_RESET}" if color else "fix:"
+            stream.write(f"    {prefix} {lines[0]}\n")
+            for line in lines[1:]:
+                stream.write(f"         {line}\n")
+    for path, reason in result.skipped:
+        stream.write(f"{path}: skipped: {reason}\n")
+    for note in result.notes:
+        stream.write(f"note: {note}\n")
+    errors, warnings, infos = (result.count(s) for s in
+                               (Severity.ERROR, Severity.WARNING, Severity.INFO))
+    summary = (f"gpulint: {errors} error{'s' * (errors != 1)}, "
+               f"{warnings} warning{'s' * (warnings != 1)}, {infos} info "
+               f"in {result.files} file{'s' * (result.files != 1)} "
+               f"({result.objects} object{'s' * (result.objects != 1)})")
+    if result.skipped:
+        summary += f", {len(result.skipped)} skipped"
+    stream.write(summary + "\n")

@@ -1,0 +1,179 @@
+"""What a rule module is, and the context it reports through.
+
+A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
+
+* its docstring is the user documentation, in sections (``## Why is this bad?``,
+  ``## Example``, ``## Use instead``, ``## Options``, ``## References``); ``gpulint explain``,
+  the README table and the SARIF help are generated from it;
+* ``ID``, ``NAME``, ``SEVERITY``, ``SCOPE`` and optionally ``OPTIONS`` (a JSON Schema
+  ``properties`` mapping whose entries carry a ``default``);
+* ``check(item, inventory, ctx)``, a generator of findings for one item of its scope.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from gpulint.document import Document, Manifest, Path
+from gpulint.model import Finding, Location, ObjectRef, Related, Severity
+
+# What a rule iterates over; the engine hands it one item at a time.
+SCOPES = (
+    "hpa",  # gpulint.hpa.HPA
+    "scaledobject",  # gpulint.keda.ScaledObject
+    "isvc",  # gpulint.kserve.InferenceService
+    "knative",  # gpulint.knative.KnativeService
+    "pod-owner",  # gpulint.engine.PodOwner: anything with pod templates
+    "adapter-rule",  # gpulint.adapter.AdapterRule
+    "adapter-config",  # gpulint.adapter.AdapterConfig
+    "target-group",  # gpulint.inventory.TargetGroup
+    "inventory",  # the Inventory itself (load problems, duplicate keys)
+)
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    summary: str
+    sections: dict[str, str]
+
+    def section(self, *names: str) -> str:
+        for name in names:
+            for title, body in self.sections.items():
+                if title.lower() == name.lower():
+                    return body
+        return ""
+
+
+def parse_doc(text: str | None) -> RuleDoc:
+    """Split a rule docstring into its first line and its ``## `` sections."""
+    lines = (text or "").strip("\n").splitlines()
+    summary = lines[0].strip() if lines else ""
+    sections: dict[str, str] = {}
+    current = "Description"
+    buffer: list[str] = []
+    for line in lines[1:]:
+        heading = re.match(r"^## (.+)$", line.strip())
+        if heading:
+            if buffer and "".join(buffer).strip():
+                sections[current] = "\n".join(buffer).strip("\n")
+            current, buffer = heading.group(1).strip(), []
+        else:
+            buffer.append(line)
+    if buffer and "".join(buffer).strip():
+        sections[current] = "\n".join(buffer).strip("\n")
+    return RuleDoc(summary, sections)
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    id: str
+    name: str
+    severity: Severity
+    scope: str
+    check: Callable[..., Iterator[Finding]]
+    options: dict[str, dict[str, Any]]
+    doc: RuleDoc
+    module: str
+
+    @classmethod
+    def from_module(cls, module: ModuleType) -> RuleSpec:
+        scope = module.SCOPE
+        if scope not in SCOPES:
+            raise ValueError(f"{module.__name__}: unknown SCOPE {scope!r}")
+        return cls(
+            module.ID,
+            module.NAME,
+            module.SEVERITY,
+            scope,
+            module.check,
+            dict(getattr(module, "OPTIONS", {})),
+            parse_doc(module.__doc__),
+            module.__name__,
+        )
+
+    def defaults(self) -> dict[str, Any]:
+        return {name: schema.get("default") for name, schema in self.options.items()}
+
+    @property
+    def help_url(self) -> str:
+        return f"https://github.com/gpulint/gpulint/blob/main/docs/rules.md#{self.id.lower()}"
+
+
+def describe_document(document: Document) -> ObjectRef:
+    """The object a document is, or a stand-in naming what kind of file it is."""
+    if isinstance(document, Manifest):
+        return document.ref
+    from gpulint.adapter import looks_like_adapter_config, looks_like_adapter_values
+
+    data = document.data
+    if looks_like_adapter_config(data):
+        kind = "PrometheusAdapterConfig"
+    elif looks_like_adapter_values(data) or isinstance(data, dict):
+        kind = "HelmValues"
+    else:
+        kind = "Document"
+    name = document.file.rsplit("/", 1)[-1]
+    return ObjectRef("", kind, None, name)
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Where a finding was raised, for suppression by annotation."""
+
+    document: Document
+    path: Path
+
+
+@dataclass
+class Context:
+    """Handed to ``check``: the rule's options and a way to build findings."""
+
+    spec: RuleSpec
+    options: dict[str, Any]
+    anchors: dict[int, Anchor] = field(default_factory=dict)
+
+    def finding(
+        self,
+        document: Document,
+        path: Sequence[str | int],
+        message: str,
+        fix: str = "",
+        *,
+        related: Sequence[Related] = (),
+        key: bool = True,
+        obj: ObjectRef | None = None,
+    ) -> Finding:
+        location = document.location(tuple(path), key=key)
+        finding = Finding(
+            self.spec.id,
+            self.spec.name,
+            self.spec.severity,
+            message,
+            location,
+            fix,
+            obj or describe_document(document),
+            tuple(related),
+        )
+        self.anchors[id(finding)] = Anchor(document, tuple(path))
+        return finding
+
+    def at(
+        self,
+        location: Location,
+        message: str,
+        fix: str = "",
+        *,
+        obj: ObjectRef | None = None,
+        related: Sequence[Related] = (),
+    ) -> Finding:
+        """A finding at a known location (load problems have no document)."""
+        return Finding(self.spec.id, self.spec.name, self.spec.severity, message, location, fix,
+                       obj, tuple(related))
+
+
+def related(document: Document, path: Sequence[str | int] = (), role: str = "") -> Related:
+    return Related(describe_document(document), document.location(tuple(path)), role)

@@ -1,0 +1,440 @@
+"""YAML documents as plain Python values that remember where every node came from.
+
+gpulint reads YAML with libyaml's event parser (``yaml.CSafeLoader``) and builds the values
+itself instead of going through PyYAML's composer and constructor:
+
+* no Python object is ever constructed from a tag (only str, int, float, bool, None, dict, list);
+* every mapping and sequence keeps the 1-based line and column of its keys and items,
+  packed in an ``array`` so that a repository of thousands of manifests stays small;
+* a key written twice is recorded (PyYAML silently keeps the last one);
+* aliases share the anchored value, and the size they would expand to is counted, so a
+  "billion laughs" document is refused after a few thousand events instead of eating memory;
+* building from events is cheaper than PyYAML's own compose step.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.resolver import Resolver
+
+# A document that expands to more nodes than this (through aliases) is refused.
+MAX_EXPANDED_NODES = 2_000_000
+_COL_BITS = 20
+_COL_MASK = (1 << _COL_BITS) - 1
+
+
+def pack(line: int, column: int) -> int:
+    """Pack a 1-based line and column into one int."""
+    return (line << _COL_BITS) | min(column, _COL_MASK)
+
+
+def unpack(packed: int) -> tuple[int, int]:
+    return packed >> _COL_BITS, packed & _COL_MASK
+
+
+class YMap(dict[Any, Any]):
+    """A mapping that knows the position of each key and each value.
+
+    ``marks`` holds two packed positions per key, in insertion order: the key's and the value's.
+    """
+
+    __slots__ = ("marks", "start")
+
+    def __init__(self, start: int = 0) -> None:
+        super().__init__()
+        self.marks = array("q")
+        self.start = start
+
+    def _index(self, key: Any) -> int:
+        for i, k in enumerate(self):
+            if k == key:
+                return i
+        return -1
+
+    def key_position(self, key: Any) -> tuple[int, int] | None:
+        i = self._index(key)
+        if i < 0 or 2 * i >= len(self.marks):
+            return None
+        return unpack(self.marks[2 * i])
+
+    def value_position(self, key: Any) -> tuple[int, int] | None:
+        i = self._index(key)
+        if i < 0 or 2 * i + 1 >= len(self.marks):
+            return None
+        return unpack(self.marks[2 * i + 1])
+
+
+class YList(list[Any]):
+    """A sequence that knows the position of each item."""
+
+    __slots__ = ("marks", "start")
+
+    def __init__(self, start: int = 0) -> None:
+        super().__init__()
+        self.marks = array("q")
+        self.start = start
+
+    def item_position(self, index: int) -> tuple[int, int] | None:
+        if 0 <= index < len(self.marks):
+            return unpack(self.marks[index])
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateKey:
+    key: str
+    line: int
+    column: int
+    first_line: int
+    first_column: int
+
+
+@dataclass(slots=True)
+class ParsedDocument:
+    """One YAML document: its value, where it starts, and what the parser noticed."""
+
+    value: Any
+    line: int
+    column: int
+    end_line: int
+    duplicates: list[DuplicateKey] = field(default_factory=list)
+
+
+class YamlError(Exception):
+    """A document that cannot be read, with the position the parser gave."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+# --- scalars -------------------------------------------------------------------------------
+
+_TAG = "tag:yaml.org,2002:"
+_resolvers = Resolver.yaml_implicit_resolvers
+_scalar_cache: dict[str, Any] = {}
+_SCALAR_CACHE_LIMIT = 200_000
+_TIMESTAMP = _TAG + "timestamp"
+
+
+def _to_int(text: str) -> int:
+    value = text.replace("_", "")
+    sign = 1
+    if value[:1] == "-":
+        sign, value = -1, value[1:]
+    elif value[:1] == "+":
+        value = value[1:]
+    if value == "0":
+        return 0
+    if value.startswith("0b"):
+        return sign * int(value[2:], 2)
+    if value.startswith("0x"):
+        return sign * int(value[2:], 16)
+    if value.startswith("0o"):
+        return sign * int(value[2:], 8)
+    if value[0] == "0":
+        return sign * int(value, 8)
+    if ":" in value:
+        total = 0
+        for part in value.split(":"):
+            total = total * 60 + int(part)
+        return sign * total
+    return sign * int(value)
+
+
+def _to_float(text: str) -> float:
+    value = text.replace("_", "").lower()
+    sign = 1.0
+    if value[:1] == "-":
+        sign, value = -1.0, value[1:]
+    elif value[:1] == "+":
+        value = value[1:]
+    if value == ".inf":
+        return sign * math.inf
+    if value == ".nan":
+        return math.nan
+    if ":" in value:
+        total = 0.0
+        for part in value.split(":"):
+            total = total * 60 + float(part)
+        return sign * total
+    return sign * float(value)
+
+
+def _convert(tag: str, text: str) -> Any:
+    try:
+        if tag == _TAG + "null":
+            return None
+        if tag == _TAG + "bool":
+            return text.lower() in ("yes", "true", "on", "y")
+        if tag == _TAG + "int":
+            return _to_int(text)
+        if tag == _TAG + "float":
+            return _to_float(text)
+    except ValueError:
+        return text
+    # str, timestamps (Kubernetes treats them as strings), binary, merge, value...
+    return text
+
+
+def resolve_plain(text: str) -> Any:
+    """The value of a plain (unquoted) scalar, resolved as YAML 1.1 does."""
+    cached = _scalar_cache.get(text, _scalar_cache)
+    if cached is not _scalar_cache:
+        return cached
+    tag = _TAG + "str"
+    for candidate, regexp in _resolvers.get(text[:1] if text else "", ()):
+        if regexp.match(text):
+            tag = candidate
+            break
+    value = _convert(tag, text) if tag not in (_TAG + "str", _TIMESTAMP) else text
+    if len(text) <= 64:
+        if len(_scalar_cache) > _SCALAR_CACHE_LIMIT:
+            _scalar_cache.clear()
+        if isinstance(value, str):
+            value = _scalar_cache.setdefault(text, value)
+        else:
+            _scalar_cache[text] = value
+    return value
+
+
+def _tagged(tag: str, text: str) -> Any:
+    if tag.startswith(_TAG):
+        return _convert(tag, text)
+    # Unknown or local tags (!Ref, !reference ...) are read as their plain text: gpulint
+    # never constructs objects from tags.
+    return text
+
+
+def _hashable_key(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return repr(value)
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return value
+
+
+# --- documents -----------------------------------------------------------------------------
+
+
+class _Frame:
+    __slots__ = ("anchor", "container", "key", "key_mark", "merges", "pending_key", "size")
+
+    def __init__(self, container: YMap | YList, anchor: str | None) -> None:
+        self.container = container
+        self.anchor = anchor
+        self.pending_key = False
+        self.key: Any = None
+        self.key_mark = 0
+        self.merges: list[tuple[Any, int]] = []
+        self.size = 1
+
+
+def _yaml_error(error: yaml.YAMLError) -> YamlError:
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    problem = getattr(error, "problem", None) or str(error)
+    context = getattr(error, "context", None)
+    message = f"{context}: {problem}" if context else str(problem)
+    if mark is None:
+        return YamlError(message, 1, 1)
+    return YamlError(message, mark.line + 1, mark.column + 1)
+
+
+def parse_documents(
+    data: bytes | str, line_offset: int = 0, column_offset: int = 0
+) -> Iterator[ParsedDocument]:
+    """Yield every document of a YAML stream.
+
+    ``line_offset``/``column_offset`` shift every position; they place a YAML text embedded
+    in another file (a ConfigMap's block scalar) at its real place in that file.
+    Raises YamlError at the first problem; the documents before it have been yielded.
+    """
+    parser = yaml.CSafeLoader(data)
+    try:
+        yield from _build(parser, line_offset, column_offset)
+    except yaml.YAMLError as error:
+        err = _yaml_error(error)
+        err.line += line_offset
+        err.column += column_offset
+        raise err from None
+    except RecursionError:
+        raise YamlError("document is nested too deeply", line_offset + 1, 1) from None
+    finally:
+        parser.dispose()
+
+
+def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[ParsedDocument]:
+    # This loop runs once per YAML event and dominates gpulint's run time: keep it flat.
+    get_event = parser.get_event
+    scalar_event = yaml.ScalarEvent
+    mapping_start = yaml.MappingStartEvent
+    sequence_start = yaml.SequenceStartEvent
+    alias_event = yaml.AliasEvent
+    mapping_end = yaml.MappingEndEvent
+    sequence_end = yaml.SequenceEndEvent
+    document_start = yaml.DocumentStartEvent
+    document_end = yaml.DocumentEndEvent
+    cache = _scalar_cache
+    missing = _scalar_cache  # a sentinel no cached value can be
+    line_base = line_offset + 1
+    column_base = column_offset + 1
+    col_mask = _COL_MASK
+
+    stack: list[_Frame] = []
+    anchors: dict[str, tuple[Any, int]] = {}
+    open_anchors: set[str] = set()
+    duplicates: list[DuplicateKey] = []
+    root: Any = None
+    root_mark = 0
+    expanded = 0
+
+    while True:
+        event = get_event()
+        if event is None:
+            return
+        cls = type(event)
+        value: Any
+        size = 1
+        if cls is scalar_event:
+            start = event.start_mark
+            mark = ((start.line + line_base) << _COL_BITS) | ((start.column + column_base) & col_mask)
+            tag = event.tag
+            text = event.value
+            if tag is None:
+                # Plain scalars are resolved (int, bool, null ...); quoted ones stay strings.
+                if event.style:
+                    value = text
+                else:
+                    value = cache.get(text, missing)
+                    if value is missing:
+                        value = resolve_plain(text)
+            elif tag == "!":
+                value = text
+            else:
+                value = _tagged(tag, text)
+            if event.anchor:
+                anchors[event.anchor] = (value, 1)
+            expanded += 1
+        elif cls is mapping_start or cls is sequence_start:
+            start = event.start_mark
+            mark = ((start.line + line_base) << _COL_BITS) | ((start.column + column_base) & col_mask)
+            frame = _Frame(YMap(mark) if cls is mapping_start else YList(mark), event.anchor)
+            if event.anchor:
+                open_anchors.add(event.anchor)
+            stack.append(frame)
+            expanded += 1
+            continue
+        elif cls is mapping_end or cls is sequence_end:
+            frame = stack.pop()
+            value = frame.container
+            if frame.merges:
+                _apply_merges(value, frame.merges)
+            size = frame.size
+            mark = value.start
+            if frame.anchor:
+                open_anchors.discard(frame.anchor)
+                anchors[frame.anchor] = (value, size)
+        elif cls is alias_event:
+            start = event.start_mark
+            mark = ((start.line + line_base) << _COL_BITS) | ((start.column + column_base) & col_mask)
+            name = event.anchor
+            if name in open_anchors:
+                raise YamlError(f"recursive alias *{name}", *unpack(mark))
+            if name not in anchors:
+                raise YamlError(f"found undefined alias *{name}", *unpack(mark))
+            value, size = anchors[name]
+            expanded += size
+            if expanded > MAX_EXPANDED_NODES:
+                line, column = unpack(mark)
+                raise YamlError(
+                    f"aliases expand this document to more than {MAX_EXPANDED_NODES:,} nodes "
+                    "(an alias bomb?); gpulint refuses to expand it",
+                    line,
+                    column,
+                )
+        elif cls is document_start:
+            stack.clear()
+            anchors.clear()
+            open_anchors.clear()
+            duplicates = []
+            root = None
+            root_mark = 0
+            expanded = 0
+            continue
+        elif cls is document_end:
+            if root_mark:
+                line, column = unpack(root_mark)
+            else:
+                line, column = event.start_mark.line + line_base, 1
+            yield ParsedDocument(
+                root, line, column, event.end_mark.line + line_base, duplicates
+            )
+            continue
+        else:  # stream start/end
+            continue
+
+        if not stack:
+            root, root_mark = value, mark
+            continue
+        parent = stack[-1]
+        parent.size += size
+        holder = parent.container
+        if type(holder) is YList:
+            holder.append(value)
+            holder.marks.append(mark)
+        elif not parent.pending_key:
+            parent.key = value if type(value) is str else _hashable_key(value)
+            parent.key_mark = mark
+            parent.pending_key = True
+        else:
+            parent.pending_key = False
+            key = parent.key
+            if key == "<<" and isinstance(value, dict | list):
+                parent.merges.append((value, mark))
+                continue
+            if key in holder:
+                first = holder.key_position(key) or (0, 0)
+                line, column = unpack(parent.key_mark)
+                duplicates.append(DuplicateKey(str(key), line, column, first[0], first[1]))
+                index = holder._index(key)
+                holder[key] = value
+                holder.marks[2 * index] = parent.key_mark
+                holder.marks[2 * index + 1] = mark
+            else:
+                holder[key] = value
+                marks = holder.marks
+                marks.append(parent.key_mark)
+                marks.append(mark)
+
+
+def _apply_merges(target: YMap, merges: list[tuple[Any, int]]) -> None:
+    """YAML merge keys: explicit keys win, earlier merged mappings win over later ones."""
+    for source, mark in merges:
+        sources = source if isinstance(source, list) else [source]
+        for item in sources:
+            if not isinstance(item, YMap):
+                continue
+            for i, (key, value) in enumerate(item.items()):
+                if key in target:
+                    continue
+                target[key] = value
+                marks = item.marks
+                target.marks.append(marks[2 * i] if 2 * i < len(marks) else mark)
+                target.marks.append(marks[2 * i + 1] if 2 * i + 1 < len(marks) else mark)
+
+
+_TEMPLATE_MARKERS = re.compile(r"\{\{|\}\}|\{%|%\{|\$\{")
+
+
+def looks_templated(text: str) -> bool:
+    """True when text carries Helm/Go, Jinja or Terraform template syntax."""
+    return bool(_TEMPLATE_MARKERS.search(text))

@@ -1,0 +1,47 @@
+"""Shared helpers: lint YAML text or fixture paths through the real engine."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpulint.config import Settings
+from gpulint.engine import Selection, inventory_from_paths, run
+from gpulint.inventory import Inventory
+from gpulint.loader import load_file
+from gpulint.model import Finding
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
+
+
+def lint_text(text: str, name: str = "input.yaml", settings: Settings | None = None,
+              select: list[str] | None = None) -> list[Finding]:
+    """Lint one YAML text as if it were a file called ``name``."""
+    inventory = Inventory(settings or Settings())
+    data = textwrap.dedent(text).lstrip("\n").encode()
+    loaded = load_file(name, data)
+    loaded.path = name
+    inventory.add_file(loaded)
+    return run(inventory, Selection(select or []))
+
+
+def lint_paths(*paths: str | os.PathLike[str], settings: Settings | None = None,
+               select: list[str] | None = None) -> list[Finding]:
+    inventory = inventory_from_paths([str(p) for p in paths], settings or Settings())
+    return run(inventory, Selection(select or []))
+
+
+def rules_of(findings: list[Finding]) -> list[str]:
+    return [f.rule for f in findings]
+
+
+@pytest.fixture
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip("the real-manifest corpus (../shared/corpus) is not present")
+    return CORPUS
