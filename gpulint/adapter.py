@@ -37,14 +37,25 @@ RESOURCE_RULE_KEYS = ("containerQuery", "nodeQuery", "resources", "containerLabe
 TEMPLATE_FIELDS = ("Series", "LabelMatchers", "GroupBy", "GroupBySlice", "LabelValuesByName")
 
 _RESOURCE_ALIASES = {
-    "pod": "pods", "pods": "pods", "po": "pods",
-    "namespace": "namespaces", "namespaces": "namespaces", "ns": "namespaces",
-    "node": "nodes", "nodes": "nodes",
-    "service": "services", "services": "services", "svc": "services",
-    "deployment": "deployments", "deployments": "deployments",
-    "statefulset": "statefulsets", "statefulsets": "statefulsets",
-    "ingress": "ingresses", "ingresses": "ingresses",
-    "job": "jobs", "jobs": "jobs",
+    "pod": "pods",
+    "pods": "pods",
+    "po": "pods",
+    "namespace": "namespaces",
+    "namespaces": "namespaces",
+    "ns": "namespaces",
+    "node": "nodes",
+    "nodes": "nodes",
+    "service": "services",
+    "services": "services",
+    "svc": "services",
+    "deployment": "deployments",
+    "deployments": "deployments",
+    "statefulset": "statefulsets",
+    "statefulsets": "statefulsets",
+    "ingress": "ingresses",
+    "ingresses": "ingresses",
+    "job": "jobs",
+    "jobs": "jobs",
 }
 
 
@@ -315,7 +326,7 @@ def _series_candidate(matches: str, template: str, metric: str) -> str | None:
     group = re.search(r"\((?!\?)[^()]*\)", body)
     if group is None:
         return None
-    rest = body[: group.start()] + "\0" + body[group.end():]
+    rest = body[: group.start()] + "\0" + body[group.end() :]
     rest = rest.replace("\\.", ".").replace("\\_", "_")
     if re.search(r"[\\^$.|?*+()\[\]{}]", rest):
         return None
@@ -327,32 +338,50 @@ _CONTAINER_SERIES = '{__name__=~"^container_.*",container!="POD",namespace!="",p
 _NAMESPACED_SERIES = '{namespace!="",__name__!~"^container_.*"}'
 _POD_NS_OVERRIDES = {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}
 CHART_DEFAULT_RULES: tuple[dict[str, Any], ...] = (
-    {"seriesQuery": _CONTAINER_SERIES, "seriesFilters": [],
-     "resources": {"overrides": _POD_NS_OVERRIDES},
-     "name": {"matches": "^container_(.*)_seconds_total$", "as": ""},
-     "metricsQuery": 'sum(rate(<<.Series>>{<<.LabelMatchers>>,container!="POD"}[5m])) '
-                     "by (<<.GroupBy>>)"},
-    {"seriesQuery": _CONTAINER_SERIES, "seriesFilters": [{"isNot": "^container_.*_seconds_total$"}],
-     "resources": {"overrides": _POD_NS_OVERRIDES},
-     "name": {"matches": "^container_(.*)_total$", "as": ""},
-     "metricsQuery": 'sum(rate(<<.Series>>{<<.LabelMatchers>>,container!="POD"}[5m])) '
-                     "by (<<.GroupBy>>)"},
-    {"seriesQuery": _CONTAINER_SERIES, "seriesFilters": [{"isNot": "^container_.*_total$"}],
-     "resources": {"overrides": _POD_NS_OVERRIDES},
-     "name": {"matches": "^container_(.*)$", "as": ""},
-     "metricsQuery": 'sum(<<.Series>>{<<.LabelMatchers>>,container!="POD"}) by (<<.GroupBy>>)'},
-    {"seriesQuery": _NAMESPACED_SERIES, "seriesFilters": [{"isNot": ".*_total$"}],
-     "resources": {"template": "<<.Resource>>"},
-     "name": {"matches": "", "as": ""},
-     "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"},
-    {"seriesQuery": _NAMESPACED_SERIES, "seriesFilters": [{"isNot": ".*_seconds_total"}],
-     "resources": {"template": "<<.Resource>>"},
-     "name": {"matches": "^(.*)_total$", "as": ""},
-     "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[5m])) by (<<.GroupBy>>)"},
-    {"seriesQuery": _NAMESPACED_SERIES, "seriesFilters": [],
-     "resources": {"template": "<<.Resource>>"},
-     "name": {"matches": "^(.*)_seconds_total$", "as": ""},
-     "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[5m])) by (<<.GroupBy>>)"},
+    {
+        "seriesQuery": _CONTAINER_SERIES,
+        "seriesFilters": [],
+        "resources": {"overrides": _POD_NS_OVERRIDES},
+        "name": {"matches": "^container_(.*)_seconds_total$", "as": ""},
+        "metricsQuery": 'sum(rate(<<.Series>>{<<.LabelMatchers>>,container!="POD"}[5m])) '
+        "by (<<.GroupBy>>)",
+    },
+    {
+        "seriesQuery": _CONTAINER_SERIES,
+        "seriesFilters": [{"isNot": "^container_.*_seconds_total$"}],
+        "resources": {"overrides": _POD_NS_OVERRIDES},
+        "name": {"matches": "^container_(.*)_total$", "as": ""},
+        "metricsQuery": 'sum(rate(<<.Series>>{<<.LabelMatchers>>,container!="POD"}[5m])) '
+        "by (<<.GroupBy>>)",
+    },
+    {
+        "seriesQuery": _CONTAINER_SERIES,
+        "seriesFilters": [{"isNot": "^container_.*_total$"}],
+        "resources": {"overrides": _POD_NS_OVERRIDES},
+        "name": {"matches": "^container_(.*)$", "as": ""},
+        "metricsQuery": 'sum(<<.Series>>{<<.LabelMatchers>>,container!="POD"}) by (<<.GroupBy>>)',
+    },
+    {
+        "seriesQuery": _NAMESPACED_SERIES,
+        "seriesFilters": [{"isNot": ".*_total$"}],
+        "resources": {"template": "<<.Resource>>"},
+        "name": {"matches": "", "as": ""},
+        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+    },
+    {
+        "seriesQuery": _NAMESPACED_SERIES,
+        "seriesFilters": [{"isNot": ".*_seconds_total"}],
+        "resources": {"template": "<<.Resource>>"},
+        "name": {"matches": "^(.*)_total$", "as": ""},
+        "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[5m])) by (<<.GroupBy>>)",
+    },
+    {
+        "seriesQuery": _NAMESPACED_SERIES,
+        "seriesFilters": [],
+        "resources": {"template": "<<.Resource>>"},
+        "name": {"matches": "^(.*)_seconds_total$", "as": ""},
+        "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[5m])) by (<<.GroupBy>>)",
+    },
 )
 
 

@@ -34,9 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     lint = commands.add_parser("lint", help="lint manifests, Helm values and adapter configs")
-    lint.add_argument("paths", nargs="*", metavar="PATH",
-                      help="files or directories (.yaml, .yml, .json); - reads stdin; "
-                           "default: the current directory")
+    lint.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories (.yaml, .yml, .json); - reads stdin; "
+        "default: the current directory",
+    )
     add_lint_options(lint)
 
     rules = commands.add_parser("rules", help="list the rule catalog")
@@ -51,17 +55,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_lint_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", "-f", choices=("text", "json", "sarif", "github"),
-                        default="text", help="report format (default: text)")
-    parser.add_argument("--config", "-c", metavar="FILE",
-                        help="configuration file (default: .gpulint.yaml found upward)")
-    parser.add_argument("--fail-on", choices=("error", "warning", "info", "never"),
-                        default="error", help="lowest severity that fails the run "
-                                              "(exit code 1; default: error)")
-    parser.add_argument("--select", action="append", metavar="IDS",
-                        help="run only these rules (IDs, names or prefixes such as GL4)")
-    parser.add_argument("--ignore", action="append", metavar="IDS",
-                        help="do not run these rules")
+    parser.add_argument(
+        "--format",
+        "-f",
+        choices=("text", "json", "sarif", "github"),
+        default="text",
+        help="report format (default: text)",
+    )
+    parser.add_argument(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="configuration file (default: .gpulint.yaml found upward)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info", "never"),
+        default="error",
+        help="lowest severity that fails the run (exit code 1; default: error)",
+    )
+    parser.add_argument(
+        "--select",
+        action="append",
+        metavar="IDS",
+        help="run only these rules (IDs, names or prefixes such as GL4)",
+    )
+    parser.add_argument("--ignore", action="append", metavar="IDS", help="do not run these rules")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
@@ -110,7 +129,8 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         out = handle
     try:
         color = args.color == "always" or (
-            args.color == "auto" and out.isatty() and "NO_COLOR" not in os.environ)
+            args.color == "auto" and out.isatty() and "NO_COLOR" not in os.environ
+        )
         render(result, args.format, out, color)
     finally:
         if handle is not None:
@@ -133,15 +153,27 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
     elif args.docs:
         stdout.write(rules_document(specs))
     elif args.json:
-        json.dump([{"id": s.id, "name": s.name, "severity": str(s.severity),
-                    "summary": s.doc.summary, "options": s.defaults()} for s in specs],
-                  stdout, indent=2)
+        json.dump(
+            [
+                {
+                    "id": s.id,
+                    "name": s.name,
+                    "severity": str(s.severity),
+                    "summary": s.doc.summary,
+                    "options": s.defaults(),
+                }
+                for s in specs
+            ],
+            stdout,
+            indent=2,
+        )
         stdout.write("\n")
     else:
         width = max(len(s.name) for s in specs)
         for spec in specs:
-            stdout.write(f"{spec.id}  {spec.name:<{width}}  {str(spec.severity):<7}  "
-                         f"{spec.doc.summary}\n")
+            stdout.write(
+                f"{spec.id}  {spec.name:<{width}}  {spec.severity!s:<7}  {spec.doc.summary}\n"
+            )
     return EXIT_OK
 
 

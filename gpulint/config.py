@@ -91,8 +91,7 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 {"enum": ["off", "on"]},
                 {
                     "type": "object",
-                    "properties": {"enabled": {"type": "boolean"}, "severity": severity,
-                                   **options},
+                    "properties": {"enabled": {"type": "boolean"}, "severity": severity, **options},
                     "additionalProperties": False,
                 },
             ]
@@ -111,8 +110,11 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "kserve": {
                 "type": "object",
                 "additionalProperties": False,
-                "properties": {"default-deployment-mode": {
-                    "enum": ["Knative", "Standard", "Serverless", "RawDeployment", "ModelMesh"]}},
+                "properties": {
+                    "default-deployment-mode": {
+                        "enum": ["Knative", "Standard", "Serverless", "RawDeployment", "ModelMesh"]
+                    }
+                },
             },
             "exclude": {"type": "array", "items": {"type": "string"}},
         },
@@ -138,9 +140,7 @@ def load_settings(path: str, rule_options: dict[str, dict[str, Any]]) -> Setting
     return settings_from_data(data, path, rule_options)
 
 
-def settings_from_data(
-    data: Any, path: str, rule_options: dict[str, dict[str, Any]]
-) -> Settings:
+def settings_from_data(data: Any, path: str, rule_options: dict[str, dict[str, Any]]) -> Settings:
     import jsonschema  # only when a configuration exists: it costs start-up time
 
     validator = jsonschema.Draft202012Validator(config_schema(rule_options))
@@ -166,7 +166,8 @@ def settings_from_data(
     mode = (data.get("kserve") or {}).get("default-deployment-mode")
     if mode:
         settings.kserve_default_mode = {"Serverless": "Knative", "RawDeployment": "Standard"}.get(
-            mode, mode)
+            mode, mode
+        )
     settings.exclude = list(data.get("exclude") or [])
     return settings
 
@@ -178,7 +179,8 @@ def _describe(error: Any) -> str:
         for sub in error.context or []:
             if sub.validator == "additionalProperties":
                 return str(sub.message).replace(
-                    "Additional properties are not allowed", "unknown option")
+                    "Additional properties are not allowed", "unknown option"
+                )
             if sub.validator in ("enum", "type", "minimum", "maximum") and sub.absolute_path:
                 return f"{'.'.join(str(p) for p in sub.absolute_path)}: {sub.message}"
         return "expected true, false, off, on or a mapping of enabled/severity/options"

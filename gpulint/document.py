@@ -11,7 +11,9 @@ from gpulint.yamlparse import YList, YMap
 Path = tuple[str | int, ...]
 
 
-def position_of(data: Any, path: Sequence[str | int], *, key: bool | None = None) -> tuple[int, int]:
+def position_of(
+    data: Any, path: Sequence[str | int], *, key: bool | None = None
+) -> tuple[int, int]:
     """The 1-based (line, column) of the node at ``path`` inside ``data``.
 
     A path that goes past what exists stops at the deepest node that does exist, so a finding
@@ -35,9 +37,7 @@ def position_of(data: Any, path: Sequence[str | int], *, key: bool | None = None
         elif isinstance(node, YList) and isinstance(step, int) and -len(node) <= step < len(node):
             here = node.item_position(step % len(node))
             node = node[step]
-        elif isinstance(node, dict) and step in node:
-            node = node[step]
-        elif isinstance(node, list) and isinstance(step, int) and -len(node) <= step < len(node):
+        elif has_step(node, step):
             node = node[step]
         else:
             break
@@ -136,6 +136,15 @@ class Manifest(Document):
 
     def __repr__(self) -> str:
         return f"<Manifest {self.ref} {self.file}:{self.line}>"
+
+
+def has_step(node: Any, step: str | int) -> bool:
+    """Can ``node[step]`` be taken (a present key, or an index in range)?"""
+    if isinstance(node, dict):
+        return step in node
+    if isinstance(node, list) and isinstance(step, int):
+        return -len(node) <= step < len(node)
+    return False
 
 
 def dig(data: Any, path: Sequence[str | int], default: Any = None) -> Any:

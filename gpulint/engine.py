@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpulint.config import Settings
-from gpulint.document import Document, Manifest, Path
+from gpulint.document import Document, Manifest, Path, has_step
 from gpulint.inventory import Inventory
 from gpulint.loader import IgnoreComment
 from gpulint.model import Finding, Location, Severity
@@ -29,8 +29,7 @@ def all_rules() -> list[RuleSpec]:
     """The rule pack, ordered by ID."""
     global _registry
     if _registry is None:
-        import gpulint.rules as package
-
+        package = importlib.import_module("gpulint.rules")
         specs = []
         for info in pkgutil.iter_modules(package.__path__):
             if info.name.startswith("gl"):
@@ -155,8 +154,9 @@ def run(
         options = spec.defaults()
         options.update(rule_settings.options)
         ctx = Context(spec, options)
-        items = items_for(spec.scope) if items_for is not None else scope_items(
-            inventory, spec.scope)
+        items = (
+            items_for(spec.scope) if items_for is not None else scope_items(inventory, spec.scope)
+        )
         for item in items:
             for finding in spec.check(item, inventory, ctx):
                 anchor = ctx.anchors.pop(id(finding), None)
@@ -169,8 +169,16 @@ def run(
 
 
 def _with_severity(finding: Finding, severity: Severity) -> Finding:
-    return Finding(finding.rule, finding.name, severity, finding.message, finding.location,
-                   finding.fix, finding.object, finding.related)
+    return Finding(
+        finding.rule,
+        finding.name,
+        severity,
+        finding.message,
+        finding.location,
+        finding.fix,
+        finding.object,
+        finding.related,
+    )
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
@@ -196,23 +204,28 @@ def _parse_ignore_list(value: Any) -> set[str]:
 def _annotation_suppressions(anchor: Anchor) -> list[tuple[Document, Path, set[str]]]:
     """Ignore annotations that cover a finding: the object's, and any pod template's on its
     path (``spec.template.metadata.annotations``)."""
-    found = []
+    found: list[tuple[Document, Path, set[str]]] = []
     document, path = anchor.document, anchor.path
     data = document.data
     if isinstance(data, dict):
-        annotations = (data.get("metadata") or {}).get("annotations") if isinstance(
-            data.get("metadata"), dict) else None
+        annotations = (
+            (data.get("metadata") or {}).get("annotations")
+            if isinstance(data.get("metadata"), dict)
+            else None
+        )
         if isinstance(annotations, dict) and IGNORE_ANNOTATION in annotations:
-            found.append((document, ("metadata", "annotations", IGNORE_ANNOTATION),
-                          _parse_ignore_list(annotations[IGNORE_ANNOTATION])))
+            found.append(
+                (
+                    document,
+                    ("metadata", "annotations", IGNORE_ANNOTATION),
+                    _parse_ignore_list(annotations[IGNORE_ANNOTATION]),
+                )
+            )
     node: Any = data
     for index, step in enumerate(path):
-        if isinstance(node, dict) and step in node:
-            node = node[step]
-        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-            node = node[step]
-        else:
+        if not has_step(node, step):
             break
+        node = node[step]
         if step in ("template", "leaderTemplate", "workerTemplate") and isinstance(node, dict):
             metadata = node.get("metadata")
             annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
@@ -264,11 +277,13 @@ def _suppress(
         for rule in sorted(comment.rules):
             if rule in ("ALL", "*") or rule not in ran or (comment, rule) in used_comments:
                 continue
-            kept.append(ctx.at(
-                Location(comment.file, comment.line, comment.column),
-                f"`# gpulint: ignore={rule}` suppresses nothing on this line or the next",
-                f"delete {rule} from the comment",
-            ))
+            kept.append(
+                ctx.at(
+                    Location(comment.file, comment.line, comment.column),
+                    f"`# gpulint: ignore={rule}` suppresses nothing on this line or the next",
+                    f"delete {rule} from the comment",
+                )
+            )
     for manifest in inventory.manifests:
         for anchor_key in _all_annotation_suppressions(manifest):
             document, where, rules = anchor_key
@@ -277,27 +292,39 @@ def _suppress(
                     continue
                 if (id(document), where, rule) in used_annotations:
                     continue
-                kept.append(ctx.finding(
-                    document, where,
-                    f"annotation {IGNORE_ANNOTATION} lists {rule}, which reports nothing here",
-                    f"remove {rule} from the {IGNORE_ANNOTATION} annotation",
-                ))
+                kept.append(
+                    ctx.finding(
+                        document,
+                        where,
+                        f"annotation {IGNORE_ANNOTATION} lists {rule}, which reports nothing here",
+                        f"remove {rule} from the {IGNORE_ANNOTATION} annotation",
+                    )
+                )
                 ctx.anchors.clear()
     return kept
 
 
 def _all_annotation_suppressions(manifest: Manifest) -> list[tuple[Document, Path, set[str]]]:
-    found = []
+    found: list[tuple[Document, Path, set[str]]] = []
     annotations = manifest.annotations
     if IGNORE_ANNOTATION in annotations:
-        found.append((manifest, ("metadata", "annotations", IGNORE_ANNOTATION),
-                      _parse_ignore_list(annotations[IGNORE_ANNOTATION])))
+        found.append(
+            (
+                manifest,
+                ("metadata", "annotations", IGNORE_ANNOTATION),
+                _parse_ignore_list(annotations[IGNORE_ANNOTATION]),
+            )
+        )
     for template in pod_templates(manifest):
         if IGNORE_ANNOTATION in template.annotations:
-            found.append((manifest, (*template.path, "metadata", "annotations", IGNORE_ANNOTATION),
-                          _parse_ignore_list(template.annotations[IGNORE_ANNOTATION])))
+            found.append(
+                (
+                    manifest,
+                    (*template.path, "metadata", "annotations", IGNORE_ANNOTATION),
+                    _parse_ignore_list(template.annotations[IGNORE_ANNOTATION]),
+                )
+            )
     return found
-
 
 
 def inventory_from_paths(paths: Iterable[str], settings: Settings) -> Inventory:

@@ -48,8 +48,18 @@ Key = tuple[str, str, str]  # (kind, namespace or "", name)
 
 # Kinds whose pod templates an autoscaler can scale (and a few that only hold pods).
 WORKLOAD_KINDS = {
-    "Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet", "Job",
-    "CronJob", "Pod", "Rollout", "LeaderWorkerSet", "DeploymentConfig", "CloneSet",
+    "Deployment",
+    "StatefulSet",
+    "ReplicaSet",
+    "ReplicationController",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+    "Pod",
+    "Rollout",
+    "LeaderWorkerSet",
+    "DeploymentConfig",
+    "CloneSet",
 }
 
 
@@ -167,15 +177,27 @@ class Inventory:
             items = data.get("items")
             if kind.endswith("List") and isinstance(items, list):
                 for item in items:
-                    if isinstance(item, dict) and isinstance(item.get("apiVersion"), str) \
-                            and isinstance(item.get("kind"), str):
-                        self.add_manifest(Manifest(item, document.file, document.index,
-                                                   _start_line(item, document.line),
-                                                   document.rendered_from), text)
+                    if (
+                        isinstance(item, dict)
+                        and isinstance(item.get("apiVersion"), str)
+                        and isinstance(item.get("kind"), str)
+                    ):
+                        self.add_manifest(
+                            Manifest(
+                                item,
+                                document.file,
+                                document.index,
+                                _start_line(item, document.line),
+                                document.rendered_from,
+                            ),
+                            text,
+                        )
                 return
             self.add_manifest(
-                Manifest(data, document.file, document.index, document.line,
-                         document.rendered_from), text
+                Manifest(
+                    data, document.file, document.index, document.line, document.rendered_from
+                ),
+                text,
             )
             return
         if looks_like_adapter_config(data):
@@ -190,7 +212,8 @@ class Inventory:
             for key in ("prometheus-adapter", "prometheusAdapter"):
                 if looks_like_adapter_values(data.get(key)):
                     self.adapter_configs.append(
-                        AdapterConfig(document, AdapterConfig.HELM_VALUES, (key,)))
+                        AdapterConfig(document, AdapterConfig.HELM_VALUES, (key,))
+                    )
                     classified = True
         scrapes = scrapes_in_values(document)
         if scrapes:
@@ -238,16 +261,23 @@ class Inventory:
             try:
                 parsed = list(parse_documents(value, line_offset=line, column_offset=column))
             except YamlError as error:
-                self.problems.append(LoadProblem(
-                    manifest.file, error.line, error.column,
-                    f"ConfigMap {manifest.name} key {key}: {error.message}"))
+                self.problems.append(
+                    LoadProblem(
+                        manifest.file,
+                        error.line,
+                        error.column,
+                        f"ConfigMap {manifest.name} key {key}: {error.message}",
+                    )
+                )
                 continue
             for doc in parsed:
                 if looks_like_adapter_config(doc.value):
-                    embedded = Document(doc.value, manifest.file, manifest.index, doc.line,
-                                        manifest.rendered_from)
+                    embedded = Document(
+                        doc.value, manifest.file, manifest.index, doc.line, manifest.rendered_from
+                    )
                     self.adapter_configs.append(
-                        AdapterConfig(embedded, AdapterConfig.CONFIGMAP, owner=manifest))
+                        AdapterConfig(embedded, AdapterConfig.CONFIGMAP, owner=manifest)
+                    )
                     self.duplicates.extend((embedded, d) for d in doc.duplicates)
 
     # --- questions rules ask ---------------------------------------------------------------
@@ -285,19 +315,24 @@ class Inventory:
         found = index.get((namespace or "", name))
         if found is not None:
             return found
-        matches = [v for (ns, n), v in index.items() if n == name
-                   and (namespace is None or ns == "")]
+        matches = [
+            v for (ns, n), v in index.items() if n == name and (namespace is None or ns == "")
+        ]
         return matches[0] if len(matches) == 1 else None
 
     def resolve_target(self, namespace: str | None, ref: TargetRef) -> ResolvedTarget:
         """What an autoscaler in ``namespace`` scales, with the pod templates behind it."""
         kind = ref.kind or "Deployment"
         manifest = self.find(kind, namespace, ref.name)
-        key = key_of(kind, namespace if namespace is not None else
-                     (manifest.namespace if manifest else None), ref.name)
+        key = key_of(
+            kind,
+            namespace if namespace is not None else (manifest.namespace if manifest else None),
+            ref.name,
+        )
         if manifest is not None:
-            return ResolvedTarget(key, ref, manifest, None, pod_templates(manifest), manifest,
-                                  "object")
+            return ResolvedTarget(
+                key, ref, manifest, None, pod_templates(manifest), manifest, "object"
+            )
         if kind != "Deployment":
             return ResolvedTarget(key, ref)
         found = self.isvc_for_component(namespace, ref.name)
@@ -305,31 +340,33 @@ class Inventory:
             isvc, component_name = found
             component = isvc.component(component_name)
             templates = [component.template] if component else []
-            return ResolvedTarget(key, ref, None, isvc.manifest, templates, isvc.manifest,
-                                  "kserve")
+            return ResolvedTarget(key, ref, None, isvc.manifest, templates, isvc.manifest, "kserve")
         if ref.name.endswith("-default"):
             found = self.isvc_for_component(namespace, ref.name[: -len("-default")])
             if found is not None:
                 isvc, component_name = found
                 component = isvc.component(component_name)
                 templates = [component.template] if component else []
-                return ResolvedTarget(key, ref, None, isvc.manifest, templates, isvc.manifest,
-                                      "kserve-legacy")
+                return ResolvedTarget(
+                    key, ref, None, isvc.manifest, templates, isvc.manifest, "kserve-legacy"
+                )
         parent = revision_deployment_parent(ref.name)
         if parent is not None:
             for candidate in (parent, parent.removesuffix("-default")):
                 ksvc = self.knative_service(namespace, candidate)
                 if ksvc is not None:
                     templates = [ksvc.template] if ksvc.template else []
-                    return ResolvedTarget(key, ref, None, ksvc.manifest, templates,
-                                          ksvc.manifest, "knative-revision")
+                    return ResolvedTarget(
+                        key, ref, None, ksvc.manifest, templates, ksvc.manifest, "knative-revision"
+                    )
                 found = self.isvc_for_component(namespace, candidate)
                 if found is not None:
                     isvc, component_name = found
                     component = isvc.component(component_name)
                     templates = [component.template] if component else []
-                    return ResolvedTarget(key, ref, None, isvc.manifest, templates,
-                                          isvc.manifest, "kserve-knative")
+                    return ResolvedTarget(
+                        key, ref, None, isvc.manifest, templates, isvc.manifest, "kserve-knative"
+                    )
         return ResolvedTarget(key, ref)
 
     def knative_service(self, namespace: str | None, name: str) -> KnativeService | None:
@@ -353,14 +390,16 @@ class Inventory:
             if hpa.target_ref is None or _managed_by_controller(hpa.manifest):
                 continue
             target = self.resolve_target(hpa.namespace, hpa.target_ref).key
-            yield Autoscaler("HorizontalPodAutoscaler", hpa.manifest, hpa.target_ref.path,
-                             target, hpa.name)
+            yield Autoscaler(
+                "HorizontalPodAutoscaler", hpa.manifest, hpa.target_ref.path, target, hpa.name
+            )
         for scaled in self.scaled_objects:
             if scaled.target_ref is None:
                 continue
             target = self.resolve_target(scaled.namespace, scaled.target_ref).key
-            yield Autoscaler("ScaledObject", scaled.manifest, scaled.target_ref.path, target,
-                             scaled.hpa_name)
+            yield Autoscaler(
+                "ScaledObject", scaled.manifest, scaled.target_ref.path, target, scaled.hpa_name
+            )
         for isvc in self.inference_services:
             if isvc.mode != STANDARD or isvc.autoscaler_class not in ("hpa", "keda"):
                 continue
@@ -368,8 +407,12 @@ class Inventory:
                 name = isvc.component_name(component.name)
                 hpa_name = name if isvc.autoscaler_class == "hpa" else f"keda-hpa-{name}"
                 yield Autoscaler(
-                    "KServe", isvc.manifest, ("metadata", "annotations"),
-                    key_of("Deployment", isvc.namespace, name), hpa_name, implicit=True,
+                    "KServe",
+                    isvc.manifest,
+                    ("metadata", "annotations"),
+                    key_of("Deployment", isvc.namespace, name),
+                    hpa_name,
+                    implicit=True,
                     note=f"autoscalerClass {isvc.autoscaler_class}",
                 )
 
@@ -377,8 +420,7 @@ class Inventory:
         if self._groups is None:
             groups: dict[Key, TargetGroup] = {}
             for autoscaler in self.autoscalers():
-                group = groups.setdefault(autoscaler.target,
-                                          TargetGroup(autoscaler.target, []))
+                group = groups.setdefault(autoscaler.target, TargetGroup(autoscaler.target, []))
                 group.autoscalers.append(autoscaler)
             self._groups = groups
         return self._groups

@@ -39,7 +39,8 @@ class ScaledObject:
         self.hpa_config = hpa_config
         custom_name = hpa_config.get("name")
         self.hpa_name: str = (
-            custom_name if isinstance(custom_name, str) and custom_name
+            custom_name
+            if isinstance(custom_name, str) and custom_name
             else f"keda-hpa-{manifest.name}"
         )
 

@@ -40,8 +40,9 @@ class KnativeService:
         self.template: PodTemplate | None = pod_template_at(
             manifest.data, self.template_path, "revision template"
         )
-        template_meta = as_dict(as_dict(as_dict(manifest.data.get("spec")).get("template")).get(
-            "metadata"))
+        template_meta = as_dict(
+            as_dict(as_dict(manifest.data.get("spec")).get("template")).get("metadata")
+        )
         self.template_annotations: dict[str, Any] = as_dict(template_meta.get("annotations"))
 
     @property

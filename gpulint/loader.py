@@ -84,9 +84,7 @@ def expand_paths(paths: Iterable[str]) -> Iterator[str]:
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
                 found.extend(
-                    os.path.join(root, name)
-                    for name in files
-                    if name.endswith(YAML_SUFFIXES)
+                    os.path.join(root, name) for name in files if name.endswith(YAML_SUFFIXES)
                 )
             yield from sorted(found)
         elif path.exists():
@@ -110,7 +108,9 @@ def load_file(path: str, data: bytes | None = None) -> LoadedFile:
         try:
             data = read_source(path)
         except OSError as error:
-            loaded.problems.append(LoadProblem(display, 1, 1, f"cannot read file: {error.strerror}"))
+            loaded.problems.append(
+                LoadProblem(display, 1, 1, f"cannot read file: {error.strerror}")
+            )
             return loaded
     loaded.text = data
     sources = _source_comments(data) if b"# Source:" in data else []
@@ -167,8 +167,7 @@ def _parse_resyncing(display: str, data: bytes, loaded: LoadedFile) -> Iterator[
     is_json = display.endswith(".json")
     while True:
         try:
-            for parsed in parse_documents(chunk, line_offset=offset_line):
-                yield parsed
+            yield from parse_documents(chunk, line_offset=offset_line)
             return
         except YamlError as error:
             if is_json and offset_line == 0:

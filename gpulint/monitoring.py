@@ -99,24 +99,38 @@ def scrapes_in_values(document: Document) -> list[DcgmScrape]:
     data = as_dict(document.data)
     found = []
     operator = data.get("dcgmExporter")
-    if isinstance(operator, dict) and any(k in data for k in ("driver", "toolkit", "operator",
-                                                              "devicePlugin", "dcgm")):
+    if isinstance(operator, dict) and any(
+        k in data for k in ("driver", "toolkit", "operator", "devicePlugin", "dcgm")
+    ):
         monitor = as_dict(operator.get("serviceMonitor"))
         if monitor.get("enabled") is True and operator.get("enabled", True) is not False:
-            found.append(_values_scrape(document, ("dcgmExporter", "serviceMonitor"), monitor,
-                                        "gpu-operator values dcgmExporter.serviceMonitor"))
-    monitor = data.get("serviceMonitor")
-    if isinstance(monitor, dict) and _is_dcgm_chart_values(data):
-        if monitor.get("enabled", True) is not False:
-            found.append(_values_scrape(document, ("serviceMonitor",), monitor,
-                                        "dcgm-exporter values serviceMonitor"))
+            found.append(
+                _values_scrape(
+                    document,
+                    ("dcgmExporter", "serviceMonitor"),
+                    monitor,
+                    "gpu-operator values dcgmExporter.serviceMonitor",
+                )
+            )
+    chart_monitor = data.get("serviceMonitor")
+    dcgm_values = isinstance(chart_monitor, dict) and _is_dcgm_chart_values(data)
+    if dcgm_values and as_dict(chart_monitor).get("enabled", True) is not False:
+        found.append(
+            _values_scrape(
+                document, ("serviceMonitor",), monitor, "dcgm-exporter values serviceMonitor"
+            )
+        )
     return found
 
 
 def _is_dcgm_chart_values(data: dict[str, Any]) -> bool:
     image = as_dict(data.get("image"))
-    return _mentions_dcgm(image.get("repository"), data.get("arguments"),
-                          data.get("nameOverride"), data.get("fullnameOverride"))
+    return _mentions_dcgm(
+        image.get("repository"),
+        data.get("arguments"),
+        data.get("nameOverride"),
+        data.get("fullnameOverride"),
+    )
 
 
 def _values_scrape(

@@ -79,7 +79,9 @@ class Selector:
 
     def __str__(self) -> str:
         inner = ",".join(str(m) for m in self.matchers)
-        return f"{self.metric or ''}{{{inner}}}" if self.matchers or not self.metric else self.metric
+        return (
+            f"{self.metric or ''}{{{inner}}}" if self.matchers or not self.metric else self.metric
+        )
 
 
 _regex_cache: dict[str, re.Pattern[str] | None] = {}
@@ -120,7 +122,7 @@ def _read_string(text: str, pos: int) -> tuple[str, int]:
     if quote not in "\"'`":
         raise SelectorError(f"expected a quoted label value at offset {pos}")
     pos += 1
-    out = []
+    out: list[str] = []
     while pos < len(text):
         char = text[pos]
         if char == quote:
@@ -182,15 +184,76 @@ def parse_selector(text: str) -> Selector:
 
 
 _KEYWORDS = {
-    "sum", "avg", "min", "max", "count", "stddev", "stdvar", "topk", "bottomk", "quantile",
-    "count_values", "group", "by", "without", "on", "ignoring", "group_left", "group_right",
-    "and", "or", "unless", "bool", "offset", "rate", "irate", "increase", "delta", "idelta",
-    "avg_over_time", "max_over_time", "min_over_time", "sum_over_time", "count_over_time",
-    "last_over_time", "quantile_over_time", "histogram_quantile", "label_replace", "label_join",
-    "abs", "ceil", "floor", "round", "clamp", "clamp_max", "clamp_min", "vector", "scalar",
-    "time", "deriv", "predict_linear", "absent", "absent_over_time", "changes", "resets",
-    "sort", "sort_desc", "sqrt", "exp", "ln", "log2", "log10", "timestamp", "present_over_time",
-    "stddev_over_time", "stdvar_over_time", "inf", "nan", "atan2", "limitk", "limit_ratio",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "count",
+    "stddev",
+    "stdvar",
+    "topk",
+    "bottomk",
+    "quantile",
+    "count_values",
+    "group",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
+    "rate",
+    "irate",
+    "increase",
+    "delta",
+    "idelta",
+    "avg_over_time",
+    "max_over_time",
+    "min_over_time",
+    "sum_over_time",
+    "count_over_time",
+    "last_over_time",
+    "quantile_over_time",
+    "histogram_quantile",
+    "label_replace",
+    "label_join",
+    "abs",
+    "ceil",
+    "floor",
+    "round",
+    "clamp",
+    "clamp_max",
+    "clamp_min",
+    "vector",
+    "scalar",
+    "time",
+    "deriv",
+    "predict_linear",
+    "absent",
+    "absent_over_time",
+    "changes",
+    "resets",
+    "sort",
+    "sort_desc",
+    "sqrt",
+    "exp",
+    "ln",
+    "log2",
+    "log10",
+    "timestamp",
+    "present_over_time",
+    "stddev_over_time",
+    "stdvar_over_time",
+    "inf",
+    "nan",
+    "atan2",
+    "limitk",
+    "limit_ratio",
 }
 _TEMPLATE_ACTION = re.compile(r"<<.*?>>", re.DOTALL)
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')

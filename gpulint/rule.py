@@ -171,8 +171,16 @@ class Context:
         related: Sequence[Related] = (),
     ) -> Finding:
         """A finding at a known location (load problems have no document)."""
-        return Finding(self.spec.id, self.spec.name, self.spec.severity, message, location, fix,
-                       obj, tuple(related))
+        return Finding(
+            self.spec.id,
+            self.spec.name,
+            self.spec.severity,
+            message,
+            location,
+            fix,
+            obj,
+            tuple(related),
+        )
 
 
 def related(document: Document, path: Sequence[str | int] = (), role: str = "") -> Related:

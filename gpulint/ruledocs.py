@@ -16,8 +16,11 @@ def rule_markdown(spec: RuleSpec) -> str:
     if spec.options:
         parts += ["### Configuration", "", "```yaml", "rules:", f"  {spec.id}:"]
         for name, schema in spec.options.items():
-            parts.append(f"    {name}: {schema.get('default')!r}  # {schema.get('description', '')}"
-                         .replace("'", '"'))
+            parts.append(
+                f"    {name}: {schema.get('default')!r}  # {schema.get('description', '')}".replace(
+                    "'", '"'
+                )
+            )
         parts += ["```", ""]
     return "\n".join(parts).rstrip() + "\n"
 
@@ -30,8 +33,9 @@ def rule_text(spec: RuleSpec) -> str:
     if spec.options:
         lines += ["Options (in .gpulint.yaml under rules: " + spec.id + ":)", "-" * 20]
         for name, schema in spec.options.items():
-            lines.append(f"  {name} (default {schema.get('default')!r}): "
-                         f"{schema.get('description', '')}")
+            lines.append(
+                f"  {name} (default {schema.get('default')!r}): {schema.get('description', '')}"
+            )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -40,14 +44,20 @@ def rules_table(specs: list[RuleSpec]) -> str:
     rows = ["| ID | name | severity | what it catches |", "|---|---|---|---|"]
     for spec in specs:
         summary = spec.doc.summary.replace("|", "\\|")
-        rows.append(f"| [{spec.id}](docs/rules.md#{spec.id.lower()}) | {spec.name} | "
-                    f"{spec.severity} | {summary} |")
+        rows.append(
+            f"| [{spec.id}](docs/rules.md#{spec.id.lower()}) | {spec.name} | "
+            f"{spec.severity} | {summary} |"
+        )
     return "\n".join(rows)
 
 
 def rules_document(specs: list[RuleSpec]) -> str:
-    parts = ["# gpulint rules", "",
-             "Generated from the rule modules in `rules/` by `gpulint rules --docs`.", ""]
+    parts = [
+        "# gpulint rules",
+        "",
+        "Generated from the rule modules in `rules/` by `gpulint rules --docs`.",
+        "",
+    ]
     for spec in specs:
         parts.append(f'<a id="{spec.id.lower()}"></a>')
         parts.append(rule_markdown(spec))

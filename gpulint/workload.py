@@ -31,8 +31,22 @@ _TEMPLATE_PATHS: dict[str, tuple[Path, ...]] = {
 
 # KServe component fields that hold a single container (model-format shorthand).
 KSERVE_CONTAINER_KEYS = (
-    "model", "tensorflow", "pytorch", "triton", "sklearn", "xgboost", "onnx", "huggingface",
-    "lightgbm", "paddle", "pmml", "torchserve", "alibi", "art", "aix", "custom",
+    "model",
+    "tensorflow",
+    "pytorch",
+    "triton",
+    "sklearn",
+    "xgboost",
+    "onnx",
+    "huggingface",
+    "lightgbm",
+    "paddle",
+    "pmml",
+    "torchserve",
+    "alibi",
+    "art",
+    "aix",
+    "custom",
 )
 
 
@@ -151,8 +165,12 @@ def containers_of(pod_spec: Any, spec_path: Path) -> list[Container]:
             if isinstance(item, dict):
                 name = item.get("name")
                 found.append(
-                    Container(name if isinstance(name, str) else f"#{index}",
-                              (*spec_path, key, index), item, init)
+                    Container(
+                        name if isinstance(name, str) else f"#{index}",
+                        (*spec_path, key, index),
+                        item,
+                        init,
+                    )
                 )
     return found
 
@@ -165,8 +183,9 @@ def pod_template_at(data: Any, path: Path, label: str = "pod template") -> PodTe
     spec = template.get("spec")
     if not isinstance(spec, dict) or not isinstance(spec.get("containers"), list):
         return None
-    return PodTemplate(path, as_dict(template.get("metadata")),
-                       containers_of(spec, (*path, "spec")), label)
+    return PodTemplate(
+        path, as_dict(template.get("metadata")), containers_of(spec, (*path, "spec")), label
+    )
 
 
 def pod_templates(manifest: Manifest) -> list[PodTemplate]:

@@ -306,7 +306,9 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
         size = 1
         if cls is scalar_event:
             start = event.start_mark
-            mark = ((start.line + line_base) << _COL_BITS) | ((start.column + column_base) & col_mask)
+            mark = ((start.line + line_base) << _COL_BITS) | (
+                (start.column + column_base) & col_mask
+            )
             tag = event.tag
             text = event.value
             if tag is None:
@@ -326,7 +328,9 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
             expanded += 1
         elif cls is mapping_start or cls is sequence_start:
             start = event.start_mark
-            mark = ((start.line + line_base) << _COL_BITS) | ((start.column + column_base) & col_mask)
+            mark = ((start.line + line_base) << _COL_BITS) | (
+                (start.column + column_base) & col_mask
+            )
             frame = _Frame(YMap(mark) if cls is mapping_start else YList(mark), event.anchor)
             if event.anchor:
                 open_anchors.add(event.anchor)
@@ -345,7 +349,9 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
                 anchors[frame.anchor] = (value, size)
         elif cls is alias_event:
             start = event.start_mark
-            mark = ((start.line + line_base) << _COL_BITS) | ((start.column + column_base) & col_mask)
+            mark = ((start.line + line_base) << _COL_BITS) | (
+                (start.column + column_base) & col_mask
+            )
             name = event.anchor
             if name in open_anchors:
                 raise YamlError(f"recursive alias *{name}", *unpack(mark))
@@ -375,9 +381,7 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
                 line, column = unpack(root_mark)
             else:
                 line, column = event.start_mark.line + line_base, 1
-            yield ParsedDocument(
-                root, line, column, event.end_mark.line + line_base, duplicates
-            )
+            yield ParsedDocument(root, line, column, event.end_mark.line + line_base, duplicates)
             continue
         else:  # stream start/end
             continue
@@ -388,7 +392,7 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
         parent = stack[-1]
         parent.size += size
         holder = parent.container
-        if type(holder) is YList:
+        if isinstance(holder, YList):
             holder.append(value)
             holder.marks.append(mark)
         elif not parent.pending_key:

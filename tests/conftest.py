@@ -19,8 +19,12 @@ FIXTURES = ROOT / "tests" / "fixtures"
 CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
 
 
-def lint_text(text: str, name: str = "input.yaml", settings: Settings | None = None,
-              select: list[str] | None = None) -> list[Finding]:
+def lint_text(
+    text: str,
+    name: str = "input.yaml",
+    settings: Settings | None = None,
+    select: list[str] | None = None,
+) -> list[Finding]:
     """Lint one YAML text as if it were a file called ``name``."""
     inventory = Inventory(settings or Settings())
     data = textwrap.dedent(text).lstrip("\n").encode()
@@ -30,8 +34,11 @@ def lint_text(text: str, name: str = "input.yaml", settings: Settings | None = N
     return run(inventory, Selection(select or []))
 
 
-def lint_paths(*paths: str | os.PathLike[str], settings: Settings | None = None,
-               select: list[str] | None = None) -> list[Finding]:
+def lint_paths(
+    *paths: str | os.PathLike[str],
+    settings: Settings | None = None,
+    select: list[str] | None = None,
+) -> list[Finding]:
     inventory = inventory_from_paths([str(p) for p in paths], settings or Settings())
     return run(inventory, Selection(select or []))
 

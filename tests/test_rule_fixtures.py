@@ -46,10 +46,12 @@ def test_failing_fixture_reports_exactly_what_it_declares(rule: str, path: Path)
     assert any(e[1] == rule for e in expected), f"{path} declares no '# expect: {rule} L:C'"
     findings = lint_paths(path)
     declared_rules = {e[1] for e in expected}
-    got = {(f.location.file, f.rule, f.location.line, f.location.column)
-           for f in findings if f.rule in declared_rules}
-    assert got == expected, "\n".join(
-        f"{f.location}: {f.rule} {f.message}" for f in findings)
+    got = {
+        (f.location.file, f.rule, f.location.line, f.location.column)
+        for f in findings
+        if f.rule in declared_rules
+    }
+    assert got == expected, "\n".join(f"{f.location}: {f.rule} {f.message}" for f in findings)
 
 
 @pytest.mark.parametrize(("rule", "path"), _cases("pass_"), ids=lambda v: str(v)[-60:])
@@ -71,8 +73,10 @@ def test_every_rule_has_failing_and_passing_fixtures() -> None:
         if spec.id == "GL703":
             continue  # unused suppressions are tested in test_suppression.py
         if failing.get(spec.id, 0) < 2 or passing.get(spec.id, 0) < 2:
-            missing.append(f"{spec.id}: {failing.get(spec.id, 0)} fail, "
-                           f"{passing.get(spec.id, 0)} pass")
+            missing.append(
+                f"{spec.id}: {failing.get(spec.id, 0)} fail, {passing.get(spec.id, 0)} pass"
+            )
     assert not missing, "rules need at least 2 failing and 2 passing fixtures:\n" + "\n".join(
-        missing)
+        missing
+    )
     assert fail  # the fixture tree was found at all

@@ -12,8 +12,12 @@ from gpulint.model import Finding, ObjectRef, Severity
 def _object(ref: ObjectRef | None) -> dict[str, Any] | None:
     if ref is None:
         return None
-    return {"apiVersion": ref.api_version, "kind": ref.kind, "namespace": ref.namespace,
-            "name": ref.name}
+    return {
+        "apiVersion": ref.api_version,
+        "kind": ref.kind,
+        "namespace": ref.namespace,
+        "name": ref.name,
+    }
 
 
 def finding_to_dict(finding: Finding) -> dict[str, Any]:
@@ -28,9 +32,11 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "column": location.column,
         "object": _object(finding.object),
         "related": [
-            {**(_object(r.ref) or {}),
-             "file": r.location.file if r.location else None,
-             "line": r.location.line if r.location else None}
+            {
+                **(_object(r.ref) or {}),
+                "file": r.location.file if r.location else None,
+                "line": r.location.line if r.location else None,
+            }
             for r in finding.related
         ],
         "fix": finding.fix,

@@ -30,8 +30,7 @@ def _physical(location: Location) -> dict[str, Any]:
     return {
         "physicalLocation": {
             "artifactLocation": {"uri": _uri(location.file)},
-            "region": {"startLine": max(location.line, 1),
-                       "startColumn": max(location.column, 1)},
+            "region": {"startLine": max(location.line, 1), "startColumn": max(location.column, 1)},
         }
     }
 
@@ -41,17 +40,20 @@ def sarif_log(result: Result) -> dict[str, Any]:
     index = {spec.id: i for i, spec in enumerate(specs)}
     rules = []
     for spec in specs:
-        rules.append({
-            "id": spec.id,
-            "name": spec.name,
-            "shortDescription": {"text": spec.doc.summary},
-            "fullDescription": {"text": spec.doc.section("Description", "What it checks")
-                                or spec.doc.summary},
-            "help": {"text": spec.doc.summary, "markdown": rule_markdown(spec)},
-            "helpUri": spec.help_url,
-            "defaultConfiguration": {"level": _LEVELS[spec.severity]},
-            "properties": {"tags": ["kubernetes", "gpu", "autoscaling"]},
-        })
+        rules.append(
+            {
+                "id": spec.id,
+                "name": spec.name,
+                "shortDescription": {"text": spec.doc.summary},
+                "fullDescription": {
+                    "text": spec.doc.section("Description", "What it checks") or spec.doc.summary
+                },
+                "help": {"text": spec.doc.summary, "markdown": rule_markdown(spec)},
+                "helpUri": spec.help_url,
+                "defaultConfiguration": {"level": _LEVELS[spec.severity]},
+                "properties": {"tags": ["kubernetes", "gpu", "autoscaling"]},
+            }
+        )
     results = []
     for finding in result.findings:
         text = finding.message
@@ -79,16 +81,20 @@ def sarif_log(result: Result) -> dict[str, Any]:
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "gpulint",
-                "version": gpulint.__version__,
-                "informationUri": "https://github.com/gpulint/gpulint",
-                "rules": rules,
-            }},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gpulint",
+                        "version": gpulint.__version__,
+                        "informationUri": "https://github.com/gpulint/gpulint",
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
     }
 
 

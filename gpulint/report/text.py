@@ -33,12 +33,15 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         stream.write(f"{path}: skipped: {reason}\n")
     for note in result.notes:
         stream.write(f"note: {note}\n")
-    errors, warnings, infos = (result.count(s) for s in
-                               (Severity.ERROR, Severity.WARNING, Severity.INFO))
-    summary = (f"gpulint: {errors} error{'s' * (errors != 1)}, "
-               f"{warnings} warning{'s' * (warnings != 1)}, {infos} info "
-               f"in {result.files} file{'s' * (result.files != 1)} "
-               f"({result.objects} object{'s' * (result.objects != 1)})")
+    errors, warnings, infos = (
+        result.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
+    )
+    summary = (
+        f"gpulint: {errors} error{'s' * (errors != 1)}, "
+        f"{warnings} warning{'s' * (warnings != 1)}, {infos} info "
+        f"in {result.files} file{'s' * (result.files != 1)} "
+        f"({result.objects} object{'s' * (result.objects != 1)})"
+    )
     if result.skipped:
         summary += f", {len(result.skipped)} skipped"
     stream.write(summary + "\n")
