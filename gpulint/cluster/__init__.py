@@ -1,0 +1,1 @@
+"""Cluster mode: the same inventory read from a live Kubernetes API server."""

@@ -1,0 +1,1 @@
+"""Live checks against a real Prometheus: series, label mapping, rendered adapter queries."""

@@ -1,0 +1,1 @@
+"""The validating admission webhook (`gpulint serve`)."""
