@@ -176,18 +176,20 @@ def _parse_resyncing(display: str, data: bytes, loaded: LoadedFile) -> Iterator[
                     yield ParsedDocument(value, 1, 1, 1)
                     return
             loaded.problems.append(LoadProblem(display, error.line, error.column, error.message))
-            restart = _next_document_start(data, error.line)
+            # The error is often found at the next `---` (the broken document never ended):
+            # resume there, but always past where this attempt started.
+            restart = _next_document_start(data, max(error.line, offset_line + 2))
             if restart is None:
                 return
             offset_line, start_byte = restart
             chunk = data[start_byte:]
 
 
-def _next_document_start(data: bytes, after_line: int) -> tuple[int, int] | None:
-    """The (0-based line, byte offset) of the first ``---`` line after ``after_line`` (1-based)."""
+def _next_document_start(data: bytes, from_line: int) -> tuple[int, int] | None:
+    """The (0-based line, byte offset) of the first ``---`` line at or after ``from_line``."""
     for match in _DOC_START.finditer(data):
         line = data.count(b"\n", 0, match.start())
-        if line + 1 > after_line:
+        if line + 1 >= from_line:
             return line, match.start()
     return None
 

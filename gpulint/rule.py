@@ -98,10 +98,6 @@ class RuleSpec:
     def defaults(self) -> dict[str, Any]:
         return {name: schema.get("default") for name, schema in self.options.items()}
 
-    @property
-    def help_url(self) -> str:
-        return f"https://github.com/gpulint/gpulint/blob/main/docs/rules.md#{self.id.lower()}"
-
 
 def describe_document(document: Document) -> ObjectRef:
     """The object a document is, or a stand-in naming what kind of file it is."""
@@ -146,12 +142,15 @@ class Context:
         related: Sequence[Related] = (),
         key: bool = True,
         obj: ObjectRef | None = None,
+        severity: Severity | None = None,
     ) -> Finding:
+        """A finding at ``path`` of ``document``; ``severity`` defaults to the rule's (a
+        ``severity`` in ``.gpulint.yaml`` still replaces it for every finding of the rule)."""
         location = document.location(tuple(path), key=key)
         finding = Finding(
             self.spec.id,
             self.spec.name,
-            self.spec.severity,
+            self.spec.severity if severity is None else severity,
             message,
             location,
             fix,

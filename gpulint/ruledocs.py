@@ -62,3 +62,22 @@ def rules_document(specs: list[RuleSpec]) -> str:
         parts.append(f'<a id="{spec.id.lower()}"></a>')
         parts.append(rule_markdown(spec))
     return "\n".join(parts)
+
+
+def update_files(readme: str = "README.md", rules_doc: str = "docs/rules.md") -> None:
+    """Regenerate the README's rule table and docs/rules.md from the rule modules."""
+    from gpulint.engine import all_rules
+
+    specs = all_rules()
+    with open(readme, encoding="utf-8") as handle:
+        text = handle.read()
+    begin, end = text.index(TABLE_BEGIN), text.index(TABLE_END)
+    text = text[: begin + len(TABLE_BEGIN)] + "\n" + rules_table(specs) + "\n" + text[end:]
+    with open(readme, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    with open(rules_doc, "w", encoding="utf-8") as handle:
+        handle.write(rules_document(specs))
+
+
+if __name__ == "__main__":
+    update_files()

@@ -63,7 +63,11 @@ def _try_repo(repo: Path, hook: str, home: Path) -> subprocess.CompletedProcess[
     env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
     return subprocess.run(
         [*_pre_commit(), "try-repo", str(ROOT), hook, "--all-files", "--verbose"],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=600,
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -73,7 +77,9 @@ def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
-def test_hook_fails_on_a_cpu_hpa_for_a_gpu_deployment(tmp_path: Path, pre_commit_home: Path) -> None:
+def test_hook_fails_on_a_cpu_hpa_for_a_gpu_deployment(
+    tmp_path: Path, pre_commit_home: Path
+) -> None:
     repo = _repo(tmp_path, {"app.yaml": BROKEN_HPA, "README.md": "not yaml\n"})
     result = _try_repo(repo, "gpulint", pre_commit_home)
     output = result.stdout + result.stderr

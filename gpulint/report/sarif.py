@@ -49,7 +49,6 @@ def sarif_log(result: Result) -> dict[str, Any]:
                     "text": spec.doc.section("Description", "What it checks") or spec.doc.summary
                 },
                 "help": {"text": spec.doc.summary, "markdown": rule_markdown(spec)},
-                "helpUri": spec.help_url,
                 "defaultConfiguration": {"level": _LEVELS[spec.severity]},
                 "properties": {"tags": ["kubernetes", "gpu", "autoscaling"]},
             }
@@ -87,7 +86,6 @@ def sarif_log(result: Result) -> dict[str, Any]:
                     "driver": {
                         "name": "gpulint",
                         "version": gpulint.__version__,
-                        "informationUri": "https://github.com/gpulint/gpulint",
                         "rules": rules,
                     }
                 },

@@ -1,0 +1,57 @@
+"""The README and docs/rules.md are generated from the rule modules and must not drift."""
+
+from __future__ import annotations
+
+import re
+
+from gpulint.engine import all_rules
+from gpulint.ruledocs import TABLE_BEGIN, TABLE_END, rules_document, rules_table
+
+from .conftest import ROOT
+
+REGENERATE = "regenerate with: python -m gpulint.ruledocs"
+
+
+def test_readme_rule_table_matches_the_catalog() -> None:
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index(TABLE_BEGIN) + len(TABLE_BEGIN) : text.index(TABLE_END)].strip()
+    assert table == rules_table(all_rules()), REGENERATE
+
+
+def test_docs_rules_matches_the_catalog() -> None:
+    assert (ROOT / "docs" / "rules.md").read_text() == rules_document(all_rules()), REGENERATE
+
+
+def test_every_rule_is_in_the_readme_exactly_once() -> None:
+    text = (ROOT / "README.md").read_text()
+    for spec in all_rules():
+        assert len(re.findall(rf"\[{spec.id}\]", text)) == 1, spec.id
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    blocks = re.findall(r"```sh\n(.*?)\n```", readme, re.DOTALL)
+    test_commands = [b for b in blocks if "pytest" in b]
+    assert len(test_commands) == 1
+    assert test_commands[0].strip() in ci.splitlines()
+
+
+def test_readme_main_job_lints_the_examples() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert ".venv/bin/gpulint lint examples/" in readme
+    assert (ROOT / "examples").is_dir()
+
+
+def test_every_rule_documents_why_and_how_to_fix() -> None:
+    for spec in all_rules():
+        sections = {title.lower() for title in spec.doc.sections}
+        assert spec.doc.summary.endswith("."), spec.id
+        for needed in (
+            "what it checks",
+            "why is this bad?",
+            "example",
+            "use instead",
+            "references",
+        ):
+            assert needed in sections, f"{spec.id} lacks ## {needed}"

