@@ -14,12 +14,14 @@ the exposed name is Go's ``Regexp.Expand`` of ``as`` with the first match in the
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpulint.document import Document, Path, as_dict, as_list
+from gpulint.document import Document, Manifest, Path, as_dict, as_list
+from gpulint.model import ObjectRef, Related
 from gpulint.promql import Selector, SelectorError, parse_selector
 
 CUSTOM, EXTERNAL = "custom", "external"
@@ -35,6 +37,8 @@ RESOURCE_RULES_KEYS = ("cpu", "memory", "window")
 RESOURCE_RULE_KEYS = ("containerQuery", "nodeQuery", "resources", "containerLabel")
 
 TEMPLATE_FIELDS = ("Series", "LabelMatchers", "GroupBy", "GroupBySlice", "LabelValuesByName")
+# What a Prometheus metric (series) name can be (prometheus docs, "Metric names and labels").
+SERIES_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 
 _RESOURCE_ALIASES = {
     "pod": "pods",
@@ -290,17 +294,20 @@ class AdapterRule:
         Exact when the series names are spelled out; otherwise the candidate series name is
         rebuilt from ``as``/``matches`` (``$1`` with ``^(.*)_total$`` -> ``<metric>_total``)
         and checked against the query's name matchers. When gpulint cannot tell, it says yes:
-        a finding must be certain.
+        a finding must be certain. Names are case-sensitive, as in the adapter's registries
+        (the HPA lowercases External names before asking: see ``requested_metric_name``).
         """
         known = self.exposed_names()
         if known is not None:
-            return metric in known or metric.lower() in (n.lower() for n in known)
+            return metric in known
         template = self.name_as
         if template is None:
             return False
         candidate = _series_candidate(self.name_matches, template, metric)
         if candidate is None:
             return True
+        if not SERIES_NAME.match(candidate):
+            return False  # no Prometheus series can be named so
         if self._selector is not None and not self._selector.accepts_name(candidate):
             return False
         return self.name_for_series(candidate) == metric
@@ -310,6 +317,69 @@ class AdapterRule:
 
     def location(self, *sub: str | int, key: bool = True) -> Any:
         return self.document.location((*self.path, *sub), key=key)
+
+    def series_for(self, metric: str) -> list[str] | None:
+        """Series names this rule exposes as ``metric``; None when only Prometheus can tell."""
+        names = self.series_names()
+        if names is not None:
+            return [s for s in names if self.name_for_series(s) == metric]
+        template = self.name_as
+        if template is None:
+            return []
+        candidate = _series_candidate(self.name_matches, template, metric)
+        if candidate is None:
+            return None
+        if not SERIES_NAME.match(candidate):
+            return []
+        if self._selector is not None and not self._selector.accepts_name(candidate):
+            return []
+        return [candidate] if self.name_for_series(candidate) == metric else []
+
+    def path_for(self, *sub: str | int) -> Path:
+        """Where a finding about ``sub`` goes: the key itself, or for the chart's generated
+        default rules (which exist in no file) the values' ``rules.default`` key."""
+        return self.path if self.generated else (*self.path, *sub)
+
+    def describe(self) -> str:
+        """``rule rules.custom[0] in Helm values values.yaml``, for messages."""
+        if self.generated:
+            return "the prometheus-adapter chart's default rules (rules.default)"
+        relative = self.path[len(self.config.base) :]
+        where = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in relative)
+        kind = "external rule" if self.kind == EXTERNAL else "rule"
+        return f"{kind} {where.lstrip('.')} in {self.config.describe_short()}"
+
+    def related(self, role: str = "adapter rule", key: str | None = None) -> Related:
+        """This rule as the other end of a cross-object finding: at ``key``, by default at its
+        ``name`` block, or its ``seriesQuery`` when it has none."""
+        from gpulint.rule import describe_document
+
+        if key is None:
+            key = "name" if "name" in self.data else "seriesQuery"
+        ref = self.config.ref or describe_document(self.document)
+        return Related(ref, self.document.location(self.path_for(key)), role)
+
+
+def requested_metric_name(metric: str, api: str) -> str:
+    """The name an HPA actually asks the metrics API for.
+
+    The HPA's client lowercases External metric names in the request path (client-go puts
+    the resource segment through ``strings.ToLower``; kubernetes/kubernetes#72996,
+    kubernetes-sigs/custom-metrics-apiserver#95), and prometheus-adapter looks them up
+    case-sensitively; custom (Pods/Object) names travel as a subresource, unchanged.
+    """
+    return metric.lower() if api == EXTERNAL else metric
+
+
+def go_truthy(value: Any) -> bool:
+    """Go template truth (``{{ if .Values.x }}``): false, 0, nil and empty values are false."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value != 0
+    if isinstance(value, str | list | dict):
+        return len(value) > 0
+    return True
 
 
 def _series_candidate(matches: str, template: str, metric: str) -> str | None:
@@ -427,8 +497,10 @@ class AdapterConfig:
         self._read_rules(rules.get("external"), (*base, "external"), EXTERNAL, self.external_rules)
         existing = rules.get("existing")
         self.existing_configmap = existing if isinstance(existing, str) and existing else None
+        # A missing key keeps the chart's ``default: true``; ``default:`` (null) deletes the
+        # chart's value in Helm's merge, and the template's ``if`` then sees nil.
         default = rules.get("default", True)
-        self.default_rules_enabled = default is not False and not self.existing_configmap
+        self.default_rules_enabled = go_truthy(default) and not self.existing_configmap
         if self.default_rules_enabled:
             anchor: Path = (*base, "default") if "default" in rules else base
             for index, data in enumerate(CHART_DEFAULT_RULES):
@@ -456,6 +528,17 @@ class AdapterConfig:
         if self.owner is not None:
             return f"ConfigMap {self.owner.name}"
         return f"{self.form} {self.document.file}"
+
+    def describe_short(self) -> str:
+        """Like ``describe`` with the file's base name (its full path is in the location)."""
+        if self.owner is not None:
+            return f"ConfigMap {self.owner.name}"
+        return f"{self.form} {os.path.basename(self.document.file)}"
+
+    @property
+    def ref(self) -> ObjectRef | None:
+        """The Kubernetes object that holds the config (the ConfigMap form), if any."""
+        return self.owner.ref if isinstance(self.owner, Manifest) else None
 
 
 def looks_like_adapter_config(data: Any) -> bool:

@@ -164,6 +164,25 @@ def dig(data: Any, path: Sequence[str | int], default: Any = None) -> Any:
     return node
 
 
+def plain_data(value: Any) -> Any:
+    """A copy made of plain dicts and lists (positions dropped), for building fixes."""
+    if isinstance(value, dict):
+        return {key: plain_data(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_data(item) for item in value]
+    return value
+
+
+def yaml_text(value: Any) -> str:
+    """Block-style YAML for a fix snippet, keys in the order given, no trailing newline."""
+    import yaml
+
+    text: str = yaml.safe_dump(
+        plain_data(value), sort_keys=False, default_flow_style=False, width=1000
+    )
+    return text.rstrip("\n")
+
+
 def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 

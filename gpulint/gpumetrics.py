@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import difflib
 import enum
+import functools
 import re
 from dataclasses import dataclass
+from importlib import resources
 
 
 class Scale(enum.Enum):
@@ -284,7 +286,10 @@ _LEGACY_METRICS = [
     _legacy("kubernetes.io/container/accelerator/request", Exporter.GKE, _O, "GPUs requested"),
 ]
 
-KNOWN_METRICS: dict[str, GpuMetric] = {m.name.lower(): m for m in _DCGM_METRICS + _LEGACY_METRICS}
+# Lowercased names; where a legacy name differs from a dcgm-exporter one only in case
+# (dcgm_fi_prof_gr_engine_active), the dcgm-exporter metric wins: GKE lowercases DCGM names.
+KNOWN_METRICS: dict[str, GpuMetric] = {m.name.lower(): m for m in _LEGACY_METRICS + _DCGM_METRICS}
+_EXACT_NAMES: dict[str, GpuMetric] = {m.name: m for m in _DCGM_METRICS + _LEGACY_METRICS}
 DCGM_NAMES: tuple[str, ...] = tuple(m.name for m in _DCGM_METRICS)
 
 # Prefixes that say "this is meant to be a GPU metric" even when gpulint does not know the name.
@@ -317,7 +322,7 @@ def lookup(name: str, aliases: dict[str, str] | None = None) -> GpuMetric | None
         target = aliases.get(canonical) or aliases.get(canonical.lower())
         if target:
             canonical = target
-    return KNOWN_METRICS.get(canonical.lower())
+    return _EXACT_NAMES.get(canonical) or KNOWN_METRICS.get(canonical.lower())
 
 
 def looks_like_gpu_metric(name: str) -> bool:
@@ -330,6 +335,20 @@ def nearest_dcgm_name(name: str) -> str | None:
     candidates = {n.lower(): n for n in DCGM_NAMES}
     match = difflib.get_close_matches(name.lower(), candidates, n=1, cutoff=0.75)
     return candidates[match[0]] if match else None
+
+
+@functools.cache
+def dcgm_field_names() -> frozenset[str]:
+    """Every DCGM field and dcgm-exporter field name: what a counters file can enable
+    (data/dcgm-fields.csv, from NVIDIA/go-dcgm dcgm_fields.h and NVIDIA/dcgm-exporter)."""
+    text = resources.files("gpulint").joinpath("data/dcgm-fields.csv").read_text("utf-8")
+    names = {line.strip() for line in text.splitlines() if line.startswith("DCGM_")}
+    return frozenset(names | set(DCGM_NAMES))
+
+
+def is_dcgm_field(name: str) -> bool:
+    """Could dcgm-exporter emit a series of this exact name (with the right counters file)?"""
+    return name in dcgm_field_names()
 
 
 _RATIO_NAME = re.compile(r"(_ratio|_fraction)$", re.IGNORECASE)

@@ -10,11 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpulint.document import Manifest, Path, as_dict, as_list
+from gpulint.document import Manifest, Path, as_dict, as_list, plain_data
 
 HPA_KIND = "HorizontalPodAutoscaler"
 RESOURCE_METRIC_TYPES = ("Resource", "ContainerResource")
 CUSTOM_METRIC_TYPES = ("Pods", "Object", "External")
+# The field of a metric entry that holds its source, by ``type``.
+_SOURCE_FIELDS = {
+    "Resource": "resource",
+    "ContainerResource": "containerResource",
+    "Pods": "pods",
+    "Object": "object",
+    "External": "external",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +46,14 @@ class MetricTarget:
     average_value: Any
     average_utilization: Any
     path: Path
+    # Where each v2 field is written when the API version names it otherwise (v2beta1
+    # ``targetAverageValue``; "" for autoscaling/v1, whose target is the path itself).
+    written_as: tuple[tuple[str, str], ...] = ()
+
+    def field_path(self, field: str) -> Path:
+        """The path of ``value``, ``averageValue``, ``averageUtilization`` or ``type``."""
+        written = dict(self.written_as).get(field, field)
+        return (*self.path, written) if written else self.path
 
     def set_fields(self) -> list[str]:
         fields = []
@@ -106,6 +122,12 @@ class HPA:
         self.defaults_to_cpu = not self.metrics
 
     @property
+    def is_fragment(self) -> bool:
+        """No ``scaleTargetRef``: a kustomize patch that sets a few fields of an HPA defined
+        elsewhere, not an object of its own (the API server requires scaleTargetRef)."""
+        return "scaleTargetRef" not in self.spec
+
+    @property
     def name(self) -> str:
         return self.manifest.name
 
@@ -113,13 +135,30 @@ class HPA:
     def namespace(self) -> str | None:
         return self.manifest.namespace
 
+    def metrics_in_v2(self) -> list[dict[str, Any]]:
+        """``spec.metrics`` as autoscaling/v2 spells it (plain data, for fixes).
+
+        v2beta2 has the v2 shape already; v2beta1 moves ``metricName``/``target*`` into
+        ``metric`` and ``target`` (kubernetes/website deprecation guide); v1's
+        ``targetCPUUtilizationPercentage`` is a Resource cpu Utilization metric.
+        """
+        if self.version == "v1":
+            return [_resource_v2("cpu", m.target) for m in self.metrics if m.target is not None]
+        entries = [e for e in as_list(self.spec.get("metrics")) if isinstance(e, dict)]
+        if self.version != "v2beta1":
+            return [plain_data(entry) for entry in entries]
+        pairs = zip(entries, self.metrics, strict=True)  # one HpaMetric per mapping entry
+        return [_v2beta1_to_v2(entry, metric) for entry, metric in pairs]
+
     def _read_metrics(self, spec: dict[str, Any]) -> list[HpaMetric]:
         if self.version == "v1":
             percent = spec.get("targetCPUUtilizationPercentage")
             if percent is None:
                 return []
             path: Path = ("spec", "targetCPUUtilizationPercentage")
-            target = MetricTarget("Utilization", None, None, percent, path)
+            target = MetricTarget(
+                "Utilization", None, None, percent, path, (("averageUtilization", ""),)
+            )
             return [HpaMetric(0, "Resource", path, "cpu", path, target)]
         metrics = []
         for index, entry in enumerate(as_list(spec.get("metrics"))):
@@ -131,13 +170,7 @@ class HPA:
         base: Path = ("spec", "metrics", index)
         kind = entry.get("type")
         kind = kind if isinstance(kind, str) else ""
-        field = {
-            "Resource": "resource",
-            "ContainerResource": "containerResource",
-            "Pods": "pods",
-            "Object": "object",
-            "External": "external",
-        }.get(kind, "")
+        field = _SOURCE_FIELDS.get(kind, "")
         source = as_dict(entry.get(field)) if field else {}
         source_path: Path = (*base, field)
         if self.version == "v2beta1":
@@ -181,14 +214,33 @@ class HPA:
             utilization = source.get("targetAverageUtilization")
             average = source.get("targetAverageValue")
             target_type = "Utilization" if utilization is not None else "AverageValue"
-            target = MetricTarget(target_type, None, average, utilization, source_path)
+            target = MetricTarget(
+                target_type,
+                None,
+                average,
+                utilization,
+                source_path,
+                (
+                    ("averageValue", "targetAverageValue"),
+                    ("averageUtilization", "targetAverageUtilization"),
+                ),
+            )
         else:
             name = source.get("metricName")
             name_path = (*source_path, "metricName")
             value = source.get("targetValue")
-            average = source.get("targetAverageValue")
+            # v2beta1 ObjectMetricSource says averageValue; Pods and External targetAverageValue.
+            average_field = "averageValue" if kind == "Object" else "targetAverageValue"
+            average = source.get(average_field)
             target_type = "Value" if value is not None else "AverageValue"
-            target = MetricTarget(target_type, value, average, None, source_path)
+            target = MetricTarget(
+                target_type,
+                value,
+                average,
+                None,
+                source_path,
+                (("value", "targetValue"), ("averageValue", average_field)),
+            )
         selector = source.get("selector") or source.get("metricSelector")
         described = source.get("target") if kind == "Object" else None
         return HpaMetric(
@@ -201,3 +253,43 @@ class HPA:
             selector if isinstance(selector, dict) else None,
             described if isinstance(described, dict) else None,
         )
+
+
+def _target_v2(target: MetricTarget | None) -> dict[str, Any]:
+    if target is None:
+        return {}
+    if target.average_utilization is not None:
+        return {"type": "Utilization", "averageUtilization": plain_data(target.average_utilization)}
+    if target.value is not None:
+        return {"type": "Value", "value": plain_data(target.value)}
+    if target.average_value is not None:
+        return {"type": "AverageValue", "averageValue": plain_data(target.average_value)}
+    return {}
+
+
+def _resource_v2(name: Any, target: MetricTarget | None) -> dict[str, Any]:
+    return {"type": "Resource", "resource": {"name": name, "target": _target_v2(target)}}
+
+
+def _v2beta1_to_v2(entry: dict[str, Any], metric: HpaMetric) -> dict[str, Any]:
+    kind = metric.type
+    field = _SOURCE_FIELDS.get(kind, "")
+    source = as_dict(entry.get(field))
+    if kind == "Resource":
+        return _resource_v2(source.get("name"), metric.target)
+    if kind == "ContainerResource":
+        converted: dict[str, Any] = {"name": source.get("name")}
+        converted["container"] = source.get("container")
+        converted["target"] = _target_v2(metric.target)
+        return {"type": kind, field: converted}
+    if kind not in CUSTOM_METRIC_TYPES:
+        return as_dict(plain_data(entry))
+    identifier: dict[str, Any] = {"name": metric.name}
+    if metric.selector is not None:
+        identifier["selector"] = plain_data(metric.selector)
+    converted = {}
+    if kind == "Object" and metric.described_object is not None:
+        converted["describedObject"] = plain_data(metric.described_object)
+    converted["metric"] = identifier
+    converted["target"] = _target_v2(metric.target)
+    return {"type": kind, field: converted}

@@ -20,6 +20,7 @@ from gpulint.adapter import (
     AdapterRule,
     looks_like_adapter_config,
     looks_like_adapter_values,
+    requested_metric_name,
 )
 from gpulint.config import Settings
 from gpulint.document import Document, Manifest, Path, as_dict
@@ -111,6 +112,7 @@ class Autoscaler:
     hpa_name: str  # the HPA object this results in (KEDA and KServe create their own)
     implicit: bool = False
     note: str = ""
+    ref: TargetRef | None = None  # the scaleTargetRef as written (None for KServe's own)
 
     def describe(self) -> str:
         if self.kind == "KServe":
@@ -391,14 +393,26 @@ class Inventory:
                 continue
             target = self.resolve_target(hpa.namespace, hpa.target_ref).key
             yield Autoscaler(
-                "HorizontalPodAutoscaler", hpa.manifest, hpa.target_ref.path, target, hpa.name
+                "HorizontalPodAutoscaler",
+                hpa.manifest,
+                hpa.target_ref.path,
+                target,
+                hpa.name,
+                ref=hpa.target_ref,
             )
         for scaled in self.scaled_objects:
-            if scaled.target_ref is None:
+            # A ScaledObject KServe (class keda) or Knative autoscaler-keda made is counted
+            # through its owner, like their HPAs.
+            if scaled.target_ref is None or _managed_by_controller(scaled.manifest):
                 continue
             target = self.resolve_target(scaled.namespace, scaled.target_ref).key
             yield Autoscaler(
-                "ScaledObject", scaled.manifest, scaled.target_ref.path, target, scaled.hpa_name
+                "ScaledObject",
+                scaled.manifest,
+                scaled.target_ref.path,
+                target,
+                scaled.hpa_name,
+                ref=scaled.target_ref,
             )
         for isvc in self.inference_services:
             if isvc.mode != STANDARD or isvc.autoscaler_class not in ("hpa", "keda"):
@@ -422,7 +436,7 @@ class Inventory:
             for autoscaler in self.autoscalers():
                 group = groups.setdefault(autoscaler.target, TargetGroup(autoscaler.target, []))
                 group.autoscalers.append(autoscaler)
-            self._groups = groups
+            self._groups = _merge_unnamespaced(groups)
         return self._groups
 
     def autoscalers_for(self, target: Key) -> list[Autoscaler]:
@@ -434,12 +448,32 @@ class Inventory:
             yield from config.all_rules()
 
     def rules_exposing(self, metric: str, api: str) -> list[AdapterRule]:
-        """Adapter rules that can serve ``metric`` on the custom or external metrics API."""
+        """Adapter rules that can serve ``metric`` on the custom or external metrics API.
+
+        ``metric`` is the name an HPA writes; External names are matched the way the HPA
+        asks for them, lowercased (``adapter.requested_metric_name``).
+        """
+        wanted = requested_metric_name(metric, api)
         found = []
         for config in self.adapter_configs:
             for rule in config.rules_for_api(EXTERNAL if api == EXTERNAL else "custom"):
-                if rule.could_expose(metric):
+                if rule.could_expose(wanted):
                     found.append(rule)
+        return found
+
+    def recorded_series(self) -> dict[str, tuple[Manifest, Path]]:
+        """Series that PrometheusRule recording rules in the input create (``record:``)."""
+        found: dict[str, tuple[Manifest, Path]] = {}
+        for manifest in self.manifests:
+            if manifest.kind != "PrometheusRule" or manifest.group != "monitoring.coreos.com":
+                continue
+            groups = as_dict(manifest.data.get("spec")).get("groups")
+            for g, group in enumerate(groups if isinstance(groups, list) else []):
+                rules = as_dict(group).get("rules")
+                for r, rule in enumerate(rules if isinstance(rules, list) else []):
+                    record = as_dict(rule).get("record")
+                    if isinstance(record, str) and record not in found:
+                        found[record] = (manifest, ("spec", "groups", g, "rules", r, "record"))
         return found
 
     def kserve_mode_source(self) -> Manifest | None:
@@ -470,8 +504,35 @@ def _has_pod_template(manifest: Manifest) -> bool:
     return bool(pod_templates(manifest))
 
 
+def _merge_unnamespaced(groups: dict[Key, TargetGroup]) -> dict[Key, TargetGroup]:
+    """Join claims written without a namespace to the one namespaced group of the same
+    workload, as ``find`` matches objects (the namespace is left to ``kubectl -n``)."""
+    namespaced: dict[tuple[str, str], list[Key]] = defaultdict(list)
+    for kind, namespace, name in groups:
+        if namespace:
+            namespaced[(kind, name)].append((kind, namespace, name))
+    merged: dict[Key, TargetGroup] = {}
+    for key, group in groups.items():
+        kind, namespace, name = key
+        candidates = namespaced.get((kind, name), []) if not namespace else []
+        if len(candidates) == 1:
+            merged.setdefault(candidates[0], TargetGroup(candidates[0], []))
+            merged[candidates[0]].autoscalers.extend(group.autoscalers)
+        else:
+            merged.setdefault(key, TargetGroup(key, []))
+            merged[key].autoscalers.extend(group.autoscalers)
+    return merged
+
+
+def is_generated_autoscaler(manifest: Manifest) -> bool:
+    """An HPA or ScaledObject that KEDA, KServe or Knative made (found in cluster dumps): what
+    it says is fixed on its owner, not on the object itself."""
+    return _managed_by_controller(manifest)
+
+
 def _managed_by_controller(manifest: Manifest) -> bool:
-    """HPAs that KEDA, KServe or Knative created (their owner is counted instead)."""
+    """HPAs and ScaledObjects that KEDA, KServe or Knative created (their owner is counted
+    instead)."""
     for owner in manifest.owner_references:
         kind = owner.get("kind")
         if kind in ("ScaledObject", "InferenceService", "PodAutoscaler"):

@@ -12,6 +12,7 @@ Facts (knative/serving v1.23):
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from gpulint.document import Manifest, Path, as_dict
@@ -26,6 +27,86 @@ KPA_CLASS = "kpa.autoscaling.knative.dev"
 HPA_CLASS = "hpa.autoscaling.knative.dev"
 KPA_METRICS = ("concurrency", "rps")
 REVISION_LABEL = "serving.knative.dev/revision"
+CONFIGURATION_LABEL = "serving.knative.dev/configuration"
+# Knative rejects any annotation key with this prefix on a Service/Configuration's own
+# metadata (metadata_validation.go ValidateHasNoAutoscalingAnnotation: strings.HasPrefix).
+AUTOSCALING_GROUP = "autoscaling.knative.dev"
+# The metric each class uses when no metric annotation is set (pa_defaults.go defaultMetric).
+DEFAULT_METRICS = {KPA_CLASS: "concurrency", HPA_CLASS: "cpu"}
+CLASS_NAMES = {KPA_CLASS: "KPA", HPA_CLASS: "HPA"}
+
+
+@dataclass(frozen=True, slots=True)
+class AutoscalingSetting:
+    """One autoscaling setting of a revision: its value, and where it was written.
+
+    ``path`` is None for a default nobody wrote; ``origin`` names the field for messages.
+    """
+
+    value: str
+    path: Path | None
+    origin: str
+
+    @property
+    def is_default(self) -> bool:
+        return self.path is None
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionAutoscaling:
+    """The class, metric and target the revisions of a Knative Service (or of a KServe
+    Knative-mode component) are scaled with, each with where it came from."""
+
+    document: Manifest
+    autoscaler_class: AutoscalingSetting
+    metric: AutoscalingSetting | None  # None for a third-party class without a metric
+    target: AutoscalingSetting | None
+
+    @property
+    def uses_kpa(self) -> bool:
+        return self.autoscaler_class.value == KPA_CLASS
+
+    @property
+    def uses_hpa_class(self) -> bool:
+        return self.autoscaler_class.value == HPA_CLASS
+
+    def describe_class(self) -> str:
+        """``KPA (the default class)``, ``HPA (hpa.autoscaling.knative.dev)`` ..."""
+        value = self.autoscaler_class.value
+        name = CLASS_NAMES.get(value, value)
+        if self.autoscaler_class.is_default:
+            return f"{name} ({self.autoscaler_class.origin})"
+        return f"{name} ({value})" if name != value else value
+
+    def describe_metric(self) -> str:
+        """``concurrency (target 10 requests in flight per pod)`` and the like."""
+        metric = self.metric.value if self.metric is not None else "its own metric"
+        target = self.target.value if self.target is not None else None
+        if metric == "concurrency":
+            if target is None:
+                # config-autoscaler container-concurrency-target-default (or the template's
+                # containerConcurrency when set).
+                return "concurrency (Knative's default target, 100 requests in flight per pod)"
+            return f"concurrency (target {target} requests in flight per pod)"
+        if metric == "rps":
+            if target is None:
+                return "rps (Knative's default target, 200 requests per second per pod)"
+            return f"rps (target {target} requests per second per pod)"
+        return f"{metric} (target {target})" if target is not None else metric
+
+
+def annotation_text(value: Any) -> str | None:
+    """An annotation value as Kubernetes reads it; numbers written unquoted count as text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def is_autoscaling_annotation(key: Any) -> bool:
+    return isinstance(key, str) and key.startswith(AUTOSCALING_GROUP)
+
 
 # <configuration>-00001-deployment (names.go: ChildName(revision, "-deployment")).
 REVISION_DEPLOYMENT = re.compile(r"^(?P<configuration>.+)-(?P<generation>\d{5})-deployment$")
@@ -71,6 +152,33 @@ class KnativeService:
 
     def annotation_path(self, key: str) -> Path:
         return (*self.template_path, "metadata", "annotations", key)
+
+    @property
+    def owned_by_kserve(self) -> bool:
+        """A Knative Service KServe generated for a Knative-mode InferenceService component
+        (found in cluster dumps); its settings come from the InferenceService."""
+        return any(
+            owner.get("kind") == "InferenceService"
+            and str(owner.get("apiVersion", "")).startswith("serving.kserve.io/")
+            for owner in self.manifest.owner_references
+        )
+
+    def revision_autoscaling(self) -> RevisionAutoscaling:
+        """Class, metric and target from the revision template's annotations."""
+
+        def setting(key: str) -> AutoscalingSetting | None:
+            text = annotation_text(self.template_annotations.get(key))
+            if text is None:
+                return None
+            return AutoscalingSetting(text, self.annotation_path(key), f"annotation {key}")
+
+        klass = setting(CLASS_ANNOTATION)
+        if klass is None or not klass.value:
+            klass = AutoscalingSetting(KPA_CLASS, None, "the default class")
+        metric = setting(METRIC_ANNOTATION)
+        if metric is None and klass.value in DEFAULT_METRICS:
+            metric = AutoscalingSetting(DEFAULT_METRICS[klass.value], None, "default metric")
+        return RevisionAutoscaling(self.manifest, klass, metric, setting(TARGET_ANNOTATION))
 
 
 def is_knative_service(manifest: Manifest) -> bool:

@@ -18,7 +18,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from gpulint import knative
 from gpulint.document import Manifest, Path, as_dict
+from gpulint.knative import AutoscalingSetting, RevisionAutoscaling, annotation_text
 from gpulint.workload import (
     KSERVE_CONTAINER_KEYS,
     Container,
@@ -42,6 +44,13 @@ MODE_VALUES = {
 DEPRECATED_MODES = {"RawDeployment": "Standard", "Serverless": "Knative"}
 AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")
 COMPONENTS = ("predictor", "transformer", "explainer")
+# Annotations older KServe read or validated; v0.15 and later read neither (the constants
+# remain in constants.go, unused). ``serving.kserve.io/metric`` was never a KServe key.
+LEGACY_AUTOSCALING_ANNOTATIONS = {
+    "serving.kserve.io/metrics": "scaleMetric",
+    "serving.kserve.io/metric": "scaleMetric",
+    "serving.kserve.io/targetUtilizationPercentage": "scaleTarget",
+}
 
 
 @dataclass(slots=True)
@@ -128,6 +137,144 @@ class InferenceService:
             if component.name == name:
                 return component
         return None
+
+    def component_annotation(self, component: Component, key: str) -> tuple[str, Path] | None:
+        """An annotation as KServe hands it to a component's objects, with where it was
+        written: the component's ``annotations`` win over the InferenceService's
+        (components/predictor.go buildObjectMeta: Union(runtime, isvc, component))."""
+        own = as_dict(component.get("annotations"))
+        text = annotation_text(own.get(key))
+        if text is not None:
+            return text, (*component.path, "annotations", key)
+        text = annotation_text(self.manifest.annotations.get(key))
+        if text is not None:
+            return text, ("metadata", "annotations", key)
+        return None
+
+    def component_autoscaler_class(self, component: Component) -> tuple[str, Path | None]:
+        """``serving.kserve.io/autoscalerClass`` of a component (autoscaler_reconciler.go reads
+        the component's merged annotations), with its path; ``hpa`` and None when unset."""
+        found = self.component_annotation(component, CLASS_ANNOTATION)
+        if found is None:
+            return "hpa", None
+        return found
+
+    def revision_autoscaling(self, component: Component) -> RevisionAutoscaling:
+        """What the Knative Service KServe makes for a component in Knative mode scales with.
+
+        KServe copies the annotations to the revision template, sets the KPA class unless one
+        is given, and lets ``scaleMetric``/``scaleTarget`` override the metric and target
+        annotations (pkg/controller/v1alpha1/utils SetAutoScalingAnnotations).
+        """
+
+        def from_annotation(key: str) -> AutoscalingSetting | None:
+            found = self.component_annotation(component, key)
+            if found is None:
+                return None
+            return AutoscalingSetting(found[0], found[1], f"annotation {key}")
+
+        def from_field(field: str) -> AutoscalingSetting | None:
+            text = annotation_text(component.get(field))
+            if text is None:
+                return None
+            return AutoscalingSetting(text, (*component.path, field), field)
+
+        klass = from_annotation(knative.CLASS_ANNOTATION)
+        if klass is None or not klass.value:
+            klass = AutoscalingSetting(knative.KPA_CLASS, None, "KServe's default class")
+        metric = from_field("scaleMetric") or from_annotation(knative.METRIC_ANNOTATION)
+        if metric is None and klass.value in knative.DEFAULT_METRICS:
+            metric = AutoscalingSetting(
+                knative.DEFAULT_METRICS[klass.value], None, "default metric"
+            )
+        target = from_field("scaleTarget") or from_annotation(knative.TARGET_ANNOTATION)
+        return RevisionAutoscaling(self.manifest, klass, metric, target)
+
+    def mode_source(self, configmap: Manifest | None = None) -> str:
+        """How a message says where the effective mode comes from; ``configmap`` is the
+        inferenceservice-config that set the cluster default, if the input has it."""
+        if self.mode_is_explicit:
+            return f"annotation {MODE_ANNOTATION}: {self.mode_annotation}"
+        lead = (
+            f"{MODE_ANNOTATION} {self.mode_annotation!r} is not a mode KServe knows"
+            if self.mode_annotation is not None
+            else f"no {MODE_ANNOTATION} annotation"
+        )
+        return f"{lead}: {self.default_mode_source(configmap)}"
+
+    def default_mode_source(self, configmap: Manifest | None = None) -> str:
+        """``the cluster default applies, Knative on a default install`` and the like."""
+        if configmap is not None:
+            where = f"{configmap.namespace}/" if configmap.namespace else ""
+            return (
+                f"the cluster default applies, {self.default_mode} per ConfigMap "
+                f"{where}{configmap.name}"
+            )
+        if self.default_mode == KNATIVE:
+            return "the cluster default applies, Knative on a default install"
+        return (
+            f"the cluster default applies, {self.default_mode} per "
+            "kserve.default-deployment-mode in the gpulint configuration"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratedHpaMetric:
+    """One metric of the HPA KServe's HPA reconciler creates for a component."""
+
+    description: str  # "CPU 80% utilization"
+    path: Path | None  # what in the InferenceService asked for it; None for a default
+
+
+def generated_hpa_metrics(component: Component) -> list[GeneratedHpaMetric]:
+    """The metrics of the HPA KServe makes for a component with autoscalerClass hpa.
+
+    reconcilers/hpa/hpa_reconciler.go getHPAMetrics: with ``autoScaling`` only its Resource
+    cpu/memory entries count (cpu defaults to 80%); without it ``scaleMetric`` cpu (target
+    ``scaleTarget`` or 80) or memory (only with ``scaleTarget``). An HPA left without metrics
+    is defaulted by the API server to CPU 80% utilization (autoscaling/v2 defaults.go).
+    """
+    found: list[GeneratedHpaMetric] = []
+    auto_scaling = component.get("autoScaling")
+    if isinstance(auto_scaling, dict):
+        metrics = auto_scaling.get("metrics")
+        for index, entry in enumerate(metrics if isinstance(metrics, list) else []):
+            resource = as_dict(as_dict(entry).get("resource"))
+            if as_dict(entry).get("type") != "Resource" or not resource:
+                continue
+            name = resource.get("name")
+            target = as_dict(resource.get("target"))
+            path: Path = (*component.path, "autoScaling", "metrics", index)
+            if name == "cpu":
+                utilization = target.get("averageUtilization", 80)
+                found.append(GeneratedHpaMetric(f"CPU {utilization}% utilization", path))
+            elif name == "memory":
+                if target.get("type") == "AverageValue":
+                    value = target.get("averageValue")
+                    found.append(GeneratedHpaMetric(f"memory {value} per pod", path))
+                else:
+                    value = target.get("averageUtilization")
+                    found.append(GeneratedHpaMetric(f"memory {value}% utilization", path))
+    else:
+        metric = component.get("scaleMetric")
+        target = component.get("scaleTarget")
+        metric_path: Path = (*component.path, "scaleMetric")
+        target_path: Path = (*component.path, "scaleTarget")
+        if metric is None or metric == "cpu":
+            where = (
+                metric_path if metric is not None else target_path if target is not None else None
+            )
+            value = target if target is not None else 80
+            found.append(GeneratedHpaMetric(f"CPU {value}% utilization", where))
+        elif metric == "memory" and target is not None:
+            found.append(GeneratedHpaMetric(f"memory {target}% utilization", metric_path))
+    if not found:
+        found.append(
+            GeneratedHpaMetric(
+                "CPU 80% utilization (the API server's default for an HPA without metrics)", None
+            )
+        )
+    return found
 
 
 def is_kserve_isvc(manifest: Manifest) -> bool:

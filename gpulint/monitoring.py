@@ -117,7 +117,10 @@ def scrapes_in_values(document: Document) -> list[DcgmScrape]:
     if dcgm_values and as_dict(chart_monitor).get("enabled", True) is not False:
         found.append(
             _values_scrape(
-                document, ("serviceMonitor",), monitor, "dcgm-exporter values serviceMonitor"
+                document,
+                ("serviceMonitor",),
+                as_dict(chart_monitor),
+                "dcgm-exporter values serviceMonitor",
             )
         )
     return found

@@ -323,3 +323,69 @@ def _matching_paren(text: str, open_pos: int) -> int | None:
             if depth == 0:
                 return index
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedAggregation:
+    """An aggregation with where it sits in the query."""
+
+    aggregation: Aggregation
+    start: int
+    end: int  # after its argument list and any grouping clause written after it
+    depth: int  # parentheses open around it; 0 is the query's top level
+
+
+def _mask_strings(query: str) -> str:
+    """The query with string contents blanked, offsets unchanged (parentheses in label values
+    must not count)."""
+    return _STRING.sub(
+        lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], query
+    )
+
+
+def placed_aggregations(query: str) -> list[PlacedAggregation]:
+    """Every aggregation of a query, in order, with its span and nesting depth."""
+    text = _mask_strings(query)
+    found = []
+    for match in _AGGREGATION.finditer(text):
+        operator, grouping, labels = match.group(1), match.group(2), match.group(3)
+        end = match.end()
+        close = _matching_paren(text, match.end() - 1)
+        if close is not None:
+            end = close + 1
+            if grouping is None:
+                trailing = _TRAILING_GROUPING.match(text, end)
+                if trailing:
+                    grouping, labels = trailing.group(1), trailing.group(2)
+                    end = trailing.end()
+        label_list = tuple(s.strip() for s in (labels or "").split(",") if s.strip())
+        depth = text.count("(", 0, match.start()) - text.count(")", 0, match.start())
+        found.append(
+            PlacedAggregation(
+                Aggregation(operator, grouping, label_list), match.start(), end, depth
+            )
+        )
+    return found
+
+
+def outermost_aggregations(query: str) -> list[PlacedAggregation]:
+    """Aggregations not nested inside another aggregation: the ones whose grouping decides
+    which labels the result keeps (``histogram_quantile(0.9, sum(...) by (le, pod))`` counts)."""
+    placed = placed_aggregations(query)
+    return [p for p in placed if not any(o is not p and o.start < p.start < o.end for o in placed)]
+
+
+def top_level_text(query: str) -> str:
+    """What a query says outside any parentheses, brackets or braces: its operators and the
+    names of its outermost calls (``sum(...) by (...) / count(...)`` -> ``sum by / count``)."""
+    text = _mask_strings(query)
+    out: list[str] = []
+    depth = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            out.append(char)
+    return "".join(out)

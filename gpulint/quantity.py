@@ -53,7 +53,16 @@ class QuantityError(ValueError):
 
 def is_unknown(value: Any) -> bool:
     """A value gpulint cannot judge: a template placeholder (``{{ .Values.x }}``, ``${n}``)."""
-    return isinstance(value, str) and looks_templated(value)
+    return (isinstance(value, str) and looks_templated(value)) or is_unquoted_action(value)
+
+
+def is_unquoted_action(value: Any) -> bool:
+    """An unquoted Helm action (``maxReplicas: {{ .Values.max }}``), which YAML reads as a
+    mapping whose only key is itself a mapping (kept as its text) with no value."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return False
+    key, item = next(iter(value.items()))
+    return item is None and isinstance(key, str) and key.startswith("{")
 
 
 def parse_quantity(value: Any) -> Quantity:

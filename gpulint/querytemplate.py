@@ -28,11 +28,16 @@ _INDEX = re.compile(r'^index\s+\.LabelValuesByName\s+"([^"]*)"$')
 
 
 class TemplateError(ValueError):
-    """A template the adapter would refuse ("unable to parse metrics query template")."""
+    """A template the adapter would refuse ("unable to parse metrics query template").
 
-    def __init__(self, message: str, offset: int = 0) -> None:
+    ``at_execution`` marks the mistakes Go's parser lets through and template execution
+    refuses on every request (a field the arguments do not have: "can't evaluate field").
+    """
+
+    def __init__(self, message: str, offset: int = 0, *, at_execution: bool = False) -> None:
         super().__init__(message)
         self.offset = offset
+        self.at_execution = at_execution
 
 
 class RenderUnsupported(ValueError):
@@ -102,6 +107,7 @@ def parse(template: str) -> ParsedTemplate:
                         + ", ".join("." + f for f in FIELDS)
                         + ")",
                         opening,
+                        at_execution=True,
                     )
         if inner.count('"') % 2:
             raise TemplateError("unterminated string in action", opening)
