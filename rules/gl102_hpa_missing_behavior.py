@@ -1,0 +1,221 @@
+"""An HPA on a GPU workload leaves scale-up or scale-down to Kubernetes' defaults.
+
+## What it checks
+An HPA whose target asks for GPUs (followed through KServe and Knative like GL101) and whose
+``behavior`` lacks ``scaleUp`` or ``scaleDown`` (or which has no ``behavior`` at all, including
+autoscaling/v1 and v2beta1 HPAs, which cannot express one). It also reports a
+``behavior.scaleDown`` whose stabilization window is shorter than
+``min-scale-down-stabilization-seconds`` (60 s by default); a scale-down that sets
+``selectPolicy: Disabled`` is left alone. HPAs that KEDA, KServe or Knative generated (found in
+cluster dumps) are not judged: their behavior comes from their owner.
+
+## Why is this bad?
+Kubernetes' default behavior is tuned for pods that start in seconds:
+
+* scale-up: no stabilization window, and every 15 s it may add 4 pods or 100% of the current
+  replicas, whichever is more. A burst of requests can double the number of GPU pods every 15 s
+  while the new ones are still pulling images and loading the model; each one holds a GPU (and
+  may need a new GPU node) before it serves anything;
+* scale-down: after a 300 s window it may remove every surplus pod at once (100% per 15 s).
+
+A GPU inference pod typically needs minutes to schedule, start and load its model, so a pod
+removed during a short lull is not back when the load returns. State the behavior explicitly,
+in both directions, with the pace your GPUs and budget allow.
+
+## Example
+```yaml
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}   # nvidia.com/gpu: 1
+  maxReplicas: 8
+  behavior:
+    scaleDown:
+      stabilizationWindowSeconds: 0
+```
+
+## Use instead
+```yaml
+  behavior:
+    scaleUp:
+      stabilizationWindowSeconds: 0
+      policies:
+      - {type: Pods, value: 2, periodSeconds: 60}
+    scaleDown:
+      stabilizationWindowSeconds: 300
+      policies:
+      - {type: Pods, value: 1, periodSeconds: 120}
+```
+
+## Options
+* ``min-scale-down-stabilization-seconds`` (default 60): the shortest scale-down window accepted.
+  Set it to about the time your GPU pods need to become ready; 0 turns the check off. When
+  ``scaleDown`` sets no window the controller's 300 s applies, which is compared too.
+* ``report-missing-scale-up`` (default true): report an HPA that relies on the default
+  scale-up.
+* ``report-missing-scale-down`` (default true): report an HPA that relies on the default
+  scale-down.
+
+## References
+- Kubernetes HPA docs, "Default Behavior" (scale-up 4 pods / 100% per 15 s, no window;
+  scale-down 300 s window, 100% per 15 s) and pkg/apis/autoscaling/v2/defaults.go.
+- Kubernetes HPA docs, "Stabilization window".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from gpulint.document import Path
+from gpulint.hpa import HPA
+from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.model import Finding, Related, Severity
+from gpulint.quantity import is_unknown
+from gpulint.rule import Context, related
+
+ID = "GL102"
+NAME = "hpa-missing-behavior"
+SEVERITY = Severity.WARNING
+SCOPE = "hpa"
+
+OPTIONS = {
+    "min-scale-down-stabilization-seconds": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 3600,
+        "default": 60,
+        "description": "shortest behavior.scaleDown.stabilizationWindowSeconds accepted for a "
+        "GPU workload (about the time its pods need to become ready); 0 disables the check",
+    },
+    "report-missing-scale-up": {
+        "type": "boolean",
+        "default": True,
+        "description": "report an HPA on a GPU workload without behavior.scaleUp",
+    },
+    "report-missing-scale-down": {
+        "type": "boolean",
+        "default": True,
+        "description": "report an HPA on a GPU workload without behavior.scaleDown",
+    },
+}
+
+# Kubernetes' defaults (HPA docs "Default Behavior"; autoscaling/v2 defaults.go).
+DEFAULT_SCALE_DOWN_WINDOW = 300
+DEFAULT_SCALE_UP = (
+    "scale-up adds 4 pods or 100% of the replicas, whichever is more, every 15 s with no "
+    "stabilization window, so a burst can double the GPU pods every 15 s while the new ones "
+    "are still loading the model"
+)
+DEFAULT_SCALE_DOWN = (
+    f"scale-down waits {DEFAULT_SCALE_DOWN_WINDOW} s and then may remove every surplus pod "
+    "at once (100% per 15 s), each of which needs minutes to come back"
+)
+
+
+def _scale_up_fix() -> str:
+    return (
+        "  scaleUp:\n"
+        "    stabilizationWindowSeconds: 0\n"
+        "    policies:\n"
+        "    - type: Pods\n"
+        "      value: 2            # GPU pods added at most per period\n"
+        "      periodSeconds: 60"
+    )
+
+
+def _scale_down_fix(window: int) -> str:
+    return (
+        "  scaleDown:\n"
+        f"    stabilizationWindowSeconds: {window}\n"
+        "    policies:\n"
+        "    - type: Pods\n"
+        "      value: 1            # GPU pods removed at most per period\n"
+        "      periodSeconds: 120"
+    )
+
+
+def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    if hpa.target_ref is None or is_generated_autoscaler(hpa.manifest):
+        return
+    target = inventory.resolve_target(hpa.namespace, hpa.target_ref)
+    gpus = target.gpu_requests(inventory.gpu_names)
+    if not gpus:
+        return
+    resources = ", ".join(sorted({g.resource for g in gpus}))
+    owner = target.owner or target.manifest
+    links: list[Related] = [related(owner)] if owner is not None else []
+    subject = (
+        f"HorizontalPodAutoscaler {hpa.name} scales {target.describe()}, which asks for GPUs "
+        f"({resources}),"
+    )
+    minimum = _minimum_window(ctx)
+    suggested_window = max(minimum, DEFAULT_SCALE_DOWN_WINDOW)
+    wanted = {
+        "scaleUp": ctx.options.get("report-missing-scale-up", True) is not False,
+        "scaleDown": ctx.options.get("report-missing-scale-down", True) is not False,
+    }
+    has_behavior = hpa.version in ("v2", "v2beta2")
+    behavior = hpa.spec.get("behavior") if has_behavior else None
+    if is_unknown(behavior):
+        return  # `behavior: {{ toYaml .Values.behavior }}`
+    directions: dict[str, Any] = behavior if isinstance(behavior, dict) else {}
+    missing = [d for d in ("scaleUp", "scaleDown") if directions.get(d) is None and wanted[d]]
+    if missing:
+        defaults = {"scaleUp": DEFAULT_SCALE_UP, "scaleDown": DEFAULT_SCALE_DOWN}
+        consequence = "; ".join(defaults[d] for d in missing)
+        fixes = {"scaleUp": _scale_up_fix(), "scaleDown": _scale_down_fix(suggested_window)}
+        snippet = "behavior:\n" + "\n".join(fixes[d] for d in missing)
+        path: Path = ("spec", "behavior") if "behavior" in hpa.spec else ("spec",)
+        if not has_behavior:
+            what = f"is written in {hpa.manifest.api_version}, which has no behavior field"
+            fix = "apiVersion: autoscaling/v2\nspec:\n" + _indent(snippet)
+        elif not directions:
+            what = "sets no behavior"
+            fix = snippet
+        else:
+            what = f"sets no behavior.{missing[0]}" if len(missing) == 1 else "sets no behavior"
+            fix = snippet
+        yield ctx.finding(
+            hpa.manifest,
+            path,
+            f"{subject} but {what}, so Kubernetes' defaults apply: {consequence}",
+            fix,
+            related=links,
+        )
+    down = directions.get("scaleDown")
+    if minimum > 0 and isinstance(down, dict) and down.get("selectPolicy") != "Disabled":
+        window = down.get("stabilizationWindowSeconds")
+        down_path: Path
+        if window is None:
+            effective, down_path = DEFAULT_SCALE_DOWN_WINDOW, ("spec", "behavior", "scaleDown")
+            said = f"sets no stabilizationWindowSeconds, so the default {effective} s applies"
+        elif isinstance(window, int) and not isinstance(window, bool):
+            effective = window
+            down_path = ("spec", "behavior", "scaleDown", "stabilizationWindowSeconds")
+            said = f"has stabilizationWindowSeconds {window}"
+        else:
+            return  # a template placeholder, or a value GL108 reports
+        if effective < minimum:
+            lull = (
+                "as soon as the load dips"
+                if effective == 0
+                else f"once the load has been low for {effective} s"
+            )
+            yield ctx.finding(
+                hpa.manifest,
+                down_path,
+                f"{subject} and its behavior.scaleDown {said}, less than the {minimum} s of "
+                f"option min-scale-down-stabilization-seconds: a GPU pod is removed {lull}, and "
+                "bringing it back when the load returns takes minutes of scheduling and model "
+                "loading",
+                f"stabilizationWindowSeconds: {suggested_window}",
+                related=links,
+            )
+
+
+def _minimum_window(ctx: Context) -> int:
+    value = ctx.options.get("min-scale-down-stabilization-seconds", 60)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 60
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())

@@ -1,0 +1,388 @@
+"""Two or more autoscalers claim the same workload.
+
+## What it checks
+Every workload that more than one autoscaler scales:
+
+* two HorizontalPodAutoscalers with the same ``scaleTargetRef``;
+* an HPA and a KEDA ScaledObject (KEDA creates its own HPA ``keda-hpa-<name>``), or two
+  ScaledObjects;
+* an HPA or ScaledObject of yours on the Deployment KServe generates for an InferenceService
+  (``<isvc>-predictor``) in Standard (RawDeployment) mode, while KServe's own autoscaler class
+  is ``hpa`` (the default) or ``keda``: KServe then creates an HPA (or ScaledObject) for the
+  same Deployment.
+
+An HPA of yours that has the very name of the HPA KServe (or KEDA) generates is reported as
+well: the controller takes it over and overwrites its spec. HPAs that KEDA, KServe or Knative
+created themselves (ownerReference or the ``scaledobject.keda.sh/name`` label) count through
+their owner, and an HPA that a ScaledObject adopts with
+``scaledobject.keda.sh/transfer-hpa-ownership`` is not a second claimant. Each of your
+autoscalers in the group gets a finding at its ``scaleTargetRef`` naming all the others.
+
+## Why is this bad?
+Since Kubernetes 1.26 the HPA controller notices that several HPAs select the same pods, sets
+``ScalingActive=False`` with reason ``AmbiguousSelector`` on all of them and stops scaling
+(``pods by selector ... are controlled by multiple HPAs``). Before 1.26 they overwrote each
+other's replica count every 15 seconds. Two HPAs are never needed to combine metrics: one HPA
+with several ``metrics`` computes a proposal per metric and acts on the largest.
+
+## Example
+```yaml
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: llm
+  annotations:
+    serving.kserve.io/deploymentMode: Standard   # autoscalerClass defaults to hpa
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: llm-gpu}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm-predictor}
+```
+
+## Use instead
+```yaml
+metadata:
+  name: llm
+  annotations:
+    serving.kserve.io/deploymentMode: Standard
+    serving.kserve.io/autoscalerClass: external   # KServe deletes its HPA; yours scales
+```
+For two HPAs of your own, keep one and list every metric in it.
+
+## References
+- kubernetes/kubernetes PR #112011 (v1.26): AmbiguousSelector check in the HPA controller.
+- Kubernetes HPA docs, "Scaling on multiple metrics": the largest proposal wins.
+- kserve hpa_reconciler.go (HPA named after the component), keda_reconciler.go; KServe docs
+  "Disable HPA in Raw Deployment" (``serving.kserve.io/autoscalerClass: external``).
+- kedacore/keda controllers/keda/hpa.go (``keda-hpa-<name>``); kedacore/keda#4683, #5825.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from gpulint.document import Manifest, as_dict, as_list, yaml_text
+from gpulint.hpa import HPA, RESOURCE_METRIC_TYPES
+from gpulint.inventory import Autoscaler, Inventory, TargetGroup
+from gpulint.keda import ScaledObject
+from gpulint.kserve import CLASS_ANNOTATION
+from gpulint.model import Finding, Related, Severity
+from gpulint.rule import Context, related
+
+ID = "GL103"
+NAME = "duplicate-autoscalers"
+SEVERITY = Severity.ERROR
+SCOPE = "target-group"
+
+HPA_KIND = "HorizontalPodAutoscaler"
+# With no metrics the API server gives an HPA CPU 80% utilization (autoscaling/v2 defaults.go).
+DEFAULT_CPU_METRIC: dict[str, Any] = {
+    "type": "Resource",
+    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+}
+
+
+def _describe(autoscaler: Autoscaler) -> str:
+    name = autoscaler.manifest.name
+    if autoscaler.kind == "KServe":
+        if autoscaler.hpa_name.startswith("keda-hpa-"):
+            return (
+                f"the ScaledObject {autoscaler.target[2]} that KServe creates for "
+                f"InferenceService {name} ({autoscaler.note}; KEDA's HPA {autoscaler.hpa_name})"
+            )
+        return (
+            f"the HPA {autoscaler.hpa_name} that KServe creates for InferenceService {name} "
+            f"({autoscaler.note})"
+        )
+    if autoscaler.kind == "ScaledObject":
+        return f"KEDA ScaledObject {name} (HPA {autoscaler.hpa_name})"
+    return f"HorizontalPodAutoscaler {name}"
+
+
+def _namespace(autoscaler: Autoscaler, group: TargetGroup) -> str:
+    return autoscaler.manifest.namespace or group.target[1]
+
+
+def _identity(autoscaler: Autoscaler) -> tuple[str, str | None, str]:
+    manifest = autoscaler.manifest
+    return (autoscaler.kind, manifest.namespace, manifest.name)
+
+
+class _Unit:
+    """One HPA object in the cluster and everything that writes it: the controller that
+    generates it (a ScaledObject, KServe) and HPAs of yours that carry its name."""
+
+    def __init__(self) -> None:
+        self.claims: list[Autoscaler] = []
+
+    @property
+    def controller(self) -> Autoscaler | None:
+        """KServe's claim first (it also rewrites a ScaledObject of the same name), then KEDA's."""
+        for kind in ("KServe", "ScaledObject"):
+            for claim in self.claims:
+                if claim.kind == kind:
+                    return claim
+        return None
+
+    def describe(self) -> str:
+        lead = self.controller or self.claims[0]
+        return _describe(lead)
+
+
+def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    claims = _distinct(group.autoscalers)
+    adopted = {
+        (_namespace(a, group), so.adopts_hpa)
+        for a in claims
+        if a.kind == "ScaledObject"
+        and (so := _scaled_object(a.manifest, inventory)) is not None
+        and so.adopts_hpa
+    }
+    claims = [
+        a
+        for a in claims
+        if not (a.kind == HPA_KIND and (_namespace(a, group), a.manifest.name) in adopted)
+    ]
+    units: dict[tuple[str, str], _Unit] = {}
+    for autoscaler in claims:
+        units.setdefault((_namespace(autoscaler, group), autoscaler.hpa_name), _Unit())
+        units[(_namespace(autoscaler, group), autoscaler.hpa_name)].claims.append(autoscaler)
+    for unit in units.values():
+        for autoscaler in unit.claims:
+            if autoscaler.implicit:
+                continue
+            others = [u for u in units.values() if u is not unit]
+            taken_over = unit.controller is not None and unit.controller is not autoscaler
+            if not others and not taken_over:
+                continue
+            yield _finding(group, inventory, ctx, autoscaler, unit, others, claims)
+
+
+def _distinct(autoscalers: list[Autoscaler]) -> list[Autoscaler]:
+    """One claim per object: the same HPA written in two files is one object."""
+    seen: set[tuple[str, str | None, str]] = set()
+    found = []
+    for autoscaler in autoscalers:
+        identity = _identity(autoscaler)
+        if autoscaler.implicit or identity not in seen:
+            seen.add(identity)
+            found.append(autoscaler)
+    return found
+
+
+def _describe_target(group: TargetGroup, claims: list[Autoscaler]) -> str:
+    kind, namespace, name = group.target
+    text = f"{kind} {namespace + '/' if namespace else ''}{name}"
+    kserve = next((a for a in claims if a.kind == "KServe"), None)
+    if kserve is not None:
+        text += f" (generated by InferenceService {kserve.manifest.name})"
+    return text
+
+
+def _finding(
+    group: TargetGroup,
+    inventory: Inventory,
+    ctx: Context,
+    autoscaler: Autoscaler,
+    unit: _Unit,
+    others: list[_Unit],
+    claims: list[Autoscaler],
+) -> Finding:
+    target = _describe_target(group, claims)
+    parts = []
+    controller = unit.controller
+    both_keda = controller is not None and controller.kind == autoscaler.kind == "ScaledObject"
+    if controller is not None and controller is not autoscaler and both_keda:
+        parts.append(
+            f"{_describe(autoscaler)} asks KEDA for the HPA name {autoscaler.hpa_name}, which "
+            f"ScaledObject {controller.manifest.name} already uses: KEDA's webhook rejects it "
+            "('the HPA is already managed by the ScaledObject'), and without the webhook the "
+            f"two overwrite the same HPA, so neither reliably scales {target}"
+        )
+    elif controller is not None and controller is not autoscaler:
+        generated = "ScaledObject" if autoscaler.kind == "ScaledObject" else "HPA"
+        maker = (
+            f"KServe creates for InferenceService {controller.manifest.name} ({controller.note})"
+            if controller.kind == "KServe"
+            else f"KEDA creates for ScaledObject {controller.manifest.name}"
+        )
+        own = (
+            " (CPU 80% utilization unless the InferenceService sets scaleMetric and scaleTarget)"
+            if controller.kind == "KServe" and generated == "HPA"
+            else ""
+        )
+        parts.append(
+            f"{_describe(autoscaler)} has the name of the {generated} {maker} in the same "
+            f"namespace: the controller takes it over and overwrites its spec with its own{own}, "
+            f"so what is written here never applies to {target}"
+        )
+    if others:
+        names = [f"this {_describe(autoscaler)}"] + [u.describe() for u in others]
+        parts.append(
+            f"{target} is scaled by {len(names)} autoscalers: {_join(names)}; Kubernetes >= 1.26 "
+            "sets ScalingActive=False (AmbiguousSelector) on every HPA of it and none scales, "
+            "older versions let them overwrite each other's replica count"
+        )
+    links: list[Related] = []
+    for other in claims:
+        if other is autoscaler:
+            continue
+        path = other.path if not other.implicit else _class_path(other.manifest)
+        links.append(related(other.manifest, path, _describe(other)))
+    fix = _fix(autoscaler, unit, others, claims, inventory)
+    return ctx.finding(autoscaler.manifest, autoscaler.path, "; ".join(parts), fix, related=links)
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _class_path(isvc: Manifest) -> tuple[str, ...]:
+    if CLASS_ANNOTATION in isvc.annotations:
+        return ("metadata", "annotations", CLASS_ANNOTATION)
+    return ("metadata", "annotations") if isvc.annotations else ("metadata",)
+
+
+def _fix(
+    autoscaler: Autoscaler,
+    unit: _Unit,
+    others: list[_Unit],
+    claims: list[Autoscaler],
+    inventory: Inventory,
+) -> str:
+    kserve = [a for a in claims if a.kind == "KServe"]
+    if kserve:
+        isvc = kserve[0].manifest
+        text = (
+            f"# on InferenceService {isvc.name}: KServe deletes its own autoscaler and leaves "
+            "scaling to yours\n"
+            "metadata:\n  annotations:\n    serving.kserve.io/autoscalerClass: external"
+        )
+        if unit.controller is not None and unit.controller is not autoscaler:
+            text += (
+                f"\n# and rename {_describe(autoscaler)} so that KServe does not take it as its "
+                f"own:\n# metadata:\n#   name: {autoscaler.manifest.name}-gpu"
+            )
+        return text
+    hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
+    scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
+    if not scaled:
+        keep = _hpa(autoscaler.manifest, inventory)
+        drop = [f"HorizontalPodAutoscaler {h.name}" for h in hpas if h is not keep]
+        convert = "apiVersion: autoscaling/v2\n" if keep and keep.version != "v2" else ""
+        return (
+            f"# keep {_describe(autoscaler)} with every metric (it acts on the largest "
+            f"proposal) and delete {_join(drop or ['the others'])}:\n"
+            + convert
+            + yaml_text({"spec": {"metrics": _merged_metrics(hpas)}})
+        )
+    keep_so = _scaled_object(autoscaler.manifest, inventory) or scaled[0]
+    dropped = [f"HorizontalPodAutoscaler {h.name}" for h in hpas]
+    dropped += [f"ScaledObject {s.name}" for s in scaled if s is not keep_so]
+    triggers: list[Any] = list(keep_so.triggers)
+    for other in scaled:
+        if other is not keep_so:
+            triggers.extend(t for t in other.triggers if t not in triggers)
+    queries = False
+    for hpa in hpas:
+        for trigger, series in _triggers_for(hpa, inventory, keep_so.namespace or "default"):
+            if series is not None:
+                if any(_queries_series(t, series) for t in triggers):
+                    continue  # the ScaledObject already scales on that series
+                queries = True
+            if trigger not in triggers:
+                triggers.append(trigger)
+    text = (
+        f"# keep ScaledObject {keep_so.name} with every trigger (KEDA's HPA acts on the largest) "
+        f"and delete {_join(dropped or ['the others'])}:\n"
+        + yaml_text({"spec": {"triggers": triggers}})
+    )
+    if queries:
+        text += (
+            "\n# check the labels of each query: dcgm-exporter series scraped with "
+            "honorLabels: false carry exported_namespace and exported_pod"
+        )
+    return text
+
+
+def _merged_metrics(hpas: list[HPA]) -> list[Any]:
+    merged: list[Any] = []
+    for hpa in hpas:
+        entries = hpa.metrics_in_v2() or ([DEFAULT_CPU_METRIC] if hpa.defaults_to_cpu else [])
+        for entry in entries:
+            if entry not in merged:
+                merged.append(entry)
+    return merged
+
+
+def _triggers_for(
+    hpa: HPA, inventory: Inventory, namespace: str
+) -> list[tuple[dict[str, Any], str | None]]:
+    """KEDA triggers that stand for an HPA's metrics, each with the Prometheus series its
+    query reads (None for cpu and memory triggers)."""
+    triggers: list[tuple[dict[str, Any], str | None]] = []
+    if hpa.defaults_to_cpu:
+        cpu = {"type": "cpu", "metricType": "Utilization", "metadata": {"value": "80"}}
+        triggers.append((cpu, None))
+    for metric in hpa.metrics:
+        target = metric.target
+        if metric.type in RESOURCE_METRIC_TYPES and metric.name in ("cpu", "memory") and target:
+            if target.average_utilization is not None:
+                kind, value = "Utilization", target.average_utilization
+            else:
+                kind, value = "AverageValue", target.average_value
+            trigger: dict[str, Any] = {
+                "type": metric.name,
+                "metricType": kind,
+                "metadata": {"value": str(value)},
+            }
+            if metric.type == "ContainerResource":
+                entry = as_dict(as_list(hpa.spec.get("metrics"))[metric.index])
+                name = as_dict(entry.get("containerResource")).get("container")
+                if isinstance(name, str):
+                    trigger["metadata"]["containerName"] = name
+            triggers.append((trigger, None))
+        elif metric.is_custom and metric.name:
+            per_pod = target is None or target.value is None or metric.type == "Pods"
+            threshold = (target.average_value if per_pod else target.value) if target else None
+            series = _series_behind(metric.name, metric.api, inventory)
+            converted: dict[str, Any] = {"type": "prometheus"}
+            if not per_pod:
+                converted["metricType"] = "Value"  # KEDA's default is AverageValue (per pod)
+            converted["metadata"] = {
+                "serverAddress": "http://prometheus-operated.monitoring.svc:9090",
+                "query": f'sum({series}{{namespace="{hpa.namespace or namespace}"}})',
+                "threshold": str(threshold if threshold is not None else 1),
+            }
+            triggers.append((converted, series))
+    return triggers
+
+
+def _queries_series(trigger: Any, series: str) -> bool:
+    """A trigger whose query already reads ``series``."""
+    query = as_dict(as_dict(trigger).get("metadata")).get("query")
+    return (
+        isinstance(query, str)
+        and re.search(rf"(?<![\w:]){re.escape(series)}(?![\w:])", query) is not None
+    )
+
+
+def _series_behind(metric: str, api: str, inventory: Inventory) -> str:
+    """The Prometheus series an adapter rule serves ``metric`` from, when it names one."""
+    for rule in inventory.rules_exposing(metric, api):
+        for series in rule.series_names() or []:
+            if rule.name_for_series(series) == metric:
+                return series
+    return metric
+
+
+def _hpa(manifest: Manifest, inventory: Inventory) -> HPA | None:
+    return next((h for h in inventory.hpas if h.manifest is manifest), None)
+
+
+def _scaled_object(manifest: Manifest, inventory: Inventory) -> ScaledObject | None:
+    return next((s for s in inventory.scaled_objects if s.manifest is manifest), None)

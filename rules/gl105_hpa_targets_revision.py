@@ -1,0 +1,209 @@
+"""An autoscaler targets the Deployment of one Knative revision.
+
+## What it checks
+An HPA or KEDA ScaledObject whose ``scaleTargetRef`` is a Deployment that Knative made for a
+revision:
+
+* its name has Knative's revision form ``<configuration>-NNNNN-deployment`` (for example
+  ``hello-00001-deployment``, or ``<isvc>-predictor-00001-deployment`` for a KServe
+  InferenceService in Knative mode), whether or not the Knative Service is in the input;
+* or the Deployment is in the input and carries the ``serving.knative.dev/revision`` label or
+  an ownerReference to a ``serving.knative.dev`` Revision, whatever its name.
+
+Autoscalers that Knative itself created (owned by a PodAutoscaler) are not reported.
+
+## Why is this bad?
+Each change of the revision template creates a new revision and a new Deployment
+(``-00002-deployment``); traffic moves there and the old Deployment is scaled to zero and
+eventually deleted, so the autoscaler keeps scaling a Deployment that serves nothing. While the
+revision does serve, Knative's own autoscaler (KPA by default) writes the same Deployment's
+replicas, and the two overwrite each other.
+
+## Example
+```yaml
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: llm}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm-predictor-00001-deployment}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {type: AverageValue, averageValue: "70"}
+```
+
+## Use instead
+Delete the HPA and let Knative scale every revision with its HPA class, on the revision
+template's annotations (for KServe, on the InferenceService's annotations):
+```yaml
+autoscaling.knative.dev/class: hpa.autoscaling.knative.dev
+autoscaling.knative.dev/metric: DCGM_FI_DEV_GPU_UTIL   # the name prometheus-adapter exposes
+autoscaling.knative.dev/target: "70"
+```
+
+## References
+- knative/serving pkg/reconciler/configuration/resources/revision.go (``<configuration>-%05d``)
+  and pkg/reconciler/revision/resources/names/names.go (``<revision>-deployment``).
+- knative/serving pkg/reconciler/autoscaling/kpa/scaler.go: KPA patches the revision
+  Deployment's replicas.
+- Knative docs, "Supported autoscaler types" (KPA and HPA classes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpulint.document import Manifest
+from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA
+from gpulint.inventory import Autoscaler, Inventory, ResolvedTarget, TargetGroup
+from gpulint.knative import (
+    HPA_CLASS,
+    REVISION_LABEL,
+    is_knative_owned,
+    revision_deployment_parent,
+)
+from gpulint.model import Finding, Related, Severity
+from gpulint.quantity import format_number, try_quantity
+from gpulint.rule import Context, related
+
+ID = "GL105"
+NAME = "hpa-targets-revision"
+SEVERITY = Severity.ERROR
+SCOPE = "target-group"
+
+KSERVE_COMPONENT_SUFFIXES = ("-predictor", "-transformer", "-explainer")
+# Labels Knative puts on a revision's Deployment (pkg/apis/serving/register.go).
+SERVICE_LABEL = "serving.knative.dev/service"
+CONFIGURATION_LABEL = "serving.knative.dev/configuration"
+
+
+def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    for autoscaler in group.autoscalers:
+        finding = _check_one(autoscaler, inventory, ctx)
+        if finding is not None:
+            yield finding
+
+
+def _revision_of(target: ResolvedTarget) -> str | None:
+    """The revision name behind the Deployment, or None if it is not a revision's."""
+    manifest = target.manifest
+    if manifest is not None:
+        if not is_knative_owned(manifest):
+            return None
+        label = manifest.labels.get(REVISION_LABEL)
+        if isinstance(label, str) and label:
+            return label
+        for owner in manifest.owner_references:
+            if owner.get("kind") == "Revision" and isinstance(owner.get("name"), str):
+                return str(owner["name"])
+        return manifest.name.removesuffix("-deployment")
+    name = target.ref.name
+    if revision_deployment_parent(name) is None:
+        return None
+    return name.removesuffix("-deployment")
+
+
+def _configuration_of(target: ResolvedTarget, revision: str) -> str | None:
+    """The Knative Service (or Configuration) the revision belongs to, when it can be told."""
+    from_name = revision_deployment_parent(f"{revision}-deployment")
+    if from_name is not None:
+        return from_name
+    if target.manifest is not None:
+        for label in (SERVICE_LABEL, CONFIGURATION_LABEL):
+            value = target.manifest.labels.get(label)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Finding | None:
+    ref = autoscaler.ref
+    if autoscaler.implicit or ref is None or (ref.kind or "Deployment") != "Deployment":
+        return None
+    target = inventory.resolve_target(autoscaler.manifest.namespace, ref)
+    revision = _revision_of(target)
+    if revision is None:
+        return None
+    configuration = _configuration_of(target, revision)
+    owner = target.owner
+    links: list[Related] = []
+    if target.manifest is not None:
+        links.append(related(target.manifest, ("metadata",), "revision Deployment"))
+    if owner is not None:
+        links.append(related(owner))
+    isvc = inventory.inference_service_of(owner) if owner is not None else None
+    ksvc = next((k for k in inventory.knative_services if k.manifest is owner), None)
+    if ksvc is not None:
+        parent = f"Knative {ksvc.manifest.kind} {ksvc.name}"
+        if ksvc.autoscaler_class == HPA_CLASS:
+            fight = (
+                "Knative's own HPA for the revision (class hpa.autoscaling.knative.dev) claims "
+                "it too, so Kubernetes >= 1.26 stops both (AmbiguousSelector)"
+            )
+        elif ksvc.uses_kpa:
+            fight = "Knative's KPA writes its replicas too, so the two overwrite each other"
+        else:
+            fight = (
+                f"Knative's autoscaler (class {ksvc.autoscaler_class}) scales it too, so the "
+                "two overwrite each other"
+            )
+        where = f"on Knative {ksvc.manifest.kind} {ksvc.name}, spec.template.metadata.annotations"
+    elif isvc is not None:
+        parent = f"InferenceService {isvc.name} (KServe Knative mode)"
+        fight = "Knative's autoscaler writes its replicas too, so the two overwrite each other"
+        where = f"on InferenceService {isvc.name}, metadata.annotations"
+    elif configuration is None:
+        parent = "its Knative Service"
+        fight = "Knative's autoscaler writes its replicas too, so the two overwrite each other"
+        where = "on the Knative Service, spec.template.metadata.annotations"
+    else:
+        generator = (
+            f"Knative Service {configuration}"
+            if not configuration.endswith(KSERVE_COMPONENT_SUFFIXES)
+            else f"Knative Service {configuration} (KServe's name for an InferenceService "
+            "component in Knative mode)"
+        )
+        parent = generator
+        fight = "Knative's autoscaler writes its replicas too, so the two overwrite each other"
+        where = (
+            f"on Knative Service {configuration}, spec.template.metadata.annotations "
+            "(for KServe, on the InferenceService's metadata.annotations)"
+        )
+    message = (
+        f"{autoscaler.describe()} targets Deployment {ref.name}, which Knative created for "
+        f"revision {revision} of {parent}: the next change of the revision template makes a "
+        "new revision and Deployment and leaves this autoscaler on one that is scaled to zero "
+        f"and deleted, and while it serves, {fight}"
+    )
+    metric, value = _knative_metric(autoscaler, inventory)
+    fix = (
+        f"# delete {autoscaler.describe()} and let Knative scale every revision; {where}:\n"
+        f"autoscaling.knative.dev/class: {HPA_CLASS}\n"
+        f"autoscaling.knative.dev/metric: {metric}\n"
+        f'autoscaling.knative.dev/target: "{value}"'
+    )
+    return ctx.finding(autoscaler.manifest, (*ref.path, "name"), message, fix, related=links)
+
+
+def _knative_metric(autoscaler: Autoscaler, inventory: Inventory) -> tuple[str, str]:
+    """The metric and target to hand Knative's HPA class: the autoscaler's own custom metric
+    when it has one with a whole-number target (Knative truncates the target to an integer)."""
+    hpa = _hpa_of(autoscaler.manifest, inventory)
+    if hpa is not None:
+        for metric in hpa.metrics:
+            if metric.type not in CUSTOM_METRIC_TYPES or not metric.name or not metric.target:
+                continue
+            written = metric.target.average_value or metric.target.value
+            quantity = try_quantity(written)
+            if quantity is not None and quantity.is_integer and quantity.value > 0:
+                return metric.name, format_number(quantity.value)
+    return "DCGM_FI_DEV_GPU_UTIL   # the GPU metric your prometheus-adapter exposes", "70"
+
+
+def _hpa_of(manifest: Manifest, inventory: Inventory) -> HPA | None:
+    for hpa in inventory.hpas:
+        if hpa.manifest is manifest:
+            return hpa
+    return None

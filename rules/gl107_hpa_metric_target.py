@@ -1,0 +1,469 @@
+"""An HPA metric target is missing, of the wrong type, unparseable or on the wrong scale.
+
+## What it checks
+Each entry of an HPA's ``spec.metrics`` (autoscaling/v2, v2beta2 and v2beta1):
+
+* the target the API server requires: a ``Pods`` metric needs ``averageValue``; an ``Object``
+  metric ``value`` or ``averageValue``; an ``External`` metric exactly one of them; a
+  ``Resource`` metric exactly one of ``averageUtilization`` and ``averageValue``; the target
+  ``type`` is one of ``Utilization``, ``Value``, ``AverageValue``; numbers are positive;
+* a ``type`` that disagrees with the field that is set (``type: Value`` with ``averageValue``;
+  ``Utilization`` anywhere but on a Resource metric);
+* quantities Kubernetes cannot parse (``"70%"``, ``"1K"``);
+* the scale of GPU metrics: ``m`` means thousandths, so ``averageValue: 60m`` on a 0-100
+  percentage (``DCGM_FI_DEV_GPU_UTIL``) is 0.06; these are errors. A target above 1 on a 0-1
+  ratio (``DCGM_FI_PROF_*``, ``*_ratio``, vLLM's KV-cache usage) or below 1 on a percentage is
+  reported as a **warning**: it is almost always a scale mix-up, but an adapter query that sums
+  several GPUs per pod can make it legitimate.
+
+The scale of a metric comes from what gpulint knows about exporters, ``metric-aliases`` in
+``.gpulint.yaml``, and the prometheus-adapter rules in the input: a metric renamed by the
+adapter (``gpu_utilization`` served from ``DCGM_FI_DEV_GPU_UTIL``) has the scale of its series,
+unless the rule's ``metricsQuery`` multiplies or divides it. Template placeholders are not judged,
+nor are HPAs that KEDA, KServe or Knative generated.
+
+## Why is this bad?
+The API server rejects a missing target or an unparseable quantity, so the HPA is never
+created. For an Object metric the controller requires the type to match the field and
+otherwise drops the metric ("invalid object metric source"); for Pods, External and Resource
+metrics it goes by the field and ignores the type, so the manifest says something other than
+what Kubernetes does. A target on the wrong scale is worse because nothing complains: 0.06% GPU
+utilization pins the workload at ``maxReplicas``, and 50 on a 0-1 ratio is never reached, so
+the workload never scales out.
+
+## Example
+```yaml
+metrics:
+- type: Pods
+  pods:
+    metric: {name: DCGM_FI_DEV_GPU_UTIL}
+    target: {type: Value, averageValue: 60m}
+```
+
+## Use instead
+```yaml
+metrics:
+- type: Pods
+  pods:
+    metric: {name: DCGM_FI_DEV_GPU_UTIL}
+    target: {type: AverageValue, averageValue: "60"}
+```
+
+## References
+- Kubernetes pkg/apis/autoscaling/validation/validation.go (``validateMetricTarget``,
+  ``validatePodsSource``, ``validateObjectSource``, ``validateExternalSource``).
+- Kubernetes pkg/controller/podautoscaler/horizontal.go (which field each source type reads).
+- k8s.io/apimachinery resource.Quantity: suffixes ``m`` (milli) and ``k``; no ``%``.
+- NVIDIA dcgm-exporter default-counters.csv: ``DCGM_FI_DEV_GPU_UTIL`` in %,
+  ``DCGM_FI_PROF_*`` ratios.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from gpulint import gpumetrics
+from gpulint.gpumetrics import Scale
+from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, HpaMetric, MetricTarget
+from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.model import Finding, Severity
+from gpulint.quantity import QuantityError, format_number, is_unknown, parse_quantity
+from gpulint.rule import Context
+
+ID = "GL107"
+NAME = "hpa-metric-target"
+SEVERITY = Severity.ERROR
+SCOPE = "hpa"
+
+METRIC_TYPES = (*RESOURCE_METRIC_TYPES, *CUSTOM_METRIC_TYPES)
+TARGET_TYPES = ("Utilization", "Value", "AverageValue")
+FIELD_OF_TYPE = {
+    "Utilization": "averageUtilization",
+    "Value": "value",
+    "AverageValue": "averageValue",
+}
+TYPE_OF_FIELD = {field: kind for kind, field in FIELD_OF_TYPE.items()}
+# Arithmetic outside quoted strings in a metricsQuery changes the scale of the series.
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_ARITHMETIC = re.compile(r"[*/]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    hpa: HPA
+    metric: HpaMetric
+    target: MetricTarget
+
+    @property
+    def label(self) -> str:
+        return self.describe(self.hpa, self.metric)
+
+    @staticmethod
+    def describe(hpa: HPA, metric: HpaMetric) -> str:
+        name = f" {metric.name}" if metric.name else ""
+        return f"HorizontalPodAutoscaler {hpa.name}: {metric.type} metric{name}"
+
+    def v2_fix(self, text: str) -> str:
+        """A fix written in autoscaling/v2 terms, marked so when the HPA is in v2beta1."""
+        if self.hpa.version == "v2beta1":
+            return "# in autoscaling/v2 (see GL109):\n" + text
+        return text
+
+
+def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    if hpa.version not in ("v2", "v2beta2", "v2beta1"):
+        return  # autoscaling/v1 has only targetCPUUtilizationPercentage
+    if is_generated_autoscaler(hpa.manifest):
+        return
+    for metric in hpa.metrics:
+        yield from _check_metric(hpa, metric, inventory, ctx)
+
+
+def _check_metric(
+    hpa: HPA, metric: HpaMetric, inventory: Inventory, ctx: Context
+) -> Iterator[Finding]:
+    if is_unknown(hpa.manifest.get(metric.path)):
+        return  # the whole entry is a template action
+    if metric.type not in METRIC_TYPES:
+        written = hpa.manifest.get((*metric.path, "type"))
+        if is_unknown(written):
+            return
+        what = f"has type {_shown(written)}" if written is not None else "has no type"
+        yield ctx.finding(
+            hpa.manifest,
+            (*metric.path, "type") if written is not None else metric.path,
+            f"HorizontalPodAutoscaler {hpa.name}: spec.metrics[{metric.index}] {what}; it must "
+            f"be one of {', '.join(METRIC_TYPES)}, and the API server rejects the object",
+            "type: Pods   # with pods: {metric: {name: ...}, target: {...}}",
+        )
+        return
+    target = metric.target
+    if target is None:
+        yield ctx.finding(
+            hpa.manifest,
+            metric.path,
+            f"{_Where.describe(hpa, metric)} has no target; the API server rejects the object",
+            _target_example(metric),
+        )
+        return
+    if is_unknown(hpa.manifest.get(target.path)):
+        return  # `target: {{ toYaml .Values.target }}`
+    where = _Where(hpa, metric, target)
+    explicit_type = hpa.version != "v2beta1"  # v2beta1 has no type: its field names say it
+    if explicit_type and not is_unknown(target.type) and target.type not in TARGET_TYPES:
+        what = "has no type" if target.type is None else f"has type {target.type!r}"
+        yield ctx.finding(
+            hpa.manifest,
+            target.field_path("type") if target.type is not None else target.path,
+            f"{where.label} {what}; it must be Utilization, Value or AverageValue, and the API "
+            "server rejects the object",
+            f"type: {_expected_type(metric, target)}",
+        )
+        return
+    problem = _fields(where, ctx)
+    if problem is not None:
+        yield problem
+        return
+    if explicit_type and not is_unknown(target.type):
+        mismatch = _type_mismatch(where, ctx)
+        if mismatch is not None:
+            yield mismatch
+    yield from _values(where, inventory, ctx)
+
+
+def _target_example(metric: HpaMetric) -> str:
+    if metric.type in RESOURCE_METRIC_TYPES:
+        return "target:\n  type: Utilization\n  averageUtilization: 80"
+    if metric.type == "Object":
+        return 'target:\n  type: Value\n  value: "10"'
+    return 'target:\n  type: AverageValue\n  averageValue: "70"'
+
+
+def _expected_type(metric: HpaMetric, target: MetricTarget) -> str:
+    """The type that matches what the controller reads for this metric."""
+    if metric.type == "Pods":
+        return "AverageValue"
+    fields = target.set_fields()
+    if len(fields) == 1:
+        return TYPE_OF_FIELD[fields[0]]
+    return "Utilization" if metric.type in RESOURCE_METRIC_TYPES else "AverageValue"
+
+
+def _fields(where: _Where, ctx: Context) -> Finding | None:
+    """Fields the API server requires or forbids for this metric type."""
+    metric, target, hpa = where.metric, where.target, where.hpa
+    fields = target.set_fields()
+    rejected = "the API server rejects the object"
+    if metric.type == "Pods":
+        if target.average_value is not None:
+            return None
+        written = dict(target.written_as)
+        names = [written.get(f, f) for f in fields]
+        verb = "is" if len(names) == 1 else "are"
+        also = f" ({' and '.join(names)} {verb} not read for Pods)" if names else ""
+        moved = target.value if target.value is not None else target.average_utilization
+        number = _shown(moved) if moved is not None else '"70"'
+        return ctx.finding(
+            hpa.manifest,
+            target.path,
+            f"{where.label} has no target averageValue{also}: a Pods metric is compared as an "
+            f"average per pod, and without averageValue {rejected} ('must specify a positive "
+            "target averageValue')",
+            where.v2_fix(f"type: AverageValue\naverageValue: {number}   # per pod"),
+        )
+    if metric.type in RESOURCE_METRIC_TYPES:
+        wanted = {"averageUtilization", "averageValue"}
+        chosen = [f for f in fields if f in wanted]
+        if len(chosen) == 1:
+            return None
+        if not chosen:
+            text = "sets neither averageUtilization nor averageValue"
+            fix = "type: Utilization\naverageUtilization: 80"
+        else:
+            text = "sets both averageUtilization and averageValue"
+            fix = "# keep one of them, for example:\ntype: Utilization\naverageUtilization: 80"
+        path = target.path if not chosen else target.field_path("averageValue")
+        return ctx.finding(
+            hpa.manifest, path, f"{where.label} {text}; {rejected}", where.v2_fix(fix)
+        )
+    chosen = [f for f in fields if f in ("value", "averageValue")]
+    if metric.type == "External" and len(chosen) == 2:
+        return ctx.finding(
+            hpa.manifest,
+            target.field_path("value"),
+            f"{where.label} sets both value and averageValue; {rejected} ('may not set both a "
+            "target value for metric and a per-pod target')",
+            where.v2_fix(
+                "# keep one: averageValue (the total divided by the number of pods) or value "
+                "(the total)\ntype: AverageValue\naverageValue: " + _shown(target.average_value)
+            ),
+        )
+    if not chosen:
+        return ctx.finding(
+            hpa.manifest,
+            target.path,
+            f"{where.label} sets neither value nor averageValue; {rejected}",
+            where.v2_fix(_target_example(metric)),
+        )
+    return None
+
+
+def _type_mismatch(where: _Where, ctx: Context) -> Finding | None:
+    metric, target, hpa = where.metric, where.target, where.hpa
+    kind = target.type
+    if metric.type == "Pods":
+        if kind == "AverageValue":
+            return None
+        if kind == "Utilization":
+            why = (
+                "type Utilization exists only for Resource metrics (a percentage of the pods' "
+                "requests); a Pods metric is always compared as an average value per pod"
+            )
+        else:
+            why = (
+                f"type {kind} does not match the field that is set (averageValue); for a Pods "
+                "metric Kubernetes compares averageValue per pod whatever the type says, so "
+                "the type misleads whoever tunes this target"
+            )
+        return ctx.finding(
+            hpa.manifest, target.field_path("type"), f"{where.label}: {why}", "type: AverageValue"
+        )
+    field = FIELD_OF_TYPE.get(str(kind))
+    fields = target.set_fields()
+    if metric.type in RESOURCE_METRIC_TYPES:
+        allowed = ("averageUtilization", "averageValue")
+    else:
+        allowed = ("value", "averageValue")
+    if field in fields and field in allowed:
+        return None
+    chosen = next(f for f in fields if f in allowed)
+    expected = TYPE_OF_FIELD[chosen]
+    if metric.type == "Object":
+        consequence = (
+            f"for an Object metric the controller requires the type to match: with type {kind} "
+            f"and {chosen} it reports 'invalid object metric source' and the HPA does not use "
+            "this metric"
+        )
+    else:
+        meaning = {
+            "averageUtilization": "a percentage of the pods' requests",
+            "averageValue": "the total divided by the number of pods",
+            "value": "the total, scaled by the current number of pods",
+        }[chosen]
+        consequence = (
+            f"Kubernetes goes by the field and compares {chosen} ({meaning}) whatever the type "
+            "says, so the type misleads whoever tunes this target"
+        )
+    return ctx.finding(
+        hpa.manifest,
+        target.field_path("type"),
+        f"{where.label}: target type {kind} does not match the field that is set ({chosen}); "
+        f"{consequence}",
+        f"type: {expected}",
+    )
+
+
+def _values(where: _Where, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    metric, target, hpa = where.metric, where.target, where.hpa
+    utilization = target.average_utilization
+    if utilization is not None and not is_unknown(utilization):
+        integer = isinstance(utilization, int) and not isinstance(utilization, bool)
+        if not integer or utilization < 1:
+            yield ctx.finding(
+                hpa.manifest,
+                target.field_path("averageUtilization"),
+                f"{where.label}: averageUtilization {_shown(utilization)} must be a whole "
+                "percentage of the pods' requests, at least 1; the API server rejects the object",
+                f"averageUtilization: {_suggest_utilization(utilization)}",
+            )
+    read = _field_read(metric, target)
+    for field, raw in (("value", target.value), ("averageValue", target.average_value)):
+        if raw is None or is_unknown(raw):
+            continue
+        try:
+            quantity = parse_quantity(raw)
+        except QuantityError as error:
+            yield ctx.finding(
+                hpa.manifest,
+                target.field_path(field),
+                f"{where.label}: {field} {error}; the API server rejects the object",
+                f"{field}: {_suggest_quantity(raw)}",
+            )
+            continue
+        if quantity.value <= 0:
+            yield ctx.finding(
+                hpa.manifest,
+                target.field_path(field),
+                f"{where.label}: {field} {_shown(raw)} must be positive; the API server rejects "
+                "the object",
+                f'{field}: "1"',
+            )
+            continue
+        if field == read and metric.is_custom and metric.name:
+            yield from _scale(where, field, raw, quantity.value, quantity.suffix, inventory, ctx)
+
+
+def _field_read(metric: HpaMetric, target: MetricTarget) -> str | None:
+    """The field the controller takes the target from (horizontal.go)."""
+    if metric.type == "Pods":
+        return "averageValue"
+    if metric.type == "Object":
+        return "value" if target.type == "Value" and target.value is not None else "averageValue"
+    if metric.type == "External":
+        return "averageValue" if target.average_value is not None else "value"
+    return None
+
+
+def _scale(
+    where: _Where,
+    field: str,
+    raw: Any,
+    value: Decimal,
+    suffix: str,
+    inventory: Inventory,
+    ctx: Context,
+) -> Iterator[Finding]:
+    metric, hpa = where.metric, where.hpa
+    assert metric.name is not None
+    judged = _metric_scale(metric, inventory)
+    if judged is None:
+        return
+    scale, basis = judged
+    via = f" (prometheus-adapter serves it from {basis})" if basis != metric.name else ""
+    path = where.target.field_path(field)
+    shown = _shown(raw)
+    if scale is Scale.PERCENT and value < 1:
+        if suffix == "m":
+            meant = format_number(value * 1000)
+            yield ctx.finding(
+                hpa.manifest,
+                path,
+                f"{where.label}: {field} {shown} is {format_number(value)} (the m suffix means "
+                f"thousandths), but {metric.name} is a percentage from 0 to 100{via}: any load "
+                f"at all exceeds the target and the HPA scales out to maxReplicas; {meant} was "
+                "probably meant",
+                f'{field}: "{meant}"',
+            )
+        else:
+            meant = format_number(value * 100)
+            yield ctx.finding(
+                hpa.manifest,
+                path,
+                f"{where.label}: {field} {shown} is below 1, but {metric.name} is a percentage "
+                f"from 0 to 100{via}: almost any load exceeds the target and the HPA scales out "
+                f"to maxReplicas; if {shown} was meant as a fraction, write {meant}",
+                f'{field}: "{meant}"',
+                severity=Severity.WARNING,
+            )
+    elif (
+        scale is Scale.RATIO and value > 1 and not (metric.type == "External" and field == "value")
+    ):
+        ratio = format_number(value / 100) if value <= 100 else None
+        hint = f"; if {format_number(value)}% was meant, write {ratio}" if ratio else ""
+        yield ctx.finding(
+            hpa.manifest,
+            path,
+            f"{where.label}: {field} {shown} is above 1, but {metric.name} is a ratio from 0 "
+            f"to 1{via}: unless its query adds up several series per pod, the metric never "
+            f"reaches the target, so the HPA never scales out{hint}",
+            f'{field}: "{ratio}"' if ratio else f'{field}: "0.7"   # a fraction from 0 to 1',
+            severity=Severity.WARNING,
+        )
+
+
+def _metric_scale(metric: HpaMetric, inventory: Inventory) -> tuple[Scale, str] | None:
+    """The scale of the metric and the name it was judged by; None when unknown."""
+    name = metric.name
+    if name is None:
+        return None
+    aliases = inventory.settings.metric_aliases
+    known = gpumetrics.lookup(name, aliases)
+    if known is not None:
+        return (known.scale, name) if known.scale in (Scale.PERCENT, Scale.RATIO) else None
+    judged: list[tuple[Scale, str]] = []
+    for rule in inventory.rules_exposing(name, metric.api):
+        if _ARITHMETIC.search(_QUOTED.sub("", rule.metrics_query or "")):
+            return None  # the query rescales the series
+        for series in rule.series_names() or []:
+            exposed = rule.name_for_series(series)
+            if exposed is None or exposed.lower() != name.lower():
+                continue
+            scale = gpumetrics.scale_of(series, aliases)
+            if scale is not None:
+                judged.append((scale, series))
+    scales = {scale for scale, _ in judged}
+    if len(scales) > 1:
+        return None
+    if judged:
+        scale, series = judged[0]
+        return (scale, series) if scale in (Scale.PERCENT, Scale.RATIO) else None
+    scale = gpumetrics.scale_of(name, aliases)
+    return (scale, name) if scale in (Scale.PERCENT, Scale.RATIO) else None
+
+
+def _shown(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def _suggest_quantity(raw: Any) -> str:
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.endswith("%"):
+            return f'"{text[:-1].strip()}"'
+        if text.endswith("K"):
+            return f'"{text[:-1]}k"'
+    return '"1"'
+
+
+def _suggest_utilization(raw: Any) -> str:
+    if isinstance(raw, str):
+        digits = raw.strip().rstrip("%").strip()
+        if digits.isdigit() and int(digits) >= 1:
+            return digits
+    if isinstance(raw, float) and raw >= 1:
+        return str(round(raw))
+    return "80"

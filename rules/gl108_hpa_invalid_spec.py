@@ -1,0 +1,349 @@
+"""An HPA has replica bounds or a behavior that the API server rejects.
+
+## What it checks
+The spec-level validation of the Kubernetes API server (pkg/apis/autoscaling/validation):
+
+* ``minReplicas`` must be an integer >= 1; 0 is accepted only with the ``HPAScaleToZero``
+  feature gate (alpha, off by default) and only if the HPA has an Object or External metric;
+* ``maxReplicas`` must be present, an integer >= 1 and >= ``minReplicas``;
+* ``scaleTargetRef`` needs ``kind`` and ``name``;
+* in ``behavior.scaleUp`` / ``behavior.scaleDown``: ``stabilizationWindowSeconds`` in 0..3600,
+  ``selectPolicy`` one of ``Max``, ``Min``, ``Disabled``, ``tolerance`` a quantity >= 0, and
+  ``policies`` not an empty list; each policy has ``type`` ``Pods`` or ``Percent``, an integer
+  ``value`` > 0 and ``periodSeconds`` in 1..1800.
+
+Policies are validated after defaulting: leaving ``policies`` out gets Kubernetes' default
+policies, but an explicit ``policies: []`` is kept and rejected. Values that are still template
+placeholders (``{{ .Values.max }}``, ``${max}``) are not judged. A kustomize patch (an HPA
+without ``scaleTargetRef``) is checked only for the fields it sets; HPAs that KEDA, KServe or
+Knative generated are not judged.
+
+## Why is this bad?
+``kubectl apply`` (or the Helm release, or the GitOps sync) fails, and the workload is left
+without the autoscaler, or with the previous version of it, until someone reads the error.
+
+## Example
+```yaml
+spec:
+  minReplicas: 2
+  maxReplicas: 1
+  behavior:
+    scaleDown:
+      stabilizationWindowSeconds: 7200
+      policies: []
+```
+
+## Use instead
+```yaml
+spec:
+  minReplicas: 1
+  maxReplicas: 4
+  behavior:
+    scaleDown:
+      stabilizationWindowSeconds: 600
+      policies:
+      - {type: Pods, value: 1, periodSeconds: 120}
+```
+
+## Options
+``scale-to-zero-gate`` says whether your clusters run with the ``HPAScaleToZero`` feature gate.
+With the default (true) ``minReplicas: 0`` is accepted when an Object or External metric is
+present, as the API server does with the gate on; set it to false to report every
+``minReplicas: 0``.
+
+## References
+- Kubernetes pkg/apis/autoscaling/validation/validation.go: ``validateHorizontalPodAutoscaler
+  Spec``, ``validateScalingRules``, ``validateScalingPolicy`` (MaxStabilizationWindowSeconds
+  3600, MaxPeriodSeconds 1800).
+- Kubernetes pkg/apis/autoscaling/v2/defaults.go: policies are defaulted only when nil.
+- Kubernetes feature gates: HPAScaleToZero (alpha).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, TypeGuard
+
+from gpulint.document import Path
+from gpulint.hpa import HPA
+from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.model import Finding, Severity
+from gpulint.quantity import is_unknown, try_quantity
+from gpulint.rule import Context
+
+ID = "GL108"
+NAME = "hpa-invalid-spec"
+SEVERITY = Severity.ERROR
+SCOPE = "hpa"
+
+OPTIONS = {
+    "scale-to-zero-gate": {
+        "type": "boolean",
+        "default": True,
+        "description": "the clusters enable the alpha HPAScaleToZero feature gate, so "
+        "minReplicas: 0 is valid with an Object or External metric",
+    },
+}
+
+MAX_STABILIZATION_WINDOW_SECONDS = 3600
+MAX_PERIOD_SECONDS = 1800
+SELECT_POLICIES = ("Max", "Min", "Disabled")
+POLICY_TYPES = ("Pods", "Percent")
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value).lower()
+
+
+def _as_written(value: Any, fallback: int) -> int:
+    """The integer a quoted number meant ("4" -> 4), else ``fallback``."""
+    if isinstance(value, str) and value.strip().isdigit() and int(value) >= 1:
+        return int(value)
+    return fallback
+
+
+def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    if is_generated_autoscaler(hpa.manifest):
+        return
+    yield from _replicas(hpa, ctx)
+    yield from _target_ref(hpa, ctx)
+    if hpa.version in ("v2", "v2beta2"):  # the versions that have behavior
+        yield from _behavior(hpa, ctx)
+
+
+def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
+    name = hpa.name
+    minimum: int | None = 1
+    raw_min = hpa.min_replicas
+    if raw_min is not None and is_unknown(raw_min):
+        minimum = None
+    elif raw_min is not None and not _is_int(raw_min):
+        minimum = None
+        yield ctx.finding(
+            hpa.manifest,
+            ("spec", "minReplicas"),
+            f"HorizontalPodAutoscaler {name}: minReplicas {_shown(raw_min)} is not an integer; "
+            "the API server rejects the object",
+            f"minReplicas: {_as_written(raw_min, 1)}",
+        )
+    elif raw_min is not None:
+        minimum = raw_min
+        scales_on_objects = any(m.type in ("Object", "External") for m in hpa.metrics)
+        if raw_min < 0 or (raw_min == 0 and not (scales_on_objects and _gate(ctx))):
+            if raw_min == 0 and scales_on_objects:
+                why = (
+                    "minReplicas 0 needs the alpha HPAScaleToZero feature gate, which is off "
+                    "unless the cluster turns it on (option scale-to-zero-gate is false)"
+                )
+            elif raw_min == 0:
+                why = (
+                    "minReplicas 0 is accepted only with the alpha HPAScaleToZero feature gate "
+                    "and at least one Object or External metric, and this HPA has none"
+                )
+            else:
+                why = f"minReplicas {raw_min} must be greater than or equal to 1"
+            yield ctx.finding(
+                hpa.manifest,
+                ("spec", "minReplicas"),
+                f"HorizontalPodAutoscaler {name}: {why}; the API server rejects the object",
+                "minReplicas: 1",
+            )
+            minimum = None
+    raw_max = hpa.max_replicas
+    if "maxReplicas" not in hpa.spec or raw_max is None:
+        if hpa.is_fragment:
+            return
+        suggested = max(minimum or 1, 1) * 2
+        yield ctx.finding(
+            hpa.manifest,
+            ("spec",),
+            f"HorizontalPodAutoscaler {name} has no maxReplicas, which the API server "
+            "requires: the object is rejected",
+            f"spec:\n  maxReplicas: {suggested}",
+        )
+        return
+    if is_unknown(raw_max):
+        return
+    if not _is_int(raw_max):
+        yield ctx.finding(
+            hpa.manifest,
+            ("spec", "maxReplicas"),
+            f"HorizontalPodAutoscaler {name}: maxReplicas {_shown(raw_max)} is not an integer; "
+            "the API server rejects the object",
+            f"maxReplicas: {_as_written(raw_max, max(minimum or 1, 1) * 2)}",
+        )
+        return
+    if raw_max < 1:
+        yield ctx.finding(
+            hpa.manifest,
+            ("spec", "maxReplicas"),
+            f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} must be greater than 0; "
+            "the API server rejects the object",
+            f"maxReplicas: {max(minimum or 1, 1) * 2}",
+        )
+        return
+    if minimum is not None and raw_max < minimum and not (hpa.is_fragment and raw_min is None):
+        yield ctx.finding(
+            hpa.manifest,
+            ("spec", "maxReplicas"),
+            f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is less than minReplicas "
+            f"{minimum}; the API server rejects the object (maxReplicas must be greater than or "
+            "equal to minReplicas)",
+            f"maxReplicas: {minimum}   # or lower minReplicas to {raw_max}",
+        )
+
+
+def _gate(ctx: Context) -> bool:
+    return ctx.options.get("scale-to-zero-gate", True) is not False
+
+
+def _target_ref(hpa: HPA, ctx: Context) -> Iterator[Finding]:
+    ref = hpa.spec.get("scaleTargetRef")
+    if ref is None or is_unknown(ref):
+        return
+    if not isinstance(ref, dict):
+        yield ctx.finding(
+            hpa.manifest,
+            ("spec", "scaleTargetRef"),
+            f"HorizontalPodAutoscaler {hpa.name}: scaleTargetRef must be a mapping with "
+            "apiVersion, kind and name; the API server rejects the object",
+            "scaleTargetRef:\n  apiVersion: apps/v1\n  kind: Deployment\n  name: <workload>",
+        )
+        return
+    for field, example in (("kind", "Deployment"), ("name", "<workload name>")):
+        value = ref.get(field)
+        if isinstance(value, str) and value:
+            continue
+        if is_unknown(value):
+            continue
+        yield ctx.finding(
+            hpa.manifest,
+            ("spec", "scaleTargetRef", field) if field in ref else ("spec", "scaleTargetRef"),
+            f"HorizontalPodAutoscaler {hpa.name}: scaleTargetRef has no {field}, which the API "
+            "server requires: the object is rejected",
+            f"scaleTargetRef:\n  {field}: {example}",
+        )
+
+
+def _behavior(hpa: HPA, ctx: Context) -> Iterator[Finding]:
+    behavior = hpa.spec.get("behavior")
+    if not isinstance(behavior, dict):
+        return
+    for direction in ("scaleUp", "scaleDown"):
+        rules = behavior.get(direction)
+        if isinstance(rules, dict) and not is_unknown(rules):
+            yield from _scaling_rules(hpa, ctx, direction, rules)
+
+
+def _scaling_rules(
+    hpa: HPA, ctx: Context, direction: str, rules: dict[str, Any]
+) -> Iterator[Finding]:
+    base: Path = ("spec", "behavior", direction)
+    where = f"HorizontalPodAutoscaler {hpa.name}: behavior.{direction}"
+    rejected = "the API server rejects the object"
+    window = rules.get("stabilizationWindowSeconds")
+    window_ok = _is_int(window) and 0 <= window <= MAX_STABILIZATION_WINDOW_SECONDS
+    if window is not None and not is_unknown(window) and not window_ok:
+        suggested = 600 if direction == "scaleDown" else 0
+        if _is_int(window) and window > MAX_STABILIZATION_WINDOW_SECONDS:
+            suggested = MAX_STABILIZATION_WINDOW_SECONDS
+        yield ctx.finding(
+            hpa.manifest,
+            (*base, "stabilizationWindowSeconds"),
+            f"{where}.stabilizationWindowSeconds {_shown(window)} must be an integer from 0 "
+            f"to {MAX_STABILIZATION_WINDOW_SECONDS}; {rejected}",
+            f"stabilizationWindowSeconds: {suggested}",
+        )
+    select = rules.get("selectPolicy")
+    if select is not None and not is_unknown(select) and select not in SELECT_POLICIES:
+        fixed = next(
+            (p for p in SELECT_POLICIES if isinstance(select, str) and p.lower() == select.lower()),
+            "Max",
+        )
+        yield ctx.finding(
+            hpa.manifest,
+            (*base, "selectPolicy"),
+            f"{where}.selectPolicy {_shown(select)} must be Max, Min or Disabled; {rejected}",
+            f"selectPolicy: {fixed}",
+        )
+    tolerance = rules.get("tolerance")
+    if tolerance is not None and not is_unknown(tolerance):
+        quantity = try_quantity(tolerance)
+        if quantity is None or quantity.value < 0:
+            yield ctx.finding(
+                hpa.manifest,
+                (*base, "tolerance"),
+                f"{where}.tolerance {_shown(tolerance)} must be a quantity greater than or equal "
+                f"to zero; {rejected}",
+                'tolerance: "0.1"   # the controller default: 10%',
+            )
+    if "policies" not in rules or rules.get("policies") is None:
+        return
+    policies = rules["policies"]
+    if isinstance(policies, list) and not policies:
+        yield ctx.finding(
+            hpa.manifest,
+            (*base, "policies"),
+            f"{where}.policies is an empty list: Kubernetes fills in its default policies only "
+            "when the field is left out, and the API server rejects an explicit empty list "
+            "('must specify at least one Policy')",
+            "# delete `policies: []` to get the default policies, or list one:\n"
+            + _policy_example(direction),
+        )
+        return
+    if not isinstance(policies, list):
+        return
+    for index, policy in enumerate(policies):
+        if isinstance(policy, dict):
+            yield from _policy(hpa, ctx, (*base, "policies", index), where, policy)
+
+
+def _policy_example(direction: str) -> str:
+    if direction == "scaleUp":
+        return "policies:\n- type: Pods\n  value: 2\n  periodSeconds: 60"
+    return "policies:\n- type: Pods\n  value: 1\n  periodSeconds: 120"
+
+
+def _policy(
+    hpa: HPA, ctx: Context, path: Path, where: str, policy: dict[str, Any]
+) -> Iterator[Finding]:
+    rejected = "the API server rejects the object"
+    index = path[-1]
+    kind = policy.get("type")
+    if not is_unknown(kind) and kind not in POLICY_TYPES:
+        fixed = next(
+            (t for t in POLICY_TYPES if isinstance(kind, str) and t.lower() == kind.lower()),
+            "Pods",
+        )
+        what = f"type {_shown(kind)}" if kind is not None else "no type"
+        yield ctx.finding(
+            hpa.manifest,
+            (*path, "type") if "type" in policy else path,
+            f"{where}.policies[{index}] has {what}; it must be Pods or Percent; {rejected}",
+            f"type: {fixed}",
+        )
+    value = policy.get("value")
+    if not is_unknown(value) and (not _is_int(value) or value <= 0):
+        what = f"value {_shown(value)}" if value is not None else "no value"
+        yield ctx.finding(
+            hpa.manifest,
+            (*path, "value") if "value" in policy else path,
+            f"{where}.policies[{index}] has {what}; it must be an integer greater than zero; "
+            f"{rejected}",
+            "value: 1",
+        )
+    period = policy.get("periodSeconds")
+    if not is_unknown(period) and (not _is_int(period) or not 1 <= period <= MAX_PERIOD_SECONDS):
+        what = f"periodSeconds {_shown(period)}" if period is not None else "no periodSeconds"
+        suggested = MAX_PERIOD_SECONDS if _is_int(period) and period > MAX_PERIOD_SECONDS else 60
+        yield ctx.finding(
+            hpa.manifest,
+            (*path, "periodSeconds") if "periodSeconds" in policy else path,
+            f"{where}.policies[{index}] has {what}; it must be an integer from 1 to "
+            f"{MAX_PERIOD_SECONDS}; {rejected}",
+            f"periodSeconds: {suggested}",
+        )

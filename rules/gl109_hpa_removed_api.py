@@ -1,0 +1,89 @@
+"""An HPA is written in autoscaling/v2beta1 or v2beta2, which current Kubernetes no longer serves.
+
+## What it checks
+A HorizontalPodAutoscaler whose ``apiVersion`` is ``autoscaling/v2beta1`` (not served since
+Kubernetes 1.25) or ``autoscaling/v2beta2`` (not served since 1.26). HPAs that KEDA, KServe or
+Knative generated (in a cluster dump read through an old version) are left to their owners.
+
+## Why is this bad?
+The API server of a current cluster does not know these versions: ``kubectl apply`` stops with
+``no matches for kind "HorizontalPodAutoscaler" in version "autoscaling/v2beta2"`` and a Helm
+release fails to install or upgrade, so the workload runs without an autoscaler.
+``autoscaling/v2`` has been GA since Kubernetes 1.23. v2beta2 has the same fields as v2;
+v2beta1 spells targets differently (``targetAverageValue``, ``metricName``).
+
+## Example
+```yaml
+apiVersion: autoscaling/v2beta1
+kind: HorizontalPodAutoscaler
+metadata: {name: triton}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: triton}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods: {metricName: DCGM_FI_DEV_GPU_UTIL, targetAverageValue: "70"}
+```
+
+## Use instead
+```yaml
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: triton}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: triton}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {type: AverageValue, averageValue: "70"}
+```
+
+## References
+- Kubernetes deprecated API migration guide: autoscaling/v2beta1 (removed in v1.25) and
+  autoscaling/v2beta2 (removed in v1.26).
+- Kubernetes API reference, HorizontalPodAutoscaler autoscaling/v2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpulint.document import yaml_text
+from gpulint.hpa import HPA
+from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.model import Finding, Severity
+from gpulint.rule import Context
+
+ID = "GL109"
+NAME = "hpa-removed-api"
+SEVERITY = Severity.ERROR
+SCOPE = "hpa"
+
+# The last Kubernetes minor release that served each version is the one before these.
+NOT_SERVED_SINCE = {"v2beta1": "1.25", "v2beta2": "1.26"}
+
+
+def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    since = NOT_SERVED_SINCE.get(hpa.version)
+    if since is None or is_generated_autoscaler(hpa.manifest):
+        return
+    api_version = hpa.manifest.api_version
+    message = (
+        f"HorizontalPodAutoscaler {hpa.name} is written in {api_version}, which Kubernetes "
+        f"stopped serving in {since}: applying it fails with "
+        f'\'no matches for kind "HorizontalPodAutoscaler" in version "{api_version}"\' and the '
+        "workload is left without an autoscaler"
+    )
+    if hpa.version == "v2beta2" or not hpa.metrics_in_v2():
+        fix = "apiVersion: autoscaling/v2"
+        if hpa.version == "v2beta2":
+            fix += "   # the rest of the object is the same in v2"
+    else:
+        spec = yaml_text({"spec": {"metrics": hpa.metrics_in_v2()}})
+        fix = (
+            "apiVersion: autoscaling/v2\n"
+            "# and spec.metrics in the v2 shape (the other fields stay as they are):\n" + spec
+        )
+    yield ctx.finding(hpa.manifest, ("apiVersion",), message, fix)

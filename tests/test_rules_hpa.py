@@ -1,0 +1,1038 @@
+"""HPA rules GL102, GL103, GL105-GL110: the exact wording users read, options, edge cases.
+
+Each table row is one manifest and the findings one rule must report on it: line, column,
+severity, message and fix, word for word.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gpulint.config import RuleSettings, Settings
+from gpulint.model import Finding, Severity
+
+from .conftest import lint_paths, lint_text
+
+GPU_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm, namespace: ml}
+spec:
+  selector: {matchLabels: {app: vllm}}
+  template:
+    metadata: {labels: {app: vllm}}
+    spec:
+      containers:
+      - {name: vllm, image: vllm/vllm-openai, resources: {limits: {nvidia.com/gpu: 1}}}
+---
+"""
+
+
+@dataclass(frozen=True)
+class Expected:
+    line: int
+    column: int
+    severity: Severity
+    message: str
+    fix: str
+
+
+def _only(findings: list[Finding], rule: str) -> list[Finding]:
+    return [f for f in findings if f.rule == rule]
+
+
+def _assert_findings(findings: list[Finding], expected: list[Expected]) -> None:
+    got = [
+        Expected(f.location.line, f.location.column, f.severity, f.message, f.fix) for f in findings
+    ]
+    assert got == expected
+
+
+CASES: list[tuple[str, str, str, list[Expected]]] = [
+    (
+        "GL102 no behavior on a GPU Deployment",
+        "GL102",
+        GPU_DEPLOYMENT
+        + """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: vllm, namespace: ml}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+""",
+        [
+            Expected(
+                15,
+                1,
+                Severity.WARNING,
+                "HorizontalPodAutoscaler vllm scales Deployment ml/vllm, which asks for GPUs "
+                "(nvidia.com/gpu), but sets no behavior, so Kubernetes' defaults apply: scale-up "
+                "adds 4 pods or 100% of the replicas, whichever is more, every 15 s with no "
+                "stabilization window, so a burst can double the GPU pods every 15 s while the "
+                "new ones are still loading the model; scale-down waits 300 s and then may "
+                "remove every surplus pod at once (100% per 15 s), each of which needs minutes "
+                "to come back",
+                "behavior:\n"
+                "  scaleUp:\n"
+                "    stabilizationWindowSeconds: 0\n"
+                "    policies:\n"
+                "    - type: Pods\n"
+                "      value: 2            # GPU pods added at most per period\n"
+                "      periodSeconds: 60\n"
+                "  scaleDown:\n"
+                "    stabilizationWindowSeconds: 300\n"
+                "    policies:\n"
+                "    - type: Pods\n"
+                "      value: 1            # GPU pods removed at most per period\n"
+                "      periodSeconds: 120",
+            )
+        ],
+    ),
+    (
+        "GL102 zero scale-down window",
+        "GL102",
+        GPU_DEPLOYMENT
+        + """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: vllm, namespace: ml}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+  behavior:
+    scaleUp: {stabilizationWindowSeconds: 0}
+    scaleDown: {stabilizationWindowSeconds: 0}
+""",
+        [
+            Expected(
+                20,
+                17,
+                Severity.WARNING,
+                "HorizontalPodAutoscaler vllm scales Deployment ml/vllm, which asks for GPUs "
+                "(nvidia.com/gpu), and its behavior.scaleDown has stabilizationWindowSeconds 0, "
+                "less than the 60 s of option min-scale-down-stabilization-seconds: a GPU pod is "
+                "removed as soon as the load dips, and bringing it back when the load returns "
+                "takes minutes of scheduling and model loading",
+                "stabilizationWindowSeconds: 300",
+            )
+        ],
+    ),
+    (
+        "GL103 two HPAs",
+        "GL103",
+        """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: by-gpu}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {type: AverageValue, averageValue: "70"}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: by-queue}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+""",
+        [
+            Expected(
+                5,
+                3,
+                Severity.ERROR,
+                "Deployment vllm is scaled by 2 autoscalers: this HorizontalPodAutoscaler "
+                "by-gpu and HorizontalPodAutoscaler by-queue; Kubernetes >= 1.26 sets "
+                "ScalingActive=False (AmbiguousSelector) on every HPA of it and none scales, "
+                "older versions let them overwrite each other's replica count",
+                "# keep HorizontalPodAutoscaler by-gpu with every metric (it acts on the largest "
+                "proposal) and delete HorizontalPodAutoscaler by-queue:\n"
+                "spec:\n"
+                "  metrics:\n"
+                "  - type: Pods\n"
+                "    pods:\n"
+                "      metric:\n"
+                "        name: DCGM_FI_DEV_GPU_UTIL\n"
+                "      target:\n"
+                "        type: AverageValue\n"
+                "        averageValue: '70'\n"
+                "  - type: Resource\n"
+                "    resource:\n"
+                "      name: cpu\n"
+                "      target:\n"
+                "        type: Utilization\n"
+                "        averageUtilization: 80",
+            ),
+            Expected(
+                17,
+                3,
+                Severity.ERROR,
+                "Deployment vllm is scaled by 2 autoscalers: this HorizontalPodAutoscaler "
+                "by-queue and HorizontalPodAutoscaler by-gpu; Kubernetes >= 1.26 sets "
+                "ScalingActive=False (AmbiguousSelector) on every HPA of it and none scales, "
+                "older versions let them overwrite each other's replica count",
+                "# keep HorizontalPodAutoscaler by-queue with every metric (it acts on the "
+                "largest proposal) and delete HorizontalPodAutoscaler by-gpu:\n"
+                "spec:\n"
+                "  metrics:\n"
+                "  - type: Pods\n"
+                "    pods:\n"
+                "      metric:\n"
+                "        name: DCGM_FI_DEV_GPU_UTIL\n"
+                "      target:\n"
+                "        type: AverageValue\n"
+                "        averageValue: '70'\n"
+                "  - type: Resource\n"
+                "    resource:\n"
+                "      name: cpu\n"
+                "      target:\n"
+                "        type: Utilization\n"
+                "        averageUtilization: 80",
+            ),
+        ],
+    ),
+    (
+        "GL103 user HPA next to KServe's (class hpa by default)",
+        "GL103",
+        """\
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: llm
+  namespace: genai
+  annotations: {serving.kserve.io/deploymentMode: Standard}
+spec:
+  predictor:
+    model: {modelFormat: {name: huggingface}, resources: {limits: {nvidia.com/gpu: "1"}}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: llm-gpu, namespace: genai}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm-predictor}
+  maxReplicas: 4
+""",
+        [
+            Expected(
+                15,
+                3,
+                Severity.ERROR,
+                "Deployment genai/llm-predictor (generated by InferenceService llm) is scaled by "
+                "2 autoscalers: this HorizontalPodAutoscaler llm-gpu and the HPA llm-predictor "
+                "that KServe creates for InferenceService llm (autoscalerClass hpa); Kubernetes "
+                ">= 1.26 sets ScalingActive=False (AmbiguousSelector) on every HPA of it and "
+                "none scales, older versions let them overwrite each other's replica count",
+                "# on InferenceService llm: KServe deletes its own autoscaler and leaves scaling "
+                "to yours\n"
+                "metadata:\n"
+                "  annotations:\n"
+                "    serving.kserve.io/autoscalerClass: external",
+            )
+        ],
+    ),
+    (
+        "GL105 revision Deployment by name",
+        "GL105",
+        """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: llm}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm-predictor-00001-deployment}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {type: AverageValue, averageValue: "70"}
+""",
+        [
+            Expected(
+                5,
+                59,
+                Severity.ERROR,
+                "HorizontalPodAutoscaler llm targets Deployment llm-predictor-00001-deployment, "
+                "which Knative created for revision llm-predictor-00001 of Knative Service "
+                "llm-predictor (KServe's name for an InferenceService component in Knative "
+                "mode): the next change of the revision template makes a new revision and "
+                "Deployment and leaves this autoscaler on one that is scaled to zero and "
+                "deleted, and while it serves, Knative's autoscaler writes its replicas too, so "
+                "the two overwrite each other",
+                "# delete HorizontalPodAutoscaler llm and let Knative scale every revision; on "
+                "Knative Service llm-predictor, spec.template.metadata.annotations (for KServe, "
+                "on the InferenceService's metadata.annotations):\n"
+                "autoscaling.knative.dev/class: hpa.autoscaling.knative.dev\n"
+                "autoscaling.knative.dev/metric: DCGM_FI_DEV_GPU_UTIL\n"
+                'autoscaling.knative.dev/target: "70"',
+            )
+        ],
+    ),
+    (
+        "GL106 legacy predictor name",
+        "GL106",
+        """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: triton-gpu}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: triton-gpu-predictor-default}
+  maxReplicas: 4
+""",
+        [
+            Expected(
+                5,
+                59,
+                Severity.WARNING,
+                "HorizontalPodAutoscaler triton-gpu targets Deployment "
+                "triton-gpu-predictor-default, the name KServe 0.10 and earlier gave the "
+                "predictor of InferenceService triton-gpu; since KServe 0.11 it is "
+                "triton-gpu-predictor (0.11 to 0.15 kept the old name only for objects that "
+                "already existed, 0.16 dropped it), so on a current KServe no Deployment "
+                "triton-gpu-predictor-default exists and the autoscaler never scales",
+                "scaleTargetRef:\n  name: triton-gpu-predictor",
+            )
+        ],
+    ),
+    (
+        "GL107 milli on a percentage and a percentage on a ratio",
+        "GL107",
+        """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: llm}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {type: AverageValue, averageValue: 60m}
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_PROF_PIPE_TENSOR_ACTIVE}
+      target: {type: AverageValue, averageValue: 40}
+""",
+        [
+            Expected(
+                11,
+                36,
+                Severity.ERROR,
+                'HorizontalPodAutoscaler llm: Pods metric DCGM_FI_DEV_GPU_UTIL: averageValue "60m" '
+                "is 0.06 (the m suffix means thousandths), but DCGM_FI_DEV_GPU_UTIL is a "
+                "percentage from 0 to 100: any load at all exceeds the target and the HPA scales "
+                "out to maxReplicas; 60 was probably meant",
+                'averageValue: "60"',
+            ),
+            Expected(
+                15,
+                36,
+                Severity.WARNING,
+                "HorizontalPodAutoscaler llm: Pods metric DCGM_FI_PROF_PIPE_TENSOR_ACTIVE: "
+                "averageValue 40 is above 1, but DCGM_FI_PROF_PIPE_TENSOR_ACTIVE is a ratio from "
+                "0 to 1: unless its query adds up several series per pod, the metric never "
+                "reaches the target, so the HPA never scales out; if 40% was meant, write 0.4",
+                'averageValue: "0.4"',
+            ),
+        ],
+    ),
+    (
+        "GL107 Pods target type Value with averageValue",
+        "GL107",
+        """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: nim-llm}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: nim-llm}
+  maxReplicas: 5
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: num_requests_running}
+      target: {type: Value, averageValue: 5}
+""",
+        [
+            Expected(
+                11,
+                16,
+                Severity.ERROR,
+                "HorizontalPodAutoscaler nim-llm: Pods metric num_requests_running: type Value "
+                "does not match the field that is set (averageValue); for a Pods metric "
+                "Kubernetes compares averageValue per pod whatever the type says, so the type "
+                "misleads whoever tunes this target",
+                "type: AverageValue",
+            )
+        ],
+    ),
+    (
+        "GL108 explicit empty policies",
+        "GL108",
+        """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: embed}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: embed}
+  maxReplicas: 8
+  behavior:
+    scaleUp:
+      policies: []
+""",
+        [
+            Expected(
+                9,
+                7,
+                Severity.ERROR,
+                "HorizontalPodAutoscaler embed: behavior.scaleUp.policies is an empty list: "
+                "Kubernetes fills in its default policies only when the field is left out, and "
+                "the API server rejects an explicit empty list ('must specify at least one "
+                "Policy')",
+                "# delete `policies: []` to get the default policies, or list one:\n"
+                "policies:\n- type: Pods\n  value: 2\n  periodSeconds: 60",
+            )
+        ],
+    ),
+    (
+        "GL108 maxReplicas below minReplicas",
+        "GL108",
+        """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: inverted}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: b}
+  minReplicas: 3
+  maxReplicas: 2
+""",
+        [
+            Expected(
+                7,
+                3,
+                Severity.ERROR,
+                "HorizontalPodAutoscaler inverted: maxReplicas 2 is less than minReplicas 3; the "
+                "API server rejects the object (maxReplicas must be greater than or equal to "
+                "minReplicas)",
+                "maxReplicas: 3   # or lower minReplicas to 2",
+            )
+        ],
+    ),
+    (
+        "GL109 v2beta2",
+        "GL109",
+        """\
+apiVersion: autoscaling/v2beta2
+kind: HorizontalPodAutoscaler
+metadata: {name: triton}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: triton}
+  maxReplicas: 4
+""",
+        [
+            Expected(
+                1,
+                1,
+                Severity.ERROR,
+                "HorizontalPodAutoscaler triton is written in autoscaling/v2beta2, which "
+                "Kubernetes stopped serving in 1.26: applying it fails with 'no matches for kind "
+                '"HorizontalPodAutoscaler" in version "autoscaling/v2beta2"\' and the workload '
+                "is left without an autoscaler",
+                "apiVersion: autoscaling/v2   # the rest of the object is the same in v2",
+            )
+        ],
+    ),
+    (
+        "GL109 v2beta1 converts the metrics",
+        "GL109",
+        """\
+apiVersion: autoscaling/v2beta1
+kind: HorizontalPodAutoscaler
+metadata: {name: triton}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: triton}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods: {metricName: DCGM_FI_DEV_GPU_UTIL, targetAverageValue: "70"}
+""",
+        [
+            Expected(
+                1,
+                1,
+                Severity.ERROR,
+                "HorizontalPodAutoscaler triton is written in autoscaling/v2beta1, which "
+                "Kubernetes stopped serving in 1.25: applying it fails with 'no matches for kind "
+                '"HorizontalPodAutoscaler" in version "autoscaling/v2beta1"\' and the workload '
+                "is left without an autoscaler",
+                "apiVersion: autoscaling/v2\n"
+                "# and spec.metrics in the v2 shape (the other fields stay as they are):\n"
+                "spec:\n"
+                "  metrics:\n"
+                "  - type: Pods\n"
+                "    pods:\n"
+                "      metric:\n"
+                "        name: DCGM_FI_DEV_GPU_UTIL\n"
+                "      target:\n"
+                "        type: AverageValue\n"
+                "        averageValue: '70'",
+            )
+        ],
+    ),
+    (
+        "GL110 fixed replicas",
+        "GL110",
+        """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: pinned}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  minReplicas: 2
+  maxReplicas: 2
+""",
+        [
+            Expected(
+                7,
+                3,
+                Severity.INFO,
+                "HorizontalPodAutoscaler pinned has minReplicas equal to maxReplicas (2): it "
+                "keeps vllm at 2 replicas and never scales",
+                "maxReplicas: 4   # the most replicas the workload may use\n"
+                "# or, for a fixed size, delete the HPA and set spec.replicas: 2 on vllm",
+            )
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("title", "rule", "text", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_message_and_fix(title: str, rule: str, text: str, expected: list[Expected]) -> None:
+    _assert_findings(_only(lint_text(text, select=[rule]), rule), expected)
+
+
+# --- GL102 options ---------------------------------------------------------------------------
+
+SCALE_DOWN_ONLY = (
+    GPU_DEPLOYMENT
+    + """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: vllm, namespace: ml}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+  behavior:
+    scaleDown:
+      policies: [{type: Pods, value: 1, periodSeconds: 60}]
+"""
+)
+
+
+def _settings(rule: str, **options: object) -> Settings:
+    return Settings(rules={rule: RuleSettings(options=dict(options))})
+
+
+def test_gl102_reports_the_missing_scale_up_and_accepts_the_default_window() -> None:
+    findings = _only(lint_text(SCALE_DOWN_ONLY, select=["GL102"]), "GL102")
+    assert [f.message.split(", so ")[0] for f in findings] == [
+        "HorizontalPodAutoscaler vllm scales Deployment ml/vllm, which asks for GPUs "
+        "(nvidia.com/gpu), but sets no behavior.scaleUp"
+    ]
+    assert (findings[0].location.line, findings[0].location.column) == (18, 3)
+
+
+def test_gl102_option_turns_off_the_missing_scale_up_report() -> None:
+    settings = _settings("GL102", **{"report-missing-scale-up": False})
+    assert _only(lint_text(SCALE_DOWN_ONLY, settings=settings, select=["GL102"]), "GL102") == []
+
+
+def test_gl102_minimum_window_option_judges_the_300_s_default() -> None:
+    settings = _settings(
+        "GL102",
+        **{"report-missing-scale-up": False, "min-scale-down-stabilization-seconds": 600},
+    )
+    (finding,) = _only(lint_text(SCALE_DOWN_ONLY, settings=settings, select=["GL102"]), "GL102")
+    assert (
+        "sets no stabilizationWindowSeconds, so the default 300 s applies, less than the "
+        "600 s of option min-scale-down-stabilization-seconds" in finding.message
+    )
+    assert finding.fix == "stabilizationWindowSeconds: 600"
+    assert (finding.location.line, finding.location.column) == (19, 5)
+
+
+def test_gl102_minimum_window_zero_disables_the_window_check() -> None:
+    text = SCALE_DOWN_ONLY.replace("    scaleDown:\n", "    scaleUp: {}\n    scaleDown:\n")
+    text = text.replace("policies: [", "stabilizationWindowSeconds: 0\n      policies: [")
+    assert len(_only(lint_text(text, select=["GL102"]), "GL102")) == 1
+    settings = _settings("GL102", **{"min-scale-down-stabilization-seconds": 0})
+    assert _only(lint_text(text, settings=settings, select=["GL102"]), "GL102") == []
+
+
+# --- GL103 -----------------------------------------------------------------------------------
+
+
+def test_gl103_joins_an_hpa_without_namespace_to_the_namespaced_isvc(tmp_path: Path) -> None:
+    (tmp_path / "isvc.yaml").write_text(
+        textwrap.dedent(
+            """\
+            apiVersion: serving.kserve.io/v1beta1
+            kind: InferenceService
+            metadata:
+              name: llm
+              namespace: genai
+              annotations: {serving.kserve.io/deploymentMode: Standard}
+            spec:
+              predictor:
+                model: {modelFormat: {name: huggingface}}
+            """
+        )
+    )
+    (tmp_path / "hpa.yaml").write_text(
+        textwrap.dedent(
+            """\
+            apiVersion: autoscaling/v2
+            kind: HorizontalPodAutoscaler
+            metadata: {name: llm-gpu}
+            spec:
+              scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm-predictor}
+              maxReplicas: 4
+            """
+        )
+    )
+    (finding,) = _only(lint_paths(tmp_path, select=["GL103"]), "GL103")
+    assert finding.location.file.endswith("hpa.yaml")
+    assert [r.ref.name for r in finding.related] == ["llm"]
+    assert finding.related[0].location is not None
+    assert finding.related[0].location.line == 6  # the annotations of the InferenceService
+
+
+KSERVE_KEDA = """\
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: asr
+  annotations:
+    serving.kserve.io/deploymentMode: Standard
+    serving.kserve.io/autoscalerClass: keda
+spec:
+  predictor:
+    model: {modelFormat: {name: onnx}}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: asr-predictor}
+spec:
+  scaleTargetRef: {name: asr-predictor}
+  triggers:
+  - {type: cpu, metricType: Utilization, metadata: {value: "60"}}
+"""
+
+
+def test_gl103_scaled_object_named_like_kserves_is_taken_over() -> None:
+    (finding,) = _only(lint_text(KSERVE_KEDA, select=["GL103"]), "GL103")
+    assert finding.message == (
+        "KEDA ScaledObject asr-predictor (HPA keda-hpa-asr-predictor) has the name of the "
+        "ScaledObject KServe creates for InferenceService asr (autoscalerClass keda) in the same "
+        "namespace: the controller takes it over and overwrites its spec with its own, so what "
+        "is written here never applies to Deployment asr-predictor (generated by "
+        "InferenceService asr)"
+    )
+    assert finding.fix.startswith("# on InferenceService asr: KServe deletes its own autoscaler")
+
+
+def test_gl103_scaled_object_kserve_made_is_not_a_second_claimant() -> None:
+    owned = KSERVE_KEDA.replace(
+        "metadata: {name: asr-predictor}",
+        "metadata:\n  name: asr-predictor\n  ownerReferences:\n"
+        "  - {apiVersion: serving.kserve.io/v1beta1, kind: InferenceService, name: asr}",
+    )
+    assert _only(lint_text(owned, select=["GL103"]), "GL103") == []
+
+
+def test_gl103_three_claimants_are_all_named() -> None:
+    text = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: a}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: w}
+  maxReplicas: 2
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: b}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: w}
+  maxReplicas: 2
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: c}
+spec:
+  scaleTargetRef: {name: w}
+  triggers: [{type: cpu, metricType: Utilization, metadata: {value: "60"}}]
+"""
+    findings = _only(lint_text(text, select=["GL103"]), "GL103")
+    assert len(findings) == 3
+    assert findings[0].message.startswith(
+        "Deployment w is scaled by 3 autoscalers: this HorizontalPodAutoscaler a, "
+        "HorizontalPodAutoscaler b and KEDA ScaledObject c (HPA keda-hpa-c);"
+    )
+    assert findings[0].fix == (
+        "# keep ScaledObject c with every trigger (KEDA's HPA acts on the largest) and delete "
+        "HorizontalPodAutoscaler a and HorizontalPodAutoscaler b:\n"
+        "spec:\n"
+        "  triggers:\n"
+        "  - type: cpu\n"
+        "    metricType: Utilization\n"
+        "    metadata:\n"
+        "      value: '60'\n"
+        "  - type: cpu\n"
+        "    metricType: Utilization\n"
+        "    metadata:\n"
+        "      value: '80'"
+    )
+
+
+# --- GL105 / GL106 ----------------------------------------------------------------------------
+
+
+def test_gl105_skips_a_scaled_object_knative_made_for_a_revision() -> None:
+    text = """\
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: hello-00001
+  ownerReferences:
+  - {apiVersion: autoscaling.internal.knative.dev/v1alpha1, kind: PodAutoscaler, name: hello-00001}
+spec:
+  scaleTargetRef: {name: hello-00001-deployment}
+  triggers: [{type: cpu, metricType: Utilization, metadata: {value: "60"}}]
+"""
+    assert _only(lint_text(text, select=["GL105"]), "GL105") == []
+
+
+def test_gl105_names_the_knative_hpa_class_conflict() -> None:
+    text = """\
+apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: hello}
+spec:
+  template:
+    metadata:
+      annotations: {autoscaling.knative.dev/class: hpa.autoscaling.knative.dev}
+    spec:
+      containers: [{image: hello}]
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: hello}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: hello-00002-deployment}
+  maxReplicas: 3
+"""
+    (finding,) = _only(lint_text(text, select=["GL105"]), "GL105")
+    assert finding.message.endswith(
+        "and while it serves, Knative's own HPA for the revision (class "
+        "hpa.autoscaling.knative.dev) claims it too, so Kubernetes >= 1.26 stops both "
+        "(AmbiguousSelector)"
+    )
+    assert [r.ref.name for r in finding.related] == ["hello"]
+
+
+def test_gl106_points_a_knative_mode_isvc_to_standard_mode() -> None:
+    text = """\
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: flowers}
+spec:
+  predictor:
+    model: {modelFormat: {name: tensorflow}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: flowers}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: flowers-predictor-default}
+  maxReplicas: 4
+"""
+    (finding,) = _only(lint_text(text, select=["GL106"]), "GL106")
+    assert finding.message.endswith(
+        "; InferenceService flowers runs in Knative mode, where KServe creates no Deployment "
+        "flowers-predictor either (its revisions are flowers-predictor-NNNNN-deployment)"
+    )
+    assert "#     serving.kserve.io/deploymentMode: Standard" in finding.fix
+
+
+# --- GL107 ----------------------------------------------------------------------------------
+
+
+ADAPTER_RENAMED = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: adapter-config}
+data:
+  config.yaml: |
+    rules:
+    - seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}'
+      resources:
+        overrides:
+          exported_namespace: {resource: namespace}
+          exported_pod: {resource: pod}
+      name: {matches: "^DCGM_FI_DEV_GPU_UTIL$", as: "gpu_utilization"}
+      metricsQuery: 'QUERY'
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: llm}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: gpu_utilization}
+      target: {type: AverageValue, averageValue: 70m}
+"""
+
+
+@pytest.mark.parametrize(
+    ("query", "reported"),
+    [
+        ("avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)", True),
+        ('avg(<<.Series>>{<<.LabelMatchers>>,exported_pod=~"llm-.*"}) by (<<.GroupBy>>)', True),
+        ("avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>) / 100", False),
+    ],
+)
+def test_gl107_follows_the_adapter_rename_unless_the_query_rescales(
+    query: str, reported: bool
+) -> None:
+    findings = _only(lint_text(ADAPTER_RENAMED.replace("QUERY", query), select=["GL107"]), "GL107")
+    assert bool(findings) is reported
+    if reported:
+        assert "(prometheus-adapter serves it from DCGM_FI_DEV_GPU_UTIL)" in findings[0].message
+        assert findings[0].severity is Severity.ERROR
+
+
+def test_gl107_metric_aliases_give_a_scale() -> None:
+    text = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: llm}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: busy}
+      target: {type: AverageValue, averageValue: "80"}
+"""
+    assert _only(lint_text(text, select=["GL107"]), "GL107") == []
+    settings = Settings(metric_aliases={"busy": "DCGM_FI_PROF_SM_ACTIVE"})
+    (finding,) = _only(lint_text(text, settings=settings, select=["GL107"]), "GL107")
+    assert finding.severity is Severity.WARNING
+    assert finding.fix == 'averageValue: "0.8"'
+
+
+def test_gl107_config_severity_replaces_the_per_finding_severity() -> None:
+    text = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: llm}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_PROF_GR_ENGINE_ACTIVE}
+      target: {type: AverageValue, averageValue: "70"}
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {type: AverageValue, averageValue: 70m}
+"""
+    default = _only(lint_text(text, select=["GL107"]), "GL107")
+    assert [f.severity for f in default] == [Severity.WARNING, Severity.ERROR]
+    settings = Settings(rules={"GL107": RuleSettings(severity=Severity.INFO)})
+    overridden = _only(lint_text(text, settings=settings, select=["GL107"]), "GL107")
+    assert [f.severity for f in overridden] == [Severity.INFO, Severity.INFO]
+
+
+# --- GL108 ----------------------------------------------------------------------------------
+
+
+SCALE_TO_ZERO = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: worker}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: worker}
+  minReplicas: 0
+  maxReplicas: 4
+  metrics:
+  - type: External
+    external:
+      metric: {name: queue_depth}
+      target: {type: AverageValue, averageValue: "20"}
+"""
+
+
+def test_gl108_scale_to_zero_depends_on_the_feature_gate_option() -> None:
+    assert _only(lint_text(SCALE_TO_ZERO, select=["GL108"]), "GL108") == []
+    settings = _settings("GL108", **{"scale-to-zero-gate": False})
+    (finding,) = _only(lint_text(SCALE_TO_ZERO, settings=settings, select=["GL108"]), "GL108")
+    assert finding.message == (
+        "HorizontalPodAutoscaler worker: minReplicas 0 needs the alpha HPAScaleToZero feature "
+        "gate, which is off unless the cluster turns it on (option scale-to-zero-gate is "
+        "false); the API server rejects the object"
+    )
+    assert (finding.location.line, finding.location.column) == (6, 3)
+
+
+# --- every rule: malformed input is not a traceback -----------------------------------------
+
+MALFORMED = [
+    "spec: []",
+    "spec: {scaleTargetRef: web, maxReplicas: [1], minReplicas: {a: 1}}",
+    "spec: {scaleTargetRef: {kind: [], name: 5}, metrics: nope, behavior: []}",
+    "spec:\n  scaleTargetRef: {name: x}\n  maxReplicas: 1.5\n  behavior: {scaleUp: 5, "
+    "scaleDown: {policies: {a: b}, stabilizationWindowSeconds: true, selectPolicy: [Max]}}",
+    "spec:\n  scaleTargetRef: {name: x-00001-deployment, kind: Deployment}\n  maxReplicas: 2\n"
+    "  metrics:\n  - 5\n  - {type: Pods, pods: []}\n  - {type: Pods, pods: {metric: 3, target: "
+    "{type: [], averageValue: [1]}}}\n  - {type: Object, object: {target: {type: Value}}}\n"
+    "  - {type: External, external: {metric: {name: DCGM_FI_DEV_GPU_UTIL}, target: "
+    "{type: AverageValue, averageValue: .nan}}}\n"
+    "  - {type: Resource, resource: {name: cpu, target: {type: Utilization, "
+    "averageUtilization: [80]}}}\n"
+    "  - {type: ContainerResource, containerResource: {name: cpu, target: {averageValue: true}}}",
+    "spec:\n  scaleTargetRef: {name: a-predictor-default}\n  maxReplicas: 3\n  minReplicas: 3\n"
+    "  behavior:\n    scaleDown:\n      policies:\n      - 7\n      - {type: 1, value: x, "
+    "periodSeconds: null}",
+]
+RULES = ["GL102", "GL103", "GL105", "GL106", "GL107", "GL108", "GL109", "GL110"]
+
+
+@pytest.mark.parametrize("spec", MALFORMED)
+@pytest.mark.parametrize("version", ["autoscaling/v1", "autoscaling/v2beta1", "autoscaling/v2"])
+def test_malformed_hpas_give_findings_not_tracebacks(spec: str, version: str) -> None:
+    text = f"apiVersion: {version}\nkind: HorizontalPodAutoscaler\nmetadata: {{name: h}}\n{spec}\n"
+    text += "---\napiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: s}\n"
+    text += "spec: {scaleTargetRef: {name: x}, triggers: 7}\n"
+    for finding in lint_text(text, select=RULES):
+        assert finding.location.line >= 1 and finding.message and finding.fix
+
+
+# --- the real-world corpus ------------------------------------------------------------------
+
+# Every finding these rules make on ../shared/corpus, by file, rule and line (see the notes
+# in the corpus: the HPA pairs in kubernetes/examples and in production-stack's tutorials are
+# alternatives in their repositories, which the files themselves do not say).
+CORPUS_FINDINGS = {
+    ("ai-ml__llm-multi-cluster-gw__hpa-custom-metrics.yaml", "GL102", 18),
+    ("ai-ml__llm-multihost-gpus__vllm-hpa.yaml", "GL102", 21),
+    ("AI__vllm-deployment__hpa__gpu-horizontal-pod-autoscaler.yaml", "GL102", 60),
+    ("AI__vllm-deployment__hpa__horizontal-pod-autoscaler.yaml", "GL102", 32),
+    ("AI__vllm-deployment__hpa__horizontal-pod-autoscaler.yaml", "GL102", 44),
+    ("AI__vllm-deployment__hpa__gpu-horizontal-pod-autoscaler.yaml", "GL103", 12),
+    ("AI__vllm-deployment__hpa__horizontal-pod-autoscaler.yaml", "GL103", 12),
+    ("tutorials__assets__hpa-10.yaml", "GL103", 7),
+    ("tutorials__assets__keda-scaled-object.yaml", "GL103", 9),
+}
+V2BETA_DUMPS = {
+    "cost-optimization__gke-shift-left-cost__api__testdata__hpa__hpa-v2beta1.yaml": 11,
+    "cost-optimization__gke-shift-left-cost__api__testdata__hpa__hpa-v2beta2.yaml": 11,
+}
+
+
+def test_corpus_findings_are_exactly_the_reviewed_ones(corpus: Path) -> None:
+    findings = lint_paths(corpus, select=RULES)
+    gl109: dict[str, int] = {}
+    others = set()
+    for finding in findings:
+        name = finding.location.file.rsplit("/", 1)[-1]
+        if finding.rule == "GL109":
+            gl109[name] = gl109.get(name, 0) + 1
+        else:
+            others.add((name, finding.rule, finding.location.line))
+    assert gl109 == V2BETA_DUMPS
+    assert others == CORPUS_FINDINGS
+
+
+def test_options_are_read_from_the_configuration_file() -> None:
+    from gpulint.config import settings_from_data
+    from gpulint.engine import rule_option_schemas
+
+    data = {
+        "rules": {
+            "GL102": {
+                "min-scale-down-stabilization-seconds": 600,
+                "report-missing-scale-up": False,
+                "report-missing-scale-down": False,
+            },
+            "GL108": {"scale-to-zero-gate": False},
+        }
+    }
+    settings = settings_from_data(data, ".gpulint.yaml", rule_option_schemas())
+    gl102 = _only(lint_text(SCALE_DOWN_ONLY, settings=settings, select=["GL102"]), "GL102")
+    assert [f.fix for f in gl102] == ["stabilizationWindowSeconds: 600"]
+    assert len(_only(lint_text(SCALE_TO_ZERO, settings=settings, select=["GL108"]), "GL108")) == 1
+
+
+def test_unquoted_helm_actions_are_not_judged() -> None:
+    text = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: x}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  minReplicas: {{ .Values.min }}
+  maxReplicas: {{ .Values.max }}
+  behavior: {{ toYaml .Values.behavior }}
+  metrics:
+  - {{ toYaml .Values.metric }}
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {{ toYaml .Values.target }}
+"""
+    assert [f.rule for f in lint_text(GPU_DEPLOYMENT + text, select=RULES)] == []
+    # the same HPA with the placeholders filled in is judged (GL102: no behavior)
+    filled = text.replace("{{ toYaml .Values.behavior }}", "{}").replace("{{ .Values.min }}", "1")
+    assert [f.rule for f in lint_text(GPU_DEPLOYMENT + filled, select=["GL102"])] == ["GL102"]
+
+
+def test_gl103_two_scaled_objects_asking_for_one_hpa_name() -> None:
+    text = """\
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: a}
+spec:
+  scaleTargetRef: {name: w}
+  advanced: {horizontalPodAutoscalerConfig: {name: shared}}
+  triggers: [{type: cpu, metricType: Utilization, metadata: {value: "60"}}]
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: b}
+spec:
+  scaleTargetRef: {name: w}
+  advanced: {horizontalPodAutoscalerConfig: {name: shared}}
+  triggers: [{type: memory, metricType: Utilization, metadata: {value: "60"}}]
+"""
+    (finding,) = _only(lint_text(text, select=["GL103"]), "GL103")
+    assert (finding.location.line, finding.location.column) == (13, 3)
+    assert finding.message.startswith(
+        "KEDA ScaledObject b (HPA shared) asks KEDA for the HPA name shared, which ScaledObject a "
+        "already uses"
+    )
