@@ -1,0 +1,135 @@
+"""The KServe deployment mode is written as a field, where KServe never reads it.
+
+## What it checks
+A ``deploymentMode`` key anywhere in the ``spec`` of a ``serving.kserve.io``
+InferenceService (``spec.predictor.deploymentMode``, ``spec.deploymentMode``, inside a
+component's containers ...), and the annotation key ``serving.kserve.io/deploymentMode``
+written anywhere other than ``metadata.annotations`` (directly under ``metadata``, in
+``metadata.labels``, in a component's ``annotations`` or ``labels``). OME's ``ome.io``
+InferenceService, a different project with the same kind, is not checked.
+
+## Why is this bad?
+KServe takes the mode from one place only: the InferenceService's annotation
+``serving.kserve.io/deploymentMode`` (or, without it, the cluster default in the
+``inferenceservice-config`` ConfigMap, Knative on a default install). The CRD has
+``deploymentMode`` only in ``status``. A ``deploymentMode`` field is dropped, rejected by
+strict field validation, or stored unread, depending on the CRD variant installed; in every
+case the InferenceService runs in the default mode, usually Knative with the KPA scaling on
+request concurrency, while its author expects a plain Deployment with an HPA.
+
+## Example
+```yaml
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: triton
+spec:
+  predictor:
+    deploymentMode: RawDeployment      # not a field
+    model:
+      modelFormat: {name: triton}
+```
+
+## Use instead
+```yaml
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: triton
+  annotations:
+    serving.kserve.io/deploymentMode: Standard   # RawDeployment before KServe 0.16
+spec:
+  predictor:
+    model:
+      modelFormat: {name: triton}
+```
+
+## References
+- kserve pkg/constants/constants.go (``DeploymentMode`` annotation key);
+  pkg/apis/serving/v1beta1/inference_service_status.go (``deploymentMode`` in status only).
+- kserve pkg/controller/v1beta1/inferenceservice/utils/utils.go ``GetDeploymentMode``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from gpulint.document import Path
+from gpulint.inventory import Inventory
+from gpulint.kserve import MODE_ANNOTATION, MODE_VALUES, InferenceService
+from gpulint.model import Finding, Severity
+from gpulint.rule import Context, related
+
+ID = "GL301"
+NAME = "kserve-deploymentmode-field"
+SEVERITY = Severity.ERROR
+SCOPE = "isvc"
+
+
+def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    data = isvc.manifest.data
+    misplaced: list[tuple[Path, Any]] = list(_keys(data.get("spec"), ("spec",), "deploymentMode"))
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict):
+        if MODE_ANNOTATION in metadata:
+            misplaced.append((("metadata", MODE_ANNOTATION), metadata[MODE_ANNOTATION]))
+        labels = metadata.get("labels")
+        if isinstance(labels, dict) and MODE_ANNOTATION in labels:
+            misplaced.append((("metadata", "labels", MODE_ANNOTATION), labels[MODE_ANNOTATION]))
+    misplaced.extend(_keys(data.get("spec"), ("spec",), MODE_ANNOTATION))
+    source = isvc.mode_source(inventory.kserve_mode_source())
+    for path, value in sorted(misplaced, key=lambda item: isvc.manifest.location(item[0]).line):
+        written = _dotted(path)
+        status_note = (
+            " (the CRD has deploymentMode only in status)" if path[-1] == "deploymentMode" else ""
+        )
+        if isvc.mode_is_explicit:
+            outcome = (
+                f"the annotation in metadata.annotations is what counts, so it runs in "
+                f"{isvc.mode} mode"
+            )
+            links = [related(isvc.manifest, ("metadata", "annotations", MODE_ANNOTATION))]
+        else:
+            outcome = f"it runs in {isvc.mode} mode ({source})"
+            links = []
+        yield ctx.finding(
+            isvc.manifest,
+            path,
+            f"InferenceService {isvc.name} sets {written}, which KServe never reads: the mode "
+            f"comes only from the {MODE_ANNOTATION} annotation in metadata.annotations"
+            f"{status_note}; {outcome}",
+            _fix(value, written),
+            related=links,
+        )
+
+
+def _keys(node: Any, path: Path, wanted: str) -> Iterator[tuple[Path, Any]]:
+    """Every ``wanted`` mapping key below ``node``, with its path and value."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == wanted:
+                yield (*path, key), value
+            else:
+                yield from _keys(value, (*path, key), wanted)
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _keys(item, (*path, index), wanted)
+
+
+def _dotted(path: Path) -> str:
+    text = ""
+    for step in path:
+        if isinstance(step, int):
+            text += f"[{step}]"
+        else:
+            text += f".{step}" if text else step
+    return text
+
+
+def _fix(value: Any, written: str) -> str:
+    mode = value if isinstance(value, str) and value in MODE_VALUES else "Standard"
+    note = ""
+    if mode == "Standard":
+        note = "   # or Knative; RawDeployment on KServe before 0.16"
+    return f"metadata:\n  annotations:\n    {MODE_ANNOTATION}: {mode}{note}\n# and delete {written}"
