@@ -1,0 +1,360 @@
+"""An HPA reads a custom or external metric that no prometheus-adapter rule exposes.
+
+## What it checks
+Each ``Pods``, ``Object`` and ``External`` metric of an HPA, when prometheus-adapter configs
+are part of the input. gpulint derives the names each rule exposes exactly as the adapter
+does: a rule without ``name`` exposes each series under its own name; ``name.matches``
+(default ``.*``) with ``as`` (default ``$0``, or ``$1`` with one capture group) renames it.
+Pods and Object metrics are looked up in the custom rules (``rules``, ``rules.custom``),
+External metrics in the external rules. A metric is also reported when the only rules that
+expose it map no label to the resource the HPA asks about (a Pods metric from a rule that
+maps only namespaces), or when it is exposed on the other metrics API only.
+
+With the chart's default rules (``rules.default: true``) every series with a ``namespace``
+label is exposed under its own name; then only names those rules cannot produce are
+reported. Not judged: HPAs made by KEDA, names of other adapters (``a|b|c``, the
+Stackdriver adapter's form), External metrics when no config has external rules and no
+custom rule has the name either, and configs whose rules live elsewhere
+(``rules.existing``).
+
+## Why is this bad?
+The HPA asks the metrics API for the name it was given and the adapter answers only for the
+names its rules produced: the HPA event reads ``unable to get metric gpu_utilization ... the
+server could not find the metric gpu_utilization for pods`` and the workload never scales.
+The usual causes are a rule without ``name`` (the API name is then ``DCGM_FI_DEV_GPU_UTIL``,
+not the friendly name the HPA uses), a typo, or an External metric with capitals: the HPA's
+client lowercases External names (kubernetes/kubernetes#72996) and the adapter compares them
+exactly.
+
+## Example
+```yaml
+rules:
+  custom:
+  - seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}'
+    resources:
+      overrides:
+        exported_namespace: {resource: namespace}
+        exported_pod: {resource: pod}
+    metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+---
+# HPA
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: gpu_utilization}      # the rule exposes DCGM_FI_DEV_GPU_UTIL
+      target: {type: AverageValue, averageValue: "60"}
+```
+
+## Use instead
+```yaml
+    name:
+      matches: "^DCGM_FI_DEV_GPU_UTIL$"
+      as: "gpu_utilization"
+```
+or name the metric ``DCGM_FI_DEV_GPU_UTIL`` in the HPA.
+
+## References
+- kubernetes-sigs/prometheus-adapter pkg/naming/metric_namer.go (``matches``/``as``
+  defaults) and docs/config.md ("Naming").
+- prometheus-community/helm-charts charts/prometheus-adapter templates/configmap.yaml (the
+  default rules).
+- kubernetes/kubernetes#72996, kubernetes-sigs/custom-metrics-apiserver#95 (External names
+  are lowercased by the HPA's client).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+
+from gpulint.adapter import (
+    CUSTOM,
+    EXTERNAL,
+    SERIES_NAME,
+    AdapterConfig,
+    AdapterRule,
+    canonical_resource,
+    requested_metric_name,
+)
+from gpulint.hpa import HPA, HpaMetric
+from gpulint.inventory import Inventory
+from gpulint.model import Finding, Related, Severity
+from gpulint.rule import Context
+
+ID = "GL401"
+NAME = "adapter-metric-not-exposed"
+SEVERITY = Severity.ERROR
+SCOPE = "hpa"
+
+# KEDA names its External metrics s<trigger index>-<scaler>-... (keda: pkg/scalers).
+_KEDA_METRIC = re.compile(r"^s\d+-")
+
+
+def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    configs = inventory.adapter_configs
+    if not configs or _made_by_keda(hpa):
+        return
+    if any(not _complete(config, inventory) for config in configs):
+        return
+    for metric in hpa.metrics:
+        name = metric.name
+        if not metric.is_custom or not name or "|" in name or _KEDA_METRIC.match(name):
+            continue
+        yield from _check_metric(hpa, metric, name, inventory, ctx)
+
+
+def _check_metric(
+    hpa: HPA, metric: HpaMetric, name: str, inventory: Inventory, ctx: Context
+) -> Iterator[Finding]:
+    api = metric.api
+    other_api = CUSTOM if api == EXTERNAL else EXTERNAL
+    rules = [r for c in inventory.adapter_configs for r in c.rules_for_api(api)]
+    wanted = requested_metric_name(name, api)
+    exposing = [r for r in rules if r.could_expose(wanted)]
+    head = f"HPA {hpa.name} reads {metric.type} metric {name}"
+    if exposing:
+        if api == CUSTOM:
+            yield from _check_resource(hpa, metric, name, exposing, head, ctx)
+        return
+    elsewhere = inventory.rules_exposing(name, other_api)
+    if elsewhere:
+        yield _wrong_api(hpa, metric, name, elsewhere, head, ctx)
+        return
+    if not rules:
+        return  # another adapter serves this API (only one can)
+    yield _not_exposed(hpa, metric, name, wanted, rules, head, ctx)
+
+
+def _not_exposed(
+    hpa: HPA,
+    metric: HpaMetric,
+    name: str,
+    wanted: str,
+    rules: list[AdapterRule],
+    head: str,
+    ctx: Context,
+) -> Finding:
+    api = metric.api
+    exposed: dict[str, AdapterRule] = {}
+    for rule in rules:
+        for exposed_name in rule.exposed_names() or []:
+            exposed.setdefault(exposed_name, rule)
+    api_text = "external rule" if api == EXTERNAL else "custom rule"
+    parts = [f"{head}, but no prometheus-adapter {api_text} in the input exposes {wanted}"]
+    if api == EXTERNAL and wanted != name:
+        parts[0] = (
+            f"{head}, which the HPA asks for as {wanted} (its client lowercases External "
+            f"names), but no prometheus-adapter external rule in the input exposes {wanted}"
+        )
+    if any(r.generated for r in rules):
+        reason = (
+            "it is not a possible Prometheus series name"
+            if not SERIES_NAME.match(wanted)
+            else "their series filters exclude it"
+        )
+        parts.append(
+            "the chart's default rules, which expose every series with a namespace label "
+            f"under its own name, cannot produce it either ({reason})"
+        )
+    fix_lines: list[str] = []
+    links: list[Related] = []
+    question = ""
+    case_twin = next((n for n in exposed if n.lower() == wanted.lower() and n != wanted), None)
+    nearest = difflib.get_close_matches(wanted, list(exposed), n=1, cutoff=0.6)
+    if case_twin is not None:
+        rule = exposed[case_twin]
+        if api == EXTERNAL:
+            parts.append(
+                f"{rule.describe()} exposes {case_twin}, and prometheus-adapter compares "
+                "External names exactly: an External name with capitals can never be read by an HPA"
+            )
+            series = (rule.series_for(case_twin) or [case_twin])[0]
+            fix_lines += _rename_fix(rule, series, wanted)
+        else:
+            parts.append(f"{rule.describe()} exposes {case_twin}: metric names are case-sensitive")
+            fix_lines.append(f"metric:\n  name: {case_twin}")
+        links.append(rule.related())
+    elif nearest:
+        rule = exposed[nearest[0]]
+        question = f" Did you mean {nearest[0]}, which {rule.describe()} exposes?"
+        fix_lines.append(f"metric:\n  name: {nearest[0]}")
+        links.append(rule.related())
+    elif exposed:
+        unnamed = [r for r in rules if not r.generated and not r.name_block and r.exposed_names()]
+        if unnamed:
+            rule = unnamed[0]
+            own = ", ".join((rule.exposed_names() or [])[:3])
+            parts.append(
+                f"{rule.describe()} has no `name` block, so it exposes its series under their "
+                f"own name: {own}"
+            )
+            series = (rule.series_names() or [own])[0]
+            fix_lines += _rename_fix(rule, series, wanted)
+            fix_lines.append(f"# or in the HPA:\nmetric:\n  name: {series}")
+            links.append(rule.related())
+        else:
+            shown = sorted(exposed)[:5]
+            more = " ..." if len(exposed) > 5 else ""
+            parts.append("the rules expose " + ", ".join(shown) + more)
+            fix_lines.append(f"metric:\n  name: {shown[0]}")
+    if not fix_lines and any(r.generated for r in rules) and not SERIES_NAME.match(wanted):
+        fix_lines.append(
+            f"metric:\n  name: {re.sub(r'[^a-zA-Z0-9_:]', '_', wanted)}"
+            "   # the series' name, as the default rules expose it"
+        )
+    if not fix_lines:
+        fix_lines.append(_new_rule_fix(api, wanted))
+    if api == CUSTOM:
+        resource = _resource_asked(metric) or "the object"
+        symptom = f'"the server could not find the metric {wanted} for {resource}"'
+    else:
+        symptom = f'"unable to get external metric ...{wanted}"'
+    message = "; ".join(parts) + f". The HPA reports {symptom} and does not scale on it." + question
+    return ctx.finding(hpa.manifest, metric.name_path, message, "\n".join(fix_lines), related=links)
+
+
+def _check_resource(
+    hpa: HPA,
+    metric: HpaMetric,
+    name: str,
+    exposing: list[AdapterRule],
+    head: str,
+    ctx: Context,
+) -> Iterator[Finding]:
+    resource = _resource_asked(metric)
+    if resource is None:
+        return
+    if any(r.resources.label_for(resource) is not None for r in exposing):
+        return
+    rule = exposing[0]
+    mapped = sorted(set(rule.resources.overrides.values()))
+    if mapped:
+        maps = f"maps labels only to {', '.join(mapped)}; the adapter registers the metric for "
+        maps += "those resources only"
+    else:
+        maps = "maps no label to any resource, so the adapter registers the metric for none"
+    yield ctx.finding(
+        hpa.manifest,
+        metric.name_path,
+        f"{head} for {resource}, but {rule.describe()}, which exposes it, {maps}, and the HPA "
+        f'reports "the server could not find the metric {name} for {resource}"',
+        _mapping_fix(resource),
+        related=[rule.related()],
+    )
+
+
+def _wrong_api(
+    hpa: HPA,
+    metric: HpaMetric,
+    name: str,
+    rules: list[AdapterRule],
+    head: str,
+    ctx: Context,
+) -> Finding:
+    rule = rules[0]
+    if metric.api == EXTERNAL:
+        detail = (
+            f"{rule.describe()} exposes it on the custom metrics API "
+            "(custom.metrics.k8s.io), not on the external one"
+        )
+        if rule.resources.label_for("pods") is not None:
+            read_as = (
+                "a Pods metric:\n- type: Pods\n  pods:\n    metric:\n"
+                f"      name: {name}\n    target:\n      type: AverageValue\n"
+                '      averageValue: "<per-pod value>"'
+            )
+        else:
+            read_as = (
+                "an Object metric:\n- type: Object\n  object:\n    metric:\n"
+                f"      name: {name}\n    describedObject:\n      apiVersion: v1\n"
+                "      kind: Service\n      name: <service>"
+            )
+        fix = (
+            "move the rule to externalRules (rules.external in chart values), or read it as "
+            + read_as
+        )
+    else:
+        detail = (
+            f"{rule.describe()} exposes it on the external metrics API "
+            "(external.metrics.k8s.io), not on the custom one"
+        )
+        fix = (
+            "read it as an External metric:\n- type: External\n  external:\n"
+            f"    metric:\n      name: {name.lower()}"
+            "\n# or move the rule to rules (rules.custom in chart values)"
+        )
+    return ctx.finding(
+        hpa.manifest,
+        metric.name_path,
+        f"{head}, but {detail}; the HPA never finds it there",
+        fix,
+        related=[rule.related()],
+    )
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _made_by_keda(hpa: HPA) -> bool:
+    manifest = hpa.manifest
+    if any(o.get("kind") == "ScaledObject" for o in manifest.owner_references):
+        return True
+    return "scaledobject.keda.sh/name" in manifest.labels or hpa.name.startswith("keda-hpa-")
+
+
+def _complete(config: AdapterConfig, inventory: Inventory) -> bool:
+    """A config whose rules are somewhere gpulint cannot see cannot be judged, unless the
+    ConfigMap it names (Helm ``rules.existing``) is in the input too."""
+    if config.complete:
+        return True
+    return any(
+        other.owner is not None and other.owner.name == config.existing_configmap
+        for other in inventory.adapter_configs
+    )
+
+
+def _resource_asked(metric: HpaMetric) -> str | None:
+    if metric.type == "Pods":
+        return "pods"
+    kind = (metric.described_object or {}).get("kind")
+    return canonical_resource(kind) if isinstance(kind, str) and kind else None
+
+
+def _rename_fix(rule: AdapterRule, series: str, wanted: str) -> list[str]:
+    """A ``name`` block for ``rule`` that exposes ``series`` as ``wanted``."""
+    matches = rule.name_block.get("matches")
+    if isinstance(matches, str) and matches:
+        pattern = matches
+    else:
+        pattern = f"^{series}$" if SERIES_NAME.match(series) else series
+    return [
+        f"# in {rule.describe()}:",
+        "name:",
+        f'  matches: "{pattern}"',
+        f'  as: "{wanted}"',
+    ]
+
+
+def _new_rule_fix(api: str, wanted: str) -> str:
+    key = "external" if api == EXTERNAL else "custom"
+    return (
+        f"rules:\n  {key}:\n  - seriesQuery: '<series>{{namespace!=\"\"}}'\n"
+        "    resources:\n      overrides:\n        namespace: {resource: namespace}\n"
+        + ("" if api == EXTERNAL else "        pod: {resource: pod}\n")
+        + f'    name: {{matches: "^<series>$", as: "{wanted}"}}\n'
+        + (
+            "    metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'"
+            if api == EXTERNAL
+            else "    metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'"
+        )
+    )
+
+
+def _mapping_fix(resource: str) -> str:
+    if resource == "pods":
+        return (
+            "resources:\n  overrides:\n    namespace: {resource: namespace}\n"
+            "    pod: {resource: pod}      # exported_* under honorLabels: false"
+        )
+    return f"resources:\n  overrides:\n    <label holding the {resource}>: {{resource: {resource}}}"

@@ -1,0 +1,338 @@
+"""A prometheus-adapter rule maps pods and namespaces through labels its series do not carry.
+
+## What it checks
+The ``resources`` of each rule, against what the rule's own ``seriesQuery`` says and against
+how dcgm-exporter is scraped:
+
+* the ``seriesQuery`` keeps only series with ``exported_pod`` (or ``exported_namespace``)
+  while ``overrides`` map plain ``pod`` (``namespace``): ``exported_*`` labels exist only
+  when Prometheus renamed the exporter's labels, and then ``pod`` names the exporter's pod;
+* an override on a label the ``seriesQuery`` requires to be empty;
+* a custom rule that maps pods (or another namespaced resource) but no label to namespaces,
+  or maps nothing at all;
+* a rule on dcgm-exporter series (``DCGM_FI_*``) that maps ``pod``/``namespace`` while a
+  ServiceMonitor, PodMonitor or chart values in the input scrape dcgm-exporter with
+  ``honorLabels: false`` (the default), or maps ``exported_pod``/``exported_namespace`` while
+  the scrape has ``honorLabels: true`` (or is GKE managed Prometheus);
+* the chart's default rules (``rules.default: true``) serving a ``DCGM_FI_*`` metric an HPA
+  reads, under ``honorLabels: false``: they map every series through ``pod``/``namespace``.
+
+A scrape whose relabelings rewrite pod or namespace labels is not judged.
+
+## Why is this bad?
+The adapter associates a series with a pod through the label ``overrides`` name, and builds
+``<<.LabelMatchers>>`` from it (``exported_pod=~"a|b"``, ``namespace="ml"``). With
+``honorLabels: false`` Prometheus keeps dcgm-exporter's own ``pod``/``namespace`` as
+``exported_pod``/``exported_namespace`` and sets ``pod``/``namespace`` to the exporter's pod:
+a rule on ``pod`` attaches GPU values to the dcgm-exporter pod, and the HPA gets ``no metrics
+returned from custom metrics API`` (NVIDIA/dcgm-exporter#42, prometheus-adapter#644). The
+other way round, ``exported_pod`` does not exist and the metric is never discovered. A
+namespaced query without a namespace label fails with ``unable to convert resource
+namespaces into label``.
+
+## Example
+```yaml
+# dcgm-exporter ServiceMonitor without honorLabels (false), and:
+rules:
+- seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{namespace!="",pod!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+```
+
+## Use instead
+```yaml
+rules:
+- seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}'
+  resources:
+    overrides:
+      exported_namespace: {resource: namespace}
+      exported_pod: {resource: pod}
+```
+or set ``honorLabels: true`` on the dcgm-exporter ServiceMonitor and keep ``pod``/``namespace``.
+
+## References
+- prometheus.io configuration docs, ``honor_labels``; prometheus-operator
+  pkg/prometheus/promcfg.go (the target labels ``namespace``, ``pod``, ``container``).
+- NVIDIA/dcgm-exporter deployment/values.yaml: ``serviceMonitor.honorLabels: false``.
+- kubernetes-sigs/prometheus-adapter pkg/naming/resource_converter.go and metrics_query.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from gpulint.adapter import CUSTOM, AdapterRule, singular
+from gpulint.document import as_dict
+from gpulint.gpumetrics import Exporter, is_dcgm_field, lookup
+from gpulint.inventory import Inventory
+from gpulint.model import Finding, Related, Severity
+from gpulint.monitoring import DcgmScrape
+from gpulint.promql import metric_names_in_query
+from gpulint.rule import Context, related
+
+ID = "GL403"
+NAME = "adapter-label-mapping"
+SEVERITY = Severity.ERROR
+SCOPE = "adapter-rule"
+
+EXPORTED = {"pod": "exported_pod", "namespace": "exported_namespace"}
+RESOURCE_OF = {"pod": "pods", "namespace": "namespaces"}
+_CLUSTER_SCOPED = {"namespaces", "nodes", "persistentvolumes"}
+
+FIX_EXPORTED = """\
+seriesQuery: '{series}{{exported_namespace!="",exported_pod!=""}}'
+resources:
+  overrides:
+    exported_namespace: {{resource: namespace}}
+    exported_pod: {{resource: pod}}"""
+FIX_PLAIN = """\
+seriesQuery: '{series}{{namespace!="",pod!=""}}'
+resources:
+  overrides:
+    namespace: {{resource: namespace}}
+    pod: {{resource: pod}}"""
+
+
+def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    if rule.generated:
+        yield from _default_rules(rule, inventory, ctx)
+        return
+    yield from _contradictions(rule, ctx)
+    yield from _namespace_mapping(rule, ctx)
+    yield from _against_scrape(rule, inventory, ctx)
+
+
+def _finding(
+    ctx: Context,
+    rule: AdapterRule,
+    sub: tuple[str | int, ...],
+    message: str,
+    fix: str,
+    links: Sequence[Related] = (),
+) -> Finding:
+    return ctx.finding(
+        rule.document,
+        rule.path_for(*sub),
+        f"{rule.describe()}: {message}",
+        fix,
+        obj=rule.config.ref,
+        related=links,
+    )
+
+
+# --- what the rule's own seriesQuery says ----------------------------------------------------
+
+
+def _required_labels(rule: AdapterRule) -> tuple[set[str], set[str]]:
+    """(labels the seriesQuery requires to be set, labels it requires to be empty)."""
+    selector = rule.selector
+    if selector is None:
+        return set(), set()
+    present, empty = set(), set()
+    for matcher in selector.label_matchers():
+        if not matcher.matches(""):
+            present.add(matcher.label)
+        elif matcher.op in ("=", "=~") and matcher.value in ("", "^$"):
+            empty.add(matcher.label)
+    return present, empty
+
+
+def _contradictions(rule: AdapterRule, ctx: Context) -> Iterator[Finding]:
+    overrides = rule.resources.overrides
+    present, empty = _required_labels(rule)
+    for plain, exported in EXPORTED.items():
+        resource = RESOURCE_OF[plain]
+        if exported in present and overrides.get(plain) == resource and exported not in overrides:
+            yield _finding(
+                ctx,
+                rule,
+                ("resources", "overrides", plain),
+                f"its seriesQuery keeps only series with `{exported}`, which exist only when "
+                f"Prometheus renamed the exporter's own `{plain}` label (honorLabels: false); "
+                f"on those series `{plain}` is the scraped exporter's {plain}, yet the overrides "
+                f"map `{plain}` to {resource}, so values attach to the exporter, not to the "
+                "workload",
+                f"overrides:\n  {exported}: {{resource: {plain}}}   # instead of {plain}",
+            )
+    for label, resource in overrides.items():
+        if label in empty:
+            yield _finding(
+                ctx,
+                rule,
+                ("resources", "overrides", label),
+                f"the overrides map `{label}` to {resource}, but its seriesQuery keeps only "
+                f"series where `{label}` is empty, so no series names a {singular(resource)} "
+                "and the adapter exposes nothing for it",
+                f"remove the `{label}` matcher from seriesQuery, or map the label that holds "
+                f"the {singular(resource)}",
+            )
+
+
+def _namespace_mapping(rule: AdapterRule, ctx: Context) -> Iterator[Finding]:
+    if rule.kind != CUSTOM:
+        return
+    resources = rule.resources
+    if resources.template is not None:
+        return
+    written = rule.data.get("resources")
+    unreadable = not isinstance(written, dict) or not resources.overrides
+    if written is not None and unreadable and as_dict(written).get("overrides") is not None:
+        return  # overrides are there, but not in a shape the adapter reads: GL405 says so
+    if written is not None and not isinstance(written, dict):
+        return
+    if not resources.overrides:
+        yield _finding(
+            ctx,
+            rule,
+            ("resources",) if "resources" in rule.data else (),
+            "maps no label to any Kubernetes resource (no overrides, no template), so the "
+            "adapter attaches its series to no object and exposes nothing",
+            "resources:\n  overrides:\n    namespace: {resource: namespace}\n"
+            "    pod: {resource: pod}",
+        )
+        return
+    namespaced = sorted(set(resources.overrides.values()) - _CLUSTER_SCOPED)
+    if namespaced and resources.label_for("namespaces") is None:
+        label = next(k for k, v in resources.overrides.items() if v == namespaced[0])
+        yield _finding(
+            ctx,
+            rule,
+            ("resources", "overrides"),
+            f"maps `{label}` to {namespaced[0]} but no label to namespaces; {namespaced[0]} "
+            "live in a namespace, so every query needs the namespace label and fails "
+            '("unable to convert resource namespaces into label: no generic resource label '
+            'form specified for this metric")',
+            "overrides:\n  namespace: {resource: namespace}   # or exported_namespace",
+        )
+
+
+# --- against how dcgm-exporter is scraped ----------------------------------------------------
+
+
+def _dcgm_series(rule: AdapterRule) -> list[str]:
+    """dcgm-exporter series the rule reads (spelled out, or the prefix of a pattern)."""
+    found: list[str] = []
+    names = rule.series_names() or []
+    query = rule.metrics_query or ""
+    for name in [*names, *metric_names_in_query(query)]:
+        metric = lookup(name)
+        dcgm = (metric is not None and metric.exporter is Exporter.DCGM) or is_dcgm_field(name)
+        if dcgm and name not in found:
+            found.append(name)
+    if not found and rule.selector is not None:
+        for matcher in rule.selector.name_matchers():
+            if matcher.op == "=~" and matcher.value.lstrip("^").startswith("DCGM_"):
+                found.append(matcher.value)
+    return found
+
+
+def _scrape_mode(inventory: Inventory) -> tuple[bool, list[DcgmScrape]] | None:
+    """(honorLabels, the scrapes) when every dcgm-exporter scrape agrees; None otherwise."""
+    scrapes = inventory.dcgm_scrapes
+    if not scrapes or any(s.relabels_pod_labels for s in scrapes):
+        return None
+    modes = {s.honor_labels for s in scrapes}
+    if len(modes) != 1:
+        return None
+    return modes.pop(), scrapes
+
+
+def _scrape_text(scrape: DcgmScrape) -> str:
+    if scrape.honor_labels:
+        if scrape.explicit:
+            return f"{scrape.description} scrapes dcgm-exporter with honorLabels: true"
+        return f"{scrape.description} (GKE managed Prometheus) keeps dcgm-exporter's own labels"
+    how = "honorLabels: false" if scrape.explicit else "no honorLabels (false by default)"
+    return f"{scrape.description} scrapes dcgm-exporter with {how}"
+
+
+def _against_scrape(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    mode = _scrape_mode(inventory)
+    if mode is None:
+        return
+    honor, scrapes = mode
+    series = _dcgm_series(rule)
+    if not series:
+        return
+    overrides = rule.resources.overrides
+    links = [related(s.document, s.path, "dcgm-exporter scrape") for s in scrapes]
+    shown = series[0] if len(series) == 1 else ", ".join(series)
+    base = series[0] if series[0].isidentifier() else "DCGM_FI_DEV_GPU_UTIL"
+    if not honor:
+        wrong = [p for p in ("pod", "namespace") if overrides.get(p) == RESOURCE_OF[p]]
+        if not wrong:
+            return
+        labels = " and ".join(f"`{p}`" for p in wrong)
+        yield _finding(
+            ctx,
+            rule,
+            ("resources", "overrides", wrong[0]),
+            f"maps {labels} for the dcgm-exporter series {shown}, but {_scrape_text(scrapes[0])}: "
+            "Prometheus keeps the workload's pod and namespace in exported_pod and "
+            f"exported_namespace and sets {labels} to the dcgm-exporter pod, so GPU values "
+            "attach to the exporter and the HPA gets no metrics for its own pods",
+            FIX_EXPORTED.format(series=base)
+            + "\n# or set honorLabels: true on the dcgm-exporter scrape and keep pod/namespace",
+            links,
+        )
+        return
+    wrong = [p for p in ("pod", "namespace") if overrides.get(EXPORTED[p]) == RESOURCE_OF[p]]
+    if not wrong:
+        return
+    labels = " and ".join(f"`{EXPORTED[p]}`" for p in wrong)
+    yield _finding(
+        ctx,
+        rule,
+        ("resources", "overrides", EXPORTED[wrong[0]]),
+        f"maps {labels} for the dcgm-exporter series {shown}, but {_scrape_text(scrapes[0])}, "
+        "so the series carry `pod` and `namespace` and no exported_* label: the adapter never "
+        "discovers the metric",
+        FIX_PLAIN.format(series=base),
+        links,
+    )
+
+
+def _default_rules(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    """The chart's default rules map every series through ``pod``/``namespace``."""
+    mode = _scrape_mode(inventory)
+    if mode is None or mode[0]:
+        return
+    scrapes = mode[1]
+    readers: list[tuple[str, str]] = []
+    for hpa in inventory.hpas:
+        for metric in hpa.metrics:
+            name = metric.name
+            if metric.type not in ("Pods", "Object") or not name:
+                continue
+            known = lookup(name)
+            if not (is_dcgm_field(name) or (known and known.exporter is Exporter.DCGM)):
+                continue
+            serving = inventory.rules_exposing(name, CUSTOM)
+            if rule in serving and all(r.generated for r in serving):
+                readers.append((hpa.name, name))
+    if not readers:
+        return
+    names = sorted({name for _, name in readers})
+    hpas = ", ".join(sorted({h for h, _ in readers}))
+    links = [related(s.document, s.path, "dcgm-exporter scrape") for s in scrapes]
+    yield ctx.finding(
+        rule.document,
+        rule.path,
+        f"{rule.describe()} serve {', '.join(names)} (read by HPA {hpas}) through the series' "
+        f"`pod` and `namespace` labels, but {_scrape_text(scrapes[0])}: those labels name the "
+        "dcgm-exporter pod, so the HPA gets no metrics for its own pods",
+        "rules:\n  custom:\n"
+        + "\n".join(
+            f'  - seriesQuery: \'{n}{{exported_namespace!="",exported_pod!=""}}\'\n'
+            "    resources:\n      overrides:\n"
+            "        exported_namespace: {resource: namespace}\n"
+            "        exported_pod: {resource: pod}\n"
+            "    metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'"
+            for n in names
+        )
+        + "\n# listed after the default rules, these take precedence for the same name",
+        obj=rule.config.ref,
+        related=links,
+    )

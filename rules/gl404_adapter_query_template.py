@@ -1,0 +1,295 @@
+"""A prometheus-adapter rule's queries cannot answer for the objects the HPA asks about.
+
+## What it checks
+Each rule of a prometheus-adapter config (file, ConfigMap or chart values):
+
+* a ``seriesQuery`` that is missing or is not a series selector;
+* a ``metricsQuery`` that is missing, or whose ``<< >>`` template Go would refuse
+  (an unclosed action, an unknown field such as ``.LabelMatchersByName``, an ``if``
+  without ``end``);
+* a custom rule (``rules``, ``rules.custom``) whose ``metricsQuery`` never uses
+  ``<<.LabelMatchers>>``;
+* a custom rule whose outer aggregation drops the label of the objects it answers for:
+  ``sum(...)`` without ``by``, ``by (model)``, ``by (namespace)`` in a rule that maps pods,
+  ``without (pod)`` ... and one that keeps extra labels next to them (``by (namespace, model)``);
+* an external rule that is namespaced (the default unless ``resources.namespaced: false``)
+  but maps no label to namespaces, neither in ``overrides`` nor through a ``template``.
+
+## Why is this bad?
+The adapter builds one Prometheus query per HPA request from ``metricsQuery``
+(pkg/naming/metrics_query.go). ``<<.LabelMatchers>>`` is how the HPA's namespace, its pods'
+names and its metric selector reach that query; without it the query reads every namespace,
+and same-named pods or objects in different namespaces overwrite each other. The adapter then
+matches each returned series to an object by the object's label (``<<.GroupBy>>``): a result
+without it matches nothing and the HPA reports ``no metrics returned from custom metrics
+API``; a result with several series per object keeps just one of them. A template Go cannot
+parse stops the adapter at start-up, and a namespaced external rule without a namespace label
+fails every request with ``unable to fetch metrics``.
+
+## Example
+```yaml
+rules:
+  custom:
+  - seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}'
+    resources:
+      overrides:
+        exported_namespace: {resource: namespace}
+        exported_pod: {resource: pod}
+    metricsQuery: 'avg(DCGM_FI_DEV_GPU_UTIL)'   # no <<.LabelMatchers>>, no by(): no pod matches
+```
+
+## Use instead
+```yaml
+    metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+```
+
+## References
+- kubernetes-sigs/prometheus-adapter docs/config.md ("Querying") and
+  pkg/naming/metrics_query.go (``Build``, ``BuildExternal``; the template fields).
+- pkg/custom-provider/series_registry.go ``MatchValuesToNames``: results are keyed by the
+  resource label's value.
+- docs/externalmetrics.md: namespaced external rules need a namespace mapping.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+
+from gpulint import querytemplate
+from gpulint.adapter import EXTERNAL, AdapterRule
+from gpulint.inventory import Inventory
+from gpulint.model import Finding, Severity
+from gpulint.promql import (
+    PlacedAggregation,
+    metric_names_in_query,
+    outermost_aggregations,
+    top_level_text,
+)
+from gpulint.rule import Context
+
+ID = "GL404"
+NAME = "adapter-query-template"
+SEVERITY = Severity.ERROR
+SCOPE = "adapter-rule"
+
+CUSTOM_QUERY = "metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'"
+EXTERNAL_QUERY = "metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'"
+NO_METRICS = '"no metrics returned from custom metrics API"'
+# Aggregations that return input series unchanged, labels and all, whatever their grouping.
+_LABEL_PRESERVING = ("topk", "bottomk", "limitk", "limit_ratio")
+_GROUPING = re.compile(r"\b(by|without)\s*\(([^)]*)\)")
+# Resources the adapter queries without a namespace (pkg/naming/resource_converter.go).
+_CLUSTER_SCOPED = {"namespaces", "nodes", "persistentvolumes"}
+
+Report = Callable[[str | None, str, str], Finding]
+
+
+def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    if rule.generated:
+        return
+
+    def report(key: str | None, message: str, fix: str) -> Finding:
+        path = rule.path if key is None else rule.path_for(key)
+        return ctx.finding(
+            rule.document, path, f"{rule.describe()}: {message}", fix, obj=rule.config.ref
+        )
+
+    yield from _series_query(rule, report)
+    query = rule.metrics_query
+    if query is None or not query.strip():
+        yield report(
+            None,
+            "has no metricsQuery, so the adapter renders an empty query for every request "
+            '("empty query produced by metrics query template")',
+            EXTERNAL_QUERY if rule.kind == EXTERNAL else CUSTOM_QUERY,
+        )
+        return
+    try:
+        parsed = querytemplate.parse(query)
+    except querytemplate.TemplateError as error:
+        near = query[error.offset : error.offset + 30]
+        if error.at_execution:
+            consequence = (
+                "Go parses it, but executing it fails on every request (\"can't evaluate "
+                'field ... in type naming.queryTemplateArgs"), so the HPA never gets a value'
+            )
+        else:
+            consequence = (
+                "Go's text/template refuses it and the adapter exits at start-up "
+                '("unable to parse metrics query template")'
+            )
+        yield report(
+            "metricsQuery",
+            f"metricsQuery is not a valid template: {error}, at character {error.offset + 1} "
+            f"({json.dumps(near)}). {consequence}",
+            EXTERNAL_QUERY if rule.kind == EXTERNAL else CUSTOM_QUERY,
+        )
+        return
+    if rule.kind == EXTERNAL:
+        yield from _external_namespace(rule, report)
+        return
+    if not parsed.uses("LabelMatchers") and not parsed.uses("LabelValuesByName"):
+        mapped = set(rule.resources.overrides.values())
+        if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
+            consequence = (
+                "the HPA's metric selector is ignored and every request makes Prometheus "
+                "compute the value of every namespace, of which the adapter keeps one"
+            )
+        else:
+            consequence = (
+                "the HPA's namespace, its pods' names and its metric selector never reach "
+                "Prometheus: the query reads every namespace, and objects of the same name in "
+                "different namespaces overwrite each other's values"
+            )
+        yield report(
+            "metricsQuery",
+            f"metricsQuery never uses <<.LabelMatchers>>, so {consequence}",
+            f"metricsQuery: {_yaml_string(_with_label_matchers(query))}",
+        )
+    yield from _grouping(rule, query, report)
+
+
+def _series_query(rule: AdapterRule, report: Report) -> Iterator[Finding]:
+    series = rule.data.get("seriesQuery")
+    if series is None or series == "":
+        yield report(
+            "seriesQuery" if "seriesQuery" in rule.data else None,
+            "has no seriesQuery, so the adapter asks Prometheus for an empty series selector; "
+            'the rejected query fails its whole discovery round ("unable to update list of all '
+            "metrics\"), every other rule's metrics included",
+            "seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=\"\"}'",
+        )
+    elif rule.selector_error is not None:
+        yield report(
+            "seriesQuery",
+            f"seriesQuery {json.dumps(series)} is not a series selector Prometheus accepts "
+            f"({rule.selector_error}). The rejected query fails the adapter's whole discovery "
+            'round ("unable to update list of all metrics"), every other rule\'s metrics included',
+            'seriesQuery: \'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}\'',
+        )
+
+
+def _grouping(rule: AdapterRule, query: str, report: Report) -> Iterator[Finding]:
+    """The outer aggregations must keep the label the adapter matches results to objects by."""
+    resources = rule.resources
+    has_template = resources.template is not None
+    mapped = set(resources.overrides)
+    pod_labels = {label for label, res in resources.overrides.items() if res == "pods"}
+    outer = outermost_aggregations(query)
+    whole = len(outer) == 1 and top_level_text(query).split() == _words(outer[0])
+    for item in outer:
+        aggregation = item.aggregation
+        if aggregation.operator in _LABEL_PRESERVING:
+            continue
+        labels = set(aggregation.labels)
+        shown = _show(item)
+        uses_group_by = any("GroupBy" in label for label in labels)
+        if aggregation.grouping == "without":
+            dropped = sorted(labels & mapped)
+            if dropped:
+                yield report(
+                    "metricsQuery",
+                    f"metricsQuery's {shown} removes {', '.join(dropped)}, the label the "
+                    f"adapter matches results to objects by: nothing matches and the HPA gets "
+                    f"{NO_METRICS}",
+                    f"metricsQuery: {_yaml_string(_regroup(query, item))}",
+                )
+        elif aggregation.grouping is None:
+            yield report(
+                "metricsQuery",
+                f"metricsQuery's {shown} has no `by` clause, so its result keeps no label and "
+                f"the adapter cannot match it to any object: the HPA gets {NO_METRICS}",
+                f"metricsQuery: {_yaml_string(_regroup(query, item))}",
+            )
+        elif uses_group_by:
+            extra = sorted(label for label in labels if "GroupBy" not in label)
+            if extra and whole:
+                yield _extra_labels(query, item, extra, report)
+        elif not has_template and mapped:
+            missing_pod = bool(pod_labels) and not labels & pod_labels
+            if not labels & mapped or missing_pod:
+                lost = sorted(pod_labels if missing_pod else mapped)
+                yield report(
+                    "metricsQuery",
+                    f"metricsQuery's {shown} drops {' and '.join(lost)}, the label the adapter "
+                    f"matches results to objects by: nothing matches and the HPA gets "
+                    f"{NO_METRICS}",
+                    f"metricsQuery: {_yaml_string(_regroup(query, item))}",
+                )
+            elif whole and labels - mapped:
+                yield _extra_labels(query, item, sorted(labels - mapped), report)
+
+
+def _extra_labels(query: str, item: PlacedAggregation, extra: list[str], report: Report) -> Finding:
+    return report(
+        "metricsQuery",
+        f"metricsQuery's {_show(item)} also keeps {', '.join(extra)}, so each object gets one "
+        "series per value of it and the adapter keeps only one of them, whichever it reads last",
+        f"metricsQuery: {_yaml_string(_regroup(query, item))}",
+    )
+
+
+def _external_namespace(rule: AdapterRule, report: Report) -> Iterator[Finding]:
+    resources = rule.resources
+    if resources.namespaced is False or resources.label_for("namespaces") is not None:
+        return
+    yield report(
+        "resources" if "resources" in rule.data else None,
+        "is namespaced (resources.namespaced is not false), so the adapter adds the HPA's "
+        "namespace to <<.LabelMatchers>>, but no label maps to namespaces: every request fails "
+        '("unable to fetch metrics")',
+        "resources:\n  overrides:\n    namespace: {resource: namespace}\n"
+        "# or, for a metric that belongs to no namespace:\n"
+        "# resources:\n#   namespaced: false",
+    )
+
+
+# --- fixes -----------------------------------------------------------------------------------
+
+
+def _words(item: PlacedAggregation) -> list[str]:
+    grouping = item.aggregation.grouping
+    return [item.aggregation.operator, *([grouping] if grouping else [])]
+
+
+def _show(item: PlacedAggregation) -> str:
+    aggregation = item.aggregation
+    if aggregation.grouping is None:
+        return f"{aggregation.operator}(...)"
+    return f"{aggregation.operator}(...) {aggregation.grouping} ({', '.join(aggregation.labels)})"
+
+
+def _regroup(query: str, item: PlacedAggregation) -> str:
+    """The query with this aggregation grouped ``by (<<.GroupBy>>)`` (``le`` kept)."""
+    aggregation = item.aggregation
+    keep = [label for label in aggregation.labels if label == "le"]
+    clause = f"by ({', '.join(['<<.GroupBy>>', *keep])})"
+    if aggregation.grouping is None:
+        return f"{query[: item.end]} {clause}{query[item.end :]}"
+    for match in _GROUPING.finditer(query, item.start, item.end):
+        labels = tuple(s.strip() for s in match.group(2).split(",") if s.strip())
+        if match.group(1) == aggregation.grouping and labels == aggregation.labels:
+            return query[: match.start()] + clause + query[match.end() :]
+    return query
+
+
+def _with_label_matchers(query: str) -> str:
+    """The query with ``<<.LabelMatchers>>`` in the selector of each series it reads."""
+    fixed = query
+    for name in [*metric_names_in_query(query), "<<.Series>>"]:
+        pattern = re.compile(rf"(?<![\w:]){re.escape(name)}(?![\w:])(\{{)?")
+        fixed = pattern.sub(
+            lambda m: (
+                m.group(0) + "<<.LabelMatchers>>,"
+                if m.group(1)
+                else m.group(0) + "{<<.LabelMatchers>>}"
+            ),
+            fixed,
+        )
+    return fixed.replace("<<.LabelMatchers>>,}", "<<.LabelMatchers>>}")
+
+
+def _yaml_string(text: str) -> str:
+    return f"'{text}'" if "'" not in text and "\n" not in text else json.dumps(text)

@@ -1,0 +1,191 @@
+"""An HPA target on the per-GPU scale meets a rule that sums several GPUs per pod.
+
+## What it checks
+An HPA ``Pods`` metric served by a prometheus-adapter rule whose ``metricsQuery`` is a
+``sum(...) by (...)`` over a per-GPU dcgm-exporter series on a bounded scale
+(``DCGM_FI_DEV_GPU_UTIL`` 0-100, ``DCGM_FI_PROF_*`` ratios 0-1; the chart's default rules
+sum too), when the pods of the HPA's target hold more than one GPU and the HPA's
+``averageValue`` is still on the scale of one GPU (at most 100, or 1 for a ratio). The GPU
+count per pod comes from the target's pod template (Deployment, StatefulSet, KServe
+component ...).
+
+## Why is this bad?
+dcgm-exporter writes one series per GPU, labelled with the pod that holds it. Summed per pod,
+two GPUs at 60% read 120, so a target of ``"60"`` meant as "60% busy" is reached at 30% and
+the HPA keeps twice the replicas the load needs (with four GPUs, four times). A pod that
+uses one of its GPUs fully looks as busy as one that uses all of them half.
+
+## Example
+```yaml
+# rule: metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+# on DCGM_FI_DEV_GPU_UTIL, and the Deployment asks for nvidia.com/gpu: 2
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: gpu_utilization}
+      target: {type: AverageValue, averageValue: "60"}
+```
+
+## Use instead
+```yaml
+# rule:
+metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+# or keep sum and scale the target: averageValue: "120"   (60 x 2 GPUs)
+```
+
+## References
+- NVIDIA/dcgm-exporter: one series per GPU (label ``gpu``) with the pod's labels
+  (internal/pkg/transformation/kubernetes.go).
+- Kubernetes HPA docs, "Algorithm details": desired = ceil(current x value / target).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from gpulint.adapter import CUSTOM, AdapterRule
+from gpulint.gpumetrics import Exporter, GpuMetric, Scale, lookup
+from gpulint.hpa import HPA, HpaMetric
+from gpulint.inventory import Inventory, ResolvedTarget
+from gpulint.model import Finding, Related, Severity
+from gpulint.promql import metric_names_in_query, placed_aggregations, top_level_text
+from gpulint.quantity import format_number, try_quantity
+from gpulint.rule import Context, related
+
+ID = "GL406"
+NAME = "adapter-sum-over-gpus"
+SEVERITY = Severity.WARNING
+SCOPE = "hpa"
+
+_ONE_GPU_MAX = {Scale.PERCENT: 100.0, Scale.RATIO: 1.0}
+
+
+def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    if hpa.target_ref is None:
+        return
+    target: ResolvedTarget | None = None
+    for metric in hpa.metrics:
+        if metric.type != "Pods" or not metric.name or metric.target is None:
+            continue
+        value = try_quantity(metric.target.average_value)
+        if value is None:
+            continue
+        for rule in inventory.rules_exposing(metric.name, CUSTOM):
+            summed = _summed_gpu_series(rule, metric.name)
+            if summed is None:
+                continue
+            series, gpu_metric, start = summed
+            if float(value) > _ONE_GPU_MAX[gpu_metric.scale]:
+                continue
+            if target is None:
+                target = inventory.resolve_target(hpa.namespace, hpa.target_ref)
+            gpus, request_links = _gpus_per_pod(target, inventory)
+            if gpus < 2:
+                continue
+            yield _finding(
+                hpa,
+                metric,
+                rule,
+                series,
+                gpu_metric,
+                start,
+                gpus,
+                float(value),
+                target,
+                ctx,
+                request_links,
+            )
+            break
+
+
+def _summed_gpu_series(rule: AdapterRule, name: str) -> tuple[str, GpuMetric, int] | None:
+    """(series, what it is, offset of the ``sum``) when the rule's whole query is one
+    ``sum ... by`` over a per-GPU dcgm-exporter series on a bounded scale."""
+    query = rule.metrics_query
+    if not query:
+        return None
+    placed = [p for p in placed_aggregations(query) if p.depth == 0]
+    words = top_level_text(query).split()
+    if len(placed) != 1 or placed[0].aggregation.operator != "sum" or words[:1] != ["sum"]:
+        return None
+    if words not in (["sum", "by"], ["sum"]):
+        return None  # combined with something else (a division by the GPU count, say)
+    candidates = rule.series_for(name) or []
+    candidates += [n for n in metric_names_in_query(query) if n not in candidates]
+    for series in candidates:
+        metric = lookup(series)
+        if metric is not None and metric.exporter is Exporter.DCGM and metric.scale in _ONE_GPU_MAX:
+            return series, metric, placed[0].start
+    return None
+
+
+def _gpus_per_pod(target: ResolvedTarget, inventory: Inventory) -> tuple[int, list[Related]]:
+    best, links = 0, []
+    for template in target.templates:
+        count = template.gpus_per_pod(inventory.gpu_names)
+        if count is not None and count > best:
+            best = count
+            document = target.template_document
+            requests = template.gpu_requests(inventory.gpu_names)
+            links = (
+                [related(document, r.container_path, "GPU request") for r in requests[:1]]
+                if document is not None
+                else []
+            )
+    return best, links
+
+
+def _finding(
+    hpa: HPA,
+    metric: HpaMetric,
+    rule: AdapterRule,
+    series: str,
+    gpu_metric: GpuMetric,
+    start: int,
+    gpus: int,
+    value: float,
+    target: ResolvedTarget,
+    ctx: Context,
+    request_links: list[Related],
+) -> Finding:
+    query = rule.metrics_query or ""
+    scale = "0-100" if gpu_metric.scale is Scale.PERCENT else "0-1"
+    example = 60.0 if gpu_metric.scale is Scale.PERCENT else 0.6
+    unit = "%" if gpu_metric.scale is Scale.PERCENT else ""
+    shown = format_number(value)
+    where = target.describe()
+    if target.owner is not None and target.manifest is None:
+        where += f" (from {target.owner.kind} {target.owner.name})"
+    message = (
+        f"HPA {hpa.name} reads {metric.name}, computed by {rule.describe()} as a sum per pod "
+        f"of {series}, one series per GPU on a {scale} scale; the pods of {where} hold "
+        f"{gpus} GPUs, so a pod with every GPU at {format_number(example)}{unit} reads "
+        f"{format_number(example * gpus)}{unit}, while the target {shown} is on the scale of one "
+        "GPU: "
+        f"the HPA scales out at 1/{gpus} of the load it was meant for"
+    )
+    averaged = query[:start] + "avg" + query[start + 3 :]
+    quoted = f"'{averaged}'" if "'" not in averaged else json.dumps(averaged)
+    scaled = format_number(value * gpus)
+    fix = (
+        f"# in {rule.describe()}:\nmetricsQuery: {quoted}\n"
+        f'# or keep the sum and scale the target: averageValue: "{scaled}"'
+        f"  ({shown} x {gpus} GPUs)"
+    )
+    if rule.generated:
+        fix = (
+            f"# add a custom rule for {series} that averages (it takes precedence over the "
+            f"chart's default rules):\nrules:\n  custom:\n  - seriesQuery: "
+            f'\'{series}{{namespace!="",pod!=""}}\'\n'
+            "    resources:\n      template: <<.Resource>>\n"
+            "    metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'\n"
+            f'# or scale the target: averageValue: "{scaled}"  ({shown} x {gpus} GPUs)'
+        )
+    return ctx.finding(
+        hpa.manifest,
+        metric.path,
+        message,
+        fix,
+        related=[rule.related("adapter rule", "metricsQuery"), *request_links],
+    )
