@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from .conftest import lint_text, rules_of
+from gpulint.model import Finding
+
+from .conftest import lint_text as lint_all
+from .conftest import rules_of
+
+
+def lint_text(text: str, select: list[str] | None = None) -> list[Finding]:
+    # These tests are about suppression: GL101 and the GL7xx rules are enough.
+    return lint_all(text, select=select or ["GL101", "GL7"])
+
 
 WORKLOAD = """\
 apiVersion: apps/v1
@@ -91,9 +100,18 @@ def test_unused_suppression_is_not_judged_for_rules_that_did_not_run() -> None:
 
 
 def test_unused_suppressions_can_be_turned_off() -> None:
-    findings = lint_text(manifest(comment="GL701"), select=["GL101"])
+    findings = lint_all(manifest(comment="GL701"), select=["GL101"])
     assert rules_of(findings) == ["GL101"]
 
 
 def test_suppressing_everything() -> None:
     assert rules_of(lint_text(manifest(hpa="all"))) == []
+
+
+def test_template_annotation_suppresses_workload_findings_inside_it() -> None:
+    text = manifest().replace("{limits: {nvidia.com/gpu: 1}}", "{requests: {nvidia.com/gpu: 1}}")
+    assert "GL501" in rules_of(lint_all(text, select=["GL501"]))
+    suppressed = manifest(template="GL501").replace(
+        "{limits: {nvidia.com/gpu: 1}}", "{requests: {nvidia.com/gpu: 1}}"
+    )
+    assert rules_of(lint_all(suppressed, select=["GL501", "GL7"])) == []
