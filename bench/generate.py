@@ -95,7 +95,8 @@ spec:
     - type: prometheus
       metadata:
         serverAddress: http://prometheus.monitoring:9090
-        query: avg(DCGM_FI_DEV_GPU_UTIL{{exported_namespace="team-{team}",exported_pod=~"{name}-.*"}})
+        query: >-
+          avg(DCGM_FI_DEV_GPU_UTIL{{exported_namespace="team-{team}",exported_pod=~"{name}-.*"}})
         threshold: "70"
 """
 
@@ -141,7 +142,9 @@ spec:
           nvidia.com/gpu: "1"
 """
 
-ISVC_HPA = HPA.replace("    name: {name}\n  minReplicas", "    name: {name}-predictor\n  minReplicas")
+ISVC_HPA = HPA.replace(
+    "    name: {name}\n  minReplicas", "    name: {name}-predictor\n  minReplicas"
+)
 
 ADAPTER_VALUES = """\
 prometheus:

@@ -2,11 +2,14 @@
 
     python bench/run_lint.py [--apps 1000 10000] [--repeat 3]
 
+gpulint is installed the way users get it (a regular, non-editable ``pip install`` into a
+fresh virtual environment, with bytecode compiled), so that start-up is measured honestly.
 For each size it generates the synthetic repository (bench/generate.py) once, then runs,
-alternating, the floor (bench/floor_compose.py: PyYAML's C loader composing the same files)
-and ``gpulint lint`` on it, and reports the median wall time of each, their ratio and the peak
-RSS of the gpulint process. It also times ``gpulint lint`` on one file next to
-``python -c "import yaml"``. Nothing here asserts: it prints figures for bench/RESULTS.md.
+alternating, the floor (bench/floor_compose.py: PyYAML's C loader composing the same files,
+with the same interpreter) and ``gpulint lint`` on it, and reports the median wall time of
+each, their ratio and the peak RSS of the gpulint process. It also times ``gpulint lint`` on
+one file next to ``python -c "import yaml"``. Nothing here asserts: it prints figures for
+bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ def timed(command: list[str]) -> tuple[float, float]:
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) not in (0, 1):
-        raise SystemExit(f"{command} failed: {process.stderr.read().decode() if process.stderr else ''}")
+        raise SystemExit(
+            f"{command} failed: {process.stderr.read().decode() if process.stderr else ''}"
+        )
     return elapsed, usage.ru_maxrss / 1024
 
 
@@ -47,8 +52,23 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return (f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, "
-            f"{platform.system()} {platform.release()}")
+    return (
+        f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}"
+    )
+
+
+def install(scratch: Path) -> str:
+    """A fresh virtual environment with gpulint installed from this checkout; its python."""
+    venv = scratch / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", str(HERE.parent)],
+        check=True,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    return python
 
 
 def main() -> int:
@@ -56,13 +76,25 @@ def main() -> int:
     parser.add_argument("--apps", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    python = sys.executable
-    gpulint = [python, "-m", "gpulint", "lint", "--format", "json", "--output", os.devnull,
-               "--fail-on", "never"]
+    # Users' interpreters write and reuse bytecode; some CI environments turn that off.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     print(f"machine: {machine()}")
     print("| apps | files | floor (compose) s | gpulint s | ratio | gpulint peak RSS MiB |")
     print("|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="gpulint-bench-") as scratch:
+        python = install(Path(scratch))
+        gpulint = [
+            python,
+            "-m",
+            "gpulint",
+            "lint",
+            "--format",
+            "json",
+            "--output",
+            os.devnull,
+            "--fail-on",
+            "never",
+        ]
         one_file = None
         for apps in args.apps:
             root = Path(scratch) / f"apps-{apps}"
@@ -75,15 +107,20 @@ def main() -> int:
                 lints.append(wall)
                 peaks.append(peak)
             floor, lint = statistics.median(floors), statistics.median(lints)
-            print(f"| {apps:,} | {files:,} | {floor:.2f} | {lint:.2f} | {lint / floor:.2f} | "
-                  f"{max(peaks):.0f} |")
+            print(
+                f"| {apps:,} | {files:,} | {floor:.2f} | {lint:.2f} | {lint / floor:.2f} | "
+                f"{max(peaks):.0f} |"
+            )
         assert one_file is not None
+        timed([*gpulint, str(one_file)])  # the first run compiles bytecode
         imports = [timed([python, "-c", "import yaml"])[0] for _ in range(10)]
         singles = [timed([*gpulint, str(one_file)])[0] for _ in range(10)]
         print()
-        print(f"one file: gpulint lint {statistics.median(singles) * 1000:.0f} ms, "
-              f"python -c 'import yaml' {statistics.median(imports) * 1000:.0f} ms "
-              f"(median of 10)")
+        print(
+            f"one file: gpulint lint {statistics.median(singles) * 1000:.0f} ms, "
+            f"python -c 'import yaml' {statistics.median(imports) * 1000:.0f} ms "
+            f"(median of 10)"
+        )
     return 0
 
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.model import ObjectRef, Related
@@ -112,8 +111,7 @@ def compile_go_regex(pattern: str) -> re.Pattern[str] | None:
 # --- resources ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceMapping:
+class ResourceMapping(NamedTuple):
     """``resources``: Prometheus labels that name Kubernetes objects."""
 
     overrides: dict[str, str]  # label -> canonical resource ("pods", "namespaces" ...)
@@ -171,26 +169,46 @@ def read_resources(data: Any) -> ResourceMapping:
 # --- rules --------------------------------------------------------------------------------
 
 
-@dataclass(eq=False)
 class AdapterRule:
     """One discovery rule (``rules[]`` or ``externalRules[]``)."""
 
-    config: AdapterConfig
-    kind: str
-    index: int
-    path: Path
-    data: dict[str, Any]
-    generated: bool = False
-    _selector: Selector | None = field(default=None, init=False, repr=False)
-    selector_error: str | None = field(default=None, init=False)
+    __slots__ = (
+        "_selector",
+        "config",
+        "data",
+        "generated",
+        "index",
+        "kind",
+        "path",
+        "selector_error",
+    )
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        config: AdapterConfig,
+        kind: str,
+        index: int,
+        path: Path,
+        data: dict[str, Any],
+        generated: bool = False,
+    ) -> None:
+        self.config = config
+        self.kind = kind
+        self.index = index
+        self.path = path
+        self.data = data
+        self.generated = generated
+        self._selector: Selector | None = None
+        self.selector_error: str | None = None
         query = self.series_query
         if query is not None:
             try:
                 self._selector = parse_selector(query)
             except SelectorError as error:
                 self.selector_error = str(error)
+
+    def __repr__(self) -> str:
+        return f"AdapterRule({self.kind}, {self.index}, {self.series_query!r})"
 
     @property
     def document(self) -> Document:

@@ -11,9 +11,13 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from gpulint import __version__
+
+if TYPE_CHECKING:
+    from gpulint.engine import Selection
+    from gpulint.inventory import Inventory
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -42,6 +46,24 @@ def build_parser() -> argparse.ArgumentParser:
         "default: the current directory",
     )
     add_lint_options(lint)
+    add_live_options(lint)
+
+    check = commands.add_parser(
+        "check-adapter",
+        help="check a prometheus-adapter config and the HPAs it serves against a live Prometheus",
+        description="The same as `gpulint lint --prometheus URL ADAPTER_FILE PATHS...`: every "
+        "rule, plus the live rules GL801-GL809 against the Prometheus the adapter reads.",
+    )
+    check.add_argument(
+        "adapter_file",
+        metavar="ADAPTER_FILE",
+        help="the adapter config: its own config file, Helm values or a ConfigMap",
+    )
+    check.add_argument(
+        "paths", nargs="*", metavar="PATH", help="manifests with the HPAs and their workloads"
+    )
+    add_lint_options(check)
+    add_live_options(check, required=True)
 
     rules = commands.add_parser("rules", help="list the rule catalog")
     shape = rules.add_mutually_exclusive_group()
@@ -85,6 +107,121 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
 
+def add_live_options(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    live = parser.add_argument_group("live check against Prometheus (GL801-GL809)")
+    live.add_argument(
+        "--prometheus",
+        metavar="URL",
+        required=required,
+        help="base URL of the Prometheus HTTP API the adapter reads (Thanos, Mimir, "
+        "VictoriaMetrics work too); adds the live rules",
+    )
+    live.add_argument(
+        "--prometheus-header",
+        action="append",
+        metavar="K=V",
+        help="HTTP header for every request, e.g. 'Authorization=Bearer <token>' (repeatable)",
+    )
+    live.add_argument(
+        "--prometheus-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds for the whole live check (default: 30)",
+    )
+    live.add_argument(
+        "--require-prometheus",
+        action="store_true",
+        help="an unusable Prometheus is an error (GL809, exit code 1), not a warning",
+    )
+    live.add_argument(
+        "--lookback",
+        default="24h",
+        metavar="DURATION",
+        help="how far back to look for metrics that disappeared and for observed values "
+        "(default: 24h)",
+    )
+
+
+class _LiveOutcome(NamedTuple):
+    notes: list[str]
+    failed_required: bool = False
+
+
+def _live_check(
+    args: argparse.Namespace, inventory: Inventory, selection: Selection, stderr: TextIO
+) -> _LiveOutcome | None:
+    """Run the live check when ``--prometheus`` is given; None after a usage error.
+
+    Only this path imports the Prometheus client (and with it requests).
+    """
+    url = getattr(args, "prometheus", None)
+    if not url:
+        if getattr(args, "require_prometheus", False) or getattr(args, "prometheus_header", None):
+            stderr.write(
+                "gpulint: error: --require-prometheus and --prometheus-header need "
+                "--prometheus URL\n"
+            )
+            return None
+        return _LiveOutcome([])
+    from gpulint.live.options import (
+        LiveOptions,
+        OptionError,
+        parse_duration,
+        parse_header,
+        parse_url,
+    )
+
+    try:
+        if not args.prometheus_timeout > 0:
+            raise OptionError("--prometheus-timeout must be a number of seconds above zero")
+        options = LiveOptions(
+            parse_url(url),
+            dict(parse_header(h) for h in args.prometheus_header or []),
+            args.prometheus_timeout,
+            args.require_prometheus,
+            parse_duration(args.lookback),
+        )
+    except OptionError as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return None
+    from gpulint.engine import all_rules
+    from gpulint.live.collector import LIVE_RULES, collect
+
+    settings = inventory.settings
+    if not any(
+        spec.id in LIVE_RULES and selection.allows(spec) and settings.rule(spec.id).enabled
+        for spec in all_rules()
+    ):
+        return _LiveOutcome(["--prometheus given, but no live rule (GL801-GL809) is selected"])
+    inventory.live = collect(inventory, options)
+    return _LiveOutcome(
+        list(inventory.live.notes), options.required and not inventory.live.available
+    )
+
+
+def run_check_adapter(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """``gpulint check-adapter --prometheus URL ADAPTER_FILE [PATHS...]``."""
+    from gpulint.inventory import Inventory as _Inventory
+    from gpulint.loader import InputError, load_file
+
+    try:
+        loaded = load_file(args.adapter_file)
+    except (InputError, OSError) as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return EXIT_USAGE
+    probe = _Inventory()
+    probe.add_file(loaded)
+    if not probe.adapter_configs and not probe.problems:
+        stderr.write(
+            f"gpulint: error: {args.adapter_file} holds no prometheus-adapter configuration "
+            "(its config file, Helm values with rules:, or a ConfigMap whose data holds it)\n"
+        )
+        return EXIT_USAGE
+    args.paths = [args.adapter_file, *args.paths]
+    return run_lint(args, stdout, stderr)
+
+
 def _settings(config: str | None, stderr: TextIO) -> object:
     from gpulint.config import ConfigError, Settings, find_config, load_settings
     from gpulint.engine import rule_option_schemas
@@ -120,8 +257,12 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stderr.write(f"gpulint: error: no .yaml, .yml or .json files in {' '.join(paths)}\n")
         return EXIT_USAGE
     selection = Selection(_split_ids(args.select), _split_ids(args.ignore))
+    live = _live_check(args, inventory, selection, stderr)
+    if live is None:
+        return EXIT_USAGE
     findings = run(inventory, selection)
     result = Result(findings, len(inventory.files), len(inventory.manifests), inventory.skipped)
+    result.notes.extend(live.notes)
     out = stdout
     handle = None
     if args.output:
@@ -135,6 +276,8 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     finally:
         if handle is not None:
             handle.close()
+    if live.failed_required:
+        return EXIT_FINDINGS
     if args.fail_on == "never":
         return EXIT_OK
     threshold = Severity.parse(args.fail_on)
@@ -196,6 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "lint":
             return run_lint(args, stdout, stderr)
+        if args.command == "check-adapter":
+            return run_check_adapter(args, stdout, stderr)
         if args.command == "rules":
             return run_rules(args, stdout)
         if args.command == "explain":

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
-from pathlib import Path as FsPath
 from typing import Any
 
 from gpulint.document import position_of
@@ -40,23 +38,53 @@ class ConfigError(Exception):
         self.file, self.line, self.column, self.message = file, line, column, message
 
 
-@dataclass
 class RuleSettings:
-    enabled: bool = True
-    severity: Severity | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("enabled", "options", "severity")
+
+    def __init__(
+        self,
+        enabled: bool = True,
+        severity: Severity | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.enabled = enabled
+        self.severity = severity
+        self.options: dict[str, Any] = {} if options is None else options
+
+    def __repr__(self) -> str:
+        return f"RuleSettings(enabled={self.enabled!r}, severity={self.severity!r})"
 
 
-@dataclass
 class Settings:
     """The resolved configuration every front door hands to the engine."""
 
-    rules: dict[str, RuleSettings] = field(default_factory=dict)
-    gpu_resources: list[str] = field(default_factory=list)
-    metric_aliases: dict[str, str] = field(default_factory=dict)
-    kserve_default_mode: str = "Knative"
-    exclude: list[str] = field(default_factory=list)
-    source: str | None = None
+    __slots__ = (
+        "exclude",
+        "gpu_resources",
+        "kserve_default_mode",
+        "metric_aliases",
+        "rules",
+        "source",
+    )
+
+    def __init__(
+        self,
+        rules: dict[str, RuleSettings] | None = None,
+        gpu_resources: list[str] | None = None,
+        metric_aliases: dict[str, str] | None = None,
+        kserve_default_mode: str = "Knative",
+        exclude: list[str] | None = None,
+        source: str | None = None,
+    ) -> None:
+        self.rules: dict[str, RuleSettings] = {} if rules is None else rules
+        self.gpu_resources: list[str] = [] if gpu_resources is None else gpu_resources
+        self.metric_aliases: dict[str, str] = {} if metric_aliases is None else metric_aliases
+        self.kserve_default_mode = kserve_default_mode
+        self.exclude: list[str] = [] if exclude is None else exclude
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"Settings(rules={self.rules!r}, gpu_resources={self.gpu_resources!r})"
 
     def rule(self, rule_id: str) -> RuleSettings:
         return self.rules.get(rule_id) or RuleSettings()
@@ -71,13 +99,16 @@ class Settings:
 
 def find_config(start: str | None = None) -> str | None:
     """``.gpulint.yaml`` in the working directory or the nearest parent."""
-    directory = FsPath(start or os.getcwd()).resolve()
-    for candidate_dir in (directory, *directory.parents):
+    directory = os.path.realpath(start or os.getcwd())
+    while True:
         for name in CONFIG_NAMES:
-            candidate = candidate_dir / name
-            if candidate.is_file():
-                return str(candidate)
-    return None
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate):
+                return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
 
 
 def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:

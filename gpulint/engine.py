@@ -6,10 +6,11 @@ Every front door (CLI, webhook, cluster mode) builds an Inventory and calls ``ru
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import importlib.util
+import os
+import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.config import Settings
 from gpulint.document import Document, Manifest, Path, has_step
@@ -22,28 +23,91 @@ from gpulint.workload import PodTemplate, pod_templates
 IGNORE_ANNOTATION = "gpulint.dev/ignore"
 UNUSED_SUPPRESSION = "GL703"
 
-_registry: list[RuleSpec] | None = None
+
+class RuleInfo(NamedTuple):
+    """What the engine knows about a rule before importing it."""
+
+    id: str
+    name: str
+    severity: Severity
+    scope: str
+    requires: str | None  # "live" or "cluster": data only that front door collects
+    module: str
+
+
+_CONSTANT = re.compile(
+    r'^(ID|NAME|SCOPE|REQUIRES) = "([^"]*)"(?:\s*#.*)?$|^SEVERITY = Severity\.(\w+)$',
+    re.MULTILINE,
+)
+_index: list[RuleInfo] | None = None
+_loaded: dict[str, RuleSpec] = {}
+
+
+def rule_index() -> list[RuleInfo]:
+    """The rule pack, ordered by ID, read from the modules' source without importing them.
+
+    Importing every rule costs more than linting a small file; the engine imports a rule
+    only when its scope has something to check.
+    """
+    global _index
+    if _index is None:
+        spec = importlib.util.find_spec("gpulint.rules")
+        locations = spec.submodule_search_locations if spec else None
+        found = []
+        for directory in locations or []:
+            for entry in sorted(os.listdir(directory)):
+                if not (entry.startswith("gl") and entry.endswith(".py")):
+                    continue
+                with open(os.path.join(directory, entry), encoding="utf-8") as handle:
+                    source = handle.read()
+                values = {}
+                for match in _CONSTANT.finditer(source):
+                    if match.group(3):
+                        values["SEVERITY"] = match.group(3)
+                    else:
+                        values[match.group(1)] = match.group(2)
+                module = f"gpulint.rules.{entry[:-3]}"
+                if not {"ID", "NAME", "SCOPE", "SEVERITY"} <= values.keys():
+                    raise ValueError(f"{module}: ID, NAME, SEVERITY and SCOPE must be literals")
+                found.append(
+                    RuleInfo(
+                        values["ID"],
+                        values["NAME"],
+                        Severity[values["SEVERITY"]],
+                        values["SCOPE"],
+                        values.get("REQUIRES"),
+                        module,
+                    )
+                )
+        _index = sorted(found, key=lambda info: info.id)
+    return _index
+
+
+def load_rule(info: RuleInfo) -> RuleSpec:
+    spec = _loaded.get(info.id)
+    if spec is None:
+        spec = RuleSpec.from_module(importlib.import_module(info.module))
+        if (spec.id, spec.name, spec.severity, spec.scope) != (
+            info.id,
+            info.name,
+            info.severity,
+            info.scope,
+        ):
+            raise ValueError(f"{info.module}: constants do not match what the index read")
+        _loaded[info.id] = spec
+    return spec
 
 
 def all_rules() -> list[RuleSpec]:
-    """The rule pack, ordered by ID."""
-    global _registry
-    if _registry is None:
-        package = importlib.import_module("gpulint.rules")
-        specs = []
-        for info in pkgutil.iter_modules(package.__path__):
-            if info.name.startswith("gl"):
-                module = importlib.import_module(f"gpulint.rules.{info.name}")
-                specs.append(RuleSpec.from_module(module))
-        _registry = sorted(specs, key=lambda s: s.id)
-    return _registry
+    """Every rule, imported (for documentation, SARIF descriptors and configuration)."""
+    return [load_rule(info) for info in rule_index()]
 
 
 def rule_by_id(rule_id: str) -> RuleSpec | None:
     wanted = rule_id.upper()
-    for spec in all_rules():
-        if spec.id == wanted or spec.name == rule_id.lower():
-            return spec
+    for info in rule_index():
+        if info.id == wanted or info.name == rule_id.lower():
+            return load_rule(info)
     return None
 
 
@@ -51,22 +115,40 @@ def rule_option_schemas() -> dict[str, dict[str, Any]]:
     return {spec.id: spec.options for spec in all_rules()}
 
 
-@dataclass(slots=True)
 class PodOwner:
     """An object with pod templates: a workload, a Knative Service, an InferenceService."""
 
-    manifest: Manifest
-    templates: list[PodTemplate]
+    __slots__ = ("manifest", "templates")
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        templates: list[PodTemplate],
+    ) -> None:
+        self.manifest = manifest
+        self.templates = templates
+
+    def __repr__(self) -> str:
+        return f"PodOwner(manifest={self.manifest!r}, templates={self.templates!r})"
 
 
-@dataclass
 class Selection:
     """Which rules run: ``--select``/``--ignore`` take IDs or prefixes (GL1 = GL1xx)."""
 
-    select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
+    __slots__ = ("ignore", "select")
 
-    def allows(self, spec: RuleSpec) -> bool:
+    def __init__(
+        self,
+        select: list[str] | None = None,
+        ignore: list[str] | None = None,
+    ) -> None:
+        self.select: list[str] = [] if select is None else select
+        self.ignore: list[str] = [] if ignore is None else ignore
+
+    def __repr__(self) -> str:
+        return f"Selection(select={self.select!r}, ignore={self.ignore!r})"
+
+    def allows(self, spec: RuleSpec | RuleInfo) -> bool:
         def hit(patterns: list[str]) -> bool:
             return any(spec.id.startswith(p.upper()) or spec.name == p.lower() for p in patterns)
 
@@ -75,13 +157,25 @@ class Selection:
         return not hit(self.ignore)
 
 
-@dataclass
 class Result:
-    findings: list[Finding]
-    files: int
-    objects: int
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("files", "findings", "notes", "objects", "skipped")
+
+    def __init__(
+        self,
+        findings: list[Finding],
+        files: int,
+        objects: int,
+        skipped: list[tuple[str, str]] | None = None,
+        notes: list[str] | None = None,
+    ) -> None:
+        self.findings = findings
+        self.files = files
+        self.objects = objects
+        self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
+        self.notes: list[str] = [] if notes is None else notes
+
+    def __repr__(self) -> str:
+        return f"Result(findings={self.findings!r}, files={self.files!r})"
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -110,6 +204,10 @@ def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
     if scope == "inventory":
         return [inventory]
     raise ValueError(f"unknown scope {scope}")
+
+
+def scope_items_of(inventory: Inventory) -> Any:
+    return lambda scope: scope_items(inventory, scope)
 
 
 def pod_owners(inventory: Inventory) -> Iterator[PodOwner]:
@@ -146,17 +244,25 @@ def run(
     selection = selection or Selection()
     raw: list[tuple[Finding, Anchor | None]] = []
     ran: set[str] = set()
-    for spec in all_rules():
-        rule_settings = settings.rule(spec.id)
-        if not rule_settings.enabled or not selection.allows(spec):
+    available = {"live": inventory.live is not None, "cluster": inventory.cluster is not None}
+    items_by_scope: dict[str, list[Any]] = {}
+    for info in rule_index():
+        rule_settings = settings.rule(info.id)
+        if not rule_settings.enabled or not selection.allows(info):
             continue
-        ran.add(spec.id)
+        if info.requires is not None and not available.get(info.requires, False):
+            continue
+        ran.add(info.id)
+        if info.scope not in items_by_scope:
+            source = items_for if items_for is not None else scope_items_of(inventory)
+            items_by_scope[info.scope] = list(source(info.scope))
+        items = items_by_scope[info.scope]
+        if not items:
+            continue
+        spec = load_rule(info)
         options = spec.defaults()
         options.update(rule_settings.options)
         ctx = Context(spec, options)
-        items = (
-            items_for(spec.scope) if items_for is not None else scope_items(inventory, spec.scope)
-        )
         for item in items:
             for finding in spec.check(item, inventory, ctx):
                 anchor = ctx.anchors.pop(id(finding), None)
@@ -268,8 +374,10 @@ def _suppress(
                     used_annotations.add((id(document), where, finding.rule))
         if not suppressed:
             kept.append(finding)
-    spec = next((s for s in all_rules() if s.id == UNUSED_SUPPRESSION), None)
-    if spec is None or UNUSED_SUPPRESSION not in ran or not selection.allows(spec):
+    if UNUSED_SUPPRESSION not in ran:
+        return kept
+    spec = rule_by_id(UNUSED_SUPPRESSION)
+    if spec is None:
         return kept
     # Suppressions that silenced nothing: report rule IDs that ran and found nothing there.
     ctx = Context(spec, spec.defaults())

@@ -11,8 +11,8 @@ import difflib
 import enum
 import functools
 import re
-from dataclasses import dataclass
 from importlib import resources
+from typing import NamedTuple
 
 
 class Scale(enum.Enum):
@@ -34,8 +34,7 @@ class Exporter(enum.Enum):
     VLLM = "vLLM"
 
 
-@dataclass(frozen=True, slots=True)
-class GpuMetric:
+class GpuMetric(NamedTuple):
     name: str
     exporter: Exporter
     scale: Scale

@@ -7,8 +7,7 @@ the user wrote.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.document import Manifest, Path, as_dict, as_list, plain_data
 
@@ -25,8 +24,7 @@ _SOURCE_FIELDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class TargetRef:
+class TargetRef(NamedTuple):
     """A scaleTargetRef: the workload an autoscaler scales."""
 
     kind: str
@@ -39,8 +37,7 @@ class TargetRef:
         return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
 
 
-@dataclass(frozen=True, slots=True)
-class MetricTarget:
+class MetricTarget(NamedTuple):
     type: Any
     value: Any
     average_value: Any
@@ -66,18 +63,42 @@ class MetricTarget:
         return fields
 
 
-@dataclass(frozen=True, slots=True)
 class HpaMetric:
     """One entry of ``spec.metrics``."""
 
-    index: int
-    type: str
-    path: Path
-    name: str | None
-    name_path: Path
-    target: MetricTarget | None
-    selector: dict[str, Any] | None = None
-    described_object: dict[str, Any] | None = None
+    __slots__ = (
+        "described_object",
+        "index",
+        "name",
+        "name_path",
+        "path",
+        "selector",
+        "target",
+        "type",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        type: str,
+        path: Path,
+        name: str | None,
+        name_path: Path,
+        target: MetricTarget | None,
+        selector: dict[str, Any] | None = None,
+        described_object: dict[str, Any] | None = None,
+    ) -> None:
+        self.index = index
+        self.type = type
+        self.path = path
+        self.name = name
+        self.name_path = name_path
+        self.target = target
+        self.selector = selector
+        self.described_object = described_object
+
+    def __repr__(self) -> str:
+        return f"HpaMetric({self.index}, {self.type!r}, {self.name!r})"
 
     @property
     def is_cpu_or_memory(self) -> bool:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.adapter import (
     EXTERNAL,
@@ -68,25 +67,38 @@ def key_of(kind: str, namespace: str | None, name: str) -> Key:
     return (kind, namespace or "", name)
 
 
-@dataclass(frozen=True, slots=True)
-class EmbeddedProblem:
+class EmbeddedProblem(NamedTuple):
     """A YAML error inside a string (a ConfigMap's embedded adapter config)."""
 
     owner: Manifest
     problem: LoadProblem
 
 
-@dataclass(slots=True)
 class ResolvedTarget:
     """What a scaleTargetRef points at, as far as the input tells."""
 
-    key: Key
-    ref: TargetRef
-    manifest: Manifest | None = None
-    owner: Manifest | None = None  # the InferenceService / Knative Service that generates it
-    templates: list[PodTemplate] = field(default_factory=list)
-    template_document: Document | None = None
-    via: str = "unknown"  # object | kserve | kserve-legacy | knative-revision | kserve-knative
+    __slots__ = ("key", "manifest", "owner", "ref", "template_document", "templates", "via")
+
+    def __init__(
+        self,
+        key: Key,
+        ref: TargetRef,
+        manifest: Manifest | None = None,
+        owner: Manifest | None = None,
+        templates: list[PodTemplate] | None = None,
+        template_document: Document | None = None,
+        via: str = "unknown",
+    ) -> None:
+        self.key = key
+        self.ref = ref
+        self.manifest = manifest
+        self.owner = owner  # the InferenceService / Knative Service that generates it
+        self.templates: list[PodTemplate] = [] if templates is None else templates
+        self.template_document = template_document
+        self.via = via  # object | kserve | kserve-legacy | knative-revision | kserve-knative
+
+    def __repr__(self) -> str:
+        return f"ResolvedTarget(key={self.key!r}, ref={self.ref!r})"
 
     @property
     def found(self) -> bool:
@@ -101,18 +113,33 @@ class ResolvedTarget:
         return f"{kind} {where}{name}"
 
 
-@dataclass(slots=True)
 class Autoscaler:
     """Something that sets the replicas of a workload through an HPA."""
 
-    kind: str  # HorizontalPodAutoscaler | ScaledObject | KServe
-    manifest: Manifest
-    path: Path
-    target: Key
-    hpa_name: str  # the HPA object this results in (KEDA and KServe create their own)
-    implicit: bool = False
-    note: str = ""
-    ref: TargetRef | None = None  # the scaleTargetRef as written (None for KServe's own)
+    __slots__ = ("hpa_name", "implicit", "kind", "manifest", "note", "path", "ref", "target")
+
+    def __init__(
+        self,
+        kind: str,
+        manifest: Manifest,
+        path: Path,
+        target: Key,
+        hpa_name: str,
+        implicit: bool = False,
+        note: str = "",
+        ref: TargetRef | None = None,
+    ) -> None:
+        self.kind = kind
+        self.manifest = manifest
+        self.path = path
+        self.target = target
+        self.hpa_name = hpa_name
+        self.implicit = implicit
+        self.note = note
+        self.ref = ref  # the scaleTargetRef as written (None for KServe's own)
+
+    def __repr__(self) -> str:
+        return f"Autoscaler(kind={self.kind!r}, manifest={self.manifest!r})"
 
     def describe(self) -> str:
         if self.kind == "KServe":
@@ -122,12 +149,21 @@ class Autoscaler:
         return f"HorizontalPodAutoscaler {self.manifest.name}"
 
 
-@dataclass(slots=True)
 class TargetGroup:
     """All autoscalers that claim one workload."""
 
-    target: Key
-    autoscalers: list[Autoscaler]
+    __slots__ = ("autoscalers", "target")
+
+    def __init__(
+        self,
+        target: Key,
+        autoscalers: list[Autoscaler],
+    ) -> None:
+        self.target = target
+        self.autoscalers = autoscalers
+
+    def __repr__(self) -> str:
+        return f"TargetGroup(target={self.target!r}, autoscalers={self.autoscalers!r})"
 
 
 class Inventory:

@@ -12,8 +12,7 @@ Facts (knative/serving v1.23):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.document import Manifest, Path, as_dict
 from gpulint.workload import PodTemplate, pod_template_at
@@ -36,8 +35,7 @@ DEFAULT_METRICS = {KPA_CLASS: "concurrency", HPA_CLASS: "cpu"}
 CLASS_NAMES = {KPA_CLASS: "KPA", HPA_CLASS: "HPA"}
 
 
-@dataclass(frozen=True, slots=True)
-class AutoscalingSetting:
+class AutoscalingSetting(NamedTuple):
     """One autoscaling setting of a revision: its value, and where it was written.
 
     ``path`` is None for a default nobody wrote; ``origin`` names the field for messages.
@@ -52,8 +50,7 @@ class AutoscalingSetting:
         return self.path is None
 
 
-@dataclass(frozen=True, slots=True)
-class RevisionAutoscaling:
+class RevisionAutoscaling(NamedTuple):
     """The class, metric and target the revisions of a Knative Service (or of a KServe
     Knative-mode component) are scaled with, each with where it came from."""
 

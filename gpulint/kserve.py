@@ -14,9 +14,7 @@ Facts (kserve/kserve v0.20, pkg/constants/constants.go and the HPA/KEDA reconcil
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint import knative
 from gpulint.document import Manifest, Path, as_dict
@@ -53,14 +51,25 @@ LEGACY_AUTOSCALING_ANNOTATIONS = {
 }
 
 
-@dataclass(slots=True)
 class Component:
     """One InferenceService component (predictor, transformer, explainer)."""
 
-    name: str
-    path: Path
-    data: dict[str, Any]
-    template: PodTemplate
+    __slots__ = ("data", "name", "path", "template")
+
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        data: dict[str, Any],
+        template: PodTemplate,
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.data = data
+        self.template = template
+
+    def __repr__(self) -> str:
+        return f"Component(name={self.name!r}, path={self.path!r})"
 
     def get(self, key: str) -> Any:
         return self.data.get(key)
@@ -218,8 +227,7 @@ class InferenceService:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class GeneratedHpaMetric:
+class GeneratedHpaMetric(NamedTuple):
     """One metric of the HPA KServe's HPA reconciler creates for a component."""
 
     description: str  # "CPU 80% utilization"
@@ -283,6 +291,8 @@ def is_kserve_isvc(manifest: Manifest) -> bool:
 
 def default_mode_from_configmap(manifest: Manifest) -> str | None:
     """``defaultDeploymentMode`` of KServe's inferenceservice-config ConfigMap, if this is it."""
+    import json  # rarely needed: keep it off the start-up path
+
     if manifest.kind != "ConfigMap" or manifest.name != "inferenceservice-config":
         return None
     data = as_dict(manifest.data.get("data"))

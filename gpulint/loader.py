@@ -13,9 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path as FsPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.document import Document
 from gpulint.yamlparse import (
@@ -36,8 +34,7 @@ _DOC_START = re.compile(rb"^---", re.MULTILINE)
 STDIN_NAME = "<stdin>"
 
 
-@dataclass(frozen=True, slots=True)
-class LoadProblem:
+class LoadProblem(NamedTuple):
     """A file or document that could not be read (GL702)."""
 
     file: str
@@ -46,8 +43,7 @@ class LoadProblem:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class IgnoreComment:
+class IgnoreComment(NamedTuple):
     """``# gpulint: ignore=GL101,GL102`` on ``line``; it covers that line and the next."""
 
     file: str
@@ -56,16 +52,41 @@ class IgnoreComment:
     rules: frozenset[str]
 
 
-@dataclass(slots=True)
 class LoadedFile:
-    path: str
-    documents: list[Document] = field(default_factory=list)
-    duplicates: list[tuple[Document | None, DuplicateKey]] = field(default_factory=list)
-    problems: list[LoadProblem] = field(default_factory=list)
-    ignore_comments: list[IgnoreComment] = field(default_factory=list)
-    skipped_reason: str | None = None
-    # The raw bytes, kept while the inventory is built (embedded configs need them).
-    text: bytes | None = None
+    __slots__ = (
+        "documents",
+        "duplicates",
+        "ignore_comments",
+        "path",
+        "problems",
+        "skipped_reason",
+        "text",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        documents: list[Document] | None = None,
+        duplicates: list[tuple[Document | None, DuplicateKey]] | None = None,
+        problems: list[LoadProblem] | None = None,
+        ignore_comments: list[IgnoreComment] | None = None,
+        skipped_reason: str | None = None,
+        text: bytes | None = None,
+    ) -> None:
+        self.path = path
+        self.documents: list[Document] = [] if documents is None else documents
+        self.duplicates: list[tuple[Document | None, DuplicateKey]] = (
+            [] if duplicates is None else duplicates
+        )
+        self.problems: list[LoadProblem] = [] if problems is None else problems
+        self.ignore_comments: list[IgnoreComment] = (
+            [] if ignore_comments is None else ignore_comments
+        )
+        self.skipped_reason = skipped_reason
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"LoadedFile(path={self.path!r}, documents={self.documents!r})"
 
 
 class InputError(Exception):
@@ -78,16 +99,15 @@ def expand_paths(paths: Iterable[str]) -> Iterator[str]:
         if raw == "-":
             yield "-"
             continue
-        path = FsPath(raw)
-        if path.is_dir():
+        if os.path.isdir(raw):
             found: list[str] = []
-            for root, dirs, files in os.walk(path):
+            for root, dirs, files in os.walk(raw):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
                 found.extend(
                     os.path.join(root, name) for name in files if name.endswith(YAML_SUFFIXES)
                 )
             yield from sorted(found)
-        elif path.exists():
+        elif os.path.exists(raw):
             yield raw
         else:
             raise InputError(f"no such file or directory: {raw}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 class Severity(enum.IntEnum):
@@ -24,8 +24,7 @@ class Severity(enum.IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
+class ObjectRef(NamedTuple):
     """A Kubernetes object (or a non-object document such as a Helm values file)."""
 
     api_version: str
@@ -42,8 +41,7 @@ class ObjectRef:
         return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+class Location(NamedTuple):
     """Where a finding points: a file and a 1-based line and column.
 
     ``rendered_from`` is the template path of a ``# Source:`` comment in ``helm template``
@@ -59,8 +57,7 @@ class Location:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True, slots=True)
-class Related:
+class Related(NamedTuple):
     """Another object a cross-object finding names."""
 
     ref: ObjectRef
@@ -68,8 +65,7 @@ class Related:
     role: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     rule: str
     name: str
     severity: Severity
@@ -77,7 +73,7 @@ class Finding:
     location: Location
     fix: str = ""
     object: ObjectRef | None = None
-    related: tuple[Related, ...] = field(default=())
+    related: tuple[Related, ...] = ()
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         loc = self.location

@@ -9,16 +9,14 @@ promcfg.go). GKE managed Prometheus (PodMonitoring) keeps the exporter's labels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.document import Document, Manifest, Path, as_dict, as_list
 
 POD_LABELS = ("pod", "namespace", "container")
 
 
-@dataclass(frozen=True, slots=True)
-class DcgmScrape:
+class DcgmScrape(NamedTuple):
     """One place that configures how dcgm-exporter is scraped."""
 
     document: Document

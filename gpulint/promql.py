@@ -8,7 +8,7 @@ aggregations that rules reason about. Template actions (``<<.Series>>``) are tre
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -19,8 +19,7 @@ class SelectorError(ValueError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class Matcher:
+class Matcher(NamedTuple):
     label: str
     op: str
     value: str
@@ -43,8 +42,7 @@ class Matcher:
         return f'{self.label}{self.op}"{escaped}"'
 
 
-@dataclass(frozen=True, slots=True)
-class Selector:
+class Selector(NamedTuple):
     metric: str | None
     matchers: tuple[Matcher, ...]
 
@@ -282,8 +280,7 @@ def metric_names_in_query(query: str) -> list[str]:
     return names
 
 
-@dataclass(frozen=True, slots=True)
-class Aggregation:
+class Aggregation(NamedTuple):
     operator: str
     grouping: str | None  # "by" or "without"
     labels: tuple[str, ...]
@@ -325,8 +322,7 @@ def _matching_paren(text: str, open_pos: int) -> int | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class PlacedAggregation:
+class PlacedAggregation(NamedTuple):
     """An aggregation with where it sits in the query."""
 
     aggregation: Aggregation

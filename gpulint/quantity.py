@@ -8,9 +8,8 @@ exponent (e3, E-2). ``K`` is not a suffix; ``m`` is milli and ``M`` is mega.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.yamlparse import looks_templated
 
@@ -33,8 +32,7 @@ _DECIMAL = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Quantity:
+class Quantity(NamedTuple):
     text: str
     value: Decimal
     suffix: str

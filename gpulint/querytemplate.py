@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 FIELDS = ("Series", "LabelMatchers", "GroupBy", "GroupBySlice", "LabelValuesByName")
 _BLOCK_OPENERS = ("if", "range", "with", "block", "define")
@@ -44,15 +44,13 @@ class RenderUnsupported(ValueError):
     """A valid template that uses constructs gpulint does not evaluate."""
 
 
-@dataclass(frozen=True, slots=True)
-class Action:
+class Action(NamedTuple):
     text: str
     start: int
     end: int
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedTemplate:
+class ParsedTemplate(NamedTuple):
     source: str
     actions: tuple[Action, ...]
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.document import Document, Manifest, Path
 from gpulint.model import Finding, Location, ObjectRef, Related, Severity
@@ -35,8 +34,7 @@ SCOPES = (
 )
 
 
-@dataclass(frozen=True)
-class RuleDoc:
+class RuleDoc(NamedTuple):
     summary: str
     sections: dict[str, str]
 
@@ -68,8 +66,7 @@ def parse_doc(text: str | None) -> RuleDoc:
     return RuleDoc(summary, sections)
 
 
-@dataclass(frozen=True)
-class RuleSpec:
+class RuleSpec(NamedTuple):
     id: str
     name: str
     severity: Severity
@@ -116,21 +113,22 @@ def describe_document(document: Document) -> ObjectRef:
     return ObjectRef("", kind, None, name)
 
 
-@dataclass(frozen=True)
-class Anchor:
+class Anchor(NamedTuple):
     """Where a finding was raised, for suppression by annotation."""
 
     document: Document
     path: Path
 
 
-@dataclass
 class Context:
     """Handed to ``check``: the rule's options and a way to build findings."""
 
-    spec: RuleSpec
-    options: dict[str, Any]
-    anchors: dict[int, Anchor] = field(default_factory=dict)
+    __slots__ = ("anchors", "options", "spec")
+
+    def __init__(self, spec: RuleSpec, options: dict[str, Any]) -> None:
+        self.spec = spec
+        self.options = options
+        self.anchors: dict[int, Anchor] = {}
 
     def finding(
         self,

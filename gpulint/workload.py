@@ -8,8 +8,7 @@ InferenceService component ...) whose containers or init containers ask for a GP
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.document import Manifest, Path, as_dict, as_list, dig
 from gpulint.quantity import is_unknown, try_quantity
@@ -70,15 +69,24 @@ class GpuNames:
 DEFAULT_GPU_NAMES = GpuNames()
 
 
-@dataclass(frozen=True, slots=True)
 class GpuRequest:
     """One GPU resource of one container: what it requests and what it limits."""
 
-    container: str
-    resource: str
-    requests: Any
-    limits: Any
-    container_path: Path
+    __slots__ = ("container", "container_path", "limits", "requests", "resource")
+
+    def __init__(
+        self, container: str, resource: str, requests: Any, limits: Any, container_path: Path
+    ) -> None:
+        self.container = container
+        self.resource = resource
+        self.requests = requests
+        self.limits = limits
+        self.container_path = container_path
+
+    def __repr__(self) -> str:
+        return (
+            f"GpuRequest({self.container!r}, {self.resource!r}, {self.requests!r}, {self.limits!r})"
+        )
 
     @property
     def count(self) -> int | None:
@@ -96,8 +104,7 @@ class GpuRequest:
         return self.resource.startswith("nvidia.com/mig-")
 
 
-@dataclass(frozen=True, slots=True)
-class Container:
+class Container(NamedTuple):
     name: str
     path: Path
     data: dict[str, Any]
@@ -108,14 +115,25 @@ class Container:
         return as_dict(self.data.get("resources"))
 
 
-@dataclass(slots=True)
 class PodTemplate:
     """A pod template (or a KServe component) inside an object, with its path."""
 
-    path: Path
-    metadata: dict[str, Any]
-    containers: list[Container] = field(default_factory=list)
-    label: str = "pod template"
+    __slots__ = ("containers", "label", "metadata", "path")
+
+    def __init__(
+        self,
+        path: Path,
+        metadata: dict[str, Any],
+        containers: list[Container] | None = None,
+        label: str = "pod template",
+    ) -> None:
+        self.path = path
+        self.metadata = metadata
+        self.containers: list[Container] = [] if containers is None else containers
+        self.label = label
+
+    def __repr__(self) -> str:
+        return f"PodTemplate(path={self.path!r}, metadata={self.metadata!r})"
 
     @property
     def annotations(self) -> dict[str, Any]:

@@ -18,8 +18,7 @@ import math
 import re
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from yaml.resolver import Resolver
@@ -87,8 +86,7 @@ class YList(list[Any]):
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class DuplicateKey:
+class DuplicateKey(NamedTuple):
     key: str
     line: int
     column: int
@@ -96,15 +94,27 @@ class DuplicateKey:
     first_column: int
 
 
-@dataclass(slots=True)
 class ParsedDocument:
     """One YAML document: its value, where it starts, and what the parser noticed."""
 
-    value: Any
-    line: int
-    column: int
-    end_line: int
-    duplicates: list[DuplicateKey] = field(default_factory=list)
+    __slots__ = ("column", "duplicates", "end_line", "line", "value")
+
+    def __init__(
+        self,
+        value: Any,
+        line: int,
+        column: int,
+        end_line: int,
+        duplicates: list[DuplicateKey] | None = None,
+    ) -> None:
+        self.value = value
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.duplicates: list[DuplicateKey] = [] if duplicates is None else duplicates
+
+    def __repr__(self) -> str:
+        return f"ParsedDocument(value={self.value!r}, line={self.line!r})"
 
 
 class YamlError(Exception):

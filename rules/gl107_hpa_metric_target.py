@@ -62,9 +62,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint import gpumetrics
 from gpulint.gpumetrics import Scale
@@ -92,8 +91,7 @@ _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _ARITHMETIC = re.compile(r"[*/]")
 
 
-@dataclass(frozen=True, slots=True)
-class _Where:
+class _Where(NamedTuple):
     hpa: HPA
     metric: HpaMetric
     target: MetricTarget

@@ -65,7 +65,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpulint.document import Manifest, Path
 from gpulint.engine import PodOwner
@@ -115,8 +115,7 @@ def check(owner: PodOwner, inventory: Inventory, ctx: Context) -> Iterator[Findi
         yield from _emit(problem, settings, subject, isvc, ctx)
 
 
-@dataclass(frozen=True, slots=True)
-class _Problem:
+class _Problem(NamedTuple):
     kind: str  # kpa-metric | no-target | not-a-number | truncated
     path: Path
 

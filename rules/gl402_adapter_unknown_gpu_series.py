@@ -49,7 +49,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpulint.adapter import AdapterRule
 from gpulint.gpumetrics import Exporter, GpuMetric, is_dcgm_field, lookup, nearest_dcgm_name
@@ -81,8 +81,7 @@ _LEGACY_NOTE = {
 }
 
 
-@dataclass(frozen=True)
-class _Use:
+class _Use(NamedTuple):
     name: str
     keys: tuple[str, ...]  # seriesQuery and/or metricsQuery
 
