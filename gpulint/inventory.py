@@ -9,9 +9,10 @@ and does that ask for GPUs?" or "which autoscalers claim this Deployment?".
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple, TypeVar
 
 from gpulint.adapter import (
     EXTERNAL,
@@ -320,14 +321,20 @@ class Inventory:
 
     # --- questions rules ask ---------------------------------------------------------------
 
-    def find(self, kind: str, namespace: str | None, name: str) -> Manifest | None:
+    def find(
+        self, kind: str, namespace: str | None, name: str, near: Document | None = None
+    ) -> Manifest | None:
         """An object by kind, namespace and name.
 
         Manifests often leave the namespace to ``kubectl -n`` or kustomize; when either side
-        does not say, a unique object of that kind and name matches.
+        does not say, a unique object of that kind and name matches. When the same object is
+        written in several places (one directory per environment), ``near`` picks the copy
+        nearest to the document asking.
         """
         exact = self.by_key.get(key_of(kind, namespace, name))
         if exact:
+            if near is not None and len(exact) > 1:
+                return nearest(exact, near.file, lambda manifest: manifest.file)[0]
             return exact[0]
         candidates = self.by_name.get((kind, name), [])
         if namespace is None:
@@ -358,10 +365,15 @@ class Inventory:
         ]
         return matches[0] if len(matches) == 1 else None
 
-    def resolve_target(self, namespace: str | None, ref: TargetRef) -> ResolvedTarget:
-        """What an autoscaler in ``namespace`` scales, with the pod templates behind it."""
+    def resolve_target(
+        self, namespace: str | None, ref: TargetRef, near: Document | None = None
+    ) -> ResolvedTarget:
+        """What an autoscaler in ``namespace`` scales, with the pod templates behind it.
+
+        ``near`` is the autoscaler's document: among copies of the same object in several
+        directories, the nearest is the one it scales."""
         kind = ref.kind or "Deployment"
-        manifest = self.find(kind, namespace, ref.name)
+        manifest = self.find(kind, namespace, ref.name, near)
         key = key_of(
             kind,
             namespace if namespace is not None else (manifest.namespace if manifest else None),
@@ -427,7 +439,7 @@ class Inventory:
         for hpa in self.hpas:
             if hpa.target_ref is None or _managed_by_controller(hpa.manifest):
                 continue
-            target = self.resolve_target(hpa.namespace, hpa.target_ref).key
+            target = self.resolve_target(hpa.namespace, hpa.target_ref, hpa.manifest).key
             yield Autoscaler(
                 "HorizontalPodAutoscaler",
                 hpa.manifest,
@@ -441,7 +453,7 @@ class Inventory:
             # through its owner, like their HPAs.
             if scaled.target_ref is None or _managed_by_controller(scaled.manifest):
                 continue
-            target = self.resolve_target(scaled.namespace, scaled.target_ref).key
+            target = self.resolve_target(scaled.namespace, scaled.target_ref, scaled.manifest).key
             yield Autoscaler(
                 "ScaledObject",
                 scaled.manifest,
@@ -469,7 +481,19 @@ class Inventory:
     def target_groups(self) -> dict[Key, TargetGroup]:
         if self._groups is None:
             groups: dict[Key, TargetGroup] = {}
+            seen: set[tuple[str, str, str, Key]] = set()
             for autoscaler in self.autoscalers():
+                # The same object written in several files (one directory per environment)
+                # is one autoscaler in any cluster, not two.
+                identity = (
+                    autoscaler.kind,
+                    autoscaler.manifest.namespace or "",
+                    autoscaler.manifest.name,
+                    autoscaler.target,
+                )
+                if identity in seen:
+                    continue
+                seen.add(identity)
                 group = groups.setdefault(autoscaler.target, TargetGroup(autoscaler.target, []))
                 group.autoscalers.append(autoscaler)
             self._groups = _merge_unnamespaced(groups)
@@ -483,11 +507,15 @@ class Inventory:
         for config in self.adapter_configs:
             yield from config.all_rules()
 
-    def rules_exposing(self, metric: str, api: str) -> list[AdapterRule]:
+    def rules_exposing(
+        self, metric: str, api: str, near: Document | None = None
+    ) -> list[AdapterRule]:
         """Adapter rules that can serve ``metric`` on the custom or external metrics API.
 
         ``metric`` is the name an HPA writes; External names are matched the way the HPA
-        asks for them, lowercased (``adapter.requested_metric_name``).
+        asks for them, lowercased (``adapter.requested_metric_name``). With ``near``, when
+        configs in several places expose the metric (a repository with one directory per
+        cluster or environment), only the ones nearest to that document's file count.
         """
         wanted = requested_metric_name(metric, api)
         found = []
@@ -495,7 +523,17 @@ class Inventory:
             for rule in config.rules_for_api(EXTERNAL if api == EXTERNAL else "custom"):
                 if rule.could_expose(wanted):
                     found.append(rule)
+        if near is not None and len(found) > 1:
+            found = nearest(found, near.file, lambda rule: rule.document.file)
         return found
+
+    def adapter_configs_near(self, document: Document) -> list[AdapterConfig]:
+        """The adapter configs nearest to ``document`` (see rules_exposing)."""
+        return nearest(self.adapter_configs, document.file, lambda config: config.document.file)
+
+    def dcgm_scrapes_near(self, document: Document) -> list[DcgmScrape]:
+        """The dcgm-exporter scrape settings nearest to ``document`` (see rules_exposing)."""
+        return nearest(self.dcgm_scrapes, document.file, lambda scrape: scrape.document.file)
 
     def recorded_series(self) -> dict[str, tuple[Manifest, Path]]:
         """Series that PrometheusRule recording rules in the input create (``record:``)."""
@@ -529,6 +567,28 @@ class Inventory:
 
     def __len__(self) -> int:
         return len(self.manifests)
+
+
+_T = TypeVar("_T")
+
+
+def nearest(items: list[_T], file: str, file_of: Callable[[_T], str]) -> list[_T]:
+    """The items whose file shares the longest directory prefix with ``file``."""
+    if len(items) < 2:
+        return items
+    here = os.path.dirname(os.path.abspath(file)).split(os.sep)
+
+    def shared(item: _T) -> int:
+        there = os.path.dirname(os.path.abspath(file_of(item))).split(os.sep)
+        depth = 0
+        for a, b in zip(here, there, strict=False):
+            if a != b:
+                break
+            depth += 1
+        return depth
+
+    best = max(shared(item) for item in items)
+    return [item for item in items if shared(item) == best]
 
 
 def _start_line(item: Any, default: int) -> int:

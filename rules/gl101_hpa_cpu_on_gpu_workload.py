@@ -71,7 +71,7 @@ metrics:
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if hpa.target_ref is None:
         return
-    target = inventory.resolve_target(hpa.namespace, hpa.target_ref)
+    target = inventory.resolve_target(hpa.namespace, hpa.target_ref, hpa.manifest)
     gpus = target.gpu_requests(inventory.gpu_names)
     if not gpus:
         return

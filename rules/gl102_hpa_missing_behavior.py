@@ -136,7 +136,7 @@ def _scale_down_fix(window: int) -> str:
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if hpa.target_ref is None or is_generated_autoscaler(hpa.manifest):
         return
-    target = inventory.resolve_target(hpa.namespace, hpa.target_ref)
+    target = inventory.resolve_target(hpa.namespace, hpa.target_ref, hpa.manifest)
     gpus = target.gpu_requests(inventory.gpu_names)
     if not gpus:
         return

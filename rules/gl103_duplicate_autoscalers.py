@@ -349,7 +349,7 @@ def _triggers_for(
         elif metric.is_custom and metric.name:
             per_pod = target is None or target.value is None or metric.type == "Pods"
             threshold = (target.average_value if per_pod else target.value) if target else None
-            series = _series_behind(metric.name, metric.api, inventory)
+            series = _series_behind(metric.name, metric.api, inventory, hpa)
             converted: dict[str, Any] = {"type": "prometheus"}
             if not per_pod:
                 converted["metricType"] = "Value"  # KEDA's default is AverageValue (per pod)
@@ -371,9 +371,9 @@ def _queries_series(trigger: Any, series: str) -> bool:
     )
 
 
-def _series_behind(metric: str, api: str, inventory: Inventory) -> str:
+def _series_behind(metric: str, api: str, inventory: Inventory, hpa: HPA) -> str:
     """The Prometheus series an adapter rule serves ``metric`` from, when it names one."""
-    for rule in inventory.rules_exposing(metric, api):
+    for rule in inventory.rules_exposing(metric, api, near=hpa.manifest):
         for series in rule.series_names() or []:
             if rule.name_for_series(series) == metric:
                 return series

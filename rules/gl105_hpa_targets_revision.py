@@ -122,7 +122,7 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
     ref = autoscaler.ref
     if autoscaler.implicit or ref is None or (ref.kind or "Deployment") != "Deployment":
         return None
-    target = inventory.resolve_target(autoscaler.manifest.namespace, ref)
+    target = inventory.resolve_target(autoscaler.manifest.namespace, ref, autoscaler.manifest)
     revision = _revision_of(target)
     if revision is None:
         return None

@@ -70,7 +70,7 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
     match = LEGACY_NAME.match(ref.name)
     if match is None:
         return None
-    target = inventory.resolve_target(autoscaler.manifest.namespace, ref)
+    target = inventory.resolve_target(autoscaler.manifest.namespace, ref, autoscaler.manifest)
     if target.manifest is not None:
         return None  # the input holds a Deployment of that name: it exists where this applies
     component = match.group("component")

@@ -367,7 +367,7 @@ def _scale(
 ) -> Iterator[Finding]:
     metric, hpa = where.metric, where.hpa
     assert metric.name is not None
-    judged = _metric_scale(metric, inventory)
+    judged = _metric_scale(metric, inventory, hpa)
     if judged is None:
         return
     scale, basis = judged
@@ -413,7 +413,7 @@ def _scale(
         )
 
 
-def _metric_scale(metric: HpaMetric, inventory: Inventory) -> tuple[Scale, str] | None:
+def _metric_scale(metric: HpaMetric, inventory: Inventory, hpa: HPA) -> tuple[Scale, str] | None:
     """The scale of the metric and the name it was judged by; None when unknown."""
     name = metric.name
     if name is None:
@@ -423,7 +423,7 @@ def _metric_scale(metric: HpaMetric, inventory: Inventory) -> tuple[Scale, str] 
     if known is not None:
         return (known.scale, name) if known.scale in (Scale.PERCENT, Scale.RATIO) else None
     judged: list[tuple[Scale, str]] = []
-    for rule in inventory.rules_exposing(name, metric.api):
+    for rule in inventory.rules_exposing(name, metric.api, near=hpa.manifest):
         if _ARITHMETIC.search(_QUOTED.sub("", rule.metrics_query or "")):
             return None  # the query rescales the series
         for series in rule.series_names() or []:

@@ -92,7 +92,8 @@ _KEDA_METRIC = re.compile(r"^s\d+-")
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    configs = inventory.adapter_configs
+    # In a repository with one directory per cluster, the config next to the HPA is its own.
+    configs = inventory.adapter_configs_near(hpa.manifest)
     if not configs or _made_by_keda(hpa):
         return
     if any(not _complete(config, inventory) for config in configs):
@@ -101,15 +102,15 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         name = metric.name
         if not metric.is_custom or not name or "|" in name or _KEDA_METRIC.match(name):
             continue
-        yield from _check_metric(hpa, metric, name, inventory, ctx)
+        yield from _check_metric(hpa, metric, name, configs, ctx)
 
 
 def _check_metric(
-    hpa: HPA, metric: HpaMetric, name: str, inventory: Inventory, ctx: Context
+    hpa: HPA, metric: HpaMetric, name: str, configs: list[AdapterConfig], ctx: Context
 ) -> Iterator[Finding]:
     api = metric.api
     other_api = CUSTOM if api == EXTERNAL else EXTERNAL
-    rules = [r for c in inventory.adapter_configs for r in c.rules_for_api(api)]
+    rules = [r for c in configs for r in c.rules_for_api(api)]
     wanted = requested_metric_name(name, api)
     exposing = [r for r in rules if r.could_expose(wanted)]
     head = f"HPA {hpa.name} reads {metric.type} metric {name}"
@@ -117,7 +118,10 @@ def _check_metric(
         if api == CUSTOM:
             yield from _check_resource(hpa, metric, name, exposing, head, ctx)
         return
-    elsewhere = inventory.rules_exposing(name, other_api)
+    wanted_there = requested_metric_name(name, other_api)
+    elsewhere = [
+        r for c in configs for r in c.rules_for_api(other_api) if r.could_expose(wanted_there)
+    ]
     if elsewhere:
         yield _wrong_api(hpa, metric, name, elsewhere, head, ctx)
         return

@@ -228,9 +228,10 @@ def _dcgm_series(rule: AdapterRule) -> list[str]:
     return found
 
 
-def _scrape_mode(inventory: Inventory) -> tuple[bool, list[DcgmScrape]] | None:
-    """(honorLabels, the scrapes) when every dcgm-exporter scrape agrees; None otherwise."""
-    scrapes = inventory.dcgm_scrapes
+def _scrape_mode(inventory: Inventory, rule: AdapterRule) -> tuple[bool, list[DcgmScrape]] | None:
+    """(honorLabels, the scrapes) when the dcgm-exporter scrapes nearest to the rule's file
+    agree; None otherwise."""
+    scrapes = inventory.dcgm_scrapes_near(rule.document)
     if not scrapes or any(s.relabels_pod_labels for s in scrapes):
         return None
     modes = {s.honor_labels for s in scrapes}
@@ -249,7 +250,7 @@ def _scrape_text(scrape: DcgmScrape) -> str:
 
 
 def _against_scrape(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    mode = _scrape_mode(inventory)
+    mode = _scrape_mode(inventory, rule)
     if mode is None:
         return
     honor, scrapes = mode
@@ -296,7 +297,7 @@ def _against_scrape(rule: AdapterRule, inventory: Inventory, ctx: Context) -> It
 
 def _default_rules(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     """The chart's default rules map every series through ``pod``/``namespace``."""
-    mode = _scrape_mode(inventory)
+    mode = _scrape_mode(inventory, rule)
     if mode is None or mode[0]:
         return
     scrapes = mode[1]
@@ -309,7 +310,7 @@ def _default_rules(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Ite
             known = lookup(name)
             if not (is_dcgm_field(name) or (known and known.exporter is Exporter.DCGM)):
                 continue
-            serving = inventory.rules_exposing(name, CUSTOM)
+            serving = inventory.rules_exposing(name, CUSTOM, near=hpa.manifest)
             if rule in serving and all(r.generated for r in serving):
                 readers.append((hpa.name, name))
     if not readers:

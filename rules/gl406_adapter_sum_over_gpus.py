@@ -71,7 +71,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         value = try_quantity(metric.target.average_value)
         if value is None:
             continue
-        for rule in inventory.rules_exposing(metric.name, CUSTOM):
+        for rule in inventory.rules_exposing(metric.name, CUSTOM, near=hpa.manifest):
             summed = _summed_gpu_series(rule, metric.name)
             if summed is None:
                 continue
@@ -79,7 +79,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
             if float(value) > _ONE_GPU_MAX[gpu_metric.scale]:
                 continue
             if target is None:
-                target = inventory.resolve_target(hpa.namespace, hpa.target_ref)
+                target = inventory.resolve_target(hpa.namespace, hpa.target_ref, hpa.manifest)
             gpus, request_links = _gpus_per_pod(target, inventory)
             if gpus < 2:
                 continue

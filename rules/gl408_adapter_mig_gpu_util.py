@@ -68,10 +68,10 @@ REPLACEMENT = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if hpa.target_ref is None:
         return
-    sources = [(m, _unreported_series(m, inventory)) for m in hpa.metrics if m.is_custom]
+    sources = [(m, _unreported_series(m, inventory, hpa)) for m in hpa.metrics if m.is_custom]
     if not any(source for _, source in sources):
         return
-    target = inventory.resolve_target(hpa.namespace, hpa.target_ref)
+    target = inventory.resolve_target(hpa.namespace, hpa.target_ref, hpa.manifest)
     migs = [r for r in target.gpu_requests(inventory.gpu_names) if r.is_mig]
     if not migs:
         return
@@ -84,14 +84,14 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
 
 
 def _unreported_series(
-    metric: HpaMetric, inventory: Inventory
+    metric: HpaMetric, inventory: Inventory, hpa: HPA
 ) -> tuple[GpuMetric, AdapterRule | None] | None:
     """The series behind the metric that MIG instances do not report, and the rule serving it."""
     name = metric.name or ""
     if not name:
         return None
     aliases = inventory.settings.metric_aliases
-    rules = inventory.rules_exposing(name, metric.api)
+    rules = inventory.rules_exposing(name, metric.api, near=hpa.manifest)
     wanted = requested_metric_name(name, metric.api)
     for rule in rules:
         candidates = [
