@@ -173,6 +173,7 @@ class AdapterRule:
     """One discovery rule (``rules[]`` or ``externalRules[]``)."""
 
     __slots__ = (
+        "_exposed",
         "_selector",
         "config",
         "data",
@@ -199,6 +200,7 @@ class AdapterRule:
         self.data = data
         self.generated = generated
         self._selector: Selector | None = None
+        self._exposed: list[str] | bool | None = False  # False: not computed yet
         self.selector_error: str | None = None
         query = self.series_query
         if query is not None:
@@ -293,6 +295,11 @@ class AdapterRule:
 
     def exposed_names(self) -> list[str] | None:
         """Names this rule exposes, when they can be known without Prometheus."""
+        if self._exposed is False:
+            self._exposed = self._compute_exposed_names()
+        return None if self._exposed is None or self._exposed is True else list(self._exposed)
+
+    def _compute_exposed_names(self) -> list[str] | None:
         names = self.series_names()
         if names is None:
             template = self.name_as
