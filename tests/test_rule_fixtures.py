@@ -72,6 +72,10 @@ def test_every_rule_has_failing_and_passing_fixtures() -> None:
     for spec in all_rules():
         if spec.id == "GL703":
             continue  # unused suppressions are tested in test_suppression.py
+        if spec.id.startswith("GL8"):
+            continue  # live rules: tests/live/fixtures, run against Prometheus (test_live_fixtures)
+        if spec.id in ("GL901", "GL902"):
+            continue  # cluster rules: tests/cluster/fixtures, run against the fake API server
         if failing.get(spec.id, 0) < 2 or passing.get(spec.id, 0) < 2:
             missing.append(
                 f"{spec.id}: {failing.get(spec.id, 0)} fail, {passing.get(spec.id, 0)} pass"

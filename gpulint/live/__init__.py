@@ -1,1 +1,11 @@
-"""Live checks against a real Prometheus: series, label mapping, rendered adapter queries."""
+"""Live checks against a real Prometheus: series, label mapping, rendered adapter queries.
+
+* ``options``: what the user asked (URL, headers, timeout, look-back);
+* ``collector``: plans and sends the requests, fills a ``snapshot`` on ``inventory.live``;
+* ``client``: the HTTP API through prometheus-api-client, within one deadline;
+* ``snapshot``, ``series``, ``adapterquery``, ``names``, ``words``: pure values and helpers
+  the live rules (GL801-GL805, GL809) read.
+
+Only ``collector``, ``client`` and ``workers`` load an HTTP client, and only with
+``--prometheus``.
+"""

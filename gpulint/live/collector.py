@@ -1,0 +1,577 @@
+"""Ask Prometheus what the live rules need to know, and store it on ``inventory.live``.
+
+The plan, for the adapter rules and HPAs in the inventory:
+
+1. one ``/api/v1/series`` call per distinct seriesQuery, over the window the adapter itself
+   discovers series in (its ``--metrics-max-age``, 10 minutes by default), as the adapter
+   shares calls between rules with the same seriesQuery;
+2. for each rule whose seriesQuery matches nothing: the same metric names without the label
+   matchers, the metric names that exist now (did you mean), and when the names were last
+   seen within the look-back window;
+3. for each rule with series: its metricsQuery rendered for a real namespace and real objects
+   taken from those series, run as an instant query;
+4. for each HPA metric that an adapter rule serves: where the HPA target's pods appear in any
+   series, the rendered query for that namespace and those pods, and the values it returned
+   over the look-back window.
+
+Steps 2-4 run a few requests at a time; everything shares one deadline. A failure to reach
+or read Prometheus becomes ``snapshot.error`` (GL809), never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gpulint.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
+from gpulint.hpa import HPA, HpaMetric
+from gpulint.inventory import Inventory
+from gpulint.live.adapterquery import (
+    QueryLabels,
+    go_quote,
+    mapping_for,
+    matches_pattern,
+    pod_name_pattern,
+    render_query,
+)
+from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError, QueryRejected
+from gpulint.live.names import alternatives_for
+from gpulint.live.options import LiveOptions, format_duration
+from gpulint.live.series import sightings, summarize
+from gpulint.live.snapshot import (
+    POD_LABELS,
+    HpaEvidence,
+    LiveSnapshot,
+    MissingSeries,
+    QueryCheck,
+    RuleEvidence,
+    Sample,
+    SeriesSummary,
+)
+from gpulint.live.workers import run_all
+from gpulint.promql import metric_names_in_query
+from gpulint.querytemplate import RenderUnsupported, TemplateError
+
+LIVE_RULES = ("GL801", "GL802", "GL803", "GL804", "GL805", "GL809")
+# Objects a rendered query asks for when checking a rule on its own (GL803).
+_SAMPLE_OBJECTS = 5
+# Pods an HPA query asks for at most (a Deployment at maxReplicas).
+_MAX_PODS = 200
+
+
+def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
+    """Run the live check; the snapshot's ``error`` says why it could not."""
+    started = time.monotonic()
+    snapshot = LiveSnapshot(
+        options.url, options.required, options.lookback, options.max_age, time.time()
+    )
+    deadline = Deadline(options.timeout)
+    api = PrometheusAPI(options.url, options.headers, deadline)
+    try:
+        _Collector(inventory, options, api, snapshot).run()
+    except PrometheusError as error:
+        _fail(snapshot, str(error))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        # Valid JSON in a shape no Prometheus-compatible API sends.
+        _fail(snapshot, f"answered something that is not the Prometheus API ({error!r})")
+    finally:
+        api.close()
+        snapshot.requests = api.requests
+        snapshot.elapsed = time.monotonic() - started
+    return snapshot
+
+
+def _fail(snapshot: LiveSnapshot, message: str) -> None:
+    snapshot.error = message
+    snapshot.rules.clear()
+    snapshot.hpas.clear()
+
+
+class _Collector:
+    def __init__(
+        self,
+        inventory: Inventory,
+        options: LiveOptions,
+        api: PrometheusAPI,
+        snapshot: LiveSnapshot,
+    ) -> None:
+        self.inventory = inventory
+        self.options = options
+        self.api = api
+        self.snapshot = snapshot
+        self.now = snapshot.evaluated_at
+        self.start = self.now - options.max_age
+        self._names: list[str] | None = None
+        self._names_lock = threading.Lock()
+
+    # --- plan --------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        rules = [
+            r
+            for r in self.inventory.adapter_rules()
+            if not r.generated and r.series_query and r.selector is not None
+        ]
+        generated = any(r.generated for r in self.inventory.adapter_rules())
+        if generated:
+            self.snapshot.notes.append(
+                "the prometheus-adapter chart's default rules (rules.default) are not checked "
+                "live: they match every series with a namespace label"
+            )
+        if not rules:
+            # Nothing to check, but --require-prometheus still needs an answer.
+            self.api.query("vector(1)", self.now)
+            self.snapshot.notes.append(
+                "no prometheus-adapter rule in the input: nothing to check against Prometheus"
+            )
+            return
+        by_query: dict[str, list[AdapterRule]] = {}
+        for rule in rules:
+            by_query.setdefault((rule.series_query or "").strip(), []).append(rule)
+        queries = list(by_query)
+        summaries = run_all(
+            [self._series_task(q, by_query[q]) for q in queries],
+            self.options.concurrency,
+            self.api.deadline,
+        )
+        for query, summary in zip(queries, summaries, strict=True):
+            for rule in by_query[query]:
+                self.snapshot.rules[rule] = RuleEvidence(rule, summary)
+        hpas = self._plan_hpas(rules)
+        preferred = {id(e.rule): e.series_name for e in hpas}
+        tasks: list[Callable[[], None]] = []
+        for rule in rules:
+            evidence = self.snapshot.rules[rule]
+            tasks.append(self._rule_task(evidence, preferred.get(id(rule))))
+        for hpa_evidence in hpas:
+            tasks.append(self._hpa_task(hpa_evidence))
+        run_all(tasks, self.options.concurrency, self.api.deadline)
+        self.snapshot.hpas = hpas
+        self.snapshot.notes.append(
+            f"live check: {len(rules)} adapter rule{'s' * (len(rules) != 1)} and {len(hpas)} "
+            f"HPA metric{'s' * (len(hpas) != 1)} checked against {self.options.url} "
+            f"(look-back {format_duration(self.options.lookback)})"
+        )
+
+    def _series_task(self, query: str, rules: list[AdapterRule]) -> Callable[[], SeriesSummary]:
+        objects: list[str] = []
+        namespaces: list[str] = []
+        for rule in rules:
+            resources = rule.resources
+            for label, resource in resources.overrides.items():
+                (namespaces if resource == "namespaces" else objects).append(label)
+            for resource in ("pods", "namespaces"):
+                mapped = resources.label_for(resource)
+                if mapped:
+                    (namespaces if resource == "namespaces" else objects).append(mapped)
+
+        def task() -> SeriesSummary:
+            series = self.api.series([query], self.start, self.now)
+            return summarize(series, objects, namespaces)
+
+        return task
+
+    def _plan_hpas(self, rules: list[AdapterRule]) -> list[HpaEvidence]:
+        exposed = {id(r): self.snapshot.rules[r].exposed() for r in rules}
+        planned: list[HpaEvidence] = []
+        for hpa in self.inventory.hpas:
+            for metric in hpa.metrics:
+                if not metric.is_custom or not metric.name:
+                    continue
+                api = EXTERNAL if metric.type == "External" else CUSTOM
+                # The HPA lowercases External metric names when it asks for them
+                # (kubernetes/kubernetes#72996); the adapter matches names exactly.
+                wanted = metric.name.lower() if api == EXTERNAL else metric.name
+                for rule in rules:
+                    if rule.kind != api:
+                        continue
+                    series = exposed[id(rule)].get(wanted)
+                    if series:
+                        planned.append(self._hpa_evidence(hpa, metric, rule, series))
+                        break
+        return planned
+
+    def _hpa_evidence(
+        self, hpa: HPA, metric: HpaMetric, rule: AdapterRule, series: str
+    ) -> HpaEvidence:
+        target = "the HPA's target"
+        if hpa.target_ref is not None:
+            resolved = self.inventory.resolve_target(hpa.namespace, hpa.target_ref)
+            target = resolved.describe()
+        evidence = HpaEvidence(hpa, metric, rule, series, target)
+        if metric.type == "Pods" and hpa.target_ref is not None:
+            pattern, human = pod_name_pattern(hpa.target_ref.kind, hpa.target_ref.name)
+            evidence.pod_pattern, evidence.pod_names = pattern, human
+        return evidence
+
+    # --- shared lookups ------------------------------------------------------------------------
+
+    def present_names(self) -> list[str]:
+        """Metric names with series in the adapter's window (one call, shared)."""
+        with self._names_lock:
+            if self._names is None:
+                self._names = self.api.label_values("__name__", self.start, self.now)
+            return self._names
+
+    def current_names(self, names: list[str]) -> set[str]:
+        """The names among ``names`` that have a sample now (not stale, not gone)."""
+        if not names:
+            return set()
+        pattern = "|".join(re.escape(n) for n in names)
+        try:
+            data = self.api.query(f'count by (__name__) ({{__name__=~"{pattern}"}})', self.now)
+        except QueryRejected:
+            return set(names)
+        return {s.label("__name__") for s in _samples(data)}
+
+    def last_seen(self, names: list[str], selector: str | None, window: float) -> dict[str, float]:
+        """When each name (or ``selector``) last had a sample within ``window``, to a step.
+
+        ``count_over_time(x[step])`` ignores staleness markers, so a subquery of it finds the
+        last step with a sample even when the series went stale one scrape later;
+        ``timestamp()`` of a function's result is the step's time.
+        """
+        step = int(max(15, window / 360))
+        parts = []
+        keyed = [(name, f"{{__name__={go_quote(name)}}}") for name in names]
+        if selector is not None:
+            keyed.append((selector, selector))
+        for key, expression in keyed:
+            inner = f"timestamp(count_over_time({expression}[{step}s]))"
+            parts.append(
+                f"label_replace(max(max_over_time({inner}[{int(window)}s:{step}s])), "
+                f'"gpulint_name", {go_quote(key)}, "", "")'
+            )
+        if not parts:
+            return {}
+        try:
+            data = self.api.query(" or ".join(parts), self.now)
+        except QueryRejected:
+            return {}
+        found: dict[str, float] = {}
+        expressions = dict(keyed)
+        for sample in _samples(data):
+            key = sample.label("gpulint_name")
+            if key in expressions and math.isfinite(sample.value):
+                exact = self._last_sample(expressions[key], step, sample.value)
+                found[key] = sample.value if exact is None else exact
+        for key in names:
+            if key not in found:
+                # Samples newer than the last whole step: the subquery's steps end before them.
+                recent = self._last_sample(expressions[key], step, self.now)
+                if recent is not None:
+                    found[key] = recent
+        return found
+
+    def _last_sample(self, expression: str, step: int, around: float) -> float | None:
+        """The exact time of the last raw sample in the step that ends at ``around``."""
+        try:
+            data = self.api.query(f"{expression}[{step}s]", around)
+        except QueryRejected:
+            return None
+        times = [
+            float(point[0])
+            for item in data.get("result", [])
+            if isinstance(item, dict)
+            for point in item.get("values") or []
+            if isinstance(point, list) and point
+        ]
+        return max(times, default=None)
+
+    # --- rules -------------------------------------------------------------------------------
+
+    def _rule_task(self, evidence: RuleEvidence, preferred: str | None) -> Callable[[], None]:
+        def task() -> None:
+            if evidence.series.count == 0:
+                evidence.missing = self._explain_missing(evidence.rule)
+            else:
+                evidence.query = self._check_query(evidence, preferred)
+
+        return task
+
+    def _explain_missing(self, rule: AdapterRule) -> MissingSeries:
+        selector = rule.selector
+        missing = MissingSeries()
+        if selector is None:
+            return missing
+        name_matchers = selector.name_matchers()
+        label_matchers = selector.label_matchers()
+        if not name_matchers:
+            labels = set(self.api.label_names(self.start, self.now))
+            missing.absent_labels = [
+                m.label for m in label_matchers if not m.matches("") and m.label not in labels
+            ]
+            return missing
+        name_only = "{" + ",".join(str(m) for m in name_matchers) + "}"
+        if label_matchers:
+            series = self.api.series([name_only], self.start, self.now)
+            missing.name_only = summarize(series, matchers=label_matchers)
+            if missing.name_only.count:
+                return missing
+        literal = selector.literal_names() or []
+        present = self.present_names()
+        for name in literal:
+            missing.alternatives.extend(alternatives_for(name, present))
+        window = max(self.options.lookback, self.options.max_age)
+        missing.last_seen = self.last_seen(literal, None if literal else name_only, window)
+        return missing
+
+    def _check_query(self, evidence: RuleEvidence, preferred: str | None) -> QueryCheck:
+        rule, summary = evidence.rule, evidence.series
+        exposed = evidence.exposed()
+        if not exposed:
+            return QueryCheck(
+                "", skipped="no series passes the rule's name.matches and seriesFilters"
+            )
+        series = preferred if preferred else next(iter(exposed.values()))
+        labels = mapping_for(rule)
+        check = QueryCheck(
+            series, labels.resource, labels.object_label, labels.namespace_label, None
+        )
+        if not rule.metrics_query:
+            check.skipped = "the rule has no metricsQuery"
+            return check
+        namespace, objects, why_not = _real_objects(labels, summary)
+        if why_not:
+            check.skipped = why_not
+            return check
+        check.namespace, check.objects = namespace, objects
+        try:
+            check.rendered = render_query(rule, labels, series, namespace, objects)
+        except (TemplateError, RenderUnsupported) as error:
+            check.skipped = f"gpulint cannot render the metricsQuery: {error}"
+            return check
+        try:
+            check.samples = _samples(self.api.query(check.rendered, self.now))
+        except QueryRejected as error:
+            check.error = str(error)
+            return check
+        if not check.samples:
+            names = metric_names_in_query(check.rendered)
+            present = set(self.present_names())
+            check.absent_names = [n for n in names if n not in present]
+            seen = [n for n in names if n in present]
+            stale = [n for n in seen if n not in self.current_names(seen)]
+            check.last_seen = self.last_seen(stale, None, self.options.max_age)
+        return check
+
+    # --- HPAs --------------------------------------------------------------------------------
+
+    def _hpa_task(self, evidence: HpaEvidence) -> Callable[[], None]:
+        def task() -> None:
+            metric = evidence.metric
+            if metric.type == "Pods":
+                self._check_pods_metric(evidence)
+            elif metric.type == "Object":
+                self._check_object_metric(evidence)
+            else:
+                self._check_external_metric(evidence)
+
+        return task
+
+    def _check_pods_metric(self, evidence: HpaEvidence) -> None:
+        labels = mapping_for(evidence.rule, "pods")
+        evidence.object_label, evidence.namespace_label = (
+            labels.object_label,
+            labels.namespace_label,
+        )
+        pattern = evidence.pod_pattern
+        if pattern is None:
+            evidence.skipped = "the HPA has no scaleTargetRef"
+            return
+        if labels.object_label is None:
+            evidence.skipped = "the rule maps no label to pods"
+            return
+        # The healthy case first: the rule's own series name the target's pods.
+        known = self.snapshot.rules[evidence.rule].series
+        by_namespace = known.namespaces_of(labels.object_label, labels.namespace_label or "")
+        if not labels.namespace_label:
+            by_namespace = {"": known.objects_in(labels.object_label, None, "")}
+        candidates = {
+            namespace: sorted(p for p in pods if matches_pattern(pattern, p))
+            for namespace, pods in by_namespace.items()
+        }
+        namespace = evidence.hpa.namespace
+        if namespace is None:
+            found = sorted(ns for ns, pods in candidates.items() if pods and ns)
+            namespace = found[0] if len(found) == 1 else "default"
+        evidence.namespace = namespace
+        pods = candidates.get(namespace if labels.namespace_label else "", [])[:_MAX_PODS]
+        if pods:
+            evidence.objects = pods
+            self._run_hpa_query(evidence, labels, pods, pattern)
+            if evidence.usable or evidence.error or evidence.skipped:
+                return
+        # No value for the pods: find where they appear, under any label, in any metric.
+        pod_labels = list(dict.fromkeys((*POD_LABELS, labels.object_label)))
+        matches = [f"{{{label}=~{go_quote(pattern)}}}" for label in pod_labels]
+        seen = sightings(self.api.series(matches, self.start, self.now), pod_labels)
+        # A series found through exported_pod also carries pod (the exporter's): keep only
+        # the labels that hold the target's pods.
+        evidence.sightings = [s for s in seen if matches_pattern(pattern, s.pod)]
+        if evidence.hpa.namespace is None:
+            namespaces = sorted({s.namespace for s in evidence.sightings if s.namespace})
+            evidence.namespace = namespaces[0] if len(namespaces) == 1 else "default"
+        if not pods:
+            # The adapter asks for the pods the cluster has; the series show their names.
+            in_namespace = {s.pod for s in evidence.sightings if s.namespace == evidence.namespace}
+            pods = sorted(in_namespace)[:_MAX_PODS]
+            evidence.objects = pods
+            self._run_hpa_query(evidence, labels, pods, pattern)
+
+    def _check_object_metric(self, evidence: HpaEvidence) -> None:
+        described = evidence.metric.described_object or {}
+        kind, name = described.get("kind"), described.get("name")
+        if not isinstance(kind, str) or not isinstance(name, str):
+            evidence.skipped = "the metric has no describedObject kind and name"
+            return
+        labels = mapping_for(evidence.rule, canonical_resource(kind))
+        evidence.object_label, evidence.namespace_label = (
+            labels.object_label,
+            labels.namespace_label,
+        )
+        if labels.object_label is None:
+            evidence.skipped = f"the rule maps no label to {canonical_resource(kind)}"
+            return
+        evidence.namespace = evidence.hpa.namespace or "default"
+        evidence.objects = [name]
+        self._run_hpa_query(evidence, labels, [name], None)
+
+    def _check_external_metric(self, evidence: HpaEvidence) -> None:
+        labels = mapping_for(evidence.rule)
+        evidence.namespace_label = labels.namespace_label
+        evidence.namespace = evidence.hpa.namespace or "default"
+        if labels.namespaced and labels.namespace_label is None:
+            # prometheus-adapter: "unable to find label for namespace" on every request.
+            evidence.error = (
+                "the rule is namespaced but maps no label to namespaces, so the adapter cannot "
+                "add the namespace matcher"
+            )
+            return
+        self._run_hpa_query(evidence, labels, [], None)
+
+    def _run_hpa_query(
+        self, evidence: HpaEvidence, labels: QueryLabels, objects: list[str], pattern: str | None
+    ) -> None:
+        selector = evidence.metric.selector
+        try:
+            evidence.rendered = render_query(
+                evidence.rule,
+                labels,
+                evidence.series_name,
+                evidence.namespace,
+                objects,
+                None if objects else pattern,
+                selector,
+            )
+        except (TemplateError, RenderUnsupported) as error:
+            evidence.skipped = f"gpulint cannot render the metricsQuery: {error}"
+            return
+        try:
+            evidence.samples = _samples(self.api.query(evidence.rendered, self.now))
+        except QueryRejected as error:
+            evidence.error = str(error)
+            return
+        evidence.usable = [s for s in evidence.samples if _usable(s, labels, objects, pattern)]
+        if not evidence.usable:
+            return
+        external = evidence.metric.type == "External"
+        expression = f"sum({evidence.rendered})" if external else f"({evidence.rendered})"
+        window = self.options.lookback
+        # Enough points for a minimum, a median and a maximum; each step is a full query.
+        step = int(max(15, window / 240))
+        history: list[float] = []
+        try:
+            data = self.api.query(f"{expression}[{int(window)}s:{step}s]", self.now)
+        except QueryRejected:
+            data = {"result": []}
+        wanted = {s.label(labels.object_label) for s in evidence.usable if labels.object_label}
+        for item in data.get("result", []):
+            if not isinstance(item, dict):
+                continue
+            metric = item.get("metric") or {}
+            if (
+                labels.object_label
+                and not external
+                and metric.get(labels.object_label) not in wanted
+            ):
+                continue
+            for point in item.get("values") or []:
+                history.append(_number(point))
+        current = [s.value for s in evidence.usable]
+        if external:
+            current = [sum(current)]
+        evidence.observed = [v for v in (*history, *current) if math.isfinite(v)]
+
+
+def _real_objects(
+    labels: QueryLabels, summary: SeriesSummary
+) -> tuple[str | None, list[str], str | None]:
+    """A namespace and a few objects taken from the series, or why there are none."""
+    if labels.resource is None:  # an external rule
+        if labels.namespaced and labels.namespace_label:
+            if not summary.carries(labels.namespace_label):
+                return None, [], f"the series carry no {labels.namespace_label} label"
+            values = summary.top_values(labels.namespace_label, 1)
+            return (values[0] if values else None), [], None
+        return None, [], None
+    label = labels.object_label
+    if label is None:
+        return None, [], f"the rule maps no label to {labels.resource}"
+    if not summary.carries(label):
+        return None, [], f"the series carry no {label} label"
+    if labels.namespaced and labels.namespace_label:
+        by_namespace = summary.namespaces_of(label, labels.namespace_label)
+        if not by_namespace:
+            return None, [], f"no series carries both {label} and {labels.namespace_label}"
+        namespace = max(sorted(by_namespace), key=lambda ns: len(by_namespace[ns]))
+        return namespace, sorted(by_namespace[namespace])[:_SAMPLE_OBJECTS], None
+    values = sorted(summary.values.get(label, {}))
+    return None, values[:_SAMPLE_OBJECTS], None
+
+
+def _usable(sample: Sample, labels: QueryLabels, objects: list[str], pattern: str | None) -> bool:
+    """Can the adapter hand this sample to one of the objects it was asked about?"""
+    if labels.object_label is None:
+        return True
+    value = sample.label(labels.object_label)
+    if objects:
+        return value in objects
+    return bool(value) and pattern is not None and matches_pattern(pattern, value)
+
+
+def _number(point: Any) -> float:
+    if isinstance(point, list | tuple) and len(point) == 2:
+        try:
+            return float(point[1])
+        except (TypeError, ValueError):
+            return math.nan
+    return math.nan
+
+
+def _samples(data: dict[str, Any]) -> list[Sample]:
+    """The series of an instant query's answer (vector, scalar or matrix)."""
+    result = data.get("result")
+    kind = data.get("resultType")
+    if kind in ("scalar", "string"):
+        return [Sample((), _number(result))] if isinstance(result, list) else []
+    found = []
+    for item in result if isinstance(result, list) else []:
+        if not isinstance(item, dict):
+            continue
+        metric = item.get("metric")
+        labels = tuple(
+            sorted(
+                (str(k), str(v)) for k, v in (metric.items() if isinstance(metric, dict) else [])
+            )
+        )
+        if "value" in item:
+            found.append(Sample(labels, _number(item.get("value"))))
+        else:
+            for point in item.get("values") or []:
+                found.append(Sample(labels, _number(point)))
+    return found

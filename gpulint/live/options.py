@@ -1,0 +1,99 @@
+"""What the user asked of the live check: where Prometheus is, how long to wait, how far back.
+
+Pure values and parsers (no network): the CLI builds ``LiveOptions`` from ``--prometheus``,
+``--prometheus-header``, ``--prometheus-timeout``, ``--require-prometheus`` and ``--lookback``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# prometheus-adapter discovers series seen within --metrics-max-age, which defaults to
+# --metrics-relist-interval, 10m (prometheus-adapter cmd/adapter/adapter.go).
+ADAPTER_MAX_AGE = 600.0
+DEFAULT_LOOKBACK = 24 * 3600.0
+DEFAULT_TIMEOUT = 30.0
+# Requests in flight at once: enough to hide latency, few enough not to load a shared Prometheus.
+DEFAULT_CONCURRENCY = 4
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_UNITS["y"] = 365 * 86400.0
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
+
+
+class OptionError(ValueError):
+    """A live-check option the user got wrong (the CLI exits with 2)."""
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+    required: bool = False
+    lookback: float = DEFAULT_LOOKBACK
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_age: float = ADAPTER_MAX_AGE
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Prometheus duration (``24h``, ``1h30m``, ``3d``) or a number of seconds."""
+    value = text.strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", value):
+        seconds = float(value)
+    else:
+        position, seconds = 0, 0.0
+        for match in _DURATION.finditer(value):
+            if match.start() != position:
+                break
+            seconds += float(match.group(1)) * _UNITS[match.group(2)]
+            position = match.end()
+        if position != len(value) or not value:
+            raise OptionError(
+                f"{text!r} is not a duration (write it as Prometheus does: 30m, 24h, 3d, 1h30m)"
+            )
+    if seconds <= 0:
+        raise OptionError(f"{text!r} must be longer than zero")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """``93784`` -> ``1d2h``: the largest unit and the next one, a user reads it at a glance."""
+    remaining = round(max(seconds, 0.0))
+    units = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+    for index, (unit, size) in enumerate(units):
+        if remaining >= size or unit == "s":
+            text = f"{remaining // size}{unit}"
+            if index + 1 < len(units):
+                next_unit, next_size = units[index + 1]
+                rest = (remaining % size) // next_size
+                if rest:
+                    text += f"{rest}{next_unit}"
+            return text
+    return "0s"
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``Authorization=Bearer abc`` -> (``Authorization``, ``Bearer abc``)."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name):
+        raise OptionError(
+            f"--prometheus-header {text!r}: write NAME=VALUE, e.g. 'Authorization=Bearer <token>'"
+            " or 'X-Scope-OrgID=tenant-1'"
+        )
+    return name, value.strip()
+
+
+def parse_url(text: str) -> str:
+    """The base URL of the Prometheus HTTP API, without a trailing slash."""
+    url = text.strip().rstrip("/")
+    if not re.match(r"^https?://[^/\s]+", url):
+        raise OptionError(
+            f"--prometheus {text!r} is not an http(s) URL (e.g. http://localhost:9090, "
+            "or http://thanos-query:10902, or https://mimir.example/prometheus)"
+        )
+    if url.endswith("/api/v1"):
+        url = url[: -len("/api/v1")]
+    return url

@@ -1,0 +1,222 @@
+"""What the live check learned from Prometheus, as typed values the live rules read.
+
+The collector (``gpulint.live.collector``) fills a ``LiveSnapshot`` and stores it on
+``inventory.live``; rules GL801-GL805 and GL809 only read it. Nothing here talks to the
+network, so rules can import it freely.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from gpulint.adapter import AdapterRule
+from gpulint.hpa import HPA, HpaMetric
+
+# Labels that name a pod or a namespace in GPU series: dcgm-exporter's own (``pod``,
+# ``namespace``; ``pod_name``/``pod_namespace`` with --use-old-namespace), what Prometheus
+# renames them to under honor_labels: false (``exported_*``), and the names of the classic
+# kubernetes-pods scrape config.
+POD_LABELS = ("pod", "exported_pod", "pod_name", "kubernetes_pod_name", "exported_pod_name")
+NAMESPACE_LABELS = (
+    "namespace",
+    "exported_namespace",
+    "pod_namespace",
+    "kubernetes_namespace",
+    "exported_pod_namespace",
+)
+# dcgm-exporter writes Hostname (hostname since NVIDIA/dcgm-exporter#655); other exporters
+# leave only the scrape target to tell nodes apart.
+NODE_LABELS = ("Hostname", "hostname", "node", "kubernetes_node", "instance")
+GPU_LABELS = ("UUID", "uuid", "gpu", "minor_number")
+MIG_PROFILE_LABEL = "GPU_I_PROFILE"
+MIG_INSTANCE_LABEL = "GPU_I_ID"
+
+# Bounds on what one answer may fill in memory, whatever its size.
+MAX_VALUES_PER_LABEL = 5000
+MAX_SIGHTINGS = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One series of an instant query's answer."""
+
+    labels: tuple[tuple[str, str], ...]
+    value: float
+
+    def label(self, name: str) -> str:
+        for key, value in self.labels:
+            if key == name:
+                return value
+        return ""
+
+    def describe(self) -> str:
+        inner = ",".join(f'{k}="{v}"' for k, v in self.labels if k != "__name__")
+        return "{" + inner + "}"
+
+
+@dataclass
+class SeriesSummary:
+    """What gpulint keeps of a ``/api/v1/series`` answer (the series themselves are dropped)."""
+
+    count: int = 0
+    names: Counter[str] = field(default_factory=Counter)
+    label_counts: Counter[str] = field(default_factory=Counter)
+    # tracked label -> value -> series
+    values: dict[str, Counter[str]] = field(default_factory=dict)
+    # (object label, namespace label or "") -> namespace value or "" -> object values
+    objects: dict[tuple[str, str], dict[str, set[str]]] = field(default_factory=dict)
+    # node -> GPUs (or MIG instances) seen, and the ``pod`` values of their series
+    node_gpus: dict[str, set[str]] = field(default_factory=dict)
+    node_pods: dict[str, set[str]] = field(default_factory=dict)
+    # matcher (as written) -> series it rejects, for selectors checked against these series
+    rejected: Counter[str] = field(default_factory=Counter)
+    mig_names: set[str] = field(default_factory=set)
+
+    def carries(self, label: str) -> bool:
+        return self.label_counts.get(label, 0) > 0
+
+    def objects_in(
+        self, object_label: str, namespace_label: str | None, namespace: str
+    ) -> set[str]:
+        by_namespace = self.objects.get((object_label, namespace_label or ""), {})
+        return by_namespace.get(namespace if namespace_label else "", set())
+
+    def namespaces_of(self, object_label: str, namespace_label: str) -> dict[str, set[str]]:
+        return self.objects.get((object_label, namespace_label), {})
+
+    def top_values(self, label: str, limit: int = 3) -> list[str]:
+        return [value for value, _ in self.values.get(label, Counter()).most_common(limit)]
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """A metric that exists now under another name than the one a seriesQuery asks for."""
+
+    name: str
+    reason: str  # "case" | "family" | "typo"
+    source: str  # the exporter that writes it
+    conversion: str  # how its values relate to the wanted metric's
+
+
+@dataclass
+class MissingSeries:
+    """Why a seriesQuery matches nothing, as far as Prometheus can tell."""
+
+    name_only: SeriesSummary | None = None  # the same metric names, label matchers dropped
+    alternatives: list[Alternative] = field(default_factory=list)
+    last_seen: dict[str, float] = field(default_factory=dict)  # name -> unix time, in lookback
+    absent_labels: list[str] = field(default_factory=list)  # for selectors without a name
+
+
+@dataclass
+class QueryCheck:
+    """An adapter rule's metricsQuery, rendered for real objects and run as an instant query."""
+
+    series_name: str
+    resource: str | None = None  # "pods" ...; None for external rules
+    object_label: str | None = None
+    namespace_label: str | None = None
+    namespace: str | None = None
+    objects: list[str] = field(default_factory=list)
+    rendered: str = ""
+    error: str | None = None
+    samples: list[Sample] = field(default_factory=list)
+    skipped: str | None = None
+    absent_names: list[str] = field(default_factory=list)
+    last_seen: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ran(self) -> bool:
+        return self.skipped is None and bool(self.rendered)
+
+
+@dataclass
+class RuleEvidence:
+    rule: AdapterRule
+    series: SeriesSummary
+    missing: MissingSeries | None = None
+    query: QueryCheck | None = None
+
+    def exposed(self) -> dict[str, str]:
+        """API metric name -> a series name that gives it, for the series found."""
+        found: dict[str, str] = {}
+        for series, _ in self.series.names.most_common():
+            name = self.rule.name_for_series(series)
+            if name and name not in found:
+                found[name] = series
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    """A series of some metric that carries one of an HPA target's pods."""
+
+    metric: str
+    pod_label: str
+    pod: str
+    namespace_label: str
+    namespace: str
+    mig_profile: str
+
+
+@dataclass
+class HpaEvidence:
+    """One HPA metric served by an adapter rule, queried as the adapter would for its pods."""
+
+    hpa: HPA
+    metric: HpaMetric
+    rule: AdapterRule
+    series_name: str
+    target: str  # "Deployment ml/triton"
+    pod_names: str = ""  # "triton-<hash>-<id>"
+    pod_pattern: str | None = None
+    namespace: str | None = None
+    object_label: str | None = None
+    namespace_label: str | None = None
+    objects: list[str] = field(default_factory=list)  # the object names the query asked for
+    rendered: str = ""
+    error: str | None = None
+    samples: list[Sample] = field(default_factory=list)
+    usable: list[Sample] = field(default_factory=list)  # samples the adapter can hand out
+    sightings: list[Sighting] = field(default_factory=list)
+    observed: list[float] = field(default_factory=list)  # look-back history and current values
+    skipped: str | None = None
+
+    def observed_stats(self) -> tuple[float, float, float] | None:
+        values = sorted(v for v in self.observed if math.isfinite(v))
+        if not values:
+            return None
+        middle = len(values) // 2
+        median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+        return values[0], median, values[-1]
+
+
+@dataclass
+class LiveSnapshot:
+    """Everything the live rules read; ``error`` set means Prometheus failed (GL809)."""
+
+    url: str
+    required: bool = False
+    lookback: float = 86400.0
+    max_age: float = 600.0
+    evaluated_at: float = 0.0
+    error: str | None = None
+    rules: dict[AdapterRule, RuleEvidence] = field(default_factory=dict)
+    hpas: list[HpaEvidence] = field(default_factory=list)
+    requests: int = 0
+    elapsed: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def available(self) -> bool:
+        return self.error is None
+
+    def for_rule(self, rule: AdapterRule) -> RuleEvidence | None:
+        return self.rules.get(rule) if self.available else None
+
+    def for_hpa(self, hpa: HPA) -> list[HpaEvidence]:
+        if not self.available:
+            return []
+        return [evidence for evidence in self.hpas if evidence.hpa is hpa]

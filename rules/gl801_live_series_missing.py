@@ -1,0 +1,238 @@
+"""An adapter rule's seriesQuery matches no series in Prometheus.
+
+## What it checks
+With ``--prometheus``, every prometheus-adapter rule's ``seriesQuery`` is sent to
+``/api/v1/series`` over the window the adapter discovers series in (its
+``--metrics-max-age``, 10 minutes by default). When nothing comes back, gpulint says why, in
+this order:
+
+1. the metric exists under another exporter's name (``nvidia_gpu_duty_cycle``,
+   ``dcgm_gpu_utilization``, ``container_accelerator_duty_cycle``,
+   ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` ...), with the unit conversion;
+2. the name was never seen within the look-back window (``--lookback``, default 24h);
+3. it disappeared: when it was last seen;
+4. the metric exists but a label matcher of the seriesQuery excludes every series (the
+   matcher is named).
+
+Only user-written rules are checked; the chart's generic default rules are not.
+
+## Why is this bad?
+The adapter exposes nothing for a rule whose seriesQuery finds no series, so every HPA that
+asks for its metric fails with "the server could not find the metric ... for pods", and
+``kubectl get --raw /apis/custom.metrics.k8s.io/v1beta1`` lists no such metric. The usual
+causes are an exporter other than the one the guide assumed, a renamed metric after an
+exporter upgrade, and a ``exported_pod!=""`` matcher on a Prometheus that keeps the exporter's
+``pod`` label.
+
+## Example
+```yaml
+rules:
+- seriesQuery: 'container_accelerator_duty_cycle{namespace!="",pod!=""}'  # kubelet dropped it
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+```
+
+## Use instead
+```yaml
+rules:
+- seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}'
+  resources:
+    overrides:
+      exported_namespace: {resource: namespace}
+      exported_pod: {resource: pod}
+  metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+```
+
+## References
+- prometheus-adapter docs/config.md (discovery) and cmd/adapter/adapter.go
+  (``--metrics-relist-interval``, ``--metrics-max-age``).
+- NVIDIA dcgm-exporter etc/default-counters.csv; kubelet accelerator metrics removed in 1.28.
+- Prometheus HTTP API: ``/api/v1/series``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpulint.adapter import EXTERNAL, AdapterRule
+from gpulint.inventory import Inventory
+from gpulint.live.options import format_duration
+from gpulint.live.snapshot import (
+    NAMESPACE_LABELS,
+    POD_LABELS,
+    LiveSnapshot,
+    MissingSeries,
+    SeriesSummary,
+)
+from gpulint.live.words import ago, listing, rule_label
+from gpulint.model import Finding, Related, Severity
+from gpulint.promql import Matcher
+from gpulint.rule import Context, related
+
+ID = "GL801"
+NAME = "live-series-missing"
+SEVERITY = Severity.ERROR
+SCOPE = "adapter-rule"
+REQUIRES = "live"  # runs only with --prometheus
+
+
+def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    live: LiveSnapshot | None = inventory.live
+    evidence = live.for_rule(rule) if live is not None else None
+    if live is None or evidence is None or evidence.missing is None:
+        return
+    query = (rule.series_query or "").strip()
+    selector = rule.selector
+    missing = evidence.missing
+    head = (
+        f"seriesQuery `{query}` of {rule_label(rule)} matches no series in Prometheus "
+        f"(last {format_duration(live.max_age)}, the window the adapter discovers series in)"
+    )
+    reason, fix = _explain(query, missing, live, rule)
+    if selector is not None and not reason:
+        reason = "nothing in Prometheus matches it"
+    yield ctx.finding(
+        rule.document,
+        (*rule.path, "seriesQuery"),
+        f"{head}: {reason}; the adapter exposes nothing for it",
+        fix,
+        related=_hpas_asking(rule, inventory),
+    )
+
+
+def _explain(
+    query: str, missing: MissingSeries, live: LiveSnapshot, rule: AdapterRule
+) -> tuple[str, str]:
+    selector = rule.selector
+    if selector is None:
+        return "", ""
+    names = selector.literal_names() or []
+    shown = " or ".join(names) if names else "a series of these names"
+    matchers = selector.label_matchers()
+    name_only = missing.name_only
+    if name_only is not None and name_only.count:
+        # The metric exists; the label matchers exclude it.
+        total = name_only.count
+        excluding = [m for m in matchers if name_only.rejected.get(str(m), 0) == total]
+        kept = [_replacement(m, name_only) for m in matchers]
+        carried = _labels_carried(name_only)
+        if excluding:
+            which = " and ".join(f"`{m}`" for m in excluding)
+            verb = "excludes" if len(excluding) == 1 else "each exclude"
+            reason = (
+                f"{shown} has {total} series, but the matcher {which} {verb} every one of "
+                f"them (the series carry {carried})"
+            )
+        else:
+            which = ", ".join(f"`{m}` drops {name_only.rejected.get(str(m), 0)}" for m in matchers)
+            reason = (
+                f"{shown} has {total} series, but the matchers together exclude all of them "
+                f"({which}; the series carry {carried})"
+            )
+        suggestion = _selector_text(
+            names, selector.metric, [str(m) for m in kept if m is not None], query
+        )
+        fix = f"seriesQuery: '{suggestion}'"
+        for matcher in excluding:
+            plain = matcher.label.removeprefix("exported_")
+            if plain != matcher.label and name_only.carries(plain):
+                fix += (
+                    f"\n# the series carry {plain}, not {matcher.label}: map the labels they "
+                    "carry in resources.overrides (GL802 then checks what they name)"
+                )
+        return reason, fix
+    if missing.absent_labels:
+        labels = ", ".join(missing.absent_labels)
+        return (
+            f"no series in Prometheus carries the label{'s' * (len(missing.absent_labels) > 1)} "
+            f"{labels}",
+            f"# write the seriesQuery with labels the series carry; list them with\n"
+            f"curl -s '{live.url}/api/v1/labels'",
+        )
+    parts: list[str] = []
+    fix = ""
+    if missing.alternatives:
+        best = missing.alternatives[0]
+        others = [a.name for a in missing.alternatives[1:]]
+        if best.reason == "case":
+            parts.append(f"the metric exists as {best.name} (names are case-sensitive)")
+        elif best.reason == "typo":
+            parts.append(f"no metric is named {shown}; did you mean {best.name}?")
+        else:
+            parts.append(
+                f"no metric is named {shown} here, but the same measurement exists as "
+                f"{best.name} from {best.source} ({best.conversion})"
+            )
+        if others:
+            parts.append(f"also present: {listing(others)}")
+        label_part = ",".join(str(m) for m in matchers)
+        fix = (
+            f"seriesQuery: '{best.name}{{{label_part}}}'"
+            if label_part
+            else (f"seriesQuery: '{best.name}'")
+        )
+        if best.reason == "family" and not best.conversion.startswith("same scale"):
+            fix += f"\n# {best.conversion}"
+    seen = {name: t for name, t in missing.last_seen.items()}
+    lookback = format_duration(live.lookback)
+    if seen:
+        latest = max(seen.values())
+        which = listing(sorted(seen)) if names else f"a series matching {query}"
+        parts.append(
+            f"{which} was last seen {ago(latest, live.evaluated_at)}: the exporter that "
+            "wrote it stopped, was renamed, or is no longer scraped"
+        )
+    elif not missing.alternatives:
+        parts.append(
+            f"{shown} was never seen in the last {lookback} (--lookback): no target this "
+            "Prometheus scrapes exports it"
+        )
+    if not fix:
+        fix = (
+            "# find the name your exporter uses, then write it in seriesQuery:\n"
+            f"curl -s '{live.url}/api/v1/label/__name__/values' | tr ',' '\\n' | grep -i gpu"
+        )
+    return "; ".join(parts), fix
+
+
+def _replacement(matcher: Matcher, series: SeriesSummary) -> Matcher | None:
+    """What to write instead of a matcher that excludes every series: the same test on the
+    label the series carry (``exported_pod`` -> ``pod``), or nothing."""
+    if series.rejected.get(str(matcher), 0) < series.count:
+        return matcher
+    plain = matcher.label.removeprefix("exported_")
+    if plain != matcher.label and series.carries(plain):
+        return Matcher(plain, matcher.op, matcher.value)
+    return None
+
+
+def _labels_carried(series: SeriesSummary) -> str:
+    """The labels a user needs to see: those that name pods and namespaces, else all."""
+    labels = sorted(label for label in series.label_counts if not label.startswith("__"))
+    naming = [label for label in labels if label in POD_LABELS or label in NAMESPACE_LABELS]
+    if naming:
+        return f"{' and '.join(naming)}, no other pod or namespace label"
+    return listing(labels, 8)
+
+
+def _selector_text(names: list[str], metric: str | None, matchers: list[str], query: str) -> str:
+    if metric:
+        return f"{metric}{{{','.join(matchers)}}}" if matchers else metric
+    if len(names) == 1:
+        return f"{names[0]}{{{','.join(matchers)}}}" if matchers else names[0]
+    return query
+
+
+def _hpas_asking(rule: AdapterRule, inventory: Inventory) -> list[Related]:
+    """HPAs whose metric this rule would serve if it found series."""
+    found = []
+    for hpa in inventory.hpas:
+        for metric in hpa.metrics:
+            if not metric.is_custom or not metric.name:
+                continue
+            if (metric.type == "External") != (rule.kind == EXTERNAL):
+                continue
+            wanted = metric.name.lower() if metric.type == "External" else metric.name
+            if rule.could_expose(wanted):
+                found.append(related(hpa.manifest, metric.name_path, "asks for its metric"))
+    return found

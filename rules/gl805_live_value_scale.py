@@ -1,0 +1,182 @@
+"""An HPA's target is on another scale than the values Prometheus returns for its pods.
+
+## What it checks
+With ``--prometheus``, for each HPA metric an adapter rule serves with data, gpulint compares
+the HPA target with the values the rendered query returned for the HPA's pods now and over the
+look-back window (``--lookback``, default 24h), and warns when:
+
+* the values are a ratio (0-1) and the target is above 1 (``"60"`` on
+  ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``);
+* a percent metric (0-100) returns values above 100 for a pod: the metricsQuery sums the
+  GPUs of multi-GPU pods (External metrics are totals by design and are not judged here);
+* the target is above anything observed: the HPA never scales out;
+* the target is below anything observed: the HPA sits at maxReplicas.
+
+The message shows the observed minimum, median and maximum.
+
+## Why is this bad?
+The HPA divides the observed value by the target. A ratio against 60 never reaches it; a sum
+of two GPUs at 50% reads 100 and doubles the replicas although each GPU is half idle; a
+target nothing reaches or everything exceeds turns autoscaling off in one direction.
+
+## Example
+```yaml
+metrics:
+- type: Pods
+  pods:
+    metric: {name: gpu_busy}          # from DCGM_FI_PROF_GR_ENGINE_ACTIVE: 0.31 ... 0.77
+    target: {type: AverageValue, averageValue: "60"}
+```
+
+## Use instead
+```yaml
+    target: {type: AverageValue, averageValue: "600m"}   # 0.6 on the ratio scale
+```
+
+## References
+- Kubernetes HPA algorithm: desiredReplicas = ceil(currentReplicas x current / target).
+- NVIDIA dcgm-exporter etc/default-counters.csv: GPU_UTIL in %, PROF_* ratios.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpulint.gpumetrics import Scale, scale_of
+from gpulint.hpa import HPA
+from gpulint.inventory import Inventory
+from gpulint.live.options import format_duration
+from gpulint.live.snapshot import HpaEvidence, LiveSnapshot
+from gpulint.live.words import number, rule_where, stats
+from gpulint.model import Finding, Severity
+from gpulint.quantity import format_number, try_quantity
+from gpulint.rule import Context, related
+
+ID = "GL805"
+NAME = "live-value-scale"
+SEVERITY = Severity.WARNING
+SCOPE = "hpa"
+REQUIRES = "live"  # runs only with --prometheus
+
+
+def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    live: LiveSnapshot | None = inventory.live
+    if live is None:
+        return
+    for evidence in live.for_hpa(hpa):
+        observed = evidence.observed_stats()
+        metric = evidence.metric
+        if observed is None or metric.target is None:
+            continue
+        field, raw = _target(evidence)
+        quantity = try_quantity(raw) if raw is not None else None
+        if quantity is None or field is None:
+            continue
+        target = float(quantity.value)
+        low, median, high = observed
+        seen = (
+            f"observed {stats(observed)} for {evidence.target} over the last "
+            f"{format_duration(live.lookback)}"
+        )
+        scale = scale_of(evidence.series_name)
+        path = (*metric.target.path, field)
+        head = f"HPA {hpa.name} targets {metric.name} at {raw} ({field})"
+        links = [
+            related(
+                evidence.rule.document,
+                (*evidence.rule.path, "metricsQuery"),
+                "adapter rule that serves the metric",
+            )
+        ]
+        if (scale == Scale.RATIO or (scale is None and high <= 1.0)) and target > 1:
+            ratio = _quantity_text(target / 100)
+            fix = f'{field}: "{ratio}"   # {number(target)}% on the 0-1 scale'
+            summed = ""
+            if high > 1 and metric.type == "Pods":
+                summed = (
+                    f"; values above 1 mean the metricsQuery of {rule_where(evidence.rule)} "
+                    "sums a pod's GPUs"
+                )
+                fix += "\nmetricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'"
+            yield ctx.finding(
+                hpa.manifest,
+                path,
+                f"{head}, but {evidence.series_name} is a ratio (0-1): {seen}; the target is "
+                f"never reached, so the HPA never scales out{summed}",
+                fix,
+                related=links,
+            )
+        elif scale == Scale.PERCENT and high > 100 and metric.type == "Pods":
+            yield ctx.finding(
+                hpa.manifest,
+                path,
+                f"{head}, but {evidence.series_name} is a percent (0-100) and the values reach "
+                f"{number(high)}: the metricsQuery of {rule_where(evidence.rule)} sums the GPUs "
+                f"of multi-GPU pods ({seen}), so a pod's GPUs add up against a per-GPU target and "
+                "the HPA scales out too early",
+                "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'   "
+                "# one value per pod on the 0-100 scale",
+                related=links,
+            )
+        elif _never_scales_out(target, high):
+            yield ctx.finding(
+                hpa.manifest,
+                path,
+                f"{head}, above anything observed ({seen}): the HPA never scales out",
+                f'{field}: "{_quantity_text(_between(median, high))}"   # between the median '
+                "and the peak observed; pick the load you want to scale at",
+                related=links,
+            )
+        elif _sits_at_max(evidence, target, low, hpa):
+            yield ctx.finding(
+                hpa.manifest,
+                path,
+                f"{head}, below anything observed ({seen}): the HPA sits at maxReplicas "
+                f"({hpa.max_replicas})",
+                f'{field}: "{_quantity_text(_between(median, high))}"   # between the median '
+                "and the peak observed; pick the load you want to scale at",
+                related=links,
+            )
+
+
+def _target(evidence: HpaEvidence) -> tuple[str | None, object]:
+    target = evidence.metric.target
+    if target is None:
+        return None, None
+    if evidence.metric.type == "Pods" or target.value is None:
+        return "averageValue", target.average_value
+    return "value", target.value
+
+
+def _per_object(evidence: HpaEvidence) -> bool:
+    """Is the target compared with each value as it is (no division by replicas)?"""
+    target = evidence.metric.target
+    return evidence.metric.type == "Pods" or (target is not None and target.value is not None)
+
+
+def _never_scales_out(target: float, high: float) -> bool:
+    # Per pod, or a total divided by the replicas: at one replica the value itself must
+    # pass the target.
+    return high < target
+
+
+def _sits_at_max(evidence: HpaEvidence, target: float, low: float, hpa: HPA) -> bool:
+    if _per_object(evidence):
+        return low > target
+    # averageValue on an External/Object metric: the HPA divides the total by the target.
+    replicas = hpa.max_replicas if isinstance(hpa.max_replicas, int) else None
+    return replicas is not None and low > target * replicas
+
+
+def _between(median: float, high: float) -> float:
+    return median + (high - median) / 2
+
+
+def _quantity_text(value: float) -> str:
+    """A quantity a user can paste: ``0.6`` -> ``600m``, ``72.5`` -> ``72500m``, ``70``."""
+    if value >= 10:
+        return str(round(value))
+    milli = round(value * 1000)
+    if milli % 1000 == 0:
+        return str(milli // 1000)
+    return f"{milli}m" if milli > 0 else format_number(value)

@@ -1,0 +1,102 @@
+"""Every live rule's fixtures in tests/live/fixtures/<RULE>/, run against a real Prometheus.
+
+As with the offline fixtures, ``fail_*`` cases declare their findings with
+``# expect: GL801 4:3`` comments and ``pass_*`` cases must produce none of their rule. A
+``# live: stack|gmp|down`` comment picks the Prometheus (tests/live/world.py; ``down`` is a
+port nothing listens on) and ``# lookback: 72h`` the look-back window.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gpulint.engine import all_rules
+
+from .conftest import LIVE_FIXTURES, lint_live, live_findings, server_url, show
+from .world import World
+
+pytestmark = pytest.mark.live
+
+_EXPECT = re.compile(r"#\s*expect:\s*(GL\d{3})\s+(\d+):(\d+)")
+
+
+def _cases(prefix: str) -> list[tuple[str, Path]]:
+    cases = []
+    for rule_dir in sorted(LIVE_FIXTURES.iterdir()):
+        if not re.fullmatch(r"GL8\d\d", rule_dir.name):
+            continue
+        for path in sorted(rule_dir.iterdir()):
+            if path.name.startswith(prefix):
+                cases.append((rule_dir.name, path))
+    return cases
+
+
+def _expectations(path: Path) -> set[tuple[str, str, int, int]]:
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    found = set()
+    for file in files:
+        for match in _EXPECT.finditer(file.read_text()):
+            found.add((str(file), match.group(1), int(match.group(2)), int(match.group(3))))
+    return found
+
+
+@pytest.mark.parametrize(("rule", "path"), _cases("fail_"), ids=lambda v: str(v)[-50:])
+def test_failing_live_fixture_reports_exactly_what_it_declares(
+    world: World, down_url: str, rule: str, path: Path
+) -> None:
+    expected = _expectations(path)
+    assert any(e[1] == rule for e in expected), f"{path} declares no '# expect: {rule} L:C'"
+    url, lookback = server_url(world, down_url, path)
+    findings, _ = lint_live([path], url, lookback)
+    got = {
+        (f.location.file, f.rule, f.location.line, f.location.column)
+        for f in findings
+        if f.rule == rule
+    }
+    assert got == {e for e in expected if e[1] == rule}, show(findings)
+
+
+@pytest.mark.parametrize(("rule", "path"), _cases("pass_"), ids=lambda v: str(v)[-50:])
+def test_passing_live_fixture_is_silent(world: World, down_url: str, rule: str, path: Path) -> None:
+    url, lookback = server_url(world, down_url, path)
+    findings, snapshot = lint_live([path], url, lookback)
+    assert snapshot.available, snapshot.error
+    assert [f for f in findings if f.rule == rule] == [], show(findings)
+
+
+def test_every_live_rule_has_failing_and_passing_fixtures() -> None:
+    failing: dict[str, int] = {}
+    passing: dict[str, int] = {}
+    for rule, _ in _cases("fail_"):
+        failing[rule] = failing.get(rule, 0) + 1
+    for rule, _ in _cases("pass_"):
+        passing[rule] = passing.get(rule, 0) + 1
+    live = [spec.id for spec in all_rules() if spec.id.startswith("GL8")]
+    assert live == ["GL801", "GL802", "GL803", "GL804", "GL805", "GL809"]
+    missing = [
+        f"{rule}: {failing.get(rule, 0)} fail, {passing.get(rule, 0)} pass"
+        for rule in live
+        if failing.get(rule, 0) < 2 or passing.get(rule, 0) < 2
+    ]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("setup", ["stack", "gmp"])
+def test_a_correct_setup_produces_no_live_finding(world: World, setup: str) -> None:
+    """Adapter config + HPAs + the exporter as they should be: not one GL8xx finding."""
+    case = LIVE_FIXTURES / "correct" / setup
+    findings, snapshot = lint_live([case], world.url(setup))
+    assert live_findings(findings) == [], show(live_findings(findings))
+    # ...and not because nothing was checked: every rule found series and ran its query,
+    # every HPA metric got values for its own pods.
+    assert snapshot.rules and all(e.series.count for e in snapshot.rules.values())
+    assert all(
+        e.query is not None and e.query.ran and e.query.samples for e in snapshot.rules.values()
+    )
+    assert len(snapshot.hpas) == 3
+    assert all(e.usable and e.observed for e in snapshot.hpas), [
+        (e.hpa.name, e.rendered) for e in snapshot.hpas
+    ]
