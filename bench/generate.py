@@ -1,9 +1,10 @@
 """A deterministic synthetic manifest repository for benchmarks.
 
-``python bench/generate.py N OUT`` writes N apps under OUT/apps/: each a GPU workload and its
-autoscaler, with Knative Services, KServe InferenceServices and KEDA ScaledObjects mixed in,
-plus a prometheus-adapter values file and a dcgm-exporter ServiceMonitor for every 50 apps.
-The same N always produces the same bytes.
+``python bench/generate.py N OUT`` writes N apps, laid out as a GitOps repository with one
+directory per cluster of up to 1,000 apps (OUT/clusters/cNN/apps/<app>/): each app a GPU
+workload and its autoscaler, with Knative Services, KServe InferenceServices and KEDA
+ScaledObjects mixed in; each cluster has its prometheus-adapter values and a dcgm-exporter
+ServiceMonitor. The same N always produces the same bytes.
 """
 
 from __future__ import annotations
@@ -186,8 +187,14 @@ def generate(apps: int, out: Path) -> int:
     for index in range(apps):
         name = f"model-{index:05d}"
         team = index % 40
-        directory = out / "apps" / name
+        cluster = out / "clusters" / f"c{index // 1000:02d}"
+        directory = cluster / "apps" / name
         directory.mkdir(parents=True, exist_ok=True)
+        if index % 1000 == 0:
+            values = {"index": index}
+            (cluster / "prometheus-adapter-values.yaml").write_text(ADAPTER_VALUES.format(**values))
+            (cluster / "servicemonitor-dcgm.yaml").write_text(SERVICE_MONITOR.format(**values))
+            files += 2
         values = {"name": name, "team": team, "gpus": 1 + index % 2, "index": index}
         if index % 10 == 3:
             (directory / "service.yaml").write_text(KNATIVE.format(**values))
@@ -202,10 +209,6 @@ def generate(apps: int, out: Path) -> int:
         autoscaler = SCALED_OBJECT if index % 5 == 1 else HPA
         (directory / "autoscaler.yaml").write_text(autoscaler.format(**values))
         files += 2
-        if index % 50 == 0:
-            (directory / "adapter-values.yaml").write_text(ADAPTER_VALUES.format(**values))
-            (directory / "servicemonitor.yaml").write_text(SERVICE_MONITOR.format(**values))
-            files += 2
     return files
 
 

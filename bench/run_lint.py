@@ -30,13 +30,14 @@ sys.path.insert(0, str(HERE))
 from generate import generate  # noqa: E402
 
 
-def timed(command: list[str]) -> tuple[float, float]:
+def timed(command: list[str], cwd: str) -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of one child process."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
+    errors = process.stderr.read() if process.stderr else b""
+    if os.waitstatus_to_exitcode(status) not in (0, 1) or b"Traceback" in errors:
         raise SystemExit(
             f"{command} failed: {process.stderr.read().decode() if process.stderr else ''}"
         )
@@ -83,10 +84,10 @@ def main() -> int:
     print("|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="gpulint-bench-") as scratch:
         python = install(Path(scratch))
+        # The console script, run from the scratch directory, as a user runs it (``python -m``
+        # from the checkout would import the source tree instead of the installed package).
         gpulint = [
-            python,
-            "-m",
-            "gpulint",
+            str(Path(python).parent / "gpulint"),
             "lint",
             "--format",
             "json",
@@ -102,8 +103,10 @@ def main() -> int:
             one_file = one_file or next(root.rglob("deployment.yaml"))
             floors, lints, peaks = [], [], []
             for _ in range(args.repeat):
-                floors.append(timed([python, str(HERE / "floor_compose.py"), str(root)])[0])
-                wall, peak = timed([*gpulint, str(root)])
+                floors.append(
+                    timed([python, str(HERE / "floor_compose.py"), str(root)], scratch)[0]
+                )
+                wall, peak = timed([*gpulint, str(root)], scratch)
                 lints.append(wall)
                 peaks.append(peak)
             floor, lint = statistics.median(floors), statistics.median(lints)
@@ -112,9 +115,9 @@ def main() -> int:
                 f"{max(peaks):.0f} |"
             )
         assert one_file is not None
-        timed([*gpulint, str(one_file)])  # the first run compiles bytecode
-        imports = [timed([python, "-c", "import yaml"])[0] for _ in range(10)]
-        singles = [timed([*gpulint, str(one_file)])[0] for _ in range(10)]
+        timed([*gpulint, str(one_file)], scratch)  # the first run compiles bytecode
+        imports = [timed([python, "-c", "import yaml"], scratch)[0] for _ in range(10)]
+        singles = [timed([*gpulint, str(one_file)], scratch)[0] for _ in range(10)]
         print()
         print(
             f"one file: gpulint lint {statistics.median(singles) * 1000:.0f} ms, "

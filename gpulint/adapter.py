@@ -174,6 +174,7 @@ class AdapterRule:
 
     __slots__ = (
         "_exposed",
+        "_names",
         "_selector",
         "config",
         "data",
@@ -201,6 +202,7 @@ class AdapterRule:
         self.generated = generated
         self._selector: Selector | None = None
         self._exposed: list[str] | bool | None = False  # False: not computed yet
+        self._names: dict[str, str | None] = {}  # series name -> exposed name
         self.selector_error: str | None = None
         query = self.series_query
         if query is not None:
@@ -278,6 +280,12 @@ class AdapterRule:
 
     def name_for_series(self, series_name: str) -> str | None:
         """The API name the adapter gives a series, or None if the rule drops the series."""
+        names = self._names
+        if series_name not in names:
+            names[series_name] = self._name_for_series(series_name)
+        return names[series_name]
+
+    def _name_for_series(self, series_name: str) -> str | None:
         if not self.passes_filters(series_name):
             return None
         pattern = compile_go_regex(self.name_matches)

@@ -7,6 +7,7 @@ aggregations that rules reason about. Template actions (``<<.Series>>``) are tre
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -261,7 +262,7 @@ _NAME_IN_QUERY = re.compile(r"(?<![a-zA-Z0-9_:.])([a-zA-Z_:][a-zA-Z0-9_:]*)(?![a
 _FUNCTION_CALL = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*\(")
 
 
-def metric_names_in_query(query: str) -> list[str]:
+def _metric_names_in_query(query: str) -> list[str]:
     """Metric names written literally in a PromQL query (not functions, keywords or labels)."""
     text = _TEMPLATE_ACTION.sub(" ", query)
     names: list[str] = []
@@ -293,7 +294,7 @@ _AGGREGATION = re.compile(
 _TRAILING_GROUPING = re.compile(r"\s*(by|without)\s*\(([^)]*)\)")
 
 
-def outer_aggregations(query: str) -> list[Aggregation]:
+def _outer_aggregations(query: str) -> list[Aggregation]:
     """Aggregations in a query, with their grouping clause whether written before or after."""
     found = []
     for match in _AGGREGATION.finditer(query):
@@ -339,7 +340,7 @@ def _mask_strings(query: str) -> str:
     )
 
 
-def placed_aggregations(query: str) -> list[PlacedAggregation]:
+def _placed_aggregations(query: str) -> list[PlacedAggregation]:
     """Every aggregation of a query, in order, with its span and nesting depth."""
     text = _mask_strings(query)
     found = []
@@ -371,6 +372,7 @@ def outermost_aggregations(query: str) -> list[PlacedAggregation]:
     return [p for p in placed if not any(o is not p and o.start < p.start < o.end for o in placed)]
 
 
+@functools.lru_cache(maxsize=4096)
 def top_level_text(query: str) -> str:
     """What a query says outside any parentheses, brackets or braces: its operators and the
     names of its outermost calls (``sum(...) by (...) / count(...)`` -> ``sum by / count``)."""
@@ -385,3 +387,36 @@ def top_level_text(query: str) -> str:
         elif depth == 0:
             out.append(char)
     return "".join(out)
+
+
+# Rules ask the same questions about the same few queries once per HPA: answer each once.
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_names(query: str) -> tuple[str, ...]:
+    return tuple(_metric_names_in_query(query))
+
+
+def metric_names_in_query(query: str) -> list[str]:
+    """Metric names written literally in a PromQL query (not functions, keywords or labels)."""
+    return list(_cached_names(query))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_outer(query: str) -> tuple[Aggregation, ...]:
+    return tuple(_outer_aggregations(query))
+
+
+def outer_aggregations(query: str) -> list[Aggregation]:
+    """Aggregations in a query, with their grouping clause whether written before or after."""
+    return list(_cached_outer(query))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_placed(query: str) -> tuple[PlacedAggregation, ...]:
+    return tuple(_placed_aggregations(query))
+
+
+def placed_aggregations(query: str) -> list[PlacedAggregation]:
+    """Aggregations with their offsets and nesting depth (see ``_placed_aggregations``)."""
+    return list(_cached_placed(query))

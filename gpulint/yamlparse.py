@@ -236,19 +236,6 @@ def _hashable_key(value: Any) -> Any:
 # --- documents -----------------------------------------------------------------------------
 
 
-class _Frame:
-    __slots__ = ("anchor", "container", "key", "key_mark", "merges", "pending_key", "size")
-
-    def __init__(self, container: YMap | YList, anchor: str | None) -> None:
-        self.container = container
-        self.anchor = anchor
-        self.pending_key = False
-        self.key: Any = None
-        self.key_mark = 0
-        self.merges: list[tuple[Any, int]] = []
-        self.size = 1
-
-
 def _yaml_error(error: yaml.YAMLError) -> YamlError:
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     problem = getattr(error, "problem", None) or str(error)
@@ -283,7 +270,9 @@ def parse_documents(
 
 
 def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[ParsedDocument]:
-    # This loop runs once per YAML event and dominates gpulint's run time: keep it flat.
+    # This loop runs once per YAML event and dominates gpulint's run time: the collection
+    # being filled lives in local variables, and the parent's state is pushed as one tuple
+    # when a child collection starts.
     get_event = parser.get_event
     scalar_event = yaml.ScalarEvent
     mapping_start = yaml.MappingStartEvent
@@ -297,15 +286,27 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
     missing = _scalar_cache  # a sentinel no cached value can be
     line_base = line_offset + 1
     column_base = column_offset + 1
+    col_bits = _COL_BITS
     col_mask = _COL_MASK
+    limit = MAX_EXPANDED_NODES
 
-    stack: list[_Frame] = []
+    stack: list[tuple[Any, ...]] = []
     anchors: dict[str, tuple[Any, int]] = {}
     open_anchors: set[str] = set()
     duplicates: list[DuplicateKey] = []
     root: Any = None
     root_mark = 0
-    expanded = 0
+    count = 0  # nodes so far, counting what aliases would expand to
+    # The collection being filled:
+    container: Any = None
+    marks: Any = None
+    is_map = False
+    pending = False  # a mapping key has been read, its value not yet
+    key: Any = None
+    key_mark = 0
+    merges: list[tuple[Any, int]] | None = None
+    anchor_name: str | None = None
+    start_count = 0
 
     while True:
         event = get_event()
@@ -313,10 +314,9 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
             return
         cls = type(event)
         value: Any
-        size = 1
         if cls is scalar_event:
             start = event.start_mark
-            mark = ((start.line + line_base) << _COL_BITS) | (
+            mark = ((start.line + line_base) << col_bits) | (
                 (start.column + column_base) & col_mask
             )
             tag = event.tag
@@ -333,33 +333,64 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
                 value = text
             else:
                 value = _tagged(tag, text)
+            count += 1
             if event.anchor:
                 anchors[event.anchor] = (value, 1)
-            expanded += 1
         elif cls is mapping_start or cls is sequence_start:
             start = event.start_mark
-            mark = ((start.line + line_base) << _COL_BITS) | (
+            mark = ((start.line + line_base) << col_bits) | (
                 (start.column + column_base) & col_mask
             )
-            frame = _Frame(YMap(mark) if cls is mapping_start else YList(mark), event.anchor)
-            if event.anchor:
-                open_anchors.add(event.anchor)
-            stack.append(frame)
-            expanded += 1
+            if container is not None:
+                stack.append(
+                    (
+                        container,
+                        marks,
+                        is_map,
+                        pending,
+                        key,
+                        key_mark,
+                        merges,
+                        anchor_name,
+                        start_count,
+                    )
+                )
+            is_map = cls is mapping_start
+            container = YMap(mark) if is_map else YList(mark)
+            marks = container.marks
+            pending = False
+            merges = None
+            anchor_name = event.anchor
+            if anchor_name:
+                open_anchors.add(anchor_name)
+            start_count = count
+            count += 1
             continue
         elif cls is mapping_end or cls is sequence_end:
-            frame = stack.pop()
-            value = frame.container
-            if frame.merges:
-                _apply_merges(value, frame.merges)
-            size = frame.size
+            value = container
+            if merges:
+                _apply_merges(value, merges)
             mark = value.start
-            if frame.anchor:
-                open_anchors.discard(frame.anchor)
-                anchors[frame.anchor] = (value, size)
+            if anchor_name:
+                open_anchors.discard(anchor_name)
+                anchors[anchor_name] = (value, count - start_count)
+            if stack:
+                (
+                    container,
+                    marks,
+                    is_map,
+                    pending,
+                    key,
+                    key_mark,
+                    merges,
+                    anchor_name,
+                    start_count,
+                ) = stack.pop()
+            else:
+                container = None
         elif cls is alias_event:
             start = event.start_mark
-            mark = ((start.line + line_base) << _COL_BITS) | (
+            mark = ((start.line + line_base) << col_bits) | (
                 (start.column + column_base) & col_mask
             )
             name = event.anchor
@@ -368,11 +399,11 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
             if name not in anchors:
                 raise YamlError(f"found undefined alias *{name}", *unpack(mark))
             value, size = anchors[name]
-            expanded += size
-            if expanded > MAX_EXPANDED_NODES:
+            count += size
+            if count > limit:
                 line, column = unpack(mark)
                 raise YamlError(
-                    f"aliases expand this document to more than {MAX_EXPANDED_NODES:,} nodes "
+                    f"aliases expand this document to more than {limit:,} nodes "
                     "(an alias bomb?); gpulint refuses to expand it",
                     line,
                     column,
@@ -384,7 +415,8 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
             duplicates = []
             root = None
             root_mark = 0
-            expanded = 0
+            count = 0
+            container = None
             continue
         elif cls is document_end:
             if root_mark:
@@ -396,37 +428,32 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
         else:  # stream start/end
             continue
 
-        if not stack:
+        if container is None:
             root, root_mark = value, mark
-            continue
-        parent = stack[-1]
-        parent.size += size
-        holder = parent.container
-        if isinstance(holder, YList):
-            holder.append(value)
-            holder.marks.append(mark)
-        elif not parent.pending_key:
-            parent.key = value if type(value) is str else _hashable_key(value)
-            parent.key_mark = mark
-            parent.pending_key = True
+        elif not is_map:
+            container.append(value)
+            marks.append(mark)
+        elif not pending:
+            key = value if type(value) is str else _hashable_key(value)
+            key_mark = mark
+            pending = True
         else:
-            parent.pending_key = False
-            key = parent.key
+            pending = False
             if key == "<<" and isinstance(value, dict | list):
-                parent.merges.append((value, mark))
-                continue
-            if key in holder:
-                first = holder.key_position(key) or (0, 0)
-                line, column = unpack(parent.key_mark)
+                if merges is None:
+                    merges = []
+                merges.append((value, mark))
+            elif key in container:
+                first = container.key_position(key) or (0, 0)
+                line, column = unpack(key_mark)
                 duplicates.append(DuplicateKey(str(key), line, column, first[0], first[1]))
-                index = holder._index(key)
-                holder[key] = value
-                holder.marks[2 * index] = parent.key_mark
-                holder.marks[2 * index + 1] = mark
+                index = container._index(key)
+                container[key] = value
+                marks[2 * index] = key_mark
+                marks[2 * index + 1] = mark
             else:
-                holder[key] = value
-                marks = holder.marks
-                marks.append(parent.key_mark)
+                container[key] = value
+                marks.append(key_mark)
                 marks.append(mark)
 
 
