@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import os
 import re
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -22,6 +23,14 @@ from gpulint.workload import PodTemplate, pod_templates
 
 IGNORE_ANNOTATION = "gpulint.dev/ignore"
 UNUSED_SUPPRESSION = "GL703"
+
+
+class DeadlineExceeded(Exception):
+    """``run`` passed its ``deadline`` (a ``time.monotonic()`` value) between two rules."""
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(f"deadline passed before rule {rule}")
+        self.rule = rule
 
 
 class RuleInfo(NamedTuple):
@@ -234,11 +243,15 @@ def run(
     inventory: Inventory,
     selection: Selection | None = None,
     items_for: Any = None,
+    deadline: float | None = None,
 ) -> list[Finding]:
     """Run every enabled rule; return findings after suppression, sorted.
 
     ``items_for(scope)`` may narrow what each scope iterates (the webhook evaluates only the
-    admitted object and what relates to it).
+    admitted object and what relates to it); when it has a ``manifests`` attribute, unused
+    suppressions are looked for on those manifests only. ``deadline`` is a
+    ``time.monotonic()`` value: once it has passed, ``DeadlineExceeded`` is raised before the
+    next rule starts.
     """
     settings: Settings = inventory.settings
     selection = selection or Selection()
@@ -252,6 +265,8 @@ def run(
             continue
         if info.requires is not None and not available.get(info.requires, False):
             continue
+        if deadline is not None and time.monotonic() > deadline:
+            raise DeadlineExceeded(info.id)
         ran.add(info.id)
         if info.scope not in items_by_scope:
             source = items_for if items_for is not None else scope_items_of(inventory)
@@ -269,7 +284,8 @@ def run(
                 if rule_settings.severity is not None:
                     finding = _with_severity(finding, rule_settings.severity)
                 raw.append((finding, anchor))
-    findings = _suppress(raw, inventory, ran, selection)
+    manifests = getattr(items_for, "manifests", None)
+    findings = _suppress(raw, inventory, ran, selection, manifests)
     findings.sort(key=Finding.sort_key)
     return _dedupe(findings)
 
@@ -350,6 +366,7 @@ def _suppress(
     inventory: Inventory,
     ran: set[str],
     selection: Selection,
+    manifests: Iterable[Manifest] | None = None,
 ) -> list[Finding]:
     comments_by_line: dict[tuple[str, int], list[IgnoreComment]] = {}
     for comment in inventory.ignore_comments:
@@ -392,7 +409,7 @@ def _suppress(
                     f"delete {rule} from the comment",
                 )
             )
-    for manifest in inventory.manifests:
+    for manifest in inventory.manifests if manifests is None else manifests:
         for anchor_key in _all_annotation_suppressions(manifest):
             document, where, rules = anchor_key
             for rule in sorted(rules):

@@ -381,8 +381,10 @@ def _series_behind(metric: str, api: str, inventory: Inventory, hpa: HPA) -> str
 
 
 def _hpa(manifest: Manifest, inventory: Inventory) -> HPA | None:
-    return next((h for h in inventory.hpas if h.manifest is manifest), None)
+    view = inventory.view_of(manifest)
+    return view if isinstance(view, HPA) else None
 
 
 def _scaled_object(manifest: Manifest, inventory: Inventory) -> ScaledObject | None:
-    return next((s for s in inventory.scaled_objects if s.manifest is manifest), None)
+    view = inventory.view_of(manifest)
+    return view if isinstance(view, ScaledObject) else None

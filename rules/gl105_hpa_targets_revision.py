@@ -61,6 +61,7 @@ from gpulint.inventory import Autoscaler, Inventory, ResolvedTarget, TargetGroup
 from gpulint.knative import (
     HPA_CLASS,
     REVISION_LABEL,
+    KnativeService,
     is_knative_owned,
     revision_deployment_parent,
 )
@@ -134,7 +135,8 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
     if owner is not None:
         links.append(related(owner))
     isvc = inventory.inference_service_of(owner) if owner is not None else None
-    ksvc = next((k for k in inventory.knative_services if k.manifest is owner), None)
+    view = inventory.view_of(owner) if isinstance(owner, Manifest) else None
+    ksvc = view if isinstance(view, KnativeService) else None
     if ksvc is not None:
         parent = f"Knative {ksvc.manifest.kind} {ksvc.name}"
         if ksvc.autoscaler_class == HPA_CLASS:
@@ -203,7 +205,5 @@ def _knative_metric(autoscaler: Autoscaler, inventory: Inventory) -> tuple[str, 
 
 
 def _hpa_of(manifest: Manifest, inventory: Inventory) -> HPA | None:
-    for hpa in inventory.hpas:
-        if hpa.manifest is manifest:
-            return hpa
-    return None
+    view = inventory.view_of(manifest)
+    return view if isinstance(view, HPA) else None

@@ -60,8 +60,9 @@ import json
 from collections.abc import Iterator
 
 from gpulint.document import Manifest, Path
-from gpulint.hpa import CUSTOM_METRIC_TYPES, RESOURCE_METRIC_TYPES, TargetRef
+from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, TargetRef
 from gpulint.inventory import Autoscaler, Inventory, TargetGroup
+from gpulint.keda import ScaledObject
 from gpulint.knative import (
     CLASS_ANNOTATION,
     CONFIGURATION_LABEL,
@@ -186,9 +187,8 @@ def _fix(autoscaler: Autoscaler, inventory: Inventory, on_isvc: bool) -> str:
 def _metric_of(manifest: Manifest, inventory: Inventory) -> tuple[str, str, str | None]:
     """Metric, whole-number target and (for KEDA) Prometheus query to hand the HPA class:
     the autoscaler's own when it has them (Knative truncates the target to an integer)."""
-    for hpa in inventory.hpas:
-        if hpa.manifest is not manifest:
-            continue
+    view = inventory.view_of(manifest)
+    for hpa in [view] if isinstance(view, HPA) else []:
         for metric in hpa.metrics:
             if not metric.name or metric.target is None:
                 continue
@@ -201,9 +201,7 @@ def _metric_of(manifest: Manifest, inventory: Inventory) -> tuple[str, str, str 
                 utilization = metric.target.average_utilization
                 if isinstance(utilization, int) and utilization > 0:
                     return "cpu", str(utilization), None
-    for scaled in inventory.scaled_objects:
-        if scaled.manifest is not manifest:
-            continue
+    for scaled in [view] if isinstance(view, ScaledObject) else []:
         for trigger in scaled.triggers:
             metadata = trigger.get("metadata")
             if trigger.get("type") != "prometheus" or not isinstance(metadata, dict):

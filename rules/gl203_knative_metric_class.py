@@ -76,6 +76,7 @@ from gpulint.knative import (
     KPA_METRICS,
     METRIC_ANNOTATION,
     TARGET_ANNOTATION,
+    KnativeService,
     RevisionAutoscaling,
 )
 from gpulint.kserve import KNATIVE, InferenceService
@@ -92,13 +93,14 @@ RESOURCE_METRICS = ("cpu", "memory")
 
 def check(owner: PodOwner, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     manifest = owner.manifest
-    for ksvc in inventory.knative_services:
-        if ksvc.manifest is manifest and not ksvc.owned_by_kserve:
+    ksvc = inventory.view_of(manifest)
+    if isinstance(ksvc, KnativeService):
+        if not ksvc.owned_by_kserve:
             subject = f"Knative {manifest.kind} {_name(manifest)}"
             settings = ksvc.revision_autoscaling()
             for problem in _problems(settings):
                 yield from _emit(problem, settings, subject, None, ctx)
-            return
+        return
     isvc = inventory.inference_service_of(manifest)
     if isvc is None or isvc.mode != KNATIVE:
         return

@@ -1,0 +1,473 @@
+"""Informer-style caches of the cluster, and the admission evaluation they serve.
+
+One background thread per stream (``kinds.watched_kinds``): discover the served version
+(a CRD that is not installed is ``absent``), list in chunks and remember the
+resourceVersion, then watch from it, applying ADDED/MODIFIED/DELETED to one shared
+``Inventory`` under a lock. A 410 Gone (the HTTP status, or an ERROR event with code 410)
+means the server no longer keeps that history: list again. A broken connection is retried
+with exponential backoff from the last resourceVersion seen. A 403 is recorded
+(``forbidden``) and the stream retried now and then, in case RBAC changes.
+
+``ClusterCache.evaluate`` answers from memory only: it lays the admitted object over the
+cached inventory (CREATE adds, UPDATE replaces, DELETE removes), runs the rules over the
+items related to that object (``gpulint.focus``) and restores the inventory.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import random
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from gpulint.cluster.api import ApiError, KubeApi, WatchStream
+from gpulint.cluster.kinds import AdapterConfigMapSelector, WatchedKind, watched_kinds
+from gpulint.cluster.reading import (
+    PAGE_SIZE,
+    Discovery,
+    ObjectKey,
+    cluster_file,
+    cluster_manifest,
+    list_objects,
+    list_query,
+    object_key,
+    resource_version,
+)
+from gpulint.config import Settings
+from gpulint.document import Manifest
+from gpulint.engine import DeadlineExceeded, Selection, run
+from gpulint.focus import related_items
+from gpulint.inventory import Inventory
+from gpulint.model import Finding
+
+if TYPE_CHECKING:
+    import kubernetes
+
+log = logging.getLogger("gpulint.cluster")
+
+SYNCED, SYNCING, ABSENT, FORBIDDEN, ERROR = "synced", "syncing", "absent", "forbidden", "error"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE")
+
+
+class _Entry:
+    """A cached object and the streams that hold it (a ConfigMap may match two selectors)."""
+
+    __slots__ = ("holders", "manifest")
+
+    def __init__(self, manifest: Manifest, holder: str) -> None:
+        self.manifest = manifest
+        self.holders = {holder}
+
+
+class ClusterCache:
+    """The cluster's autoscaling objects, kept current by list and watch.
+
+    ``start`` returns at once; ``synced`` says when every kind the server serves has been
+    listed once (kinds that are absent or forbidden do not hold it back).
+    """
+
+    def __init__(
+        self,
+        api_client: kubernetes.client.ApiClient,
+        settings: Settings,
+        *,
+        namespace: str | None = None,
+        adapter_configmaps: AdapterConfigMapSelector | None = None,
+        watch_timeout: int = 300,
+        page_size: int = PAGE_SIZE,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        recheck_interval: float = 300.0,
+    ) -> None:
+        self.api = KubeApi(api_client)
+        self.settings = settings
+        streams = watched_kinds(adapter_configmaps)
+        # Each stream holds a connection while it watches; with fewer in the pool, urllib3
+        # drops connections instead of reusing them.
+        self.api.reserve_connections(len(streams) + 8)
+        self.namespace = namespace or None
+        self.adapter_configmaps = adapter_configmaps or AdapterConfigMapSelector()
+        self.watch_timeout = watch_timeout
+        self.page_size = page_size
+        self.backoff = backoff
+        self.recheck_interval = recheck_interval
+        self.inventory = Inventory(settings)
+        self.lock = threading.RLock()
+        self._store: dict[ObjectKey, _Entry] = {}
+        self._stopping = threading.Event()
+        self._streams = [_Stream(self, kind) for kind in streams]
+        self._warmed = False
+
+    def __repr__(self) -> str:
+        return f"ClusterCache({self.api.server!r}, {self.sync_state()!r})"
+
+    # --- life cycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start listing and watching in background threads; returns at once."""
+        for stream in self._streams:
+            stream.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop every stream and wait up to ``timeout`` seconds for the threads to end."""
+        self._stopping.set()
+        for stream in self._streams:
+            stream.interrupt()
+        end = time.monotonic() + timeout
+        for stream in self._streams:
+            if stream.is_alive():
+                stream.join(max(0.0, end - time.monotonic()))
+
+    def synced(self) -> bool:
+        return all(s.state in (SYNCED, ABSENT, FORBIDDEN) for s in self._streams)
+
+    def sync_state(self) -> dict[str, str]:
+        """Stream -> synced | syncing | absent | forbidden | error."""
+        return {s.kind.key: s.state for s in self._streams}
+
+    def sync_details(self) -> dict[str, str]:
+        """Stream -> what the server last said when it was not synced (for logs and notes)."""
+        return {s.kind.key: s.detail for s in self._streams if s.detail}
+
+    def __len__(self) -> int:
+        with self.lock:
+            return len(self._store)
+
+    # --- applying what the streams see ------------------------------------------------------
+
+    def _apply(self, stream: _Stream, event: str, obj: Any) -> None:
+        manifest = cluster_manifest(obj, stream.kind, stream.version or "")
+        if manifest is not None:
+            self._apply_manifest(stream, event, manifest)
+
+    def _apply_manifest(self, stream: _Stream, event: str, manifest: Manifest) -> None:
+        key = object_key(manifest)
+        with self.lock:
+            entry = self._store.get(key)
+            if event == "DELETED":
+                if entry is not None:
+                    self._release(key, entry, stream.kind.key)
+                return
+            if entry is None:
+                self._store[key] = _Entry(manifest, stream.kind.key)
+                self.inventory.add_manifest(manifest)
+                return
+            entry.holders.add(stream.kind.key)
+            version = resource_version(manifest.data)
+            if not version or version != resource_version(entry.manifest.data):
+                self.inventory.replace_manifest(entry.manifest, manifest)
+                entry.manifest = manifest
+
+    def _replace_all(self, stream: _Stream, items: list[Any]) -> None:
+        """A (re)list: what the stream holds becomes exactly ``items``. The lock is taken
+        object by object, so that admissions are not held up by a long list."""
+        seen: set[ObjectKey] = set()
+        for obj in items:
+            manifest = cluster_manifest(obj, stream.kind, stream.version or "")
+            if manifest is not None:
+                seen.add(object_key(manifest))
+                self._apply_manifest(stream, "ADDED", manifest)
+        with self.lock:
+            for key, entry in list(self._store.items()):
+                if stream.kind.key in entry.holders and key not in seen:
+                    self._release(key, entry, stream.kind.key)
+
+    def _drop_stream(self, stream: _Stream) -> None:
+        """Forget everything a stream held (its kind went away)."""
+        with self.lock:
+            for key, entry in list(self._store.items()):
+                if stream.kind.key in entry.holders:
+                    self._release(key, entry, stream.kind.key)
+
+    def _release(self, key: ObjectKey, entry: _Entry, holder: str) -> None:
+        entry.holders.discard(holder)
+        if not entry.holders:
+            del self._store[key]
+            self.inventory.remove_manifest(entry.manifest)
+
+    def _warm_up(self) -> None:
+        """Once everything is listed: import the rules and build the indexes the first
+        admission would otherwise pay for."""
+        if self._warmed or not self.synced():
+            return
+        self._warmed = True
+        from gpulint.engine import all_rules
+
+        all_rules()
+        with self.lock:
+            self.inventory.target_groups()
+            self.inventory.metrics_read()
+            self.inventory.isvc_for_component(None, "")
+        # The cache is the bulk of the process's objects and lives as long as it: keep it out
+        # of the cyclic collector, whose full passes over it would stall answers for tens of
+        # milliseconds (objects that arrive later are collected as usual).
+        gc.freeze()
+
+    # --- admission ----------------------------------------------------------------------------
+
+    def evaluate(
+        self,
+        obj: dict[str, Any],
+        operation: str,
+        old: dict[str, Any] | None = None,
+        selection: Selection | None = None,
+        deadline: float | None = None,
+    ) -> list[Finding]:
+        """Findings about ``obj`` as it would be after ``operation``, given the cluster.
+
+        Answers from memory; raises ``DeadlineExceeded`` once ``deadline`` (a
+        ``time.monotonic()`` value) has passed, checked between rules.
+        """
+        _check_deadline(deadline)
+        with self.lock:
+            return _evaluate_over(
+                self.inventory,
+                self._store,
+                obj,
+                operation,
+                old,
+                selection,
+                deadline,
+                self.namespace,
+            )
+
+
+def evaluate_alone(
+    obj: dict[str, Any],
+    operation: str,
+    settings: Settings,
+    selection: Selection | None = None,
+    deadline: float | None = None,
+) -> list[Finding]:
+    """``evaluate`` without a cluster: the object on its own (cross-object rules see only
+    it). A deletion leaves nothing to check."""
+    _check_deadline(deadline)
+    if operation not in OPERATIONS:
+        raise ValueError(f"unknown operation {operation!r}")
+    manifest = _admitted(obj, None, None)
+    if operation == "DELETE" or manifest is None:
+        return []
+    inventory = Inventory(settings)
+    inventory.add_manifest(manifest)
+    return run(inventory, selection, deadline=deadline)
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise DeadlineExceeded("(start)")
+
+
+def _admitted(obj: Any, old: dict[str, Any] | None, namespace: str | None) -> Manifest | None:
+    """The admitted object as a cluster object; None when it is not one (no apiVersion,
+    kind or name). A namespace left out of the object comes from the old object or the
+    namespace the cache is limited to."""
+    if not isinstance(obj, dict):
+        return None
+    if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
+        return None
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        return None
+    if not metadata.get("namespace"):
+        old_metadata = old.get("metadata") if isinstance(old, dict) else None
+        fallback = old_metadata.get("namespace") if isinstance(old_metadata, dict) else None
+        fallback = fallback or namespace
+        if isinstance(fallback, str) and fallback:
+            obj = {**obj, "metadata": {**metadata, "namespace": fallback}}
+    return Manifest(obj, cluster_file(obj))
+
+
+def _evaluate_over(
+    inventory: Inventory,
+    store: dict[ObjectKey, _Entry],
+    obj: dict[str, Any],
+    operation: str,
+    old: dict[str, Any] | None,
+    selection: Selection | None,
+    deadline: float | None,
+    namespace: str | None,
+) -> list[Finding]:
+    if operation not in OPERATIONS:
+        raise ValueError(f"unknown operation {operation!r}")
+    manifest = _admitted(obj, old, namespace)
+    if manifest is None:
+        return []
+    entry = store.get(object_key(manifest))
+    cached = entry.manifest if entry is not None else None
+    if operation == "DELETE":
+        return _evaluate_deletion(inventory, cached, selection, deadline)
+    if cached is not None:
+        inventory.replace_manifest(cached, manifest)
+    else:
+        inventory.add_manifest(manifest)
+    try:
+        focus = related_items(inventory, manifest, cached)
+        findings = run(inventory, selection, items_for=focus, deadline=deadline)
+    finally:
+        if cached is not None:
+            inventory.replace_manifest(manifest, cached)
+        else:
+            inventory.remove_manifest(manifest)
+    return focus.select(findings)
+
+
+def _evaluate_deletion(
+    inventory: Inventory,
+    cached: Manifest | None,
+    selection: Selection | None,
+    deadline: float | None,
+) -> list[Finding]:
+    """What deleting ``cached`` breaks among the objects related to it: findings about them
+    that appear once it is gone."""
+    if cached is None:
+        return []
+    focus = related_items(inventory, None, cached)
+    before = run(inventory, selection, items_for=focus, deadline=deadline)
+    inventory.remove_manifest(cached)
+    try:
+        after = run(inventory, selection, items_for=focus, deadline=deadline)
+    finally:
+        inventory.add_manifest(cached)
+    known = {(f.rule, f.location, f.message) for f in before}
+    return [f for f in after if (f.rule, f.location, f.message) not in known]
+
+
+class _Stream(threading.Thread):
+    """List and watch one kind, forever, until the cache stops."""
+
+    def __init__(self, cache: ClusterCache, kind: WatchedKind) -> None:
+        super().__init__(name=f"gpulint-watch-{kind.key}", daemon=True)
+        self.cache = cache
+        self.kind = kind
+        self.state = SYNCING
+        self.detail = ""
+        self.version: str | None = None
+        self._watch: WatchStream | None = None
+        self._failures = 0
+
+    def interrupt(self) -> None:
+        watch = self._watch
+        if watch is not None:
+            watch.close()
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self.cache._stopping
+
+    def _pause(self, seconds: float) -> None:
+        self.stopping.wait(seconds)
+
+    def _backoff(self) -> float:
+        first, most = self.cache.backoff
+        delay = min(most, first * (2 ** min(self._failures, 16)))
+        self._failures += 1
+        return float(delay * random.uniform(0.8, 1.2))
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                if self.version is None:
+                    discovery = Discovery(self.cache.api)  # ask afresh after a failure
+                    self.version = discovery.version(self.kind)
+                    if self.version is None:
+                        self._absent("the API server does not serve this kind")
+                        continue
+                self._list_and_watch()
+            except ApiError as error:
+                self._failed(error)
+            except Exception as error:  # never let a stream die: log, back off, try again
+                log.exception("stream %s: unexpected error", self.kind.key)
+                self._failed(ApiError(None, type(error).__name__, str(error)))
+
+    def _absent(self, detail: str) -> None:
+        if self.state != ABSENT:
+            log.info("%s: %s; skipped", self.kind.key, detail)
+        self.state, self.detail = ABSENT, detail
+        self.cache._drop_stream(self)
+        self.cache._warm_up()
+        self._pause(self.cache.recheck_interval)
+
+    def _failed(self, error: ApiError) -> None:
+        if error.status == 403:
+            if self.state != FORBIDDEN:
+                log.warning("%s: forbidden: %s", self.kind.key, error.message)
+            self.state, self.detail = FORBIDDEN, error.message
+            self.cache._drop_stream(self)  # what it held can no longer be kept current
+            self.cache._warm_up()
+            self._pause(self.cache.recheck_interval)
+            return
+        if error.status == 404:
+            self.version = None  # the CRD went away; discover again
+            self._absent(error.message or "not found")
+            return
+        if error.status == 410:
+            return  # relist at once
+        if self.state != SYNCED:
+            self.state = ERROR
+        self.detail = f"{error.reason or error.status or 'unreachable'}: {error.message}"
+        log.warning("%s: %s; retrying", self.kind.key, self.detail)
+        self._pause(self._backoff())
+
+    def _list_and_watch(self) -> None:
+        version = self.version or ""
+        items, rv = list_objects(
+            self.cache.api, self.kind, version, self.cache.namespace, self.cache.page_size
+        )
+        self.cache._replace_all(self, items)
+        self.state, self.detail = SYNCED, ""
+        self._failures = 0
+        self.cache._warm_up()
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            try:
+                rv, events = self._watch_from(version, rv)
+                if not events and time.monotonic() - started < 1.0:
+                    self._pause(self._backoff())  # a server that ends watches at once
+            except ApiError as error:
+                if error.gone or error.status not in (None, 429, 500, 502, 503, 504):
+                    raise  # relist (410), or let run() sort out 403/404 and the rest
+                self.detail = f"watch: {error.reason or 'connection lost'}: {error.message}"
+                log.warning("%s: %s; resuming", self.kind.key, self.detail)
+                self._pause(self._backoff())
+
+    def _watch_from(self, version: str, rv: str) -> tuple[str, int]:
+        """One watch request; returns the resourceVersion to continue from and how many
+        events came."""
+        timeout = self.cache.watch_timeout
+        query = [
+            *list_query(self.kind),
+            ("watch", "1"),
+            ("resourceVersion", rv),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout)),
+        ]
+        path = self.kind.collection_path(version, self.kind.scope(self.cache.namespace))
+        watch = self.cache.api.stream(path, query, (10.0, timeout + 30.0))
+        self._watch = watch
+        if self.stopping.is_set():
+            watch.close()
+        events = 0
+        try:
+            for event in watch.events():
+                kind = event.get("type")
+                obj = event.get("object")
+                if kind == "ERROR":
+                    status = obj if isinstance(obj, dict) else {}
+                    code = status.get("code")
+                    raise ApiError(
+                        code if isinstance(code, int) else 500,
+                        str(status.get("reason") or ""),
+                        str(status.get("message") or "watch error"),
+                    )
+                if kind in ("ADDED", "MODIFIED", "DELETED"):
+                    self.cache._apply(self, kind, obj)
+                elif kind != "BOOKMARK":
+                    continue
+                rv = resource_version(obj) or rv
+                events += 1
+                self._failures = 0
+        finally:
+            self._watch = None
+            watch.close()
+        return rv, events

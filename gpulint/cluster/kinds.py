@@ -1,0 +1,309 @@
+"""The kinds gpulint reads from a cluster, and where the API serves each of them.
+
+Exactly what the rules read: autoscalers (HPA, KEDA ScaledObject), the workloads they scale
+(Deployment, StatefulSet), what generates workloads (KServe InferenceService, Knative Service
+and Configuration), and two kinds of ConfigMap: the prometheus-adapter configuration and
+KServe's ``inferenceservice-config`` (its ``deploy`` key sets the default deployment mode).
+ConfigMaps are read through server-side selectors, never all of them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+KSERVE_CONFIGMAP = "inferenceservice-config"
+# prometheus-community/prometheus-adapter chart: its ConfigMap carries the chart's name
+# label; kubernetes-sigs/prometheus-adapter deploy/manifests name theirs adapter-config.
+ADAPTER_LABEL = "app.kubernetes.io/name=prometheus-adapter"
+ADAPTER_NAMES = ("prometheus-adapter", "adapter-config")
+
+
+class WatchedKind(NamedTuple):
+    """One list/watch stream: a resource, optionally narrowed by selectors."""
+
+    key: str  # what sync_state() reports it as, e.g. "horizontalpodautoscalers.autoscaling"
+    kind: str
+    group: str  # "" for the core group
+    versions: tuple[str, ...]  # served versions gpulint reads, preferred first
+    plural: str
+    label_selector: str | None = None
+    field_selector: str | None = None
+    namespace: str | None = None  # a fixed namespace (a ConfigMap named in one)
+    settings: bool = False  # cluster-wide settings: read in every namespace even with -n
+
+    def collection_path(self, version: str, namespace: str | None) -> str:
+        """``/apis/apps/v1/namespaces/ns/deployments`` (or all namespaces without one)."""
+        base = f"/apis/{self.group}/{version}" if self.group else f"/api/{version}"
+        if namespace:
+            return f"{base}/namespaces/{namespace}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+    def api_version(self, version: str) -> str:
+        return f"{self.group}/{version}" if self.group else version
+
+    def scope(self, namespace: str | None) -> str | None:
+        """The namespace this stream lists in: its own, else the one asked for (unless it
+        reads cluster-wide settings), else all."""
+        if self.namespace:
+            return self.namespace
+        return None if self.settings else namespace
+
+
+def _resource(kind: str, group: str, versions: tuple[str, ...], plural: str) -> WatchedKind:
+    return WatchedKind(f"{plural}.{group}" if group else plural, kind, group, versions, plural)
+
+
+# autoscaling/v2beta2 is read only where v2 is not served (before Kubernetes 1.23).
+RESOURCES: tuple[WatchedKind, ...] = (
+    _resource(
+        "HorizontalPodAutoscaler", "autoscaling", ("v2", "v2beta2"), "horizontalpodautoscalers"
+    ),
+    _resource("Deployment", "apps", ("v1",), "deployments"),
+    _resource("StatefulSet", "apps", ("v1",), "statefulsets"),
+    _resource("ScaledObject", "keda.sh", ("v1alpha1",), "scaledobjects"),
+    _resource("InferenceService", "serving.kserve.io", ("v1beta1",), "inferenceservices"),
+    _resource("Service", "serving.knative.dev", ("v1",), "services"),
+    _resource("Configuration", "serving.knative.dev", ("v1",), "configurations"),
+)
+
+
+class AdapterConfigMapSelector:
+    """Which ConfigMaps hold the prometheus-adapter configuration.
+
+    A name (with an optional namespace), a label selector, or both (either matches). The
+    default matches what the adapter's Helm chart and its plain manifests create: the label
+    ``app.kubernetes.io/name=prometheus-adapter``, or the name ``prometheus-adapter`` or
+    ``adapter-config``.
+    """
+
+    __slots__ = ("label_selector", "name", "namespace")
+
+    def __init__(
+        self,
+        name: str | None = None,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> None:
+        self.name = name or None
+        self.namespace = namespace or None
+        self.label_selector = label_selector or None
+
+    def __repr__(self) -> str:
+        return (
+            f"AdapterConfigMapSelector(name={self.name!r}, namespace={self.namespace!r}, "
+            f"label_selector={self.label_selector!r})"
+        )
+
+    @classmethod
+    def parse(
+        cls, configmap: str | None = None, label_selector: str | None = None
+    ) -> AdapterConfigMapSelector:
+        """From ``[NAMESPACE/]NAME`` and a label selector, as the command line takes them.
+        Raises ValueError for a malformed value."""
+        name = namespace = None
+        if configmap:
+            namespace, _, name = configmap.rpartition("/")
+            if not _NAME.match(name) or (namespace and not _NAME.match(namespace)):
+                raise ValueError(f"{configmap!r} is not a ConfigMap as NAMESPACE/NAME or NAME")
+        if label_selector is not None and parse_label_selector(label_selector) is None:
+            raise ValueError(f"{label_selector!r} is not a label selector")
+        return cls(name, namespace, label_selector)
+
+    @property
+    def is_default(self) -> bool:
+        return self.name is None and self.label_selector is None
+
+    def streams(self) -> list[WatchedKind]:
+        """The ConfigMap list/watch streams that find the configuration."""
+        if self.is_default:
+            selections = [(ADAPTER_LABEL, None)] + [
+                (None, f"metadata.name={n}") for n in ADAPTER_NAMES
+            ]
+            namespace = self.namespace
+        else:
+            selections = []
+            if self.label_selector:
+                selections.append((self.label_selector, None))
+            if self.name:
+                selections.append((None, f"metadata.name={self.name}"))
+            namespace = self.namespace
+        return [_configmaps(label, field, namespace) for label, field in selections]
+
+    def matches(self, obj: dict[str, Any]) -> bool:
+        """Is this ConfigMap (an admitted object, say) the adapter configuration?"""
+        if obj.get("kind") != "ConfigMap" or obj.get("apiVersion") != "v1":
+            return False
+        metadata = obj.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        if self.namespace and metadata.get("namespace") != self.namespace:
+            return False
+        labels = metadata.get("labels")
+        labels = (
+            {k: v for k, v in labels.items() if isinstance(v, str)}
+            if isinstance(labels, dict)
+            else {}
+        )
+        names: tuple[str, ...] = ADAPTER_NAMES
+        selectors = [ADAPTER_LABEL]
+        if not self.is_default:
+            names = (self.name,) if self.name else ()
+            selectors = [self.label_selector] if self.label_selector else []
+        if metadata.get("name") in names:
+            return True
+        return any(selector_matches(s, labels) for s in selectors)
+
+
+def _configmaps(label: str | None, field: str | None, namespace: str | None) -> WatchedKind:
+    shown = label or field or ""
+    where = f"{namespace}: " if namespace else ""
+    return WatchedKind(
+        f"configmaps[{where}{shown}]",
+        "ConfigMap",
+        "",
+        ("v1",),
+        "configmaps",
+        label,
+        field,
+        namespace,
+        settings=True,
+    )
+
+
+KSERVE_CONFIG_STREAM = _configmaps(None, f"metadata.name={KSERVE_CONFIGMAP}", None)
+
+
+def watched_kinds(adapter: AdapterConfigMapSelector | None = None) -> list[WatchedKind]:
+    """Every stream gpulint keeps: the resources, then the ConfigMaps."""
+    selector = adapter if adapter is not None else AdapterConfigMapSelector()
+    streams = [*RESOURCES, *selector.streams()]
+    if all(s.key != KSERVE_CONFIG_STREAM.key for s in streams):
+        streams.append(KSERVE_CONFIG_STREAM)
+    return streams
+
+
+def is_kserve_config(obj: dict[str, Any]) -> bool:
+    metadata = obj.get("metadata")
+    return (
+        obj.get("kind") == "ConfigMap"
+        and isinstance(metadata, dict)
+        and metadata.get("name") == KSERVE_CONFIGMAP
+    )
+
+
+# --- label selectors (the string form: "a=b,c!=d,e in (f,g),!h") ------------------------------
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_REQUIREMENT = re.compile(
+    r"^\s*(?:(?P<not>!)\s*(?P<absent>[\w./-]+)"
+    r"|(?P<key>[\w./-]+)\s*(?:(?P<op>==|=|!=)\s*(?P<value>[\w.-]*)"
+    r"|\s+(?P<set>in|notin)\s*\((?P<values>[^)]*)\))?)\s*$"
+)
+
+
+class Requirement(NamedTuple):
+    key: str
+    op: str  # = != in notin exists !exists
+    values: tuple[str, ...]
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        present = self.key in labels
+        if self.op == "exists":
+            return present
+        if self.op == "!exists":
+            return not present
+        value = labels.get(self.key)
+        if self.op in ("=", "in"):
+            return present and value in self.values
+        return not present or value not in self.values  # != and notin
+
+
+def parse_label_selector(text: str) -> list[Requirement] | None:
+    """The requirements of a label selector string, or None when it does not parse."""
+    requirements: list[Requirement] = []
+    for part in _split_requirements(text):
+        if not part.strip():
+            if text.strip():
+                return None
+            continue
+        match = _REQUIREMENT.match(part)
+        if match is None:
+            return None
+        if match.group("absent"):
+            requirements.append(Requirement(match.group("absent"), "!exists", ()))
+        elif match.group("op"):
+            op = "=" if match.group("op") in ("=", "==") else "!="
+            requirements.append(Requirement(match.group("key"), op, (match.group("value"),)))
+        elif match.group("set"):
+            values = tuple(v.strip() for v in match.group("values").split(",") if v.strip())
+            requirements.append(Requirement(match.group("key"), match.group("set"), values))
+        else:
+            requirements.append(Requirement(match.group("key"), "exists", ()))
+    return requirements
+
+
+def _split_requirements(text: str) -> list[str]:
+    """Split on commas outside parentheses."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return parts
+
+
+def selector_matches(text: str, labels: dict[str, str]) -> bool:
+    requirements = parse_label_selector(text)
+    return requirements is not None and all(r.matches(labels) for r in requirements)
+
+
+def selector_text(selector: Any) -> str | None:
+    """A ``metav1.LabelSelector`` (matchLabels, matchExpressions) in its string form, as
+    ``kubectl`` and the HPA controller send it; None when it is not a valid selector. An empty
+    selector is ``""`` (everything)."""
+    if selector is None:
+        return ""
+    if not isinstance(selector, dict):
+        return None
+    parts: list[str] = []
+    labels = selector.get("matchLabels") or {}
+    if not isinstance(labels, dict):
+        return None
+    for key, value in sorted(labels.items()):
+        if not isinstance(key, str) or not isinstance(value, str | int | float | bool):
+            return None
+        parts.append(f"{key}={_label_value(value)}")
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        return None
+    for expression in expressions:
+        if not isinstance(expression, dict) or not isinstance(expression.get("key"), str):
+            return None
+        key, op = expression["key"], expression.get("operator")
+        values = expression.get("values") or []
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return None
+        if op == "In" and values:
+            parts.append(f"{key} in ({','.join(sorted(values))})")
+        elif op == "NotIn" and values:
+            parts.append(f"{key} notin ({','.join(sorted(values))})")
+        elif op == "Exists" and not values:
+            parts.append(key)
+        elif op == "DoesNotExist" and not values:
+            parts.append(f"!{key}")
+        else:
+            return None
+    return ",".join(parts)
+
+
+def _label_value(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

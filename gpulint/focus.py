@@ -1,0 +1,315 @@
+"""What one object touches: the items each rule scope must re-check when it changes.
+
+An admission request brings one object; the cluster inventory around it may hold thousands.
+``related_items`` picks, for every scope the engine runs, only the items that can produce a
+finding about that object: its own views, the autoscalers that claim the same workload (a
+Deployment that gains GPUs under a CPU-only HPA is caught from the Deployment's side), the
+InferenceService components and Knative revisions it generates and the HPAs on them, and for
+a prometheus-adapter ConfigMap its rules and the HPAs whose metrics go through them. The cost
+follows the number of related objects, not the size of the cluster.
+
+``Focus.concerns`` then keeps the findings about the object itself or naming it as a related
+object: a problem of a neighbour that the object has no part in is not its author's to fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulint.adapter import AdapterConfig, AdapterRule, requested_metric_name
+from gpulint.document import Manifest, as_dict
+from gpulint.engine import PodOwner
+from gpulint.hpa import HPA
+from gpulint.inventory import Inventory, Key, TargetGroup, key_of
+from gpulint.keda import ScaledObject
+from gpulint.knative import KnativeService
+from gpulint.kserve import InferenceService, default_mode_from_configmap
+from gpulint.model import Finding, ObjectRef
+from gpulint.rule import SCOPES
+from gpulint.workload import pod_templates
+
+KSERVE_CONFIGMAP = "inferenceservice-config"
+# HPAs that read one metric the same way get the same answer from the adapter: a change of
+# an adapter rule is checked on this many of them (per metric type and described kind).
+READERS_PER_METRIC = 3
+# InferenceServices checked when the cluster's default deployment mode changes.
+DEFAULT_MODE_SAMPLE = 20
+
+
+class Focus:
+    """``items_for`` for ``engine.run``: the related items of each scope.
+
+    ``manifests`` are the objects whose unused suppressions are reported (the subject only).
+    """
+
+    __slots__ = ("files", "items", "manifests", "refs")
+
+    def __init__(
+        self,
+        items: dict[str, list[Any]],
+        manifests: list[Manifest],
+        files: set[str],
+        refs: set[tuple[str, str, str | None, str]],
+    ) -> None:
+        self.items = items
+        self.manifests = manifests
+        self.files = files
+        self.refs = refs
+
+    def __repr__(self) -> str:
+        counts = {scope: len(items) for scope, items in self.items.items() if items}
+        return f"Focus({counts})"
+
+    def __call__(self, scope: str) -> list[Any]:
+        return self.items.get(scope, [])
+
+    def count(self) -> int:
+        """How many items the rules will be handed, over all scopes."""
+        return sum(len(items) for items in self.items.values())
+
+    def select(self, findings: list[Finding]) -> list[Finding]:
+        """The findings to report about the subject: its own, and those on related objects
+        that name it, except where the subject already has a finding of that rule (a
+        conflict between two objects is reported on both; the subject's side says it)."""
+        own = [f for f in findings if f.location.file in self.files]
+        rules = {f.rule for f in own}
+        return [
+            f
+            for f in findings
+            if f.location.file in self.files or (f.rule not in rules and self.concerns(f))
+        ]
+
+    def concerns(self, finding: Finding) -> bool:
+        """A finding located in the subject, or naming it as a related object."""
+        if finding.location.file in self.files or _ref_key(finding.object) in self.refs:
+            return True
+        return any(
+            (related.location is not None and related.location.file in self.files)
+            or _ref_key(related.ref) in self.refs
+            for related in finding.related
+        )
+
+
+def _ref_key(ref: ObjectRef | None) -> tuple[str, str, str | None, str] | None:
+    return None if ref is None else (ref.group, ref.kind, ref.namespace, ref.name)
+
+
+class _Collector:
+    def __init__(self, inventory: Inventory) -> None:
+        self.inventory = inventory
+        self.items: dict[str, dict[int, Any]] = {scope: {} for scope in SCOPES}
+
+    def add(self, scope: str, item: Any) -> None:
+        if item is not None:
+            self.items[scope].setdefault(id(item), item)
+
+    def add_view(self, view: Any) -> None:
+        if isinstance(view, HPA):
+            self.add("hpa", view)
+        elif isinstance(view, ScaledObject):
+            self.add("scaledobject", view)
+        elif isinstance(view, InferenceService):
+            self.add("isvc", view)
+        elif isinstance(view, KnativeService):
+            self.add("knative", view)
+
+    def add_group(self, group: TargetGroup | None) -> None:
+        """A workload's target group and every autoscaler in it."""
+        if group is None:
+            return
+        self.add("target-group", group)
+        for autoscaler in group.autoscalers:
+            if not autoscaler.implicit:
+                self.add_view(self.inventory.view_of(autoscaler.manifest))
+
+    def add_groups_of(self, key: Key) -> None:
+        self.add_group(self.inventory.target_groups().get(key))
+
+    def add_generated(self, namespace: str | None, name: str) -> None:
+        """The groups of what a controller names ``name``: the Deployment KServe makes for a
+        component in Standard mode (and its pre-0.11 ``-default`` form) and the revision
+        Deployments Knative makes for a Service or Configuration."""
+        for candidate in (name, f"{name}-default"):
+            self.add_groups_of(key_of("Deployment", namespace, candidate))
+            for group in self.inventory.revision_groups(namespace, candidate):
+                self.add_group(group)
+
+    def add_adapter_rules(self, rules: list[AdapterRule]) -> None:
+        for rule in rules:
+            self.add("adapter-rule", rule)
+
+    def add_readers(self, rules: list[AdapterRule]) -> None:
+        """HPAs that read a metric one of ``rules`` can expose: a few of each way of reading
+        it (metric type and described object), since the adapter answers those alike."""
+        if not rules:
+            return
+        for api, name in self.inventory.metrics_read():
+            wanted = requested_metric_name(name, api)
+            if not any(_serves(rule, api) and rule.could_expose(wanted) for rule in rules):
+                continue
+            taken: dict[tuple[str, Any], int] = {}
+            for hpa in self.inventory.readers_of(api, name):
+                ways = {
+                    (m.type, as_dict(m.described_object).get("kind"))
+                    for m in hpa.metrics
+                    if m.api == api and m.name == name
+                }
+                if any(taken.get(way, 0) < READERS_PER_METRIC for way in ways):
+                    self.add("hpa", hpa)
+                    for way in ways:
+                        taken[way] = taken.get(way, 0) + 1
+
+    def focus(self, subject: Manifest | None, previous: Manifest | None) -> Focus:
+        items = {scope: list(found.values()) for scope, found in self.items.items()}
+        items["inventory"] = [self.inventory]
+        manifests = [subject] if subject is not None else []
+        files = {m.file for m in (subject, previous) if m is not None}
+        refs = {
+            (m.group, m.kind, m.namespace, m.name) for m in (subject, previous) if m is not None
+        }
+        return Focus(items, manifests, files, refs)
+
+
+def _serves(rule: AdapterRule, api: str) -> bool:
+    return (rule.kind == "external") == (api == "external")
+
+
+def related_items(
+    inventory: Inventory, manifest: Manifest | None, previous: Manifest | None = None
+) -> Focus:
+    """The items of each scope that relate to ``manifest``, an object of ``inventory``.
+
+    ``previous`` is the version the object replaces (an update) or the object that was taken
+    out (a deletion, with ``manifest`` None): what related to it is looked at too, so that an
+    adapter rule removed from a ConfigMap brings in the HPAs that read through it.
+    """
+    collector = _Collector(inventory)
+    subject = manifest if manifest is not None else previous
+    if subject is not None and subject.kind == "ConfigMap":
+        _collect_configmap(collector, inventory, manifest, previous)
+    elif manifest is not None:
+        _collect(collector, inventory, manifest, member=True)
+    elif previous is not None:
+        _collect(collector, inventory, previous, member=False)
+    return collector.focus(manifest, previous)
+
+
+def _collect(collector: _Collector, inventory: Inventory, subject: Manifest, member: bool) -> None:
+    view = inventory.view_of(subject) if member else None
+    if member:
+        collector.add_view(view)
+        owner = _pod_owner(subject, view)
+        collector.add("pod-owner", owner)
+    namespace = subject.namespace
+    if not member:
+        view = _standalone_view(inventory, subject)
+    if isinstance(view, HPA | ScaledObject):
+        if member:
+            targets = [claim.target for claim in inventory.claims_of(subject)]
+        elif view.target_ref is not None:
+            targets = [inventory.resolve_target(namespace, view.target_ref, subject).key]
+        else:
+            targets = []
+        for target in targets:
+            collector.add_group(_group_with(inventory, target, subject))
+        if isinstance(view, HPA):
+            for metric in view.metrics:
+                if metric.is_custom and metric.name:
+                    collector.add_adapter_rules(
+                        inventory.rules_exposing(metric.name, metric.api, subject)
+                    )
+    elif isinstance(view, InferenceService):
+        for component in view.components:
+            collector.add_generated(namespace, view.component_name(component.name))
+    elif isinstance(view, KnativeService):
+        collector.add_generated(namespace, subject.name)
+    else:
+        collector.add_groups_of(key_of(subject.kind, namespace, subject.name))
+
+
+def _collect_configmap(
+    collector: _Collector,
+    inventory: Inventory,
+    configmap: Manifest | None,
+    previous: Manifest | None,
+) -> None:
+    """An adapter ConfigMap: its configs and rules, and the HPAs reading through the rules
+    that changed. KServe's inferenceservice-config: when the default deployment mode changes,
+    the InferenceServices that do not name their own mode."""
+    configs = inventory.adapter_configs_of(configmap) if configmap is not None else []
+    for config in configs:
+        collector.add("adapter-config", config)
+        collector.add_adapter_rules(list(config.all_rules()))
+    before = _configs_of(previous) if previous is not None else []
+    collector.add_readers(_changed_rules(before, configs))
+    subject = configmap if configmap is not None else previous
+    if subject is None or subject.name != KSERVE_CONFIGMAP:
+        return
+    modes = {
+        default_mode_from_configmap(m) if m is not None else None for m in (configmap, previous)
+    }
+    if len(modes) == 1:
+        return  # the default mode stays what it was
+    found = 0
+    for isvc in inventory.inference_services:
+        if isvc.mode_is_explicit:
+            continue
+        collector.add("isvc", isvc)
+        collector.add("pod-owner", PodOwner(isvc.manifest, [c.template for c in isvc.components]))
+        for component in isvc.components:
+            collector.add_generated(isvc.namespace, isvc.component_name(component.name))
+        found += 1
+        if found == DEFAULT_MODE_SAMPLE:
+            break
+
+
+def _changed_rules(before: list[AdapterConfig], after: list[AdapterConfig]) -> list[AdapterRule]:
+    """Rules added, removed or changed between two versions of a ConfigMap's configs."""
+    old = [rule for config in before for rule in config.all_rules()]
+    new = [rule for config in after for rule in config.all_rules()]
+    old_data = [(rule.kind, rule.data) for rule in old]
+    new_data = [(rule.kind, rule.data) for rule in new]
+    return [r for r in new if (r.kind, r.data) not in old_data] + [
+        r for r in old if (r.kind, r.data) not in new_data
+    ]
+
+
+def _pod_owner(manifest: Manifest, view: Any) -> PodOwner | None:
+    """The subject as the ``pod-owner`` scope sees it (as engine.pod_owners builds them)."""
+    if isinstance(view, KnativeService):
+        return PodOwner(manifest, [view.template]) if view.template is not None else None
+    if isinstance(view, InferenceService):
+        return PodOwner(manifest, [c.template for c in view.components])
+    if view is not None or manifest.kind == "ConfigMap":
+        return None
+    templates = pod_templates(manifest)
+    return PodOwner(manifest, templates) if templates else None
+
+
+def _standalone_view(
+    inventory: Inventory, manifest: Manifest
+) -> HPA | ScaledObject | InferenceService | KnativeService | None:
+    """A view of an object that is not (or no longer) in the inventory."""
+    scratch = Inventory(inventory.settings)
+    scratch.kserve_default_mode = inventory.kserve_default_mode
+    scratch.add_manifest(manifest)
+    return scratch.view_of(manifest)
+
+
+def _configs_of(configmap: Manifest) -> list[AdapterConfig]:
+    scratch = Inventory()
+    scratch.add_manifest(configmap)
+    return scratch.adapter_configs_of(configmap)
+
+
+def _group_with(inventory: Inventory, target: Key, subject: Manifest) -> TargetGroup | None:
+    groups = inventory.target_groups()
+    group = groups.get(target)
+    if group is not None or target[1]:
+        return group
+    # An autoscaler written without a namespace joins the one namespaced group of its
+    # workload (inventory._merge_unnamespaced); only objects from files lack a namespace.
+    for candidate in groups.values():
+        if any(a.manifest is subject for a in candidate.autoscalers):
+            return candidate
+    return None

@@ -1,0 +1,266 @@
+"""``gpulint lint --cluster`` end to end: the real CLI, the real client, the fake API server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpulint.cli import main
+
+from ..kubefake import CUSTOM_METRICS, FakeCluster, KubeFake, load_world
+
+WORLD = """
+kubefake:
+  custom:
+  - {metric: gpu_utilization, namespace: ml, name: triton-6d5f7-abcde, value: "55"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: adapter
+  namespace: monitoring
+  labels: {app.kubernetes.io/name: prometheus-adapter}
+data:
+  config.yaml: |
+    rules:
+    - seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}'
+      resources:
+        overrides:
+          exported_namespace: {resource: namespace}
+          exported_pod: {resource: pod}
+      name: {matches: ^DCGM_FI_DEV_GPU_UTIL$, as: gpu_utilization}
+      metricsQuery: avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: triton, namespace: ml}
+spec:
+  selector: {matchLabels: {app: triton}}
+  template:
+    metadata: {labels: {app: triton}}
+    spec:
+      containers:
+      - {name: server, image: triton, resources: {limits: {nvidia.com/gpu: 1}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: triton-6d5f7-abcde, namespace: ml, labels: {app: triton}}
+spec:
+  containers:
+  - {name: server, image: triton}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: triton, namespace: ml}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: triton}
+  minReplicas: 1
+  maxReplicas: 4
+  behavior:
+    scaleUp: {stabilizationWindowSeconds: 60}
+    scaleDown: {stabilizationWindowSeconds: 600}
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: gpu_utilization}
+      target: {type: AverageValue, averageValue: "60"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: embedder, namespace: web}
+spec:
+  selector: {matchLabels: {app: embedder}}
+  template:
+    metadata: {labels: {app: embedder}}
+    spec:
+      containers:
+      - {name: server, image: embedder, resources: {limits: {nvidia.com/gpu: 1}}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: embedder, namespace: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: embedder}
+  minReplicas: 1
+  maxReplicas: 4
+  behavior:
+    scaleUp: {stabilizationWindowSeconds: 60}
+    scaleDown: {stabilizationWindowSeconds: 600}
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
+"""
+
+
+@pytest.fixture
+def world(fake: KubeFake) -> KubeFake:
+    load_world(fake.cluster, WORLD)
+    return fake
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["lint", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _json(out: str) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def test_findings_on_a_cluster_with_cluster_locations(
+    world: KubeFake, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "--cluster", "--kubeconfig", str(kubeconfig), "-f", "json")
+    assert code == 1, err
+    report = _json(out)
+    assert [(f["rule"], f["file"], f["line"], f["column"]) for f in report["findings"]] == [
+        ("GL101", "cluster://web/HorizontalPodAutoscaler/embedder", 1, 1)
+    ]
+    assert report["findings"][0]["related"][0]["file"] == "cluster://web/Deployment/embedder"
+    assert report["summary"]["objects"] == 5
+    code, out, err = _run(capsys, "--cluster", "--kubeconfig", str(kubeconfig))
+    assert code == 1
+    assert out.startswith("cluster://web/HorizontalPodAutoscaler/embedder:1:1: GL101 [error]")
+    assert f"note: read 5 objects from {world.url} (context fake, all namespaces)" in out
+    assert out.rstrip().endswith("gpulint: 1 error, 0 warnings, 0 info in 0 files (5 objects)")
+
+
+def test_namespace_context_fail_on_and_a_clean_namespace(
+    world: KubeFake, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--cluster", "--kubeconfig", str(kubeconfig)]
+    code, out, _ = _run(capsys, *base, "--namespace", "ml", "--context", "other")
+    assert code == 0
+    # The namespace's objects and the adapter ConfigMap, which is read wherever it is.
+    assert "read 3 objects" in out and "(context other, namespace ml)" in out
+    lists = {path for method, path, q in world.cluster.requests if "watch" not in q}
+    assert "/apis/apps/v1/namespaces/ml/deployments" in lists
+    assert "/api/v1/configmaps" in lists
+    code, _, _ = _run(capsys, *base, "--fail-on", "never")
+    assert code == 0
+    code, out, _ = _run(capsys, *base, "--select", "GL9")
+    assert code == 0
+    asked = [p for _, p, _ in world.cluster.requests if CUSTOM_METRICS in p]
+    assert "/apis/custom.metrics.k8s.io/v1beta1/namespaces/ml/pods/*/gpu_utilization" in asked
+
+
+def test_the_metrics_apis_are_asked_only_when_gl901_runs(
+    world: KubeFake, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, _ = _run(capsys, "--cluster", "--kubeconfig", str(kubeconfig), "--ignore", "GL901")
+    assert code == 1
+    assert not [p for _, p, _ in world.cluster.requests if CUSTOM_METRICS in p]
+
+
+def test_kinds_the_cluster_does_not_serve_and_kinds_it_forbids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = KubeFake(FakeCluster(crds=())).start()
+    try:
+        load_world(fake.cluster, WORLD)
+        fake.cluster.forbidden = {"statefulsets.apps"}
+        kubeconfig = fake.write_kubeconfig(tmp_path / "kubeconfig")
+        code, out, err = _run(capsys, "--cluster", "--kubeconfig", str(kubeconfig))
+    finally:
+        fake.stop()
+    assert code == 1, err
+    absent = (
+        "configurations.serving.knative.dev, inferenceservices.serving.kserve.io, "
+        "scaledobjects.keda.sh, services.serving.knative.dev"
+    )
+    assert f"not served there: {absent}" in out
+    assert "note: statefulsets.apps not read: statefulsets.apps is forbidden: User" in out
+
+
+@pytest.mark.parametrize(
+    ("problem", "message"),
+    [
+        ("token", "refused the credentials (401)"),
+        ("down", "cannot reach the Kubernetes API server at https://127.0.0.1:"),
+        ("context", "cannot load cluster credentials"),
+        ("paths", "--cluster reads the cluster: give no PATH with it"),
+        ("adapter", "is not a ConfigMap as NAMESPACE/NAME or NAME"),
+        ("selector", "is not a label selector"),
+    ],
+)
+def test_a_cluster_that_cannot_be_read_is_a_usage_error(
+    fake: KubeFake,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    problem: str,
+    message: str,
+) -> None:
+    kubeconfig = fake.write_kubeconfig(
+        tmp_path / "kubeconfig", token="wrong" if problem == "token" else None
+    )
+    args = ["--cluster", "--kubeconfig", str(kubeconfig)]
+    if problem == "down":
+        fake.stop()
+    if problem == "context":
+        args += ["--context", "nowhere"]
+    if problem == "paths":
+        args.append(str(tmp_path))
+    if problem == "adapter":
+        args += ["--adapter-configmap", "a/b/c"]
+    if problem == "selector":
+        args += ["--adapter-configmap-selector", "app in (x"]
+    code, out, err = _run(capsys, *args)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("gpulint: error: ") and message in err, err
+    assert "Traceback" not in err
+
+
+def test_without_a_kubeconfig_or_a_service_account(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, _, err = _run(capsys, "--cluster")
+    assert code == 2
+    assert "cannot load cluster credentials" in err and "Traceback" not in err
+
+
+def test_a_named_adapter_configmap(
+    fake: KubeFake, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_world(fake.cluster, WORLD.replace("app.kubernetes.io/name: prometheus-adapter", "x: y"))
+    base = ["--cluster", "--kubeconfig", str(kubeconfig), "-f", "json", "--select", "GL401"]
+    # Not found by the default selectors: GL401 has no config to judge against.
+    code, out, _ = _run(capsys, *base)
+    assert _json(out)["findings"] == []
+    # Named: found, and the HPA's metric is exposed by it (no finding either), while a
+    # renamed metric would be reported.
+    code, out, _ = _run(capsys, *base, "--adapter-configmap", "monitoring/adapter")
+    assert _json(out)["summary"]["objects"] == 5
+    fake.cluster.apply(
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "triton", "namespace": "ml"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "triton"},
+                "maxReplicas": 4,
+                "metrics": [
+                    {
+                        "type": "Pods",
+                        "pods": {
+                            "metric": {"name": "gpu_utilisation"},
+                            "target": {"type": "AverageValue", "averageValue": "60"},
+                        },
+                    }
+                ],
+            },
+        }
+    )
+    code, out, _ = _run(capsys, *base, "--adapter-configmap", "monitoring/adapter")
+    assert code == 1
+    assert [f["rule"] for f in _json(out)["findings"]] == ["GL401"]
+    _, out, _ = _run(capsys, *base, "--adapter-configmap-selector", "x=y")
+    assert [f["rule"] for f in _json(out)["findings"]] == ["GL401"]
