@@ -11,6 +11,7 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from gpulint import __version__
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_lint_options(lint)
     add_live_options(lint)
+    add_cluster_options(lint)
 
     check = commands.add_parser(
         "check-adapter",
@@ -73,6 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = commands.add_parser("explain", help="explain a rule: why, example, fix, facts")
     explain.add_argument("rule", metavar="RULE", help="rule ID or name, e.g. GL101")
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the validating admission webhook over HTTPS",
+        description="Answer AdmissionReviews on POST /validate with the same rules as "
+        "`gpulint lint`, over the cluster's inventory (or each object alone with --no-cluster).",
+    )
+    # gpulint.webhook is installed from webhook/ (pyproject package-dir), a mapping type
+    # checkers do not follow: import it by name.
+    import_module("gpulint.webhook.options").add_serve_options(serve)
     return parser
 
 
@@ -105,6 +117,62 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", metavar="IDS", help="do not run these rules")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    cluster = parser.add_argument_group("cluster mode (GL901-GL903)")
+    cluster.add_argument(
+        "--cluster",
+        action="store_true",
+        help="lint what the cluster holds instead of files (kubeconfig or in-cluster "
+        "credentials); adds the cluster rules",
+    )
+    cluster.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (--cluster)")
+    cluster.add_argument("--context", metavar="NAME", help="kubeconfig context (--cluster)")
+    cluster.add_argument(
+        "--namespace",
+        "-n",
+        metavar="NS",
+        help="only this namespace (--cluster; the adapter and KServe ConfigMaps are read "
+        "wherever they are)",
+    )
+    cluster.add_argument(
+        "--adapter-configmap",
+        metavar="[NS/]NAME",
+        help="the ConfigMap holding the prometheus-adapter config (--cluster; default: the "
+        "chart's label app.kubernetes.io/name=prometheus-adapter, or the name "
+        "prometheus-adapter or adapter-config)",
+    )
+    cluster.add_argument(
+        "--adapter-configmap-selector",
+        metavar="LABELS",
+        help="a label selector for that ConfigMap (--cluster)",
+    )
+
+
+def _cluster_inventory(
+    args: argparse.Namespace, settings: object, selection: Selection
+) -> tuple[Inventory, list[str]]:
+    """``--cluster``: the inventory read from the cluster (raises InputError)."""
+    from gpulint.cluster.kinds import AdapterConfigMapSelector
+    from gpulint.cluster.mode import ClusterError, cluster_inventory
+
+    if args.paths:
+        raise ClusterError("--cluster reads the cluster: give no PATH with it")
+    try:
+        adapter = AdapterConfigMapSelector.parse(
+            args.adapter_configmap, args.adapter_configmap_selector
+        )
+    except ValueError as error:
+        raise ClusterError(str(error)) from None
+    return cluster_inventory(
+        settings,  # type: ignore[arg-type]
+        selection,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        namespace=args.namespace,
+        adapter_configmaps=adapter,
+    )
 
 
 def add_live_options(parser: argparse.ArgumentParser, required: bool = False) -> None:
@@ -248,20 +316,26 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if settings is None:
         return EXIT_USAGE
     paths = args.paths or ["."]
+    selection = Selection(_split_ids(args.select), _split_ids(args.ignore))
+    cluster = getattr(args, "cluster", False)
+    cluster_notes: list[str] = []
     try:
-        inventory = inventory_from_paths(paths, settings)  # type: ignore[arg-type]
+        if cluster:
+            inventory, cluster_notes = _cluster_inventory(args, settings, selection)
+        else:
+            inventory = inventory_from_paths(paths, settings)  # type: ignore[arg-type]
     except InputError as error:
         stderr.write(f"gpulint: error: {error}\n")
         return EXIT_USAGE
-    if not inventory.files:
+    if not inventory.files and not cluster:
         stderr.write(f"gpulint: error: no .yaml, .yml or .json files in {' '.join(paths)}\n")
         return EXIT_USAGE
-    selection = Selection(_split_ids(args.select), _split_ids(args.ignore))
     live = _live_check(args, inventory, selection, stderr)
     if live is None:
         return EXIT_USAGE
     findings = run(inventory, selection)
     result = Result(findings, len(inventory.files), len(inventory.manifests), inventory.skipped)
+    result.notes.extend(cluster_notes)
     result.notes.extend(live.notes)
     out = stdout
     handle = None
@@ -345,6 +419,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_rules(args, stdout)
         if args.command == "explain":
             return run_explain(args, stdout, stderr)
+        if args.command == "serve":
+            code: int = import_module("gpulint.webhook.server").run_serve(args, stdout, stderr)
+            return code
         parser.print_help(stderr)
         return EXIT_USAGE
     except BrokenPipeError:

@@ -177,8 +177,11 @@ def yaml_text(value: Any) -> str:
     """Block-style YAML for a fix snippet, keys in the order given, no trailing newline."""
     import yaml
 
-    text: str = yaml.safe_dump(
-        plain_data(value), sort_keys=False, default_flow_style=False, width=1000
+    # libyaml's emitter writes the same text as PyYAML's Python one, ~8x faster: a refusal
+    # from the webhook builds its fixes in the request path.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    text: str = yaml.dump(
+        plain_data(value), Dumper=dumper, sort_keys=False, default_flow_style=False, width=1000
     )
     return text.rstrip("\n")
 

@@ -1,0 +1,256 @@
+"""The HTTP side: ``POST /validate``, ``/healthz``, ``/readyz``, ``/metrics``.
+
+Never an outage: every AdmissionReview that carries a ``uid`` gets an answer before its
+deadline. When gpulint cannot evaluate (caches not synced, deadline passed, an internal
+error) the answer is ``allowed: true`` with a warning saying so, counted in
+``gpulint_webhook_fail_open_total``. A body gpulint cannot answer is an HTTP 400 with a JSON
+message. Nothing answers 500.
+
+Evaluations run on the event loop, one at a time, from memory: a handoff to a worker thread
+costs more than most evaluations on a busy machine (bench/webhook_load.py), and would not
+preempt a rule stuck in C code (a regular expression) anyway, since that holds the GIL. The
+deadline is checked before the evaluation and between rules; an evaluation stuck beyond it
+also stops /healthz from answering, so the kubelet restarts the container while the API
+server, after timeoutSeconds, lets requests through (failurePolicy: Ignore) and the other
+replica answers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
+
+from gpulint.engine import DeadlineExceeded
+
+from .evaluator import (
+    Decider,
+    Decision,
+    Evaluator,
+    fail_open_warning,
+    skip_reason,
+)
+from .logs import JsonLog, where_raised
+from .metrics import WebhookMetrics
+from .review import (
+    BadReview,
+    ReviewRequest,
+    bad_request_body,
+    fit_warnings,
+    parse_review,
+    review_response,
+)
+
+if TYPE_CHECKING:
+    from gpulint.cluster.kinds import AdapterConfigMapSelector
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    return web.Response(body=body, status=status, content_type="application/json")
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """aiohttp's own refusals (404, 405, 413) as JSON Status bodies; nothing becomes a 500."""
+    try:
+        return await handler(request)
+    except web.HTTPException as error:
+        if error.status < 400:
+            raise
+        status = 400 if error.status == 413 else error.status
+        body = bad_request_body(error.reason)
+        body.update(code=status, reason=error.reason.replace(" ", ""))
+        return _json(body, status)
+
+
+class WebhookApp:
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        *,
+        deny_on: str,
+        deadline: float,
+        max_body_bytes: int,
+        adapter_configmaps: AdapterConfigMapSelector | None,
+        log: JsonLog,
+        metrics: WebhookMetrics,
+    ) -> None:
+        from gpulint.model import Severity
+
+        self.evaluator = evaluator
+        self.decider = Decider(evaluator, None if deny_on == "never" else Severity.parse(deny_on))
+        self.deadline = deadline
+        self.max_body_bytes = max_body_bytes
+        self.adapter_configmaps = adapter_configmaps
+        self.log = log
+        self.metrics = metrics
+        self.shutting_down = False
+        metrics.watch_cache(evaluator.ready, evaluator.sync_state)
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=self.max_body_bytes, middlewares=[_json_errors])
+        app.router.add_post("/validate", self.validate)
+        app.router.add_get("/healthz", self.healthz)
+        app.router.add_get("/readyz", self.readyz)
+        app.router.add_get("/metrics", self.metrics_page)
+        return app
+
+    # --- probes and metrics ----------------------------------------------------------------
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        return _json({"ok": True})
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        if self.shutting_down:
+            return _json({"ready": False, "reason": "shutting down"}, 503)
+        try:
+            ready, caches = self.evaluator.ready(), self.evaluator.sync_state()
+        except Exception as error:
+            self.log.error("readiness-error", error=type(error).__name__, at=where_raised(error))
+            return _json({"ready": False, "reason": "the cache could not report its state"}, 503)
+        if not ready:
+            return _json({"ready": False, "reason": "caches not synced", "caches": caches}, 503)
+        return _json({"ready": True, "caches": caches})
+
+    async def metrics_page(self, request: web.Request) -> web.Response:
+        return web.Response(
+            body=self.metrics.exposition(),
+            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+        )
+
+    # --- /validate -------------------------------------------------------------------------
+
+    async def validate(self, request: web.Request) -> web.Response:
+        started = time.monotonic()
+        self.metrics.in_flight.inc()
+        try:
+            return await self._validate(request, started)
+        finally:
+            self.metrics.in_flight.dec()
+
+    def _bad_request(self, reason: str, message: str) -> web.Response:
+        self.metrics.invalid.labels(reason).inc()
+        self.log.warning("bad-request", reason=reason, message=message)
+        return _json(bad_request_body(message), 400)
+
+    async def _validate(self, request: web.Request, started: float) -> web.Response:
+        length = request.content_length
+        if length is not None and length > self.max_body_bytes:
+            return self._bad_request(
+                "too-large",
+                f"the request body is {length} bytes, over the limit of {self.max_body_bytes} "
+                "(--max-body-bytes)",
+            )
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return self._bad_request(
+                "too-large",
+                f"the request body is over the limit of {self.max_body_bytes} bytes "
+                "(--max-body-bytes)",
+            )
+        except (RequestPayloadError, HttpProcessingError) as error:
+            # A Content-Encoding that does not decode, a body cut short.
+            reason = " ".join(str(getattr(error, "message", "") or error).split())
+            return self._bad_request("unreadable", f"the request body cannot be read: {reason}")
+        except ConnectionError:
+            # The client went away mid-body; nobody reads this answer.
+            return self._bad_request("unreadable", "the connection closed before the body ended")
+        try:
+            review = parse_review(body)
+        except BadReview as error:
+            return self._bad_request(error.reason, error.message)
+        try:
+            return self._answer(review, started)
+        except Exception as error:  # the last line of defence: answer, and say why
+            return self._fail_open(review, started, "error", error)
+
+    def _answer(self, review: ReviewRequest, started: float) -> web.Response:
+        skipped = skip_reason(review, self.adapter_configmaps)
+        if skipped is not None:
+            return self._respond(
+                review, started, "skipped", review_response(review.uid, True), skipped
+            )
+        if not self.evaluator.ready():
+            return self._fail_open(review, started, "not-synced")
+        deadline = started + self.deadline
+        try:
+            if time.monotonic() >= deadline:
+                raise DeadlineExceeded("(before the first)")
+            decision = self.decider.decide(review, deadline)
+        except DeadlineExceeded:
+            return self._fail_open(review, started, "deadline")
+        except Exception as error:
+            return self._fail_open(review, started, "error", error)
+        return self._decided(review, started, decision)
+
+    def _decided(self, review: ReviewRequest, started: float, decision: Decision) -> web.Response:
+        for finding in decision.findings:
+            self.metrics.findings.labels(finding.rule, str(finding.severity)).inc()
+        return self._respond(
+            review,
+            started,
+            decision.verdict,
+            decision.response,
+            rules=sorted({f.rule for f in decision.findings}),
+            refused=sorted({f.rule for f in decision.refused}) or None,
+            existing=sorted({f.rule for f in decision.existing}) or None,
+        )
+
+    def _fail_open(
+        self,
+        review: ReviewRequest,
+        started: float,
+        reason: str,
+        error: BaseException | None = None,
+    ) -> web.Response:
+        detail = ""
+        if reason == "deadline":
+            detail = f"{self.deadline:g} s"
+        elif error is not None:
+            detail = type(error).__name__
+        self.metrics.fail_open.labels(reason).inc()
+        warning = fail_open_warning(review, reason, detail)
+        response = review_response(review.uid, True, warnings=fit_warnings([warning]))
+        extra: dict[str, Any] = {}
+        if error is not None:
+            extra = {"error": type(error).__name__, "at": where_raised(error)}
+        return self._respond(review, started, "fail-open", response, reason, **extra)
+
+    def _respond(
+        self,
+        review: ReviewRequest,
+        started: float,
+        verdict: str,
+        response: dict[str, Any],
+        reason: str | None = None,
+        **fields: Any,
+    ) -> web.Response:
+        elapsed = time.monotonic() - started
+        kind = review.kind.kind
+        self.metrics.requests.labels(kind, review.operation, verdict).inc()
+        self.metrics.latency.labels(verdict).observe(elapsed)
+        level = "error" if fields.get("error") else "info"
+        self.log.emit(
+            "decision",
+            level,
+            uid=review.uid,
+            kind=str(review.kind),
+            namespace=review.object_namespace() or None,
+            name=review.object_name() or None,
+            operation=review.operation,
+            dryRun=review.dry_run or None,
+            verdict=verdict,
+            reason=reason,
+            ms=round(elapsed * 1000, 3),
+            **fields,
+        )
+        return _json(response)

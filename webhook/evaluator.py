@@ -1,0 +1,210 @@
+"""Where findings for an admitted object come from, and what gpulint does with them.
+
+Two sources: the cluster inventory (``gpulint.cluster.cache.ClusterCache``, list+watch caches
+kept in memory; the admitted object is laid over them) or, with ``--no-cluster``, the object
+on its own. Both answer from memory and stop at a deadline.
+
+``Decider`` turns findings into a verdict. Findings at or above the deny level refuse the
+request, except on an UPDATE for findings the object already had before the change (the
+object as it was, ``oldObject``, gives the same finding): those are warned about, so that a
+problem that is already in the cluster does not block unrelated edits such as an image bump
+or the removal of a finalizer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gpulint.config import Settings
+from gpulint.engine import Selection
+from gpulint.model import Finding, ObjectRef, Severity
+
+from .review import (
+    ReviewRequest,
+    denial_message,
+    fit_warnings,
+    review_response,
+    warning_text,
+)
+
+if TYPE_CHECKING:
+    from gpulint.cluster.cache import ClusterCache
+    from gpulint.cluster.kinds import AdapterConfigMapSelector
+
+# (API group, kind) of the objects gpulint evaluates; any version of the group (an
+# autoscaling/v2beta2 HPA is evaluated, and GL109 says it is no longer served).
+EVALUATED_KINDS = frozenset(
+    {
+        ("autoscaling", "HorizontalPodAutoscaler"),
+        ("apps", "Deployment"),
+        ("apps", "StatefulSet"),
+        ("keda.sh", "ScaledObject"),
+        ("serving.kserve.io", "InferenceService"),
+        ("serving.knative.dev", "Service"),
+        ("serving.knative.dev", "Configuration"),
+    }
+)
+
+
+class Evaluator(Protocol):
+    """What the server needs from a source of findings."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def ready(self) -> bool: ...
+    def sync_state(self) -> dict[str, str]: ...
+    def evaluate(
+        self,
+        obj: dict[str, Any],
+        operation: str,
+        old: dict[str, Any] | None,
+        deadline: float,
+    ) -> list[Finding]: ...
+
+
+class ClusterEvaluator:
+    """Findings from the cluster inventory: the admitted object with what it relates to."""
+
+    def __init__(self, cache: ClusterCache, selection: Selection) -> None:
+        self.cache = cache
+        self.selection = selection
+
+    def start(self) -> None:
+        self.cache.start()
+
+    def stop(self) -> None:
+        self.cache.stop()
+
+    def ready(self) -> bool:
+        return self.cache.synced()
+
+    def sync_state(self) -> dict[str, str]:
+        return self.cache.sync_state()
+
+    def evaluate(
+        self, obj: dict[str, Any], operation: str, old: dict[str, Any] | None, deadline: float
+    ) -> list[Finding]:
+        return self.cache.evaluate(obj, operation, old, self.selection, deadline)
+
+
+class StandaloneEvaluator:
+    """``--no-cluster``: each admitted object on its own; cross-object rules see only it."""
+
+    def __init__(self, settings: Settings, selection: Selection) -> None:
+        self.settings = settings
+        self.selection = selection
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    def ready(self) -> bool:
+        return True
+
+    def sync_state(self) -> dict[str, str]:
+        return {}
+
+    def evaluate(
+        self, obj: dict[str, Any], operation: str, old: dict[str, Any] | None, deadline: float
+    ) -> list[Finding]:
+        from gpulint.cluster.cache import evaluate_alone
+
+        return evaluate_alone(obj, operation, self.settings, self.selection, deadline)
+
+
+def skip_reason(
+    request: ReviewRequest, adapter_configmaps: AdapterConfigMapSelector | None
+) -> str | None:
+    """Why a request is allowed without evaluation, or None when gpulint evaluates it."""
+    if request.operation in ("DELETE", "CONNECT"):
+        return request.operation.lower()
+    if request.sub_resource:
+        return "subresource"
+    group, kind = request.kind.group, request.kind.kind
+    obj = request.object or {}
+    if (group, kind) not in EVALUATED_KINDS:
+        if not (group == "" and kind == "ConfigMap"):
+            return "kind"
+        if adapter_configmaps is None or not adapter_configmaps.matches(obj):
+            return "configmap"
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("deletionTimestamp"):
+        # Finalizers are being removed from an object on its way out: never in the way.
+        return "deleting"
+    return None
+
+
+def admitted_object(request: ReviewRequest) -> dict[str, Any]:
+    """The object as the rules should see it: with its namespace even if the body left it to
+    the request (the API server fills it in; a hand-made review may not)."""
+    obj = request.object or {}
+    metadata = obj.get("metadata")
+    if request.namespace and (
+        not isinstance(metadata, dict) or not isinstance(metadata.get("namespace"), str)
+    ):
+        obj = dict(obj)
+        metadata = dict(metadata) if isinstance(metadata, dict) else {}
+        metadata["namespace"] = request.namespace
+        obj["metadata"] = metadata
+    return obj
+
+
+def _finding_key(finding: Finding) -> tuple[str, ObjectRef | None, str]:
+    return (finding.rule, finding.object, finding.message)
+
+
+@dataclass
+class Decision:
+    verdict: str  # allowed | warned | denied
+    response: dict[str, Any]
+    findings: list[Finding] = field(default_factory=list)
+    refused: list[Finding] = field(default_factory=list)
+    existing: list[Finding] = field(default_factory=list)
+
+
+class Decider:
+    def __init__(self, evaluator: Evaluator, deny_on: Severity | None) -> None:
+        self.evaluator = evaluator
+        self.deny_on = deny_on
+
+    def refuses(self, finding: Finding) -> bool:
+        return self.deny_on is not None and finding.severity >= self.deny_on
+
+    def decide(self, request: ReviewRequest, deadline: float) -> Decision:
+        """Evaluate and answer; raises DeadlineExceeded (and anything the evaluation raises)
+        for the caller to fail open."""
+        obj = admitted_object(request)
+        findings = self.evaluator.evaluate(obj, request.operation, request.old_object, deadline)
+        refused = [f for f in findings if self.refuses(f)]
+        existing: list[Finding] = []
+        if refused and request.operation == "UPDATE" and request.old_object is not None:
+            before = self.evaluator.evaluate(
+                request.old_object, "UPDATE", request.old_object, deadline
+            )
+            had = {_finding_key(f) for f in before}
+            existing = [f for f in refused if _finding_key(f) in had]
+            refused = [f for f in refused if _finding_key(f) not in had]
+        warned = [f for f in findings if not self.refuses(f)]
+        warnings = [warning_text(f, "already present") for f in existing]
+        warnings += [warning_text(f) for f in warned]
+        fitted = fit_warnings(warnings)
+        if refused:
+            message = denial_message(request.describe(), refused)
+            response = review_response(request.uid, False, warnings=fitted, message=message)
+            return Decision("denied", response, findings, refused, existing)
+        verdict = "warned" if fitted else "allowed"
+        return Decision(verdict, review_response(request.uid, True, warnings=fitted), findings)
+
+
+def fail_open_warning(request: ReviewRequest, reason: str, detail: str = "") -> str:
+    what = f"gpulint could not evaluate {request.describe()}"
+    if reason == "not-synced":
+        why = "its cluster caches have not synced yet"
+    elif reason == "deadline":
+        why = f"its deadline{f' of {detail}' if detail else ''} passed"
+    else:
+        why = f"an internal error ({detail})" if detail else "an internal error"
+    return f"{what}: {why}; the request was allowed unchecked"

@@ -1,0 +1,97 @@
+"""Structured logs: one JSON object per line on standard output.
+
+A decision line names the object (kind, namespace, name), the operation, the verdict, the
+rule IDs and the time taken; never the object's contents, the user, or any token. An internal
+error is logged by its exception type and where it was raised, not by its message, which may
+quote values from the object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+import traceback
+from typing import Any, TextIO
+
+
+class JsonLog:
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream if stream is not None else sys.stdout
+        self._lock = threading.Lock()
+
+    def emit(self, event: str, level: str = "info", **fields: Any) -> None:
+        record: dict[str, Any] = {
+            "ts": _timestamp(time.time()),
+            "level": level,
+            "event": event,
+        }
+        record.update((k, v) for k, v in fields.items() if v is not None)
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+        with self._lock:
+            try:
+                self._stream.write(line + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                # A closed or full log stream must not turn an answer into an error.
+                pass
+
+    def info(self, event: str, **fields: Any) -> None:
+        self.emit(event, "info", **fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self.emit(event, "warning", **fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self.emit(event, "error", **fields)
+
+
+def where_raised(error: BaseException) -> str:
+    """``module.py:123 in function`` of the innermost frame, for an error log line."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    frame = frames[-1]
+    path = frame.filename.replace("\\", "/")
+    for marker in ("/gpulint/", "/rules/", "/webhook/", "/site-packages/"):
+        if marker in path:
+            path = marker.strip("/") + "/" + path.rsplit(marker, 1)[1]
+            break
+    return f"{path}:{frame.lineno} in {frame.name}"
+
+
+def _timestamp(now: float) -> str:
+    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+    return f"{seconds}.{int(now % 1 * 1000):03d}Z"
+
+
+class LibraryLogs(logging.Handler):
+    """What libraries log (aiohttp's server, the cluster caches) as JSON lines too: the
+    logger's name as the event, the first line of the message, and for an exception its
+    type and where it was raised instead of the traceback."""
+
+    def __init__(self, log: JsonLog) -> None:
+        super().__init__(logging.INFO)
+        self.log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage().strip().splitlines()
+            fields: dict[str, Any] = {"message": message[0] if message else ""}
+            if record.exc_info and record.exc_info[1] is not None:
+                error = record.exc_info[1]
+                fields["error"] = type(error).__name__
+                fields["at"] = where_raised(error)
+            level = record.levelname.lower()
+            self.log.emit(record.name, "warning" if level == "warn" else level, **fields)
+        except Exception:
+            self.handleError(record)
+
+    @classmethod
+    def install(cls, log: JsonLog) -> None:
+        root = logging.getLogger()
+        root.handlers = [cls(log)]
+        root.setLevel(logging.INFO)
+        logging.getLogger("aiohttp.access").disabled = True

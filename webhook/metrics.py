@@ -1,0 +1,133 @@
+"""What ``/metrics`` exposes, in a registry of the server's own (prometheus-client)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+# Verdicts of /validate: allowed (nothing found), warned (allowed with warnings), denied,
+# fail-open (allowed because gpulint could not evaluate), skipped (not evaluated: DELETE,
+# CONNECT, another kind, a subresource, an object being deleted).
+VERDICTS = ("allowed", "warned", "denied", "fail-open", "skipped")
+FAIL_OPEN_REASONS = ("not-synced", "deadline", "error")
+SYNC_STATES = ("synced", "syncing", "absent", "forbidden", "error")
+
+# Answers take well under a millisecond to a few; the API server gives up at timeoutSeconds.
+LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+)
+
+
+class _SyncStateCollector(Collector):
+    """The cache's sync state, read when Prometheus scrapes."""
+
+    def __init__(self, synced: Callable[[], bool], state: Callable[[], dict[str, str]]) -> None:
+        self._synced = synced
+        self._state = state
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "gpulint_webhook_cache_sync_state",
+            "1 for the state each watched kind's cache is in "
+            "(synced, syncing, absent, forbidden, error)",
+            labels=["kind", "state"],
+        )
+        synced = GaugeMetricFamily(
+            "gpulint_webhook_cache_synced",
+            "1 when the caches have synced (every watched kind the cluster serves and allows "
+            "has been listed); 1 with --no-cluster",
+        )
+        try:
+            states, ready = self._state(), self._synced()
+        except Exception:  # a scrape must not fail because the cache misbehaves
+            states, ready = {}, False
+        for kind, current in sorted(states.items()):
+            for state in SYNC_STATES:
+                family.add_metric([kind, state], 1.0 if current == state else 0.0)
+        synced.add_metric([], 1.0 if ready else 0.0)
+        yield family
+        yield synced
+
+
+class WebhookMetrics:
+    def __init__(self) -> None:
+        # `_created` samples double the page and say nothing a restart counter does not.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "gpulint_webhook_requests",
+            "AdmissionReviews answered, by the admitted object's kind, the operation and the "
+            "verdict",
+            ["kind", "operation", "verdict"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "gpulint_webhook_request_duration_seconds",
+            "Seconds from reading an AdmissionReview to answering it",
+            ["verdict"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.findings = Counter(
+            "gpulint_webhook_findings",
+            "Findings in answers, by rule and severity",
+            ["rule", "severity"],
+            registry=self.registry,
+        )
+        self.fail_open = Counter(
+            "gpulint_webhook_fail_open",
+            "Requests allowed unevaluated: caches not synced, deadline passed, internal error",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.invalid = Counter(
+            "gpulint_webhook_invalid_requests",
+            "Requests answered HTTP 400 (not an AdmissionReview gpulint can answer), by reason",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "gpulint_webhook_in_flight_requests",
+            "AdmissionReviews being read, evaluated or answered",
+            registry=self.registry,
+        )
+        self.certificate_reloads = Counter(
+            "gpulint_webhook_certificate_reloads",
+            "Serving certificate reloads after the files changed, by result (ok, error)",
+            ["result"],
+            registry=self.registry,
+        )
+        for reason in FAIL_OPEN_REASONS:
+            self.fail_open.labels(reason)
+        for result in ("ok", "error"):
+            self.certificate_reloads.labels(result)
+        for verdict in VERDICTS:
+            self.latency.labels(verdict)
+
+    def watch_cache(self, synced: Callable[[], bool], state: Callable[[], dict[str, str]]) -> None:
+        self.registry.register(_SyncStateCollector(synced, state))
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,203 @@
+"""``gpulint serve`` options: the command line, checked into one value.
+
+The CLI builds this parser on every run, so the module imports only argparse and math (no
+dataclasses: ``gpulint lint`` start-up time is measured, bench/run_lint.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import NamedTuple
+
+DEFAULT_PORT = 8443
+DEFAULT_DEADLINE = 2.0
+# The API server sends at most an object and its old version, each at most the 1.5 MiB etcd
+# stores by default, JSON-encoded in one review; anything larger is not a review from it.
+DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
+# kube-apiserver gives a webhook at most 30 s (timeoutSeconds); answers must come before.
+MAX_DEADLINE = 30.0
+
+
+class OptionError(ValueError):
+    """A command-line value gpulint serve cannot use."""
+
+
+class ServeOptions(NamedTuple):
+    tls_cert: str
+    tls_key: str
+    port: int = DEFAULT_PORT
+    bind: str | None = None
+    config: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    no_cluster: bool = False
+    deny_on: str = "error"
+    deadline: float = DEFAULT_DEADLINE
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    adapter_configmap: str | None = None
+    adapter_configmap_selector: str | None = None
+    tls_check_interval: float = 5.0
+    shutdown_delay: float = 0.0
+    shutdown_timeout: float = 20.0
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    tls = parser.add_argument_group("TLS (the API server only calls webhooks over HTTPS)")
+    tls.add_argument("--tls-cert", required=True, metavar="FILE", help="PEM certificate chain")
+    tls.add_argument("--tls-key", required=True, metavar="FILE", help="PEM private key")
+    tls.add_argument(
+        "--tls-check-interval",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds between checks for a rotated certificate or key (default: 5)",
+    )
+    listen = parser.add_argument_group("listening")
+    listen.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"HTTPS port (default: {DEFAULT_PORT})"
+    )
+    listen.add_argument(
+        "--bind", metavar="ADDRESS", help="address to listen on (default: every interface)"
+    )
+    listen.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        metavar="N",
+        help="largest AdmissionReview accepted; larger bodies get HTTP 400 "
+        f"(default: {DEFAULT_MAX_BODY_BYTES})",
+    )
+    listen.add_argument(
+        "--shutdown-delay",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="on SIGTERM, keep answering (not ready) for S seconds while the Service's "
+        "endpoints drop this pod, then drain (default: 0)",
+    )
+    listen.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="how long draining waits for requests in flight (default: 20)",
+    )
+    decide = parser.add_argument_group("decisions")
+    decide.add_argument(
+        "--deny-on",
+        choices=("error", "warning", "never"),
+        default="error",
+        help="lowest severity that refuses a request; the rest are warnings (default: error)",
+    )
+    decide.add_argument(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE,
+        metavar="S",
+        help="seconds an evaluation may take before the request is allowed unchecked, with a "
+        f"warning (default: {DEFAULT_DEADLINE:g}; keep it under the webhook's timeoutSeconds)",
+    )
+    decide.add_argument("--config", "-c", metavar="FILE", help="a .gpulint.yaml")
+    decide.add_argument(
+        "--select",
+        action="append",
+        metavar="IDS",
+        help="run only these rules (IDs, names or prefixes such as GL1)",
+    )
+    decide.add_argument("--ignore", action="append", metavar="IDS", help="do not run these rules")
+    cluster = parser.add_argument_group("cluster inventory (cross-object rules)")
+    cluster.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig to read the cluster with (default: $KUBECONFIG or ~/.kube/config "
+        "when there is one, else the pod's in-cluster service account)",
+    )
+    cluster.add_argument("--context", metavar="NAME", help="kubeconfig context")
+    cluster.add_argument(
+        "--namespace", metavar="NS", help="watch one namespace only (default: all namespaces)"
+    )
+    cluster.add_argument(
+        "--no-cluster",
+        action="store_true",
+        help="evaluate each admitted object on its own, without reading the cluster "
+        "(cross-object rules see only that object)",
+    )
+    cluster.add_argument(
+        "--adapter-configmap",
+        metavar="[NAMESPACE/]NAME",
+        help="the ConfigMap holding the prometheus-adapter config (default: one labelled "
+        "app.kubernetes.io/name=prometheus-adapter, or named prometheus-adapter or "
+        "adapter-config)",
+    )
+    cluster.add_argument(
+        "--adapter-configmap-selector",
+        metavar="LABELS",
+        help="label selector of the prometheus-adapter config ConfigMaps, e.g. "
+        "team=platform,app=metrics-adapter (with --adapter-configmap, either matches)",
+    )
+
+
+def _split_ids(values: list[str] | None) -> tuple[str, ...]:
+    found: list[str] = []
+    for value in values or []:
+        found.extend(part.strip() for part in value.split(",") if part.strip())
+    return tuple(found)
+
+
+def _seconds(value: float, flag: str, *, minimum: float = 0.0, allow_zero: bool = False) -> float:
+    if not math.isfinite(value) or value < minimum or (value == minimum and not allow_zero):
+        bound = f"at least {minimum:g}" if allow_zero else f"above {minimum:g}"
+        raise OptionError(f"{flag} must be a number of seconds {bound}")
+    return value
+
+
+def options_from_args(args: argparse.Namespace) -> ServeOptions:
+    """Check the parsed command line; raises OptionError with the flag at fault."""
+    if not 1 <= args.port <= 65535:
+        raise OptionError(f"--port must be 1-65535, not {args.port}")
+    deadline = _seconds(args.deadline, "--deadline")
+    if deadline > MAX_DEADLINE:
+        raise OptionError(
+            f"--deadline must stay under the API server's webhook timeout "
+            f"(at most {MAX_DEADLINE:g} s)"
+        )
+    if args.max_body_bytes < 1024:
+        raise OptionError("--max-body-bytes must be at least 1024")
+    from gpulint.cluster.kinds import AdapterConfigMapSelector
+
+    try:
+        AdapterConfigMapSelector.parse(args.adapter_configmap, args.adapter_configmap_selector)
+    except ValueError as error:
+        flag = (
+            "--adapter-configmap-selector"
+            if args.adapter_configmap_selector and "label selector" in str(error)
+            else "--adapter-configmap"
+        )
+        raise OptionError(f"{flag}: {error}") from None
+    if args.no_cluster and (args.kubeconfig or args.context or args.namespace):
+        raise OptionError("--no-cluster reads no cluster: drop --kubeconfig/--context/--namespace")
+    return ServeOptions(
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        port=args.port,
+        bind=args.bind,
+        config=args.config,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        namespace=args.namespace,
+        no_cluster=args.no_cluster,
+        deny_on=args.deny_on,
+        deadline=deadline,
+        max_body_bytes=args.max_body_bytes,
+        select=_split_ids(args.select),
+        ignore=_split_ids(args.ignore),
+        adapter_configmap=args.adapter_configmap,
+        adapter_configmap_selector=args.adapter_configmap_selector,
+        tls_check_interval=_seconds(args.tls_check_interval, "--tls-check-interval"),
+        shutdown_delay=_seconds(args.shutdown_delay, "--shutdown-delay", allow_zero=True),
+        shutdown_timeout=_seconds(args.shutdown_timeout, "--shutdown-timeout"),
+    )

@@ -1,0 +1,322 @@
+"""admission.k8s.io/v1 AdmissionReview: what the API server sends, and what gpulint answers.
+
+Parsing is strict about the envelope (a request gpulint cannot answer by ``uid`` is a 400 with
+a message, never a 500) and lenient about the object (the rules cope with odd shapes).
+
+Answers follow the API server's limits on warnings (k8s.io/apiserver pkg/endpoints/filters
+warning.go): the warnings of one request may total 4096 runes before the API server starts
+truncating each to 256 runes and then dropping them, and a warning with a control character
+(a newline, a tab) is dropped whole (k8s.io/apimachinery pkg/util/net NewWarningHeader).
+gpulint keeps well inside: one line each, at most ``WARNING_RUNES`` runes, at most
+``WARNINGS_TOTAL_RUNES`` in all.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpulint.model import Finding, Severity
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+WARNING_RUNES = 240
+WARNINGS_TOTAL_RUNES = 2048
+# Findings a denial lists in full; the rest are counted.
+DENIAL_FINDINGS = 10
+# One fix snippet in a denial message, at most.
+FIX_CHARS = 1200
+
+
+class BadReview(ValueError):
+    """A request body gpulint cannot answer as an AdmissionReview (HTTP 400)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # a short label for the metrics
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVersionKind:
+    group: str
+    version: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def __str__(self) -> str:
+        return f"{self.api_version} {self.kind}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRequest:
+    """The parts of ``request`` gpulint reads (userInfo and options are not kept)."""
+
+    uid: str
+    kind: GroupVersionKind
+    operation: str
+    namespace: str
+    name: str
+    sub_resource: str
+    dry_run: bool
+    object: dict[str, Any] | None
+    old_object: dict[str, Any] | None
+
+    def object_namespace(self) -> str:
+        metadata = (self.object or self.old_object or {}).get("metadata")
+        namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+        return namespace if isinstance(namespace, str) and namespace else self.namespace
+
+    def object_name(self) -> str:
+        if self.name:
+            return self.name
+        metadata = (self.object or {}).get("metadata")
+        if isinstance(metadata, dict):
+            for key in ("name", "generateName"):
+                value = metadata.get(key)
+                if isinstance(value, str) and value:
+                    return value
+        return ""
+
+    def describe(self) -> str:
+        namespace = self.object_namespace()
+        where = f"{namespace}/" if namespace else ""
+        return f"{self.kind.kind} {where}{self.object_name() or '(unnamed)'}"
+
+
+def parse_review(body: bytes) -> ReviewRequest:
+    """The request of an AdmissionReview body; raises BadReview with a message that says what
+    is wrong."""
+    if not body.strip():
+        raise BadReview("empty", "the request body is empty; expected an AdmissionReview")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadReview(
+            "not-json", f"the request body is not UTF-8 JSON (byte {error.start})"
+        ) from None
+    try:
+        review = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BadReview(
+            "not-json",
+            f"the request body is not JSON: {error.msg} at line {error.lineno} "
+            f"column {error.colno}",
+        ) from None
+    except RecursionError:
+        raise BadReview("not-json", "the request body nests JSON too deeply") from None
+    if not isinstance(review, dict):
+        raise BadReview(
+            "not-review",
+            f"the request body is a JSON {_json_type(review)}; expected an AdmissionReview object",
+        )
+    api_version, kind = review.get("apiVersion"), review.get("kind")
+    if kind != KIND:
+        raise BadReview(
+            "wrong-kind",
+            f"kind is {_shown(kind)}; expected {KIND}",
+        )
+    if api_version != API_VERSION:
+        raise BadReview(
+            "wrong-api-version",
+            f"apiVersion is {_shown(api_version)}; gpulint answers {API_VERSION} only "
+            "(set admissionReviewVersions: [v1] in the ValidatingWebhookConfiguration)",
+        )
+    request = review.get("request")
+    if request is None:
+        raise BadReview("no-request", "the AdmissionReview has no request")
+    if not isinstance(request, dict):
+        raise BadReview(
+            "no-request", f"request is a JSON {_json_type(request)}; expected an object"
+        )
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid.strip():
+        raise BadReview("no-uid", "request.uid is missing or empty; the answer must carry it")
+    operation = request.get("operation")
+    if operation not in OPERATIONS:
+        raise BadReview(
+            "bad-operation",
+            f"request.operation is {_shown(operation)}; expected one of {', '.join(OPERATIONS)}",
+        )
+    obj = request.get("object")
+    old = request.get("oldObject")
+    for field_name, value in (("object", obj), ("oldObject", old)):
+        if value is not None and not isinstance(value, dict):
+            raise BadReview(
+                "bad-object",
+                f"request.{field_name} is a JSON {_json_type(value)}; expected an object",
+            )
+    if operation in ("CREATE", "UPDATE") and obj is None:
+        raise BadReview("bad-object", f"request.object is missing for a {operation}")
+    gvk = _kind_of(request, obj if obj is not None else old)
+    return ReviewRequest(
+        uid=uid,
+        kind=gvk,
+        operation=operation,
+        namespace=_string(request.get("namespace")),
+        name=_string(request.get("name")),
+        sub_resource=_string(request.get("subResource")),
+        dry_run=request.get("dryRun") is True,
+        object=obj,
+        old_object=old,
+    )
+
+
+def _kind_of(request: Mapping[str, Any], obj: Mapping[str, Any] | None) -> GroupVersionKind:
+    kind = request.get("kind")
+    if isinstance(kind, dict):
+        group, version, name = kind.get("group", ""), kind.get("version"), kind.get("kind")
+        if isinstance(group, str) and isinstance(version, str) and isinstance(name, str) and name:
+            return GroupVersionKind(group, version, name)
+        raise BadReview(
+            "bad-kind", "request.kind needs string group, version and kind (kind not empty)"
+        )
+    if kind is not None:
+        raise BadReview(
+            "bad-kind", f"request.kind is a JSON {_json_type(kind)}; expected an object"
+        )
+    # request.kind is required in v1; an object that says what it is will do.
+    if obj is not None:
+        api_version, name = obj.get("apiVersion"), obj.get("kind")
+        if isinstance(api_version, str) and isinstance(name, str) and api_version and name:
+            group, _, version = api_version.rpartition("/")
+            return GroupVersionKind(group, version, name)
+    raise BadReview("bad-kind", "request.kind is missing and the object does not name its kind")
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if value is None:
+        return "null"
+    return "object"
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "missing"
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+
+def review_response(
+    uid: str,
+    allowed: bool,
+    *,
+    warnings: Sequence[str] = (),
+    message: str = "",
+) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
+    if not allowed:
+        response["status"] = {"code": 403, "reason": "Forbidden", "message": message}
+    if warnings:
+        response["warnings"] = list(warnings)
+    return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+
+
+def bad_request_body(message: str) -> dict[str, Any]:
+    """A Kubernetes Status, the shape the API server logs for a failed webhook call."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "status": "Failure",
+        "reason": "BadRequest",
+        "code": 400,
+        "message": message,
+    }
+
+
+def one_line(text: str) -> str:
+    """Text a Warning header accepts: no control characters (they drop the warning)."""
+    cleaned = "".join(
+        " " if unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" else ch for ch in text
+    )
+    return " ".join(cleaned.split())
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def warning_text(finding: Finding, note: str = "") -> str:
+    """``GL102: message``, or ``GL101 (note): message``; the note comes first so that clipping
+    a long message never drops it."""
+    label = f"{finding.rule} ({note})" if note else finding.rule
+    return f"{label}: {one_line(finding.message)}"
+
+
+def fit_warnings(texts: Iterable[str]) -> list[str]:
+    """Warnings within the API server's budget: each one line and clipped, duplicates dropped
+    (the API server drops them too), and a last line counting what did not fit."""
+    unique: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        line = clip(one_line(text), WARNING_RUNES)
+        if line and line not in seen:
+            seen.add(line)
+            unique.append(line)
+    kept: list[str] = []
+    used = 0
+    for index, line in enumerate(unique):
+        left = len(unique) - index
+        tail = _more(left - 1) if left > 1 else ""
+        if used + len(line) + len(tail) <= WARNINGS_TOTAL_RUNES:
+            kept.append(line)
+            used += len(line)
+            continue
+        kept.append(_more(left))
+        break
+    return kept
+
+
+def _more(count: int) -> str:
+    noun = "finding" if count == 1 else "findings"
+    return f"gpulint: {count} more {noun} not shown; `gpulint lint` on the manifests lists all"
+
+
+def denial_message(subject: str, findings: Sequence[Finding]) -> str:
+    """The status message of a refusal: each finding's rule, message and fix."""
+    errors = sum(1 for f in findings if f.severity == Severity.ERROR)
+    others = len(findings) - errors
+    counts = []
+    if errors:
+        counts.append(f"{errors} error{'s' if errors != 1 else ''}")
+    if others:
+        counts.append(f"{others} warning{'s' if others != 1 else ''}")
+    lines = [f"gpulint refused {subject} ({', '.join(counts)}):"]
+    for finding in findings[:DENIAL_FINDINGS]:
+        lines.append(f"{finding.rule} {finding.name}: {finding.message}")
+        fix = finding.fix.strip("\n")
+        if fix:
+            fix = clip(fix, FIX_CHARS)
+            lines.append("  fix:")
+            lines.extend(f"    {line}" for line in fix.splitlines())
+    hidden = len(findings) - DENIAL_FINDINGS
+    if hidden > 0:
+        lines.append(f"... and {hidden} more; `gpulint lint` on the manifests lists all")
+    lines.append(
+        "To accept a finding, annotate the object it names: "
+        'metadata.annotations: {gpulint.dev/ignore: "GLnnn"}'
+    )
+    return "\n".join(lines)

@@ -1,0 +1,272 @@
+"""``gpulint serve``: start the caches, listen over HTTPS, rotate the certificate, drain.
+
+Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT), 2 for a usage error, a bad
+configuration, an unreadable certificate or a cluster that cannot be reached at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from gpulint import __version__
+
+from .options import OptionError, ServeOptions, options_from_args
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from gpulint.cluster.kinds import AdapterConfigMapSelector
+    from gpulint.config import Settings
+    from gpulint.engine import Selection
+
+    from .app import WebhookApp
+    from .evaluator import Evaluator
+    from .logs import JsonLog
+    from .metrics import WebhookMetrics
+    from .tls import ServingCertificate
+
+EXIT_OK, EXIT_USAGE = 0, 2
+# Longer than the API server keeps an idle connection to a webhook (Go's 90 s
+# IdleConnTimeout), so that gpulint never closes a connection the API server is about to use.
+KEEPALIVE_TIMEOUT = 120.0
+
+
+class StartError(Exception):
+    """gpulint serve cannot start: the message says what to fix."""
+
+
+def run_serve(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    try:
+        options = options_from_args(args)
+    except OptionError as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return EXIT_USAGE
+    from .logs import JsonLog, LibraryLogs
+    from .tls import CertificateError, ServingCertificate
+
+    log = JsonLog(stdout)
+    LibraryLogs.install(log)
+    try:
+        settings = _settings(options.config)
+        certificate = ServingCertificate(options.tls_cert, options.tls_key)
+        evaluator, adapter_configmaps = _evaluator(options, settings, log)
+    except (StartError, CertificateError) as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return EXIT_USAGE
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(_serve(options, evaluator, adapter_configmaps, certificate, log))
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where it is installed (the container image has it): it halves the cost of
+    TLS and HTTP per request (bench/webhook_load.py)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+def _settings(path: str | None) -> Settings:
+    from gpulint.config import ConfigError, Settings, find_config, load_settings
+    from gpulint.engine import rule_option_schemas
+
+    path = path or find_config()
+    if path is None:
+        return Settings()
+    try:
+        return load_settings(path, rule_option_schemas())
+    except ConfigError as error:
+        raise StartError(f"configuration error: {error}") from None
+
+
+def _evaluator(
+    options: ServeOptions, settings: Settings, log: JsonLog
+) -> tuple[Evaluator, AdapterConfigMapSelector]:
+    from gpulint.cluster.kinds import AdapterConfigMapSelector
+    from gpulint.engine import Selection
+
+    from .evaluator import ClusterEvaluator, StandaloneEvaluator
+
+    selection = Selection(list(options.select), list(options.ignore))
+    adapter_configmaps = AdapterConfigMapSelector.parse(
+        options.adapter_configmap, options.adapter_configmap_selector
+    )
+    _warm_up(settings, selection, log)
+    if options.no_cluster:
+        return StandaloneEvaluator(settings, selection), adapter_configmaps
+    from gpulint.cluster.cache import ClusterCache
+    from gpulint.cluster.mode import ClusterError, connect
+
+    try:
+        api_client, _ = connect(options.kubeconfig, options.context)
+    except ClusterError as error:
+        raise StartError(f"{error} (or run with --no-cluster)") from None
+    cache = ClusterCache(
+        api_client,
+        settings,
+        namespace=options.namespace,
+        adapter_configmaps=adapter_configmaps,
+    )
+    return ClusterEvaluator(cache, selection), adapter_configmaps
+
+
+_WARM_UP_OBJECTS: tuple[dict[str, Any], ...] = (
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "warm-up", "namespace": "default"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+                }
+            }
+        },
+    },
+    {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "warm-up", "namespace": "default"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "warm-up"},
+            "maxReplicas": 2,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "DCGM_FI_DEV_GPU_UTIL"},
+                        "target": {"type": "AverageValue", "averageValue": "60"},
+                    },
+                }
+            ],
+        },
+    },
+)
+
+
+def _warm_up(settings: Settings, selection: Selection, log: JsonLog) -> None:
+    """Import every rule and evaluate a few objects before the first request, so that the
+    first AdmissionReview is answered as fast as the next ones. An error here is logged, not
+    fatal: requests then fail open with the reason ``error`` and the cause in the log."""
+    from gpulint.cluster.cache import evaluate_alone
+    from gpulint.engine import all_rules
+
+    from .logs import where_raised
+
+    try:
+        all_rules()
+        for obj in _WARM_UP_OBJECTS:
+            evaluate_alone(obj, "CREATE", settings, selection, None)
+    except Exception as error:
+        log.error("warm-up-failed", error=type(error).__name__, at=where_raised(error))
+
+
+async def _watch_certificate(
+    certificate: ServingCertificate, interval: float, log: JsonLog, metrics: WebhookMetrics
+) -> None:
+    from .tls import CertificateError
+
+    last_error = ""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            if certificate.reload_if_changed():
+                metrics.certificate_reloads.labels("ok").inc()
+                log.info("certificate-reloaded", sha256=certificate.fingerprint[:16])
+            last_error = ""
+        except CertificateError as error:
+            metrics.certificate_reloads.labels("error").inc()
+            if str(error) != last_error:
+                log.warning("certificate-reload-failed", message=str(error))
+            last_error = str(error)
+
+
+async def _serve(
+    options: ServeOptions,
+    evaluator: Evaluator,
+    adapter_configmaps: AdapterConfigMapSelector,
+    certificate: ServingCertificate,
+    log: JsonLog,
+) -> int:
+    from aiohttp import web
+
+    from .app import WebhookApp
+    from .metrics import WebhookMetrics
+
+    metrics = WebhookMetrics()
+    webhook = WebhookApp(
+        evaluator,
+        deny_on=options.deny_on,
+        deadline=options.deadline,
+        max_body_bytes=options.max_body_bytes,
+        adapter_configmaps=adapter_configmaps,
+        log=log,
+        metrics=metrics,
+    )
+    runner = web.AppRunner(
+        webhook.application(),
+        handle_signals=False,
+        access_log=None,
+        keepalive_timeout=KEEPALIVE_TIMEOUT,
+    )
+    await runner.setup()
+    site = web.TCPSite(
+        runner,
+        options.bind,
+        options.port,
+        ssl_context=certificate.context,
+        shutdown_timeout=options.shutdown_timeout,
+        backlog=1024,
+    )
+    try:
+        await site.start()
+    except OSError as error:
+        await runner.cleanup()
+        log.error("listen-failed", message=f"cannot listen on port {options.port}: {error}")
+        return EXIT_USAGE
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    evaluator.start()
+    watcher = asyncio.create_task(
+        _watch_certificate(certificate, options.tls_check_interval, log, metrics)
+    )
+    log.info(
+        "serving",
+        version=__version__,
+        port=options.port,
+        bind=options.bind or "*",
+        cluster=not options.no_cluster,
+        namespace=options.namespace,
+        denyOn=options.deny_on,
+        deadlineSeconds=options.deadline,
+    )
+    await stop.wait()
+    return await _shutdown(options, webhook, runner, evaluator, watcher, log)
+
+
+async def _shutdown(
+    options: ServeOptions,
+    webhook: WebhookApp,
+    runner: web.AppRunner,
+    evaluator: Evaluator,
+    watcher: asyncio.Task[None],
+    log: JsonLog,
+) -> int:
+    webhook.shutting_down = True
+    log.info("shutting-down", delaySeconds=options.shutdown_delay)
+    if options.shutdown_delay:
+        await asyncio.sleep(options.shutdown_delay)
+    watcher.cancel()
+    # Stops listening, lets requests in flight finish (up to --shutdown-timeout), closes.
+    await runner.cleanup()
+    evaluator.stop()
+    log.info("stopped")
+    return EXIT_OK

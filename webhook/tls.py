@@ -1,0 +1,135 @@
+"""The serving certificate: TLS 1.2 or newer, reloaded when cert-manager rotates the files.
+
+The server keeps one ``ssl.SSLContext`` for its whole life. When the certificate or key file
+changes, gpulint reads both once, checks that they form a pair in a scratch context, and only
+then loads the same bytes into the server's context, so new handshakes use the new pair and
+connections already open keep theirs. A half-written or mismatched pair (the files are
+replaced one after the other) is not loaded; the next check tries again.
+
+The bytes are handed to OpenSSL through anonymous in-memory files (``memfd``), so that
+nothing is written to disk: the image runs with a read-only root filesystem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+class CertificateError(Exception):
+    """The certificate or key cannot be read or do not form a pair."""
+
+
+@dataclass(frozen=True)
+class _Signature:
+    """What changes when either file is replaced (a Secret volume swaps a symlink)."""
+
+    stats: tuple[tuple[int, int, int, int], ...]
+
+
+def _signature(paths: tuple[str, ...]) -> _Signature:
+    stats = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            stats.append((st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns))
+        except OSError:
+            stats.append((0, 0, -1, 0))
+    return _Signature(tuple(stats))
+
+
+@contextmanager
+def _memory_file(name: str, data: bytes) -> Iterator[str]:
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create(name, os.MFD_CLOEXEC)
+        try:
+            os.write(fd, data)
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    # Without memfd (not Linux), a private temporary file; the container image is Linux.
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix=name) as handle:
+        handle.write(data)
+        handle.flush()
+        yield handle.name
+
+
+def _read(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise CertificateError(f"cannot read the {what} {path}: {error.strerror}") from None
+
+
+def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    with (
+        _memory_file("gpulint-cert", cert) as cert_path,
+        _memory_file("gpulint-key", key) as key_path,
+    ):
+        try:
+            context.load_cert_chain(cert_path, key_path)
+        except ssl.SSLError as error:
+            reason = error.reason or str(error)
+            raise CertificateError(
+                f"the certificate and key do not load as a pair ({reason})"
+            ) from None
+        except OSError as error:
+            raise CertificateError(f"cannot load the certificate: {error}") from None
+
+
+def server_context() -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
+    # Forward-secret AEAD suites only for TLS 1.2 (TLS 1.3 suites are all of that kind).
+    context.set_ciphers("ECDHE+AESGCM:ECDHE+CHACHA20")
+    return context
+
+
+class ServingCertificate:
+    """The certificate and key files, and the server context they are loaded into."""
+
+    def __init__(self, cert_path: str, key_path: str) -> None:
+        self.cert_path = cert_path
+        self.key_path = key_path
+        self.context = server_context()
+        self._signature = _signature((cert_path, key_path))
+        self._digest = ""
+        self._load()
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the certificate file as loaded (for logs)."""
+        return self._digest
+
+    def _load(self) -> bool:
+        cert = _read(self.cert_path, "certificate")
+        key = _read(self.key_path, "key")
+        digest = hashlib.sha256(cert + b"\0" + key).hexdigest()
+        if digest == self._digest:
+            return False
+        _load_pair(server_context(), cert, key)  # a pair that fails here never reaches the server
+        _load_pair(self.context, cert, key)
+        self._digest = digest
+        return True
+
+    def reload_if_changed(self) -> bool:
+        """Load the files again if either changed; True when a new pair is in use.
+
+        Raises CertificateError when the files changed but cannot be loaded; the old pair
+        stays in use and the next call tries again.
+        """
+        signature = _signature((self.cert_path, self.key_path))
+        if signature == self._signature:
+            return False
+        loaded = self._load()
+        self._signature = signature
+        return loaded
