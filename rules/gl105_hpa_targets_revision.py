@@ -10,7 +10,9 @@ revision:
 * or the Deployment is in the input and carries the ``serving.knative.dev/revision`` label or
   an ownerReference to a ``serving.knative.dev`` Revision, whatever its name.
 
-Autoscalers that Knative itself created (owned by a PodAutoscaler) are not reported.
+Autoscalers that Knative itself created (owned by a PodAutoscaler) are not reported. In
+cluster mode, targets whose Revision ownerReference the cluster confirms are reported by
+GL903 instead, with what the cluster knows about the revision.
 
 ## Why is this bad?
 Each change of the revision template creates a new revision and a new Deployment
@@ -106,6 +108,14 @@ def _revision_of(target: ResolvedTarget) -> str | None:
     return name.removesuffix("-deployment")
 
 
+def _owned_by_revision(manifest: Manifest | None) -> bool:
+    return manifest is not None and any(
+        owner.get("kind") == "Revision"
+        and str(owner.get("apiVersion", "")).startswith("serving.knative.dev/")
+        for owner in manifest.owner_references
+    )
+
+
 def _configuration_of(target: ResolvedTarget, revision: str) -> str | None:
     """The Knative Service (or Configuration) the revision belongs to, when it can be told."""
     from_name = revision_deployment_parent(f"{revision}-deployment")
@@ -127,6 +137,8 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
     revision = _revision_of(target)
     if revision is None:
         return None
+    if inventory.cluster is not None and _owned_by_revision(target.manifest):
+        return None  # GL903 reports it in cluster mode, with what the cluster knows
     configuration = _configuration_of(target, revision)
     owner = target.owner
     links: list[Related] = []

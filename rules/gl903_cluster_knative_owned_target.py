@@ -1,12 +1,14 @@
 """An autoscaler targets a Deployment that a Knative Revision owns, whatever its name.
 
 ## What it checks
-An HPA or KEDA ScaledObject whose ``scaleTargetRef`` names a Deployment that is in the input
-(a cluster read with ``--cluster``, or a dumped Deployment) and has an ownerReference to a
-``serving.knative.dev`` Revision. The ownerReference is the cluster's own record, so this
-holds for revisions with custom names (``spec.template.metadata.name``) too. When the Knative
-Service is known, the finding says whether the revision is still its latest ready one.
-Autoscalers Knative itself created (owned by a PodAutoscaler) are not reported.
+In cluster mode (``gpulint lint --cluster``), an HPA or KEDA ScaledObject whose
+``scaleTargetRef`` names a Deployment with an ownerReference to a ``serving.knative.dev``
+Revision. The ownerReference is the cluster's own record, so this holds for revisions with
+custom names (``spec.template.metadata.name``) too. When the Knative Service is known, the
+finding says whether the revision is still its latest ready one. Autoscalers Knative itself
+created (owned by a PodAutoscaler) are not reported. In files, GL105 reports the same
+mistake from the Deployment's name, labels and ownerReferences; in cluster mode it leaves the
+Revision-owned ones to this rule.
 
 ## Why is this bad?
 Knative made that Deployment for one revision and scales it itself (the KPA patches its
@@ -65,6 +67,7 @@ ID = "GL903"
 NAME = "cluster-knative-owned-target"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
+REQUIRES = "cluster"  # in files, GL105 reports the same targets
 
 SERVICE_LABEL = "serving.knative.dev/service"
 

@@ -6,13 +6,13 @@ runs on files (a dumped Deployment with its ownerReferences).
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
 from gpulint.engine import rule_by_id
-from gpulint.model import Severity
 
 from ..conftest import lint_text
 from .test_cluster_fixtures import lint_cluster
@@ -225,9 +225,7 @@ def test_cluster_finding_wording(
     assert code == 1
 
 
-def test_gl903_on_files_exact() -> None:
-    findings = lint_text(
-        """
+GL903_WORLD = """
         apiVersion: apps/v1
         kind: Deployment
         metadata:
@@ -255,26 +253,52 @@ def test_gl903_on_files_exact() -> None:
             external:
               metric: {name: queue_depth}
               target: {type: AverageValue, averageValue: "20"}
-        """,
-        select=["GL903"],
+        """
+
+
+def test_gl903_wording_in_cluster_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, report, _ = lint_cluster(
+        textwrap.dedent(GL903_WORLD), tmp_path, "--select", "GL903", monkeypatch=monkeypatch
     )
-    assert [(f.rule, f.location.line, f.location.column, f.severity) for f in findings] == [
-        ("GL903", 21, 59, Severity.ERROR)
-    ]
-    assert findings[0].message == (
+    assert code == 1
+    (finding,) = report["findings"]
+    assert (finding["rule"], finding["file"], finding["severity"]) == (
+        "GL903",
+        "cluster://ml/HorizontalPodAutoscaler/worker",
+        "error",
+    )
+    assert finding["message"] == (
         "HorizontalPodAutoscaler worker targets Deployment worker-blue-deployment, which "
         "Knative Revision worker-blue owns (ownerReferences): Knative scales that Deployment "
         "itself, so two autoscalers write its replicas, and the next template change moves "
         "traffic to a new revision's Deployment and leaves this one scaling nothing"
     )
-    assert findings[0].fix == (
+    assert finding["fix"] == (
         "# delete HorizontalPodAutoscaler worker and let Knative scale every revision; on "
         "Knative Service worker, spec.template.metadata.annotations:\n"
         "autoscaling.knative.dev/class: hpa.autoscaling.knative.dev\n"
         "autoscaling.knative.dev/metric: queue_depth\n"
         'autoscaling.knative.dev/target: "20"'
     )
-    assert [r.ref.name for r in findings[0].related] == ["worker-blue-deployment"]
+    assert [r["name"] for r in finding["related"]] == ["worker-blue-deployment"]
+
+
+def test_in_files_gl105_reports_revision_owned_targets_and_gl903_does_not_run() -> None:
+    findings = lint_text(GL903_WORLD, select=["GL105", "GL903"])
+    assert [(f.rule, f.location.line, f.location.column) for f in findings] == [("GL105", 21, 59)]
+
+
+def test_in_cluster_mode_gl903_reports_them_instead_of_gl105(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, report, _ = lint_cluster(
+        textwrap.dedent(GL903_WORLD),
+        tmp_path,
+        "--select",
+        "GL105,GL903",
+        monkeypatch=monkeypatch,
+    )
+    assert [f["rule"] for f in report["findings"]] == ["GL903"]
 
 
 def test_gl902_names_rules_as_the_catalog_does() -> None:
