@@ -85,6 +85,7 @@ def test_json_contract() -> None:
         "warnings": 0,
         "infos": 0,
         "skipped": [{"file": "chart/t.yaml", "reason": "template"}],
+        "notes": [],
     }
     (finding,) = data["findings"]
     assert finding == {

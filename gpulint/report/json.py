@@ -57,6 +57,7 @@ def result_to_dict(result: Result) -> dict[str, Any]:
             "warnings": result.count(Severity.WARNING),
             "infos": result.count(Severity.INFO),
             "skipped": [{"file": path, "reason": reason} for path, reason in result.skipped],
+            "notes": list(result.notes),
         },
     }
 

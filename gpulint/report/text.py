@@ -36,11 +36,12 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     errors, warnings, infos = (
         result.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
     )
+    # Cluster mode reads objects, not files.
+    where = f"in {result.files} file{'s' * (result.files != 1)} " if result.files else ""
     summary = (
         f"gpulint: {errors} error{'s' * (errors != 1)}, "
         f"{warnings} warning{'s' * (warnings != 1)}, {infos} info "
-        f"in {result.files} file{'s' * (result.files != 1)} "
-        f"({result.objects} object{'s' * (result.objects != 1)})"
+        f"{where}({result.objects} object{'s' * (result.objects != 1)})"
     )
     if result.skipped:
         summary += f", {len(result.skipped)} skipped"

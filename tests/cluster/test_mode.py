@@ -127,7 +127,7 @@ def test_findings_on_a_cluster_with_cluster_locations(
     assert code == 1
     assert out.startswith("cluster://web/HorizontalPodAutoscaler/embedder:1:1: GL101 [error]")
     assert f"note: read 5 objects from {world.url} (context fake, all namespaces)" in out
-    assert out.rstrip().endswith("gpulint: 1 error, 0 warnings, 0 info in 0 files (5 objects)")
+    assert out.rstrip().endswith("gpulint: 1 error, 0 warnings, 0 info (5 objects)")
 
 
 def test_namespace_context_fail_on_and_a_clean_namespace(
