@@ -74,7 +74,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     live: LiveSnapshot | None = inventory.live
     if live is None:
         return
-    for evidence in live.for_hpa(hpa):
+    for evidence in live.for_hpa(hpa, inventory):
         if evidence.skipped is not None or evidence.usable:
             continue
         metric = evidence.metric

@@ -63,7 +63,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     live: LiveSnapshot | None = inventory.live
     if live is None:
         return
-    for evidence in live.for_hpa(hpa):
+    for evidence in live.for_hpa(hpa, inventory):
         observed = evidence.observed_stats()
         metric = evidence.metric
         if observed is None or metric.target is None:

@@ -7,6 +7,12 @@ whole check), an HTTP error, or a body that is not the Prometheus API (a login p
 proxy's error page, malformed JSON). The finding is a warning; with
 ``--require-prometheus`` it is an error and gpulint exits with 1.
 
+The admission webhook (``gpulint serve --prometheus``) never answers a review with this
+finding: the person applying an HPA cannot fix the monitoring stack. A failed background
+refresh takes the live rules out until the next one succeeds, and the operator sees it in
+``/metrics`` (``gpulint_webhook_prometheus_refresh_failures_total``, the snapshot's age),
+``/readyz`` (which stays ready) and the logs.
+
 ## Why is this bad?
 When Prometheus does not answer, GL801-GL805 cannot run, and a clean report would say nothing
 about the autoscaling path. The finding makes the gap visible; ``--require-prometheus`` makes

@@ -94,6 +94,8 @@ class WebhookApp:
         self.metrics = metrics
         self.shutting_down = False
         metrics.watch_cache(evaluator.ready, evaluator.sync_state)
+        if evaluator.live is not None:
+            evaluator.live.on_refresh = metrics.watch_live(evaluator.live.current)
 
     def application(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body_bytes, middlewares=[_json_errors])
@@ -118,7 +120,12 @@ class WebhookApp:
             return _json({"ready": False, "reason": "the cache could not report its state"}, 503)
         if not ready:
             return _json({"ready": False, "reason": "caches not synced", "caches": caches}, 503)
-        return _json({"ready": True, "caches": caches})
+        body: dict[str, Any] = {"ready": True, "caches": caches}
+        if self.evaluator.live is not None:
+            # For the operator's eyes only: Prometheus never decides readiness, so that an
+            # outage of it does not take the webhook out of its Service.
+            body["prometheus"] = self.evaluator.live.describe()
+        return _json(body)
 
     async def metrics_page(self, request: web.Request) -> web.Response:
         return web.Response(

@@ -4,6 +4,10 @@ Two sources: the cluster inventory (``gpulint.cluster.cache.ClusterCache``, list
 kept in memory; the admitted object is laid over them) or, with ``--no-cluster``, the object
 on its own. Both answer from memory and stop at a deadline.
 
+With ``--prometheus`` the cluster source also runs the live rules GL801-GL805 from a snapshot
+refreshed in the background (``webhook.live``); their findings are warnings at most, since
+they describe what the cluster already holds as Prometheus saw it at the last refresh.
+
 ``Decider`` turns findings into a verdict. Findings at or above the deny level refuse the
 request, except on an UPDATE for findings the object already had before the change (the
 object as it was, ``oldObject``, gives the same finding): those are warned about, so that a
@@ -32,6 +36,8 @@ if TYPE_CHECKING:
     from gpulint.cluster.cache import ClusterCache
     from gpulint.cluster.kinds import AdapterConfigMapSelector
 
+    from .live import LiveRefresh
+
 # (API group, kind) of the objects gpulint evaluates; any version of the group (an
 # autoscaling/v2beta2 HPA is evaluated, and GL109 says it is no longer served).
 EVALUATED_KINDS = frozenset(
@@ -50,6 +56,8 @@ EVALUATED_KINDS = frozenset(
 class Evaluator(Protocol):
     """What the server needs from a source of findings."""
 
+    live: LiveRefresh | None  # the live snapshot's refresh, with --prometheus
+
     def start(self) -> None: ...
     def stop(self) -> None: ...
     def ready(self) -> bool: ...
@@ -66,14 +74,26 @@ class Evaluator(Protocol):
 class ClusterEvaluator:
     """Findings from the cluster inventory: the admitted object with what it relates to."""
 
-    def __init__(self, cache: ClusterCache, selection: Selection) -> None:
+    def __init__(
+        self, cache: ClusterCache, selection: Selection, live: LiveRefresh | None = None
+    ) -> None:
         self.cache = cache
         self.selection = selection
+        self.live = live
+        self._live_rules: frozenset[str] = frozenset()
+        if live is not None:
+            from gpulint.engine import rule_index
+
+            self._live_rules = frozenset(i.id for i in rule_index() if i.requires == "live")
 
     def start(self) -> None:
         self.cache.start()
+        if self.live is not None:
+            self.live.start()
 
     def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
         self.cache.stop()
 
     def ready(self) -> bool:
@@ -85,7 +105,19 @@ class ClusterEvaluator:
     def evaluate(
         self, obj: dict[str, Any], operation: str, old: dict[str, Any] | None, deadline: float
     ) -> list[Finding]:
-        return self.cache.evaluate(obj, operation, old, self.selection, deadline)
+        findings = self.cache.evaluate(obj, operation, old, self.selection, deadline)
+        if not self._live_rules:
+            return findings
+        return [_as_warning(f) if f.rule in self._live_rules else f for f in findings]
+
+
+def _as_warning(finding: Finding) -> Finding:
+    """A live finding never refuses a request: its evidence only matches a rule or an HPA
+    metric the cluster already holds unchanged, so it is a problem already there (which
+    never blocks a change, see Decider), seen in Prometheus up to a refresh ago."""
+    if finding.severity > Severity.WARNING:
+        return finding._replace(severity=Severity.WARNING)
+    return finding
 
 
 class StandaloneEvaluator:
@@ -94,6 +126,7 @@ class StandaloneEvaluator:
     def __init__(self, settings: Settings, selection: Selection) -> None:
         self.settings = settings
         self.selection = selection
+        self.live: LiveRefresh | None = None  # the live check needs the cluster caches
 
     def start(self) -> None:
         return None

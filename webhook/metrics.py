@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CollectorRegistry,
@@ -14,6 +16,9 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from .live import LiveStatus
 
 # Verdicts of /validate: allowed (nothing found), warned (allowed with warnings), denied,
 # fail-open (allowed because gpulint could not evaluate), skipped (not evaluated: DELETE,
@@ -69,6 +74,88 @@ class _SyncStateCollector(Collector):
         synced.add_metric([], 1.0 if ready else 0.0)
         yield family
         yield synced
+
+
+# A refresh of the live snapshot (--prometheus) takes about a second on a healthy Prometheus
+# and at most --prometheus-timeout.
+REFRESH_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+class _LiveStateCollector(Collector):
+    """The live snapshot's state, read when Prometheus scrapes."""
+
+    def __init__(self, status: Callable[[], LiveStatus]) -> None:
+        self._status = status
+
+    def collect(self) -> Iterator[Metric]:
+        status = self._status()
+        now = time.time()
+        usable = GaugeMetricFamily(
+            "gpulint_webhook_prometheus_snapshot_usable",
+            "1 when the last refresh of the live snapshot succeeded and the live rules "
+            "GL801-GL805 run on admissions; 0 when it failed or none has ended yet",
+        )
+        usable.add_metric([], 1.0 if status.usable else 0.0)
+        yield usable
+        if status.refreshed_at is not None:
+            last = GaugeMetricFamily(
+                "gpulint_webhook_prometheus_last_refresh_timestamp_seconds",
+                "When the last refresh of the live snapshot ended, successful or not (Unix time)",
+            )
+            last.add_metric([], status.refreshed_at)
+            yield last
+        age = status.age(now)
+        if status.data_at is not None and age is not None:
+            success = GaugeMetricFamily(
+                "gpulint_webhook_prometheus_last_success_timestamp_seconds",
+                "When the data of the last good live snapshot was read from Prometheus (Unix time)",
+            )
+            success.add_metric([], status.data_at)
+            yield success
+            family = GaugeMetricFamily(
+                "gpulint_webhook_prometheus_snapshot_age_seconds",
+                "Seconds since the data of the last good live snapshot was read; it grows "
+                "while refreshes fail",
+            )
+            family.add_metric([], age)
+            yield family
+
+
+class _LiveMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        from gpulint.live.snapshot import FAILURE_REASONS
+
+        from .live import INTERNAL
+
+        self.refreshes = Counter(
+            "gpulint_webhook_prometheus_refreshes",
+            "Refreshes of the live snapshot, by result (ok, error)",
+            ["result"],
+            registry=registry,
+        )
+        self.failures = Counter(
+            "gpulint_webhook_prometheus_refresh_failures",
+            "Refreshes of the live snapshot that failed, by reason: unreachable, timeout, "
+            "http-error (an error status), bad-answer (not the Prometheus API), internal",
+            ["reason"],
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "gpulint_webhook_prometheus_refresh_duration_seconds",
+            "Seconds one refresh of the live snapshot took",
+            buckets=REFRESH_BUCKETS,
+            registry=registry,
+        )
+        for result in ("ok", "error"):
+            self.refreshes.labels(result)
+        for reason in (*FAILURE_REASONS, INTERNAL):
+            self.failures.labels(reason)
+
+    def refreshed(self, reason: str | None, seconds: float) -> None:
+        self.refreshes.labels("ok" if reason is None else "error").inc()
+        if reason is not None:
+            self.failures.labels(reason).inc()
+        self.duration.observe(seconds)
 
 
 class WebhookMetrics:
@@ -128,6 +215,13 @@ class WebhookMetrics:
 
     def watch_cache(self, synced: Callable[[], bool], state: Callable[[], dict[str, str]]) -> None:
         self.registry.register(_SyncStateCollector(synced, state))
+
+    def watch_live(self, status: Callable[[], LiveStatus]) -> Callable[[str | None, float], None]:
+        """The refreshes of the live snapshot (``--prometheus``); returns what counts each
+        one as it ends (its failure reason, None when it succeeded, and its duration)."""
+        live = _LiveMetrics(self.registry)
+        self.registry.register(_LiveStateCollector(status))
+        return live.refreshed
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -17,6 +17,12 @@ DEFAULT_DEADLINE = 2.0
 DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
 # kube-apiserver gives a webhook at most 30 s (timeoutSeconds); answers must come before.
 MAX_DEADLINE = 30.0
+# --prometheus: seconds between refreshes of the live snapshot, and for one refresh (the
+# budget `gpulint lint --prometheus` gives its whole check, gpulint.live.options).
+DEFAULT_PROMETHEUS_REFRESH = 60.0
+DEFAULT_PROMETHEUS_TIMEOUT = 30.0
+MIN_PROMETHEUS_REFRESH = 1.0
+DEFAULT_LOOKBACK = "24h"
 
 
 class OptionError(ValueError):
@@ -43,6 +49,11 @@ class ServeOptions(NamedTuple):
     tls_check_interval: float = 5.0
     shutdown_delay: float = 0.0
     shutdown_timeout: float = 20.0
+    prometheus: str | None = None
+    prometheus_headers: tuple[tuple[str, str], ...] = ()
+    prometheus_timeout: float = DEFAULT_PROMETHEUS_TIMEOUT
+    prometheus_refresh: float = DEFAULT_PROMETHEUS_REFRESH
+    lookback: float = 86400.0
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -139,6 +150,42 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         help="label selector of the prometheus-adapter config ConfigMaps, e.g. "
         "team=platform,app=metrics-adapter (with --adapter-configmap, either matches)",
     )
+    live = parser.add_argument_group(
+        "live rules GL801-GL805 from Prometheus (need the cluster caches: not with --no-cluster)"
+    )
+    live.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="base URL of the Prometheus HTTP API the adapter reads: the live rules run on "
+        "admitted HPAs and adapter ConfigMaps from a snapshot of the cluster's adapter rules "
+        "and HPAs checked against it in the background, never during a request; findings "
+        "are warnings. Needs the cluster caches (refused with --no-cluster)",
+    )
+    live.add_argument(
+        "--prometheus-header",
+        action="append",
+        metavar="K=V",
+        help="HTTP header for every request, e.g. 'Authorization=Bearer <token>' (repeatable)",
+    )
+    live.add_argument(
+        "--prometheus-timeout",
+        type=float,
+        metavar="S",
+        help=f"seconds one refresh may take (default: {DEFAULT_PROMETHEUS_TIMEOUT:g})",
+    )
+    live.add_argument(
+        "--prometheus-refresh",
+        type=float,
+        metavar="S",
+        help="seconds between the end of one refresh and the start of the next "
+        f"(default: {DEFAULT_PROMETHEUS_REFRESH:g})",
+    )
+    live.add_argument(
+        "--lookback",
+        metavar="DURATION",
+        help="how far back to look for metrics that disappeared and for observed values "
+        f"(default: {DEFAULT_LOOKBACK})",
+    )
 
 
 def _split_ids(values: list[str] | None) -> tuple[str, ...]:
@@ -180,7 +227,7 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         raise OptionError(f"{flag}: {error}") from None
     if args.no_cluster and (args.kubeconfig or args.context or args.namespace):
         raise OptionError("--no-cluster reads no cluster: drop --kubeconfig/--context/--namespace")
-    return ServeOptions(
+    options = ServeOptions(
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         port=args.port,
@@ -201,3 +248,47 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         shutdown_delay=_seconds(args.shutdown_delay, "--shutdown-delay", allow_zero=True),
         shutdown_timeout=_seconds(args.shutdown_timeout, "--shutdown-timeout"),
     )
+    return _with_live_options(options, args)
+
+
+_LIVE_FLAGS = (
+    ("prometheus_header", "--prometheus-header"),
+    ("prometheus_timeout", "--prometheus-timeout"),
+    ("prometheus_refresh", "--prometheus-refresh"),
+    ("lookback", "--lookback"),
+)
+
+
+def _with_live_options(options: ServeOptions, args: argparse.Namespace) -> ServeOptions:
+    """``options`` with the ``--prometheus`` options checked in."""
+    if not args.prometheus:
+        given = [flag for name, flag in _LIVE_FLAGS if getattr(args, name) is not None]
+        if given:
+            raise OptionError(f"{given[0]} needs --prometheus URL")
+        return options
+    if args.no_cluster:
+        raise OptionError(
+            "--prometheus needs the cluster caches (the live check reads the cluster's "
+            "adapter ConfigMaps and HPAs): drop --no-cluster, or drop --prometheus"
+        )
+    from gpulint.live.options import OptionError as LiveOptionError
+    from gpulint.live.options import parse_duration, parse_header, parse_url
+
+    timeout = DEFAULT_PROMETHEUS_TIMEOUT
+    if args.prometheus_timeout is not None:
+        timeout = _seconds(args.prometheus_timeout, "--prometheus-timeout")
+    refresh = DEFAULT_PROMETHEUS_REFRESH
+    if args.prometheus_refresh is not None:
+        refresh = _seconds(args.prometheus_refresh, "--prometheus-refresh")
+        if refresh < MIN_PROMETHEUS_REFRESH:
+            raise OptionError(f"--prometheus-refresh must be at least {MIN_PROMETHEUS_REFRESH:g} s")
+    try:
+        return options._replace(
+            prometheus=parse_url(args.prometheus),
+            prometheus_headers=tuple(parse_header(h) for h in args.prometheus_header or []),
+            prometheus_timeout=timeout,
+            prometheus_refresh=refresh,
+            lookback=parse_duration(args.lookback or DEFAULT_LOOKBACK),
+        )
+    except LiveOptionError as error:
+        raise OptionError(str(error)) from None

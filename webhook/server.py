@@ -19,12 +19,14 @@ from .options import OptionError, ServeOptions, options_from_args
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from gpulint.cluster.cache import ClusterCache
     from gpulint.cluster.kinds import AdapterConfigMapSelector
     from gpulint.config import Settings
     from gpulint.engine import Selection
 
     from .app import WebhookApp
     from .evaluator import Evaluator
+    from .live import LiveRefresh
     from .logs import JsonLog
     from .metrics import WebhookMetrics
     from .tls import ServingCertificate
@@ -113,7 +115,30 @@ def _evaluator(
         namespace=options.namespace,
         adapter_configmaps=adapter_configmaps,
     )
-    return ClusterEvaluator(cache, selection), adapter_configmaps
+    return ClusterEvaluator(cache, selection, _live(options, cache, log)), adapter_configmaps
+
+
+def _live(options: ServeOptions, cache: ClusterCache, log: JsonLog) -> LiveRefresh | None:
+    """The background refresh of the live snapshot, with ``--prometheus``."""
+    if options.prometheus is None:
+        return None
+    from gpulint.live.options import LiveOptions
+
+    try:
+        from .live import LiveRefresh
+
+        live_options = LiveOptions(
+            options.prometheus,
+            dict(options.prometheus_headers),
+            options.prometheus_timeout,
+            lookback=options.lookback,
+        )
+        return LiveRefresh(cache, live_options, options.prometheus_refresh, log)
+    except ImportError as error:
+        raise StartError(
+            f"--prometheus needs the Prometheus client ({error.name or error} is not "
+            "installed): pip install 'gpulint[webhook]'"
+        ) from None
 
 
 _WARM_UP_OBJECTS: tuple[dict[str, Any], ...] = (
@@ -197,6 +222,7 @@ async def _serve(
     from aiohttp import web
 
     from .app import WebhookApp
+    from .live import shown_url
     from .metrics import WebhookMetrics
 
     metrics = WebhookMetrics()
@@ -247,6 +273,8 @@ async def _serve(
         namespace=options.namespace,
         denyOn=options.deny_on,
         deadlineSeconds=options.deadline,
+        prometheus=shown_url(options.prometheus) if options.prometheus else None,
+        prometheusRefreshSeconds=options.prometheus_refresh if options.prometheus else None,
     )
     await stop.wait()
     return await _shutdown(options, webhook, runner, evaluator, watcher, log)

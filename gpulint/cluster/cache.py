@@ -45,6 +45,8 @@ from gpulint.model import Finding
 if TYPE_CHECKING:
     import kubernetes
 
+    from gpulint.live.snapshot import LiveSnapshot
+
 log = logging.getLogger("gpulint.cluster")
 
 SYNCED, SYNCING, ABSENT, FORBIDDEN, ERROR = "synced", "syncing", "absent", "forbidden", "error"
@@ -203,6 +205,29 @@ class ClusterCache:
         # of the cyclic collector, whose full passes over it would stall answers for tens of
         # milliseconds (objects that arrive later are collected as usual).
         gc.freeze()
+
+    # --- the live Prometheus check (gpulint serve --prometheus) ------------------------------
+
+    def live_inventory(self) -> Inventory:
+        """What the live check reads, in an inventory of its own: the adapter ConfigMaps and
+        the HPAs that read custom or external metrics. The objects are taken under the lock
+        (cached objects are never changed, only replaced), the inventory is built without it,
+        so the check's HTTP calls never hold up an admission."""
+        with self.lock:
+            owners = {id(c.owner): c.owner for c in self.inventory.adapter_configs if c.owner}
+            manifests = list(owners.values())
+            manifests += [
+                hpa.manifest for hpa in self.inventory.hpas if any(m.is_custom for m in hpa.metrics)
+            ]
+        inventory = Inventory(self.settings)
+        for manifest in manifests:
+            inventory.add_manifest(manifest)
+        return inventory
+
+    def use_live(self, snapshot: LiveSnapshot | None) -> None:
+        """Put a ``LiveSnapshot`` in use for the evaluations that follow (None: no live rules)."""
+        with self.lock:
+            self.inventory.live = snapshot
 
     # --- admission ----------------------------------------------------------------------------
 

@@ -26,6 +26,8 @@ import requests
 from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
+from gpulint.live.snapshot import BAD_ANSWER, HTTP_ERROR, TIMEOUT, UNREACHABLE
+
 # An answer larger than this is not a Prometheus answering a seriesQuery gpulint can use.
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
 # Above this many characters of query string, send the parameters as a form (POST), which
@@ -35,7 +37,14 @@ _CHUNK = 1 << 16
 
 
 class PrometheusError(Exception):
-    """Prometheus cannot be reached, or answers with something that is not its API (GL809)."""
+    """Prometheus cannot be reached, or answers with something that is not its API (GL809).
+
+    ``reason`` sorts the failure (``snapshot.FAILURE_REASONS``) for the webhook's metrics.
+    """
+
+    def __init__(self, message: str, reason: str = BAD_ANSWER) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class QueryRejected(Exception):
@@ -110,7 +119,9 @@ class PrometheusAPI:
     def _call(self, path: str, params: list[tuple[str, str]]) -> Any:
         remaining = self.deadline.remaining()
         if remaining <= 0:
-            raise PrometheusError(f"no answer within the {self.deadline.seconds:g} s timeout")
+            raise PrometheusError(
+                f"no answer within the {self.deadline.seconds:g} s timeout", TIMEOUT
+            )
         with self._lock:
             self.requests += 1
         url = self.url + path
@@ -140,12 +151,12 @@ class PrometheusAPI:
                 body = self._read(response, path)
         except requests.exceptions.Timeout:
             raise PrometheusError(
-                f"no answer within the {self.deadline.seconds:g} s timeout ({path})"
+                f"no answer within the {self.deadline.seconds:g} s timeout ({path})", TIMEOUT
             ) from None
         except requests.exceptions.ConnectionError as error:
-            raise PrometheusError(f"cannot connect: {_reason(error)}") from None
+            raise PrometheusError(f"cannot connect: {_reason(error)}", UNREACHABLE) from None
         except requests.exceptions.RequestException as error:
-            raise PrometheusError(f"request failed: {_reason(error)}") from None
+            raise PrometheusError(f"request failed: {_reason(error)}", UNREACHABLE) from None
         return _unwrap(path, response.status_code, body)
 
     def _read(self, response: requests.Response, path: str) -> bytes:
@@ -161,7 +172,8 @@ class PrometheusAPI:
                 )
             if self.deadline.expired:
                 raise PrometheusError(
-                    f"no complete answer within the {self.deadline.seconds:g} s timeout ({path})"
+                    f"no complete answer within the {self.deadline.seconds:g} s timeout ({path})",
+                    TIMEOUT,
                 )
         return b"".join(chunks)
 
@@ -174,10 +186,14 @@ def _unwrap(path: str, status: int, body: bytes) -> Any:
         snippet = body[:120].decode("utf-8", "replace").strip()
         raise PrometheusError(
             f"{path} answered HTTP {status} with a body that is not JSON"
-            + (f" ({snippet!r})" if snippet else "")
+            + (f" ({snippet!r})" if snippet else ""),
+            _status_reason(status),
         ) from None
     if not isinstance(envelope, dict):
-        raise PrometheusError(f"{path} answered HTTP {status} with JSON that is not an API answer")
+        raise PrometheusError(
+            f"{path} answered HTTP {status} with JSON that is not an API answer",
+            _status_reason(status),
+        )
     if status == 200 and envelope.get("status") == "success" and "data" in envelope:
         return envelope["data"]
     error = envelope.get("error")
@@ -186,7 +202,13 @@ def _unwrap(path: str, status: int, body: bytes) -> Any:
     # 400 bad_data and 422 execution: the query is at fault, not the server.
     if path == "/api/v1/query" and status in (400, 422):
         raise QueryRejected(str(error or text))
-    raise PrometheusError(f"{path} answered HTTP {status}: {text}")
+    raise PrometheusError(f"{path} answered HTTP {status}: {text}", _status_reason(status))
+
+
+def _status_reason(status: int) -> str:
+    """An error status (a proxy's 502, a 401) is the server's refusal; anything else that is
+    not the API is a bad answer."""
+    return HTTP_ERROR if status >= 400 else BAD_ANSWER
 
 
 def _range(start: float, end: float) -> list[tuple[str, str]]:

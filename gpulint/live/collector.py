@@ -43,6 +43,7 @@ from gpulint.live.names import alternatives_for
 from gpulint.live.options import LiveOptions, format_duration
 from gpulint.live.series import sightings, summarize
 from gpulint.live.snapshot import (
+    BAD_ANSWER,
     POD_LABELS,
     HpaEvidence,
     LiveSnapshot,
@@ -74,10 +75,12 @@ def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
     try:
         _Collector(inventory, options, api, snapshot).run()
     except PrometheusError as error:
-        _fail(snapshot, str(error))
+        _fail(snapshot, str(error), error.reason)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
         # Valid JSON in a shape no Prometheus-compatible API sends.
-        _fail(snapshot, f"answered something that is not the Prometheus API ({error!r})")
+        _fail(
+            snapshot, f"answered something that is not the Prometheus API ({error!r})", BAD_ANSWER
+        )
     finally:
         api.close()
         snapshot.requests = api.requests
@@ -85,8 +88,9 @@ def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
     return snapshot
 
 
-def _fail(snapshot: LiveSnapshot, message: str) -> None:
+def _fail(snapshot: LiveSnapshot, message: str, reason: str) -> None:
     snapshot.error = message
+    snapshot.error_reason = reason
     snapshot.rules.clear()
     snapshot.hpas.clear()
 

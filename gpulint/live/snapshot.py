@@ -3,16 +3,49 @@
 The collector (``gpulint.live.collector``) fills a ``LiveSnapshot`` and stores it on
 ``inventory.live``; rules GL801-GL805 and GL809 only read it. Nothing here talks to the
 network, so rules can import it freely.
+
+Evidence is filed under the ``AdapterRule`` and ``HPA`` objects of the inventory the collector
+read, and ``for_rule``/``for_hpa`` look those objects up first: ``gpulint lint --prometheus``
+and cluster mode ask about the very objects that were collected. The webhook cannot: it
+collects in the background from a copy of its cluster inventory, and evaluates objects that
+are always new (the admitted object laid over the cache, cache entries replaced by watch
+events). For any other object the evidence is found by stable keys:
+
+* an adapter rule by where it is written and what it says (``rule_key``): the file
+  (``cluster://<namespace>/ConfigMap/<name>`` for a ConfigMap of the cluster), the document,
+  the config's place in it, ``rules`` or ``externalRules`` and the index, and the rule's whole
+  mapping (seriesQuery, metricsQuery, resources, name, filters), so that an edited rule gets
+  no evidence collected for its old text;
+* an HPA by its file, document, namespace and name (``hpa_key``); the evidence of one of its
+  metrics applies only while the HPA asks for the same metric (``metric_key``: type, name,
+  selector, described object) of the same scaleTargetRef, and only while the adapter rule that
+  served it is still in the inventory being evaluated, unchanged. It is handed out re-bound to
+  the asking HPA, its metric and that rule, so that findings point at the object being
+  evaluated and judge its current target.
+
+A key includes the file, so evidence never crosses from one file (or cluster object) to
+another.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Hashable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from gpulint.adapter import AdapterRule
 from gpulint.hpa import HPA, HpaMetric
+
+if TYPE_CHECKING:
+    from gpulint.inventory import Inventory
+
+# Why a live check could not use Prometheus (``LiveSnapshot.error_reason``): no connection,
+# no (complete) answer within the timeout, an HTTP error status, an answer that is not the
+# Prometheus API.
+UNREACHABLE, TIMEOUT, HTTP_ERROR, BAD_ANSWER = "unreachable", "timeout", "http-error", "bad-answer"
+FAILURE_REASONS = (UNREACHABLE, TIMEOUT, HTTP_ERROR, BAD_ANSWER)
 
 # Labels that name a pod or a namespace in GPU series: dcgm-exporter's own (``pod``,
 # ``namespace``; ``pod_name``/``pod_namespace`` with --use-old-namespace), what Prometheus
@@ -193,6 +226,62 @@ class HpaEvidence:
         return values[0], median, values[-1]
 
 
+# --- stable keys ----------------------------------------------------------------------------
+
+RuleKey = tuple[str, int, str, tuple[Any, ...], str, int, Hashable]
+HpaKey = tuple[str, int, str | None, str]
+MetricKey = tuple[str, str | None, Hashable, Hashable, tuple[str, str] | None]
+
+
+def rule_key(rule: AdapterRule) -> RuleKey:
+    """An adapter rule across inventories: where it is written, and its whole content."""
+    config = rule.config
+    document = config.document
+    return (
+        document.file,
+        document.index,
+        config.form,
+        tuple(config.base),
+        rule.kind,
+        rule.index,
+        _frozen(rule.data),
+    )
+
+
+def hpa_key(hpa: HPA) -> HpaKey:
+    """An HPA across inventories: its file and document, namespace and name."""
+    manifest = hpa.manifest
+    return (manifest.file, manifest.index, manifest.namespace, manifest.name)
+
+
+def metric_key(hpa: HPA, metric: HpaMetric) -> MetricKey:
+    """What the evidence of one HPA metric was collected for: the metric as the adapter is
+    asked for it, and the workload whose pods the query named."""
+    ref = hpa.target_ref
+    return (
+        metric.type,
+        metric.name,
+        _frozen(metric.selector),
+        _frozen(metric.described_object),
+        (ref.kind, ref.name) if ref is not None else None,
+    )
+
+
+def _first(pair: tuple[str, Hashable]) -> str:
+    return pair[0]
+
+
+def _frozen(value: Any) -> Hashable:
+    """A hashable value equal for equal YAML or JSON data, whatever mapping order."""
+    if isinstance(value, dict):
+        return tuple(sorted(((repr(k), _frozen(v)) for k, v in value.items()), key=_first))
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return repr(value)
+
+
 @dataclass
 class LiveSnapshot:
     """Everything the live rules read; ``error`` set means Prometheus failed (GL809)."""
@@ -203,20 +292,76 @@ class LiveSnapshot:
     max_age: float = 600.0
     evaluated_at: float = 0.0
     error: str | None = None
+    error_reason: str | None = None  # one of FAILURE_REASONS when ``error`` is set
     rules: dict[AdapterRule, RuleEvidence] = field(default_factory=dict)
     hpas: list[HpaEvidence] = field(default_factory=list)
     requests: int = 0
     elapsed: float = 0.0
     notes: list[str] = field(default_factory=list)
+    _rules_by_key: dict[RuleKey, RuleEvidence] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _hpas_by_key: dict[HpaKey, list[HpaEvidence]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def available(self) -> bool:
         return self.error is None
 
     def for_rule(self, rule: AdapterRule) -> RuleEvidence | None:
-        return self.rules.get(rule) if self.available else None
+        if not self.available:
+            return None
+        evidence = self.rules.get(rule)
+        if evidence is None:
+            evidence = self.index()[0].get(rule_key(rule))
+        return evidence
 
-    def for_hpa(self, hpa: HPA) -> list[HpaEvidence]:
+    def for_hpa(self, hpa: HPA, inventory: Inventory | None = None) -> list[HpaEvidence]:
+        """The evidence about ``hpa``'s metrics. For an HPA of another inventory than the one
+        collected (``inventory`` is the one it belongs to), by stable keys, re-bound."""
         if not self.available:
             return []
-        return [evidence for evidence in self.hpas if evidence.hpa is hpa]
+        found = [evidence for evidence in self.hpas if evidence.hpa is hpa]
+        if found or inventory is None:
+            return found
+        collected = self.index()[1].get(hpa_key(hpa))
+        if not collected:
+            return []
+        metrics = {metric_key(hpa, metric): metric for metric in reversed(hpa.metrics)}
+        rebound = []
+        for evidence in collected:
+            metric = metrics.get(metric_key(evidence.hpa, evidence.metric))
+            if metric is None:
+                continue
+            rule = _same_rule(evidence.rule, metric, hpa, inventory)
+            if rule is not None:
+                rebound.append(replace(evidence, hpa=hpa, metric=metric, rule=rule))
+        return rebound
+
+    def index(self) -> tuple[dict[RuleKey, RuleEvidence], dict[HpaKey, list[HpaEvidence]]]:
+        """The evidence by stable keys, built on first use (the webhook builds it before it
+        puts the snapshot in use, so that no admission pays for it)."""
+        if self._rules_by_key is None or self._hpas_by_key is None:
+            rules: dict[RuleKey, RuleEvidence] = {}
+            for rule, evidence in self.rules.items():
+                rules.setdefault(rule_key(rule), evidence)
+            hpas: dict[HpaKey, list[HpaEvidence]] = {}
+            for hpa_evidence in self.hpas:
+                hpas.setdefault(hpa_key(hpa_evidence.hpa), []).append(hpa_evidence)
+            self._rules_by_key, self._hpas_by_key = rules, hpas
+        return self._rules_by_key, self._hpas_by_key
+
+
+def _same_rule(
+    collected: AdapterRule, metric: HpaMetric, hpa: HPA, inventory: Inventory
+) -> AdapterRule | None:
+    """The rule of ``inventory`` that serves ``metric`` and is the one the evidence was
+    collected through, unchanged; None when it was edited or removed since."""
+    if metric.name is None:
+        return None
+    wanted = rule_key(collected)
+    for rule in inventory.rules_exposing(metric.name, metric.api, hpa.manifest):
+        if rule_key(rule) == wanted:
+            return rule
+    return None

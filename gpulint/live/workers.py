@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from gpulint.live.client import Deadline, PrometheusError
+from gpulint.live.snapshot import TIMEOUT
 
 T = TypeVar("T")
 
@@ -57,7 +58,9 @@ def run_all(tasks: Sequence[Callable[[], T]], concurrency: int, deadline: Deadli
     for _ in range(max(1, min(concurrency, len(tasks)))):
         threading.Thread(target=work, name="gpulint-live", daemon=True).start()
     if not finished.wait(max(deadline.remaining(), 0.0)):
-        raise PrometheusError(f"no complete answer within the {deadline.seconds:g} s timeout")
+        raise PrometheusError(
+            f"no complete answer within the {deadline.seconds:g} s timeout", TIMEOUT
+        )
     for outcome in outcomes:
         if outcome.error is not None:
             raise outcome.error

@@ -10,7 +10,9 @@ import textwrap
 import pytest
 
 from gpulint.adapter import AdapterConfig
+from gpulint.config import Settings
 from gpulint.document import Document
+from gpulint.inventory import Inventory
 from gpulint.live.adapterquery import (
     mapping_for,
     matches_pattern,
@@ -27,6 +29,8 @@ from gpulint.live.options import (
     parse_url,
 )
 from gpulint.live.series import summarize
+from gpulint.live.snapshot import HpaEvidence, LiveSnapshot, RuleEvidence, SeriesSummary
+from gpulint.loader import load_file
 from gpulint.promql import parse_selector
 
 from .conftest import LIVE_FIXTURES
@@ -218,3 +222,100 @@ def test_summaries_keep_what_the_rules_ask_and_bound_memory() -> None:
     assert summary.namespaces_of("pod", "namespace") == {
         "gpu-operator": {"nvidia-dcgm-exporter-abcde"}
     }
+
+
+# --- evidence found again in another inventory (the webhook's case) --------------------------
+
+_CLUSTER_TEXT = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: prometheus-adapter, namespace: monitoring}
+data:
+  config.yaml: |
+    rules:
+    - seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}'
+      resources:
+        overrides:
+          exported_namespace: {resource: namespace}
+          exported_pod: {resource: pod}
+      name: {matches: "^DCGM_FI_DEV_GPU_UTIL$", as: gpu_utilization}
+      metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: triton, namespace: ml}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: triton}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: gpu_utilization}
+      target: {type: AverageValue, averageValue: "60"}
+"""
+
+
+def _inventory(text: str, name: str = "cluster.yaml") -> Inventory:
+    inventory = Inventory(Settings())
+    inventory.add_file(load_file(name, text.encode()))
+    return inventory
+
+
+def _collected() -> LiveSnapshot:
+    """Evidence about the objects of one inventory, as the collector files it."""
+    inventory = _inventory(_CLUSTER_TEXT)
+    (rule,) = inventory.adapter_rules()
+    (hpa,) = inventory.hpas
+    snapshot = LiveSnapshot("http://prometheus:9090")
+    snapshot.rules[rule] = RuleEvidence(rule, SeriesSummary(count=6))
+    metric = hpa.metrics[0]
+    snapshot.hpas.append(
+        HpaEvidence(hpa, metric, rule, "DCGM_FI_DEV_GPU_UTIL", "Deployment ml/triton")
+    )
+    return snapshot
+
+
+def test_evidence_is_found_again_by_stable_keys_and_rebound() -> None:
+    snapshot = _collected()
+    again = _inventory(_CLUSTER_TEXT)
+    (rule,) = again.adapter_rules()
+    (hpa,) = again.hpas
+    evidence = snapshot.for_rule(rule)
+    assert evidence is not None and evidence.series.count == 6
+    (rebound,) = snapshot.for_hpa(hpa, again)
+    assert rebound.hpa is hpa and rebound.metric is hpa.metrics[0] and rebound.rule is rule
+    # Without the inventory the HPA belongs to, only the collected objects are known.
+    assert snapshot.for_hpa(hpa) == []
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            "metric: {name: gpu_utilization}",
+            'metric: {name: gpu_utilization, selector: {matchLabels: {gpu: "0"}}}',
+        ),
+        ("name: triton}", "name: triton-v2}"),
+        ("metric: {name: gpu_utilization}", "metric: {name: gpu_util}"),
+    ],
+    ids=["metric-selector", "scale-target", "metric-name"],
+)
+def test_hpa_evidence_needs_the_same_metric_and_target(before: str, after: str) -> None:
+    snapshot = _collected()
+    assert before in _CLUSTER_TEXT
+    changed = _inventory(_CLUSTER_TEXT.replace(before, after))
+    (hpa,) = changed.hpas
+    assert snapshot.for_hpa(hpa, changed) == []
+
+
+def test_an_edited_or_moved_rule_gets_no_evidence() -> None:
+    snapshot = _collected()
+    edited = _inventory(_CLUSTER_TEXT.replace("avg(<<.Series>>", "max(<<.Series>>"))
+    (rule,) = edited.adapter_rules()
+    (hpa,) = edited.hpas
+    assert snapshot.for_rule(rule) is None
+    assert snapshot.for_hpa(hpa, edited) == []  # the rule that served it changed
+    elsewhere = _inventory(_CLUSTER_TEXT, "other-cluster.yaml")
+    (rule,) = elsewhere.adapter_rules()
+    (hpa,) = elsewhere.hpas
+    assert snapshot.for_rule(rule) is None and snapshot.for_hpa(hpa, elsewhere) == []
