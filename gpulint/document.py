@@ -138,6 +138,20 @@ class Manifest(Document):
         return f"<Manifest {self.ref} {self.file}:{self.line}>"
 
 
+class ManifestView:
+    """A typed view of one Kubernetes object (HPA, ScaledObject, InferenceService ...)."""
+
+    manifest: Manifest
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def namespace(self) -> str | None:
+        return self.manifest.namespace
+
+
 def has_step(node: Any, step: str | int) -> bool:
     """Can ``node[step]`` be taken (a present key, or an index in range)?"""
     if isinstance(node, dict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from gpulint.document import Manifest, Path, as_dict, as_list, plain_data
+from gpulint.document import Manifest, ManifestView, Path, as_dict, as_list, plain_data
 
 HPA_KIND = "HorizontalPodAutoscaler"
 RESOURCE_METRIC_TYPES = ("Resource", "ContainerResource")
@@ -114,7 +114,7 @@ class HpaMetric:
         return "external" if self.type == "External" else "custom"
 
 
-class HPA:
+class HPA(ManifestView):
     """A HorizontalPodAutoscaler object, in any API version."""
 
     def __init__(self, manifest: Manifest) -> None:
@@ -147,14 +147,6 @@ class HPA:
         """No ``scaleTargetRef``: a kustomize patch that sets a few fields of an HPA defined
         elsewhere, not an object of its own (the API server requires scaleTargetRef)."""
         return "scaleTargetRef" not in self.spec
-
-    @property
-    def name(self) -> str:
-        return self.manifest.name
-
-    @property
-    def namespace(self) -> str | None:
-        return self.manifest.namespace
 
     def metrics_in_v2(self) -> list[dict[str, Any]]:
         """``spec.metrics`` as autoscaling/v2 spells it (plain data, for fixes).

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulint.document import Manifest, as_dict, as_list
+from gpulint.document import Manifest, ManifestView, as_dict, as_list
 from gpulint.hpa import TargetRef
 
 KEDA_GROUP = "keda.sh"
 TRANSFER_OWNERSHIP = "scaledobject.keda.sh/transfer-hpa-ownership"
 
 
-class ScaledObject:
+class ScaledObject(ManifestView):
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest
         spec = as_dict(manifest.data.get("spec"))
@@ -43,14 +43,6 @@ class ScaledObject:
             if isinstance(custom_name, str) and custom_name
             else f"keda-hpa-{manifest.name}"
         )
-
-    @property
-    def name(self) -> str:
-        return self.manifest.name
-
-    @property
-    def namespace(self) -> str | None:
-        return self.manifest.namespace
 
     @property
     def adopts_hpa(self) -> str | None:

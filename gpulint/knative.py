@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from gpulint.document import Manifest, Path, as_dict
+from gpulint.document import Manifest, ManifestView, Path, as_dict
 from gpulint.workload import PodTemplate, pod_template_at
 
 KNATIVE_SERVING_GROUP = "serving.knative.dev"
@@ -109,7 +109,7 @@ def is_autoscaling_annotation(key: Any) -> bool:
 REVISION_DEPLOYMENT = re.compile(r"^(?P<configuration>.+)-(?P<generation>\d{5})-deployment$")
 
 
-class KnativeService:
+class KnativeService(ManifestView):
     """A Knative Service or Configuration (both carry a revision template at spec.template)."""
 
     def __init__(self, manifest: Manifest) -> None:
@@ -122,14 +122,6 @@ class KnativeService:
             as_dict(as_dict(manifest.data.get("spec")).get("template")).get("metadata")
         )
         self.template_annotations: dict[str, Any] = as_dict(template_meta.get("annotations"))
-
-    @property
-    def name(self) -> str:
-        return self.manifest.name
-
-    @property
-    def namespace(self) -> str | None:
-        return self.manifest.namespace
 
     @property
     def autoscaler_class(self) -> str:

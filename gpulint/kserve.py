@@ -14,10 +14,11 @@ Facts (kserve/kserve v0.20, pkg/constants/constants.go and the HPA/KEDA reconcil
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from gpulint import knative
-from gpulint.document import Manifest, Path, as_dict
+from gpulint.document import Manifest, ManifestView, Path, as_dict
 from gpulint.knative import AutoscalingSetting, RevisionAutoscaling, annotation_text
 from gpulint.workload import (
     KSERVE_CONTAINER_KEYS,
@@ -75,7 +76,7 @@ class Component:
         return self.data.get(key)
 
 
-class InferenceService:
+class InferenceService(ManifestView):
     def __init__(self, manifest: Manifest, default_mode: str = KNATIVE) -> None:
         self.manifest = manifest
         annotations = manifest.annotations
@@ -85,14 +86,6 @@ class InferenceService:
         raw_class = annotations.get(CLASS_ANNOTATION)
         self.class_annotation: str | None = raw_class if isinstance(raw_class, str) else None
         self.components = self._components()
-
-    @property
-    def name(self) -> str:
-        return self.manifest.name
-
-    @property
-    def namespace(self) -> str | None:
-        return self.manifest.namespace
 
     @property
     def mode(self) -> str:
@@ -167,6 +160,19 @@ class InferenceService:
         if found is None:
             return "hpa", None
         return found
+
+    def components_under_kserve_hpa(self) -> Iterator[tuple[Component, Path | None]]:
+        """Components KServe scales with an HPA of its own: Standard mode, autoscaler class
+        ``hpa``, not multi-node (``workerSpec`` requires class ``none``); with the path of
+        the class annotation (None when the default applies)."""
+        if self.mode != STANDARD:
+            return
+        for component in self.components:
+            if isinstance(component.get("workerSpec"), dict):
+                continue
+            klass, class_path = self.component_autoscaler_class(component)
+            if klass == "hpa":
+                yield component, class_path
 
     def revision_autoscaling(self, component: Component) -> RevisionAutoscaling:
         """What the Knative Service KServe makes for a component in Knative mode scales with.

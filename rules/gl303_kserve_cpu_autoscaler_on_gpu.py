@@ -78,7 +78,6 @@ from gpulint.inventory import Inventory
 from gpulint.kserve import (
     CLASS_ANNOTATION,
     LEGACY_AUTOSCALING_ANNOTATIONS,
-    STANDARD,
     Component,
     InferenceService,
     generated_hpa_metrics,
@@ -93,15 +92,8 @@ SCOPE = "isvc"
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if isvc.mode != STANDARD:
-        return
     source = isvc.mode_source(inventory.kserve_mode_source())
-    for component in isvc.components:
-        if isinstance(component.get("workerSpec"), dict):
-            continue
-        klass, class_path = isvc.component_autoscaler_class(component)
-        if klass != "hpa":
-            continue
+    for component, class_path in isvc.components_under_kserve_hpa():
         gpus = component.template.gpu_requests(inventory.gpu_names)
         if not gpus:
             continue

@@ -43,7 +43,7 @@ from collections.abc import Iterator
 
 from gpulint.document import Path
 from gpulint.inventory import Inventory
-from gpulint.kserve import CLASS_ANNOTATION, STANDARD, InferenceService
+from gpulint.kserve import CLASS_ANNOTATION, InferenceService
 from gpulint.model import Finding, Severity
 from gpulint.rule import Context
 
@@ -54,15 +54,8 @@ SCOPE = "isvc"
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if isvc.mode != STANDARD:
-        return
     source = isvc.mode_source(inventory.kserve_mode_source())
-    for component in isvc.components:
-        if isinstance(component.get("workerSpec"), dict):
-            continue
-        klass, class_path = isvc.component_autoscaler_class(component)
-        if klass != "hpa":
-            continue
+    for component, class_path in isvc.components_under_kserve_hpa():
         maximum = component.get("maxReplicas")
         if maximum not in (None, 0):
             continue

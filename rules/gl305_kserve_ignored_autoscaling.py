@@ -95,12 +95,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
     rejected = isvc.class_annotation == "hpa" and (
         isvc.mode_is_explicit or isvc.mode_annotation is None
     )
-    for component in isvc.components:
-        if isinstance(component.get("workerSpec"), dict):
-            continue
-        klass, _ = isvc.component_autoscaler_class(component)
-        if klass != "hpa":
-            continue
+    for component, _ in isvc.components_under_kserve_hpa():
         yield from _component(isvc, component, rejected, ctx)
 
 
