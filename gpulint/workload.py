@@ -118,7 +118,7 @@ class Container(NamedTuple):
 class PodTemplate:
     """A pod template (or a KServe component) inside an object, with its path."""
 
-    __slots__ = ("containers", "label", "metadata", "path")
+    __slots__ = ("_gpus", "containers", "label", "metadata", "path")
 
     def __init__(
         self,
@@ -131,6 +131,7 @@ class PodTemplate:
         self.metadata = metadata
         self.containers: list[Container] = [] if containers is None else containers
         self.label = label
+        self._gpus: tuple[GpuNames, list[GpuRequest]] | None = None
 
     def __repr__(self) -> str:
         return f"PodTemplate(path={self.path!r}, metadata={self.metadata!r})"
@@ -144,6 +145,12 @@ class PodTemplate:
         return as_dict(self.metadata.get("labels"))
 
     def gpu_requests(self, names: GpuNames = DEFAULT_GPU_NAMES) -> list[GpuRequest]:
+        # Several rules ask about the same template: answer once per set of GPU names.
+        if self._gpus is None or self._gpus[0] is not names:
+            self._gpus = (names, self._find_gpu_requests(names))
+        return list(self._gpus[1])
+
+    def _find_gpu_requests(self, names: GpuNames) -> list[GpuRequest]:
         found = []
         for container in self.containers:
             resources = container.resources

@@ -60,12 +60,14 @@ metrics:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
 
 from gpulint import gpumetrics
+from gpulint.adapter import AdapterRule
 from gpulint.gpumetrics import Scale
 from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, HpaMetric, MetricTarget
 from gpulint.inventory import Inventory, is_generated_autoscaler
@@ -424,23 +426,37 @@ def _metric_scale(metric: HpaMetric, inventory: Inventory, hpa: HPA) -> tuple[Sc
         return (known.scale, name) if known.scale in (Scale.PERCENT, Scale.RATIO) else None
     judged: list[tuple[Scale, str]] = []
     for rule in inventory.rules_exposing(name, metric.api, near=hpa.manifest):
-        if _ARITHMETIC.search(_QUOTED.sub("", rule.metrics_query or "")):
+        scaled = _rule_scales(rule, name, tuple(sorted(aliases.items())))
+        if scaled is None:
             return None  # the query rescales the series
-        for series in rule.series_names() or []:
-            exposed = rule.name_for_series(series)
-            if exposed is None or exposed.lower() != name.lower():
-                continue
-            scale = gpumetrics.scale_of(series, aliases)
-            if scale is not None:
-                judged.append((scale, series))
+        judged.extend(scaled)
     scales = {scale for scale, _ in judged}
     if len(scales) > 1:
         return None
     if judged:
         scale, series = judged[0]
         return (scale, series) if scale in (Scale.PERCENT, Scale.RATIO) else None
-    scale = gpumetrics.scale_of(name, aliases)
-    return (scale, name) if scale in (Scale.PERCENT, Scale.RATIO) else None
+    by_name = gpumetrics.scale_of(name, aliases)
+    return (by_name, name) if by_name in (Scale.PERCENT, Scale.RATIO) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _rule_scales(
+    rule: AdapterRule, name: str, aliases: tuple[tuple[str, str], ...]
+) -> tuple[tuple[Scale, str], ...] | None:
+    """The scales of the series a rule serves as ``name``; None when its query rescales them.
+    The same for every HPA reading the rule: computed once."""
+    if _ARITHMETIC.search(_QUOTED.sub("", rule.metrics_query or "")):
+        return None
+    found = []
+    for series in rule.series_names() or []:
+        exposed = rule.name_for_series(series)
+        if exposed is None or exposed.lower() != name.lower():
+            continue
+        scale = gpumetrics.scale_of(series, dict(aliases))
+        if scale is not None:
+            found.append((scale, series))
+    return tuple(found)
 
 
 def _shown(value: Any) -> str:
