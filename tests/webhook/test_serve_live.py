@@ -433,7 +433,8 @@ _PROBE = textwrap.dedent(
             except OSError:
                 time.sleep(0.05)
         loaded = {m.split(".")[0] for m in sys.modules} & {"prometheus_api_client"}
-        print("LOADED=" + json.dumps(sorted(loaded)), flush=True)
+        # One write on stderr: the server's log lines share stdout with other threads.
+        os.write(2, ("LOADED=" + json.dumps(sorted(loaded)) + "\\n").encode())
         os.kill(os.getpid(), signal.SIGTERM)
 
     args = json.loads(sys.argv[1])
@@ -462,7 +463,7 @@ def loaded_while_serving(certificates: Certificates, *args: str) -> list[str]:
         timeout=90,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    (line,) = [x for x in result.stdout.splitlines() if x.startswith("LOADED=")]
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("LOADED=")]
     loaded: list[str] = json.loads(line.removeprefix("LOADED="))
     return loaded
 
