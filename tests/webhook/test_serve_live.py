@@ -376,7 +376,8 @@ def test_a_slow_prometheus_does_not_delay_admissions(
             response, seconds = update(hook, GHOST_HPA)
             assert response["allowed"] is True
             assert live_warnings(response) == []
-            assert seconds < 0.5, f"an admission took {seconds:.2f} s"
+            # A review waiting on the refresh would take the 1.5 s Prometheus timeout.
+            assert seconds < 1.0, f"an admission took {seconds:.2f} s"
             answered_while_waiting += waiting and slow.in_flight > 0
             time.sleep(0.05)
         assert answered_while_waiting >= 5  # answered while a refresh waited on Prometheus
