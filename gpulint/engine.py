@@ -189,9 +189,6 @@ class Result:
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
-    def worst(self) -> Severity | None:
-        return max((f.severity for f in self.findings), default=None)
-
 
 def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
     if scope == "hpa":
@@ -282,25 +279,12 @@ def run(
             for finding in spec.check(item, inventory, ctx):
                 anchor = ctx.anchors.pop(id(finding), None)
                 if rule_settings.severity is not None:
-                    finding = _with_severity(finding, rule_settings.severity)
+                    finding = finding._replace(severity=rule_settings.severity)
                 raw.append((finding, anchor))
     manifests = getattr(items_for, "manifests", None)
     findings = _suppress(raw, inventory, ran, selection, manifests)
     findings.sort(key=Finding.sort_key)
     return _dedupe(findings)
-
-
-def _with_severity(finding: Finding, severity: Severity) -> Finding:
-    return Finding(
-        finding.rule,
-        finding.name,
-        severity,
-        finding.message,
-        finding.location,
-        finding.fix,
-        finding.object,
-        finding.related,
-    )
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

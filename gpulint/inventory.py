@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from gpulint.adapter import (
     EXTERNAL,
@@ -29,13 +29,10 @@ from gpulint.hpa import HPA, HPA_KIND, TargetRef
 from gpulint.keda import ScaledObject, is_scaled_object
 from gpulint.knative import (
     KnativeService,
-    is_knative_owned,
     is_knative_service,
     revision_deployment_parent,
 )
 from gpulint.kserve import (
-    COMPONENTS,
-    KNATIVE,
     STANDARD,
     InferenceService,
     default_mode_from_configmap,
@@ -67,13 +64,6 @@ WORKLOAD_KINDS = {
 
 def key_of(kind: str, namespace: str | None, name: str) -> Key:
     return (kind, namespace or "", name)
-
-
-class EmbeddedProblem(NamedTuple):
-    """A YAML error inside a string (a ConfigMap's embedded adapter config)."""
-
-    owner: Manifest
-    problem: LoadProblem
 
 
 class ResolvedTarget:
@@ -883,18 +873,6 @@ class Inventory:
 
     def kserve_mode_source(self) -> Manifest | None:
         return self._kserve_mode_source
-
-    def workload_views(self) -> Iterable[Manifest]:
-        return self.workloads
-
-    def is_knative_owned(self, manifest: Manifest) -> bool:
-        return is_knative_owned(manifest)
-
-    def knative_mode_isvcs(self) -> list[InferenceService]:
-        return [i for i in self.inference_services if i.mode == KNATIVE]
-
-    def components_of(self, isvc: InferenceService) -> list[str]:
-        return [c.name for c in isvc.components if c.name in COMPONENTS]
 
     def __len__(self) -> int:
         return len(self.manifests)

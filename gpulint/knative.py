@@ -180,12 +180,19 @@ def revision_deployment_parent(name: str) -> str | None:
     return match.group("configuration") if match else None
 
 
+def owning_revision(manifest: Manifest) -> str | None:
+    """The name of the Knative Revision an object's ownerReferences name, if any."""
+    for owner in manifest.owner_references:
+        name = owner.get("name")
+        if (
+            owner.get("kind") == "Revision"
+            and str(owner.get("apiVersion", "")).startswith(KNATIVE_SERVING_GROUP + "/")
+            and isinstance(name, str)
+        ):
+            return name
+    return None
+
+
 def is_knative_owned(manifest: Manifest) -> bool:
     """A Deployment Knative created for a revision (label or controller ownerReference)."""
-    if REVISION_LABEL in manifest.labels:
-        return True
-    return any(
-        owner.get("kind") == "Revision"
-        and str(owner.get("apiVersion", "")).startswith(KNATIVE_SERVING_GROUP + "/")
-        for owner in manifest.owner_references
-    )
+    return REVISION_LABEL in manifest.labels or owning_revision(manifest) is not None

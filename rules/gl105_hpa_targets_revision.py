@@ -65,6 +65,7 @@ from gpulint.knative import (
     REVISION_LABEL,
     KnativeService,
     is_knative_owned,
+    owning_revision,
     revision_deployment_parent,
 )
 from gpulint.model import Finding, Related, Severity
@@ -98,22 +99,11 @@ def _revision_of(target: ResolvedTarget) -> str | None:
         label = manifest.labels.get(REVISION_LABEL)
         if isinstance(label, str) and label:
             return label
-        for owner in manifest.owner_references:
-            if owner.get("kind") == "Revision" and isinstance(owner.get("name"), str):
-                return str(owner["name"])
-        return manifest.name.removesuffix("-deployment")
+        return owning_revision(manifest) or manifest.name.removesuffix("-deployment")
     name = target.ref.name
     if revision_deployment_parent(name) is None:
         return None
     return name.removesuffix("-deployment")
-
-
-def _owned_by_revision(manifest: Manifest | None) -> bool:
-    return manifest is not None and any(
-        owner.get("kind") == "Revision"
-        and str(owner.get("apiVersion", "")).startswith("serving.knative.dev/")
-        for owner in manifest.owner_references
-    )
 
 
 def _configuration_of(target: ResolvedTarget, revision: str) -> str | None:
@@ -137,7 +127,11 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
     revision = _revision_of(target)
     if revision is None:
         return None
-    if inventory.cluster is not None and _owned_by_revision(target.manifest):
+    if (
+        inventory.cluster is not None
+        and target.manifest is not None
+        and owning_revision(target.manifest) is not None
+    ):
         return None  # GL903 reports it in cluster mode, with what the cluster knows
     configuration = _configuration_of(target, revision)
     owner = target.owner

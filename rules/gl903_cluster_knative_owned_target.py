@@ -55,8 +55,8 @@ from gpulint.inventory import Autoscaler, Inventory, TargetGroup
 from gpulint.knative import (
     CONFIGURATION_LABEL,
     HPA_CLASS,
-    KNATIVE_SERVING_GROUP,
     KnativeService,
+    owning_revision,
     revision_deployment_parent,
 )
 from gpulint.model import Finding, Related, Severity
@@ -79,7 +79,7 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             continue
         namespace = autoscaler.manifest.namespace
         target = inventory.resolve_target(namespace, ref, autoscaler.manifest).manifest
-        revision = _owning_revision(target) if target is not None else None
+        revision = owning_revision(target) if target is not None else None
         if target is None or revision is None:
             continue
         names = _service_names(target, revision)
@@ -115,19 +115,6 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             f'autoscaling.knative.dev/target: "{value}"'
         )
         yield ctx.finding(autoscaler.manifest, (*ref.path, "name"), message, fix, related=links)
-
-
-def _owning_revision(deployment: Manifest) -> str | None:
-    for owner in deployment.owner_references:
-        api_version = str(owner.get("apiVersion", ""))
-        name = owner.get("name")
-        if (
-            owner.get("kind") == "Revision"
-            and api_version.startswith(KNATIVE_SERVING_GROUP + "/")
-            and isinstance(name, str)
-        ):
-            return name
-    return None
 
 
 def _service_names(deployment: Manifest, revision: str) -> list[str]:
