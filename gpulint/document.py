@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from gpulint.model import Location, ObjectRef
 from gpulint.yamlparse import YList, YMap
 
 Path = tuple[str | int, ...]
+
+
+class SourceMap(Protocol):
+    """Maps a node of a rendered document back to the source a user edits."""
+
+    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None: ...
 
 
 def position_of(
@@ -53,7 +59,7 @@ class Document:
     ``location(path)``, with paths relative to ``data``.
     """
 
-    __slots__ = ("data", "file", "index", "line", "rendered_from")
+    __slots__ = ("data", "file", "index", "line", "rendered_from", "source")
 
     def __init__(
         self,
@@ -68,8 +74,18 @@ class Document:
         self.index = index
         self.line = line
         self.rendered_from = rendered_from
+        # For rendered input (kustomize, Helm): where the user wrote what this document says.
+        self.source: SourceMap | None = None
 
-    def location(self, path: Sequence[str | int] = (), *, key: bool | None = None) -> Location:
+    def location(
+        self, path: Sequence[str | int] = (), *, key: bool | None = None, raw: bool = False
+    ) -> Location:
+        """Where the node at ``path`` is written. For rendered input, the line a user edits
+        (``source``); ``raw=True`` gives the position in the rendered text itself."""
+        if self.source is not None and not raw:
+            found = self.source.locate(self, tuple(path), key)
+            if found is not None:
+                return found
         line, column = position_of(self.data, path, key=key)
         if not path and not (isinstance(self.data, YMap | YList) and self.data.start):
             line, column = self.line, 1

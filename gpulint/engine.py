@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from gpulint.config import Settings
 from gpulint.document import Document, Manifest, Path, has_step
 from gpulint.inventory import Inventory
+from gpulint.kinds import VIEW_SCOPES
 from gpulint.loader import IgnoreComment
 from gpulint.model import Finding, Location, Severity
 from gpulint.rule import Anchor, Context, RuleSpec
@@ -191,14 +192,8 @@ class Result:
 
 
 def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
-    if scope == "hpa":
-        return inventory.hpas
-    if scope == "scaledobject":
-        return inventory.scaled_objects
-    if scope == "isvc":
-        return inventory.inference_services
-    if scope == "knative":
-        return inventory.knative_services
+    if scope in VIEW_SCOPES:
+        return inventory.items_of(scope)
     if scope == "pod-owner":
         return pod_owners(inventory)
     if scope == "adapter-rule":
@@ -218,14 +213,25 @@ def scope_items_of(inventory: Inventory) -> Any:
 
 def pod_owners(inventory: Inventory) -> Iterator[PodOwner]:
     for manifest in inventory.workloads:
-        templates = pod_templates(manifest)
-        if templates:
-            yield PodOwner(manifest, templates)
-    for ksvc in inventory.knative_services:
-        if ksvc.template is not None:
-            yield PodOwner(ksvc.manifest, [ksvc.template])
-    for isvc in inventory.inference_services:
-        yield PodOwner(isvc.manifest, [c.template for c in isvc.components])
+        owner = pod_owner(manifest, None)
+        if owner is not None:
+            yield owner
+    for scope in VIEW_SCOPES:
+        for view in inventory.items_of(scope):
+            owner = pod_owner(view.manifest, view)
+            if owner is not None:
+                yield owner
+
+
+def pod_owner(manifest: Manifest, view: Any) -> PodOwner | None:
+    """An object as the ``pod-owner`` scope sees it: its pod templates, or its view's (a
+    Knative Service's revision template, an InferenceService's components); None for
+    objects without pods (autoscalers, ConfigMaps)."""
+    if view is not None:
+        templates = view.pod_templates() if hasattr(view, "pod_templates") else []
+        return PodOwner(manifest, templates) if templates else None
+    templates = pod_templates(manifest)
+    return PodOwner(manifest, templates) if templates else None
 
 
 def _owner_manifest(item: Any) -> Document | None:

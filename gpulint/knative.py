@@ -123,6 +123,10 @@ class KnativeService(ManifestView):
         )
         self.template_annotations: dict[str, Any] = as_dict(template_meta.get("annotations"))
 
+    def pod_templates(self) -> list[PodTemplate]:
+        """The revision template, as the pod-owner rules read it."""
+        return [self.template] if self.template is not None else []
+
     @property
     def autoscaler_class(self) -> str:
         value = self.template_annotations.get(CLASS_ANNOTATION)

@@ -134,6 +134,10 @@ class InferenceService(ManifestView):
             found.append(Component(name, path, data, template))
         return found
 
+    def pod_templates(self) -> list[PodTemplate]:
+        """One template per component, as the pod-owner rules read them."""
+        return [component.template for component in self.components]
+
     def component(self, name: str) -> Component | None:
         for component in self.components:
             if component.name == name:

@@ -18,14 +18,14 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from gpulint.document import Document, Manifest, Path
+from gpulint.kinds import VIEW_SCOPES
 from gpulint.model import Finding, Location, ObjectRef, Related, Severity
 
-# What a rule iterates over; the engine hands it one item at a time.
+# What a rule iterates over; the engine hands it one item at a time. The views of kinds
+# (gpulint.kinds: "hpa" HPA, "scaledobject" ScaledObject, "isvc" InferenceService, "knative"
+# KnativeService), then:
 SCOPES = (
-    "hpa",  # gpulint.hpa.HPA
-    "scaledobject",  # gpulint.keda.ScaledObject
-    "isvc",  # gpulint.kserve.InferenceService
-    "knative",  # gpulint.knative.KnativeService
+    *VIEW_SCOPES,
     "pod-owner",  # gpulint.engine.PodOwner: anything with pod templates
     "adapter-rule",  # gpulint.adapter.AdapterRule
     "adapter-config",  # gpulint.adapter.AdapterConfig

@@ -11,22 +11,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from gpulint.document import Manifest, Path, as_dict, as_list, dig
+from gpulint.kinds import template_paths
 from gpulint.quantity import is_unknown, try_quantity
 
 # Resource names a device plugin advertises for GPUs (NVIDIA k8s-device-plugin README; AMD
 # ROCm device plugin; intel-device-plugins-for-kubernetes).
 GPU_RESOURCE_NAMES = ("nvidia.com/gpu", "nvidia.com/gpu.shared", "amd.com/gpu")
 GPU_RESOURCE_PREFIXES = ("nvidia.com/mig-", "gpu.intel.com/")
-
-# Where pod templates live, for kinds gpulint knows; any other kind is searched at
-# spec.template (the common shape of Deployment-like CRDs such as Argo Rollouts).
-_TEMPLATE_PATHS: dict[str, tuple[Path, ...]] = {
-    "LeaderWorkerSet": (
-        ("spec", "leaderWorkerTemplate", "leaderTemplate"),
-        ("spec", "leaderWorkerTemplate", "workerTemplate"),
-    ),
-    "CronJob": (("spec", "jobTemplate", "spec", "template"),),
-}
 
 # KServe component fields that hold a single container (model-format shorthand).
 KSERVE_CONTAINER_KEYS = (
@@ -222,7 +213,7 @@ def pod_templates(manifest: Manifest) -> list[PodTemplate]:
         if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
             return [PodTemplate((), manifest.metadata, containers_of(spec, ("spec",)), "pod")]
         return []
-    paths = _TEMPLATE_PATHS.get(kind, (("spec", "template"),))
+    paths = template_paths(kind, manifest.api_version)
     found = []
     for path in paths:
         label = "pod template" if len(paths) == 1 else f"{path[-1]}"

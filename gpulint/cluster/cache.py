@@ -9,8 +9,7 @@ with exponential backoff from the last resourceVersion seen. A 403 is recorded
 (``forbidden``) and the stream retried now and then, in case RBAC changes.
 
 ``ClusterCache.evaluate`` answers from memory only: it lays the admitted object over the
-cached inventory (CREATE adds, UPDATE replaces, DELETE removes), runs the rules over the
-items related to that object (``gpulint.focus``) and restores the inventory.
+cached inventory (``gpulint.admission.overlay``) under the lock.
 """
 
 from __future__ import annotations
@@ -22,6 +21,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from gpulint.admission.overlay import admitted_manifest, check_deadline, evaluate_over
+from gpulint.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
 from gpulint.cluster.api import ApiError, KubeApi, WatchStream
 from gpulint.cluster.kinds import AdapterConfigMapSelector, WatchedKind, watched_kinds
 from gpulint.cluster.reading import (
@@ -37,8 +38,7 @@ from gpulint.cluster.reading import (
 )
 from gpulint.config import Settings
 from gpulint.document import Manifest
-from gpulint.engine import DeadlineExceeded, Selection, run
-from gpulint.focus import related_items
+from gpulint.engine import Selection
 from gpulint.inventory import Inventory
 from gpulint.model import Finding
 
@@ -50,17 +50,23 @@ if TYPE_CHECKING:
 log = logging.getLogger("gpulint.cluster")
 
 SYNCED, SYNCING, ABSENT, FORBIDDEN, ERROR = "synced", "syncing", "absent", "forbidden", "error"
-OPERATIONS = ("CREATE", "UPDATE", "DELETE")
 
 
 class _Entry:
-    """A cached object and the streams that hold it (a ConfigMap may match two selectors)."""
+    """A cached object as it was classified, and the streams that hold it (a ConfigMap may
+    match two selectors)."""
 
-    __slots__ = ("holders", "manifest")
+    __slots__ = ("classified", "holders")
 
-    def __init__(self, manifest: Manifest, holder: str) -> None:
-        self.manifest = manifest
+    def __init__(self, classified: Classified, holder: str) -> None:
+        self.classified = classified
         self.holders = {holder}
+
+    @property
+    def manifest(self) -> Manifest:
+        manifest = self.classified.manifest
+        assert manifest is not None
+        return manifest
 
 
 class ClusterCache:
@@ -94,7 +100,7 @@ class ClusterCache:
         self.page_size = page_size
         self.backoff = backoff
         self.recheck_interval = recheck_interval
-        self.inventory = Inventory(settings)
+        self.inventory = Inventory(settings, by_directory=False)
         self.lock = threading.RLock()
         self._store: dict[ObjectKey, _Entry] = {}
         self._stopping = threading.Event()
@@ -145,21 +151,23 @@ class ClusterCache:
 
     def _apply_manifest(self, stream: _Stream, event: str, manifest: Manifest) -> None:
         key = object_key(manifest)
+        # Classified (a ConfigMap's embedded config parsed) before the lock is taken.
+        classified = classify_manifest(manifest) if event != "DELETED" else None
         with self.lock:
             entry = self._store.get(key)
-            if event == "DELETED":
+            if classified is None:
                 if entry is not None:
                     self._release(key, entry, stream.kind.key)
                 return
             if entry is None:
-                self._store[key] = _Entry(manifest, stream.kind.key)
-                self.inventory.add_manifest(manifest)
+                self._store[key] = _Entry(classified, stream.kind.key)
+                self.inventory.add(classified)
                 return
             entry.holders.add(stream.kind.key)
             version = resource_version(manifest.data)
             if not version or version != resource_version(entry.manifest.data):
-                self.inventory.replace_manifest(entry.manifest, manifest)
-                entry.manifest = manifest
+                self.inventory.replace(entry.manifest, classified)
+                entry.classified = classified
 
     def _replace_all(self, stream: _Stream, items: list[Any]) -> None:
         """A (re)list: what the stream holds becomes exactly ``items``. The lock is taken
@@ -219,7 +227,7 @@ class ClusterCache:
             manifests += [
                 hpa.manifest for hpa in self.inventory.hpas if any(m.is_custom for m in hpa.metrics)
             ]
-        inventory = Inventory(self.settings)
+        inventory = Inventory(self.settings, by_directory=False)
         for manifest in manifests:
             inventory.add_manifest(manifest)
         return inventory
@@ -238,24 +246,25 @@ class ClusterCache:
         old: dict[str, Any] | None = None,
         selection: Selection | None = None,
         deadline: float | None = None,
+        embedded: EmbeddedParser = parse_embedded,
     ) -> list[Finding]:
         """Findings about ``obj`` as it would be after ``operation``, given the cluster.
 
         Answers from memory; raises ``DeadlineExceeded`` once ``deadline`` (a
-        ``time.monotonic()`` value) has passed, checked between rules.
+        ``time.monotonic()`` value) has passed, checked between rules. ``embedded`` parses
+        YAML embedded in the object (an adapter ConfigMap's config), before the lock.
         """
-        _check_deadline(deadline)
+        check_deadline(deadline)
+        manifest = admitted_manifest(obj, old, self.namespace, cluster_file)
+        admitted = None
+        if manifest is not None and operation != "DELETE":
+            admitted = classify_manifest(manifest, embedded=embedded)
+        elif manifest is not None:
+            admitted = Classified(manifest)
         with self.lock:
-            return _evaluate_over(
-                self.inventory,
-                self._store,
-                obj,
-                operation,
-                old,
-                selection,
-                deadline,
-                self.namespace,
-            )
+            entry = self._store.get(object_key(manifest)) if manifest is not None else None
+            cached = entry.classified if entry is not None else None
+            return evaluate_over(self.inventory, admitted, cached, operation, selection, deadline)
 
 
 def evaluate_alone(
@@ -264,98 +273,20 @@ def evaluate_alone(
     settings: Settings,
     selection: Selection | None = None,
     deadline: float | None = None,
+    embedded: EmbeddedParser = parse_embedded,
 ) -> list[Finding]:
     """``evaluate`` without a cluster: the object on its own (cross-object rules see only
     it). A deletion leaves nothing to check."""
-    _check_deadline(deadline)
-    if operation not in OPERATIONS:
-        raise ValueError(f"unknown operation {operation!r}")
-    manifest = _admitted(obj, None, None)
-    if operation == "DELETE" or manifest is None:
-        return []
-    inventory = Inventory(settings)
-    inventory.add_manifest(manifest)
-    return run(inventory, selection, deadline=deadline)
+    from gpulint.admission.overlay import evaluate_alone as alone
 
-
-def _check_deadline(deadline: float | None) -> None:
-    if deadline is not None and time.monotonic() > deadline:
-        raise DeadlineExceeded("(start)")
-
-
-def _admitted(obj: Any, old: dict[str, Any] | None, namespace: str | None) -> Manifest | None:
-    """The admitted object as a cluster object; None when it is not one (no apiVersion,
-    kind or name). A namespace left out of the object comes from the old object or the
-    namespace the cache is limited to."""
-    if not isinstance(obj, dict):
-        return None
-    if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
-        return None
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
-        return None
-    if not metadata.get("namespace"):
-        old_metadata = old.get("metadata") if isinstance(old, dict) else None
-        fallback = old_metadata.get("namespace") if isinstance(old_metadata, dict) else None
-        fallback = fallback or namespace
-        if isinstance(fallback, str) and fallback:
-            obj = {**obj, "metadata": {**metadata, "namespace": fallback}}
-    return Manifest(obj, cluster_file(obj))
-
-
-def _evaluate_over(
-    inventory: Inventory,
-    store: dict[ObjectKey, _Entry],
-    obj: dict[str, Any],
-    operation: str,
-    old: dict[str, Any] | None,
-    selection: Selection | None,
-    deadline: float | None,
-    namespace: str | None,
-) -> list[Finding]:
-    if operation not in OPERATIONS:
-        raise ValueError(f"unknown operation {operation!r}")
-    manifest = _admitted(obj, old, namespace)
-    if manifest is None:
-        return []
-    entry = store.get(object_key(manifest))
-    cached = entry.manifest if entry is not None else None
-    if operation == "DELETE":
-        return _evaluate_deletion(inventory, cached, selection, deadline)
-    if cached is not None:
-        inventory.replace_manifest(cached, manifest)
-    else:
-        inventory.add_manifest(manifest)
-    try:
-        focus = related_items(inventory, manifest, cached)
-        findings = run(inventory, selection, items_for=focus, deadline=deadline)
-    finally:
-        if cached is not None:
-            inventory.replace_manifest(manifest, cached)
-        else:
-            inventory.remove_manifest(manifest)
-    return focus.select(findings)
-
-
-def _evaluate_deletion(
-    inventory: Inventory,
-    cached: Manifest | None,
-    selection: Selection | None,
-    deadline: float | None,
-) -> list[Finding]:
-    """What deleting ``cached`` breaks among the objects related to it: findings about them
-    that appear once it is gone."""
-    if cached is None:
-        return []
-    focus = related_items(inventory, None, cached)
-    before = run(inventory, selection, items_for=focus, deadline=deadline)
-    inventory.remove_manifest(cached)
-    try:
-        after = run(inventory, selection, items_for=focus, deadline=deadline)
-    finally:
-        inventory.add_manifest(cached)
-    known = {(f.rule, f.location, f.message) for f in before}
-    return [f for f in after if (f.rule, f.location, f.message) not in known]
+    return alone(
+        admitted_manifest(obj, None, None, cluster_file),
+        operation,
+        settings,
+        selection,
+        deadline,
+        embedded,
+    )
 
 
 class _Stream(threading.Thread):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
+from gpulint.kinds import KindSpec, watched_specs
+
 KSERVE_CONFIGMAP = "inferenceservice-config"
 # prometheus-community/prometheus-adapter chart: its ConfigMap carries the chart's name
 # label; kubernetes-sigs/prometheus-adapter deploy/manifests name theirs adapter-config.
@@ -50,22 +52,13 @@ class WatchedKind(NamedTuple):
         return None if self.settings else namespace
 
 
-def _resource(kind: str, group: str, versions: tuple[str, ...], plural: str) -> WatchedKind:
-    return WatchedKind(f"{plural}.{group}" if group else plural, kind, group, versions, plural)
+def _resource(spec: KindSpec) -> WatchedKind:
+    return WatchedKind(spec.resource, spec.kind, spec.group, spec.versions, spec.plural)
 
 
-# autoscaling/v2beta2 is read only where v2 is not served (before Kubernetes 1.23).
-RESOURCES: tuple[WatchedKind, ...] = (
-    _resource(
-        "HorizontalPodAutoscaler", "autoscaling", ("v2", "v2beta2"), "horizontalpodautoscalers"
-    ),
-    _resource("Deployment", "apps", ("v1",), "deployments"),
-    _resource("StatefulSet", "apps", ("v1",), "statefulsets"),
-    _resource("ScaledObject", "keda.sh", ("v1alpha1",), "scaledobjects"),
-    _resource("InferenceService", "serving.kserve.io", ("v1beta1",), "inferenceservices"),
-    _resource("Service", "serving.knative.dev", ("v1",), "services"),
-    _resource("Configuration", "serving.knative.dev", ("v1",), "configurations"),
-)
+# The kinds gpulint.kinds marks as watched, each in the versions it reads (autoscaling/v2beta2
+# only where v2 is not served, before Kubernetes 1.23).
+RESOURCES: tuple[WatchedKind, ...] = tuple(_resource(spec) for spec in watched_specs())
 
 
 class AdapterConfigMapSelector:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from gpulint import engine
+from gpulint.admission.focus import related_items
 from gpulint.cluster.cache import ClusterCache
 from gpulint.config import Settings
 from gpulint.engine import run
-from gpulint.focus import related_items
 from gpulint.inventory import Inventory
 
 from ..kubefake import FakeCluster, KubeFake

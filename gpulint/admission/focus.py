@@ -17,16 +17,17 @@ from __future__ import annotations
 from typing import Any
 
 from gpulint.adapter import AdapterConfig, AdapterRule, requested_metric_name
+from gpulint.classify import classify_manifest
 from gpulint.document import Manifest, as_dict
-from gpulint.engine import PodOwner
+from gpulint.engine import PodOwner, pod_owner
 from gpulint.hpa import HPA
 from gpulint.inventory import Inventory, Key, TargetGroup, key_of
 from gpulint.keda import ScaledObject
+from gpulint.kinds import ViewContext, spec_for
 from gpulint.knative import KnativeService
 from gpulint.kserve import InferenceService, default_mode_from_configmap
 from gpulint.model import Finding, ObjectRef
 from gpulint.rule import SCOPES
-from gpulint.workload import pod_templates
 
 KSERVE_CONFIGMAP = "inferenceservice-config"
 # HPAs that read one metric the same way get the same answer from the adapter: a change of
@@ -104,14 +105,9 @@ class _Collector:
             self.items[scope].setdefault(id(item), item)
 
     def add_view(self, view: Any) -> None:
-        if isinstance(view, HPA):
-            self.add("hpa", view)
-        elif isinstance(view, ScaledObject):
-            self.add("scaledobject", view)
-        elif isinstance(view, InferenceService):
-            self.add("isvc", view)
-        elif isinstance(view, KnativeService):
-            self.add("knative", view)
+        spec = spec_for(view.manifest) if view is not None else None
+        if spec is not None and spec.scope is not None:
+            self.add(spec.scope, view)
 
     def add_group(self, group: TargetGroup | None) -> None:
         """A workload's target group and every autoscaler in it."""
@@ -198,8 +194,8 @@ def _collect(collector: _Collector, inventory: Inventory, subject: Manifest, mem
     view = inventory.view_of(subject) if member else None
     if member:
         collector.add_view(view)
-        owner = _pod_owner(subject, view)
-        collector.add("pod-owner", owner)
+        if subject.kind != "ConfigMap":
+            collector.add("pod-owner", pod_owner(subject, view))
     namespace = subject.namespace
     if not member:
         view = _standalone_view(inventory, subject)
@@ -255,7 +251,7 @@ def _collect_configmap(
         if isvc.mode_is_explicit:
             continue
         collector.add("isvc", isvc)
-        collector.add("pod-owner", PodOwner(isvc.manifest, [c.template for c in isvc.components]))
+        collector.add("pod-owner", PodOwner(isvc.manifest, isvc.pod_templates()))
         for component in isvc.components:
             collector.add_generated(isvc.namespace, isvc.component_name(component.name))
         found += 1
@@ -274,32 +270,21 @@ def _changed_rules(before: list[AdapterConfig], after: list[AdapterConfig]) -> l
     ]
 
 
-def _pod_owner(manifest: Manifest, view: Any) -> PodOwner | None:
-    """The subject as the ``pod-owner`` scope sees it (as engine.pod_owners builds them)."""
-    if isinstance(view, KnativeService):
-        return PodOwner(manifest, [view.template]) if view.template is not None else None
-    if isinstance(view, InferenceService):
-        return PodOwner(manifest, [c.template for c in view.components])
-    if view is not None or manifest.kind == "ConfigMap":
-        return None
-    templates = pod_templates(manifest)
-    return PodOwner(manifest, templates) if templates else None
-
-
 def _standalone_view(
     inventory: Inventory, manifest: Manifest
 ) -> HPA | ScaledObject | InferenceService | KnativeService | None:
     """A view of an object that is not (or no longer) in the inventory."""
-    scratch = Inventory(inventory.settings)
-    scratch.kserve_default_mode = inventory.kserve_default_mode
-    scratch.add_manifest(manifest)
-    return scratch.view_of(manifest)
+    spec = spec_for(manifest)
+    if spec is None or spec.view is None:
+        return None
+    view: HPA | ScaledObject | InferenceService | KnativeService = spec.view(
+        manifest, ViewContext(inventory.kserve_default_mode)
+    )
+    return view
 
 
 def _configs_of(configmap: Manifest) -> list[AdapterConfig]:
-    scratch = Inventory()
-    scratch.add_manifest(configmap)
-    return scratch.adapter_configs_of(configmap)
+    return classify_manifest(configmap).adapter_configs
 
 
 def _group_with(inventory: Inventory, target: Key, subject: Manifest) -> TargetGroup | None:
@@ -308,7 +293,7 @@ def _group_with(inventory: Inventory, target: Key, subject: Manifest) -> TargetG
     if group is not None or target[1]:
         return group
     # An autoscaler written without a namespace joins the one namespaced group of its
-    # workload (inventory._merge_unnamespaced); only objects from files lack a namespace.
+    # workload (inventory.claims._merge_unnamespaced); only objects from files lack a namespace.
     for candidate in groups.values():
         if any(a.manifest is subject for a in candidate.autoscalers):
             return candidate

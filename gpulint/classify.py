@@ -1,0 +1,216 @@
+"""What each loaded document is to gpulint, decided before anything is indexed.
+
+A document is a Kubernetes object (``kind: List`` items are unwrapped), or a configuration
+gpulint reads by its content: a prometheus-adapter config (its own file format, or Helm
+values of its chart, also nested under ``prometheus-adapter:``), or dcgm-exporter and
+gpu-operator chart values that say how dcgm-exporter is scraped. Objects can carry more
+documents: a ConfigMap's data may hold the adapter's config as embedded YAML, parsed here
+(with the positions of the file it is written in) so that the inventory never parses YAML.
+Anything else is not gpulint's business and is dropped.
+
+``Embedded parsing`` is a parameter: the admission webhook parses what an attacker may have
+written in a separate worker with limits (see ``gpulint.admission``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from gpulint.adapter import AdapterConfig, looks_like_adapter_config, looks_like_adapter_values
+from gpulint.document import Document, Manifest, Path, as_dict
+from gpulint.kserve import default_mode_from_configmap
+from gpulint.loader import LoadProblem
+from gpulint.monitoring import DcgmScrape, scrapes_in_manifest, scrapes_in_values
+from gpulint.yamlparse import DuplicateKey, ParsedDocument, YamlError, parse_documents
+
+# (text, line offset, column offset) -> the documents of an embedded YAML text; raises
+# YamlError for text that does not parse.
+EmbeddedParser = Callable[[str, int, int], list[ParsedDocument]]
+
+
+def parse_embedded(text: str, line: int, column: int) -> list[ParsedDocument]:
+    return list(parse_documents(text, line_offset=line, column_offset=column))
+
+
+class Classified:
+    """One document as the inventory files it: an object (with what it embeds) or a
+    configuration document."""
+
+    __slots__ = ("adapter_configs", "document", "duplicates", "kserve_mode", "problems", "scrapes")
+
+    def __init__(self, document: Document) -> None:
+        self.document = document
+        self.adapter_configs: list[AdapterConfig] = []
+        self.scrapes: list[DcgmScrape] = []
+        self.problems: list[LoadProblem] = []  # an embedded config that does not parse
+        self.duplicates: list[tuple[Document | None, DuplicateKey]] = []
+        self.kserve_mode: str | None = None  # inferenceservice-config's default mode
+
+    def __repr__(self) -> str:
+        return f"Classified({self.document!r})"
+
+    @property
+    def manifest(self) -> Manifest | None:
+        return self.document if isinstance(self.document, Manifest) else None
+
+    @property
+    def relevant(self) -> bool:
+        """Is there anything for the inventory in it?"""
+        return self.manifest is not None or bool(self.adapter_configs or self.scrapes)
+
+
+def classify_document(
+    document: Document, text: bytes | None = None, embedded: EmbeddedParser = parse_embedded
+) -> Iterator[Classified]:
+    """What a loaded document holds: objects (List items one by one) or configuration."""
+    data = document.data
+    if not isinstance(data, dict):
+        return
+    api_version, kind = data.get("apiVersion"), data.get("kind")
+    if isinstance(api_version, str) and isinstance(kind, str):
+        items = data.get("items")
+        if kind.endswith("List") and isinstance(items, list):
+            for item in items:
+                if (
+                    isinstance(item, dict)
+                    and isinstance(item.get("apiVersion"), str)
+                    and isinstance(item.get("kind"), str)
+                ):
+                    manifest = Manifest(
+                        item,
+                        document.file,
+                        document.index,
+                        _start_line(item, document.line),
+                        document.rendered_from,
+                    )
+                    manifest.source = document.source
+                    yield classify_manifest(manifest, text, embedded)
+            return
+        manifest = Manifest(
+            data, document.file, document.index, document.line, document.rendered_from
+        )
+        manifest.source = document.source
+        yield classify_manifest(manifest, text, embedded)
+        return
+    found = Classified(document)
+    if looks_like_adapter_config(data):
+        found.adapter_configs.append(AdapterConfig(document, AdapterConfig.CONFIG))
+        yield found
+        return
+    if looks_like_adapter_values(data):
+        found.adapter_configs.append(AdapterConfig(document, AdapterConfig.HELM_VALUES))
+    else:
+        for key in ("prometheus-adapter", "prometheusAdapter"):
+            if looks_like_adapter_values(data.get(key)):
+                found.adapter_configs.append(
+                    AdapterConfig(document, AdapterConfig.HELM_VALUES, (key,))
+                )
+    found.scrapes.extend(scrapes_in_values(document))
+    if found.relevant:
+        yield found
+
+
+def classify_manifest(
+    manifest: Manifest, text: bytes | None = None, embedded: EmbeddedParser = parse_embedded
+) -> Classified:
+    """An object, with the adapter configs its ConfigMap data embeds and the scrape
+    settings it makes."""
+    found = Classified(manifest)
+    if manifest.kind == "ConfigMap" and manifest.api_version == "v1":
+        found.kserve_mode = default_mode_from_configmap(manifest)
+        _embedded_configs(found, manifest, text, embedded)
+    else:
+        found.scrapes.extend(scrapes_in_manifest(manifest))
+    return found
+
+
+def _embedded_configs(
+    found: Classified, manifest: Manifest, text: bytes | None, embedded: EmbeddedParser
+) -> None:
+    data = as_dict(manifest.data.get("data"))
+    for key, value in data.items():
+        if not isinstance(value, str) or not may_hold_adapter_config(value):
+            continue
+        path: Path = ("data", key)
+        line, column = embedded_origin(manifest, path, text)
+        try:
+            parsed = embedded(value, line, column)
+        except YamlError as error:
+            found.problems.append(
+                LoadProblem(
+                    manifest.file,
+                    error.line,
+                    error.column,
+                    f"ConfigMap {manifest.name} key {key}: {error.message}",
+                )
+            )
+            continue
+        for doc in parsed:
+            if looks_like_adapter_config(doc.value):
+                inner = Document(
+                    doc.value, manifest.file, manifest.index, doc.line, manifest.rendered_from
+                )
+                inner.source = manifest.source
+                found.adapter_configs.append(
+                    AdapterConfig(inner, AdapterConfig.CONFIGMAP, owner=manifest)
+                )
+                found.duplicates.extend((inner, d) for d in doc.duplicates)
+
+
+def may_hold_adapter_config(value: str) -> bool:
+    return "seriesQuery" in value or "resourceRules" in value or "externalRules" in value
+
+
+def embedded_origin(manifest: Document, path: Path, text: bytes | None) -> tuple[int, int]:
+    """(line offset, column offset) of the first line of a string value in its file.
+
+    For a block scalar (``config.yaml: |``) the content starts on the next line, indented;
+    gpulint reads that indentation from the file. For other styles the value's own position
+    is the best it can do.
+    """
+    location = manifest.location(path, key=False, raw=True)
+    value_line, value_column = location.line, location.column
+    if text is not None:
+        start = _line_start(text, value_line)
+        if start is not None:
+            end = text.find(b"\n", start)
+            line_text = text[start : len(text) if end < 0 else end]
+            indicator = line_text[value_column - 1 : value_column]
+            if indicator in (b"|", b">"):
+                follow_start = len(text) if end < 0 else end + 1
+                follow = value_line
+                while follow_start < len(text):
+                    follow_end = text.find(b"\n", follow_start)
+                    if follow_end < 0:
+                        follow_end = len(text)
+                    row = text[follow_start:follow_end]
+                    stripped = row.lstrip(b" ")
+                    if stripped.strip():
+                        return follow, len(row) - len(stripped)
+                    follow += 1
+                    follow_start = follow_end + 1
+    return value_line - 1, value_column - 1
+
+
+_line_index: tuple[bytes | None, list[int]] = (None, [])
+
+
+def _line_start(text: bytes, line: int) -> int | None:
+    """The byte offset where 1-based ``line`` starts. The offsets of the last text asked
+    about are kept: a file of many ConfigMaps is indexed once, not once per ConfigMap."""
+    global _line_index
+    if _line_index[0] is not text:
+        starts = [0]
+        position = text.find(b"\n")
+        while position >= 0:
+            starts.append(position + 1)
+            position = text.find(b"\n", position + 1)
+        _line_index = (text, starts)
+    starts = _line_index[1]
+    return starts[line - 1] if 0 < line <= len(starts) else None
+
+
+def _start_line(item: Any, default: int) -> int:
+    start = getattr(item, "start", 0)
+    return int(start >> 20) if start else default

@@ -1,0 +1,350 @@
+"""All objects of one lint unit (or one cluster), indexed, with the relations rules ask about.
+
+The inventory is the seam between where objects come from (files and rendered output, an
+admission request, a live cluster) and the rules. It receives classified documents
+(``gpulint.classify``) and answers questions such as "what does this HPA scale, and does that
+ask for GPUs?" or "which autoscalers claim this Deployment?". Its parts, one job each:
+
+* ``store``: the objects, by kind/namespace/name and by rule scope;
+* ``targets``: what a scaleTargetRef points at (through KServe and Knative);
+* ``claims``: which autoscalers claim each workload;
+* ``exposure``: which prometheus-adapter rules serve each metric name, and who reads it.
+
+Every question is answered from an index, so a run costs what its objects relate to, not the
+product of their numbers; and objects can come and go (a cluster cache, an admission
+overlay) at the cost of their own relations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from gpulint.adapter import AdapterConfig, AdapterRule
+from gpulint.classify import Classified, classify_document, classify_manifest
+from gpulint.config import Settings
+from gpulint.document import Document, Manifest, Path, as_dict
+from gpulint.hpa import HPA, TargetRef
+from gpulint.inventory.claims import Autoscaler, Claims, TargetGroup, is_generated_autoscaler
+from gpulint.inventory.exposure import Exposure
+from gpulint.inventory.nearest import nearest
+from gpulint.inventory.store import Key, ObjectStore, key_of
+from gpulint.inventory.targets import ResolvedTarget, TargetResolver
+from gpulint.keda import ScaledObject
+from gpulint.kinds import WORKLOAD, ViewContext, spec_for
+from gpulint.knative import KnativeService
+from gpulint.kserve import InferenceService, default_mode_from_configmap
+from gpulint.loader import IgnoreComment, LoadedFile, LoadProblem
+from gpulint.monitoring import DcgmScrape
+from gpulint.workload import GpuNames, pod_templates
+from gpulint.yamlparse import DuplicateKey
+
+__all__ = [
+    "Autoscaler",
+    "Inventory",
+    "Key",
+    "ResolvedTarget",
+    "TargetGroup",
+    "is_generated_autoscaler",
+    "key_of",
+    "nearest",
+]
+
+
+class Inventory:
+    def __init__(self, settings: Settings | None = None, *, by_directory: bool = True) -> None:
+        self.settings = settings or Settings()
+        self.gpu_names = GpuNames(self.settings.gpu_resources)
+        self.store = ObjectStore()
+        self.resolver = TargetResolver(self.store)
+        self.claims = Claims(self.store, self.resolver)
+        self.exposure = Exposure(lambda: self.hpas, by_directory)
+        self.problems: list[LoadProblem] = []
+        self.duplicates: list[tuple[Document | None, DuplicateKey]] = []
+        self.ignore_comments: list[IgnoreComment] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.files: list[str] = []
+        self.kserve_default_mode = self.settings.kserve_default_mode
+        self._kserve_mode_source: Manifest | None = None
+        self._owned: dict[int, list[Any]] = {}  # problems a ConfigMap's embedded YAML added
+        self.live: Any = None  # filled by the live Prometheus check
+        self.cluster: Any = None  # filled by cluster mode
+
+    # --- what rules iterate ------------------------------------------------------------------
+
+    @property
+    def documents(self) -> list[Document]:
+        return self.store.documents.items
+
+    @property
+    def manifests(self) -> list[Manifest]:
+        return self.store.manifests.items
+
+    @property
+    def workloads(self) -> list[Manifest]:
+        """Objects with pod templates that have no view of their own (Deployments ...)."""
+        return self.store.workloads.items
+
+    @property
+    def hpas(self) -> list[HPA]:
+        return self.store.scoped["hpa"].items
+
+    @property
+    def scaled_objects(self) -> list[ScaledObject]:
+        return self.store.scoped["scaledobject"].items
+
+    @property
+    def inference_services(self) -> list[InferenceService]:
+        return self.store.scoped["isvc"].items
+
+    @property
+    def knative_services(self) -> list[KnativeService]:
+        return self.store.scoped["knative"].items
+
+    @property
+    def adapter_configs(self) -> list[AdapterConfig]:
+        return self.exposure.configs
+
+    @property
+    def dcgm_scrapes(self) -> list[DcgmScrape]:
+        return self.exposure.scrapes
+
+    def items_of(self, scope: str) -> list[Any]:
+        """The views of one rule scope (``hpa``, ``scaledobject``, ``isvc``, ``knative``)."""
+        return self.store.scoped[scope].items
+
+    # --- building ----------------------------------------------------------------------------
+
+    def add_file(self, loaded: LoadedFile) -> None:
+        """A loaded file: its documents, classified, and what the loader noticed."""
+        self.files.append(loaded.path)
+        self.problems.extend(loaded.problems)
+        self.duplicates.extend(loaded.duplicates)
+        self.ignore_comments.extend(loaded.ignore_comments)
+        if loaded.skipped_reason:
+            self.skipped.append((loaded.path, loaded.skipped_reason))
+        for document in loaded.documents:
+            for classified in classify_document(document, loaded.text):
+                self.add(classified)
+
+    def add_manifest(self, manifest: Manifest, text: bytes | None = None) -> None:
+        """One object, classified here (the admission path classifies first, in a worker)."""
+        self.add(classify_manifest(manifest, text))
+
+    def add(self, classified: Classified) -> None:
+        manifest = classified.manifest
+        if manifest is None:
+            self.store.add_document(classified.document)
+            self.exposure.add_configs(classified.adapter_configs)
+            self.exposure.add_scrapes(classified.scrapes)
+            return
+        self.resolver.changed()
+        self.claims.changed()
+        spec = spec_for(manifest)
+        view, scope = None, None
+        if spec is not None and spec.view is not None and spec.scope is not None:
+            view = spec.view(manifest, ViewContext(self.kserve_default_mode))
+            scope = spec.scope
+        workload = view is None and (
+            (spec is not None and spec.role == WORKLOAD) or bool(pod_templates(manifest))
+        )
+        self.store.add(manifest, view, scope, workload)
+        if classified.adapter_configs:
+            self.exposure.add_configs(classified.adapter_configs)
+        if classified.scrapes:
+            self.exposure.add_scrapes(classified.scrapes)
+        owned: list[Any] = [*classified.problems, *classified.duplicates]
+        self.problems.extend(classified.problems)
+        self.duplicates.extend(classified.duplicates)
+        if owned:
+            self._owned[id(manifest)] = owned
+        if classified.kserve_mode is not None:
+            self._set_kserve_default_mode(classified.kserve_mode, manifest)
+        if view is not None:
+            self._index_view(view)
+        if self.claims.has_floating():
+            self.claims.refresh_floating()
+
+    def _index_view(self, view: Any) -> None:
+        if isinstance(view, InferenceService):
+            self.resolver.index_components(view)
+        if isinstance(view, HPA):
+            self.exposure.hpa_added(view)
+        self.claims.view_added(view)
+
+    def _unindex_view(self, view: Any) -> None:
+        if isinstance(view, InferenceService):
+            self.resolver.unindex_components(view)
+        if isinstance(view, HPA):
+            self.exposure.hpa_removed(view)
+        self.claims.view_removed(view)
+
+    def _set_kserve_default_mode(self, mode: str, source: Manifest | None) -> None:
+        self.kserve_default_mode = mode
+        self._kserve_mode_source = source
+        for isvc in self.inference_services:
+            isvc.default_mode = mode
+        self.claims.reset_kserve()
+
+    # --- incremental change -------------------------------------------------------------------
+
+    def remove_manifest(self, manifest: Manifest) -> bool:
+        """Take an object out again (a watch's DELETED event, an admission overlay undone).
+
+        Returns False when the object is not in the inventory. The cost is that of the
+        object's own relations, whatever the size of the inventory.
+        """
+        self.resolver.changed()
+        present, view = self.store.remove(manifest)
+        if not present:
+            return False
+        self.claims.changed()
+        if view is not None:
+            self._unindex_view(view)
+        if manifest.kind == "ConfigMap":
+            self._remove_configmap(manifest)
+        else:
+            self.exposure.remove_scrapes_of(manifest)
+        if self.claims.has_floating():
+            self.claims.refresh_floating()
+        return True
+
+    def replace_manifest(self, old: Manifest, new: Manifest, text: bytes | None = None) -> None:
+        """``new`` takes the place of ``old`` (a watch's MODIFIED event, an admission UPDATE);
+        ``old`` need not be in the inventory."""
+        self.remove_manifest(old)
+        self.add_manifest(new, text)
+
+    def replace(self, old: Manifest, new: Classified) -> None:
+        """``replace_manifest`` for an object already classified."""
+        self.remove_manifest(old)
+        self.add(new)
+
+    def _remove_configmap(self, manifest: Manifest) -> None:
+        self.exposure.remove_configs_of(manifest)
+        owned = self._owned.pop(id(manifest), None)
+        if owned:
+            gone = {id(item) for item in owned}
+            self.problems = [p for p in self.problems if id(p) not in gone]
+            self.duplicates = [d for d in self.duplicates if id(d) not in gone]
+        if self._kserve_mode_source is manifest:
+            # The last inferenceservice-config still present sets the default again.
+            mode, source = self.settings.kserve_default_mode, None
+            for candidate in self.store.by_name.get(("ConfigMap", "inferenceservice-config"), []):
+                found = default_mode_from_configmap(candidate)
+                if found is not None:
+                    mode, source = found, candidate
+            self._set_kserve_default_mode(mode, source)
+
+    # --- questions rules ask ------------------------------------------------------------------
+
+    def find(
+        self, kind: str, namespace: str | None, name: str, near: Document | None = None
+    ) -> Manifest | None:
+        """An object by kind, namespace and name (see ``ObjectStore.find``)."""
+        return self.store.find(kind, namespace, name, near)
+
+    def of_kind(self, kind: str) -> list[Manifest]:
+        return self.store.of_kind(kind)
+
+    def view_of(
+        self, manifest: Manifest
+    ) -> HPA | ScaledObject | InferenceService | KnativeService | None:
+        """The typed view an object of the inventory is read through, if it has one."""
+        view: HPA | ScaledObject | InferenceService | KnativeService | None = self.store.view_of(
+            manifest
+        )
+        return view
+
+    def inference_service_of(self, manifest: Manifest) -> InferenceService | None:
+        view = self.store.view_of(manifest)
+        return view if isinstance(view, InferenceService) else None
+
+    def resolve_target(
+        self, namespace: str | None, ref: TargetRef, near: Document | None = None
+    ) -> ResolvedTarget:
+        """What an autoscaler in ``namespace`` scales, with the pod templates behind it.
+
+        ``near`` is the autoscaler's document: among copies of the same object in several
+        directories, the nearest is the one it scales."""
+        return self.resolver.resolve(namespace, ref, near)
+
+    def isvc_for_component(
+        self, namespace: str | None, name: str
+    ) -> tuple[InferenceService, str] | None:
+        return self.resolver.isvc_for_component(namespace, name)
+
+    def knative_service(self, namespace: str | None, name: str) -> KnativeService | None:
+        return self.resolver.knative_service(namespace, name)
+
+    def autoscalers(self) -> Iterator[Autoscaler]:
+        """Every claim on a workload's replicas, explicit or made by a controller."""
+        return self.claims.all()
+
+    def target_groups(self) -> dict[Key, TargetGroup]:
+        return self.claims.target_groups()
+
+    def claims_of(self, manifest: Manifest) -> list[Autoscaler]:
+        """The claims an HPA, ScaledObject or InferenceService makes on workloads."""
+        return self.claims.claims_of(manifest)
+
+    def revision_groups(self, namespace: str | None, configuration: str) -> list[TargetGroup]:
+        """Target groups of the revision Deployments (``<configuration>-NNNNN-deployment``) of
+        a Knative Service or Configuration, or of a KServe component in Knative mode."""
+        return self.claims.revision_groups(namespace, configuration)
+
+    def autoscalers_for(self, target: Key) -> list[Autoscaler]:
+        group = self.target_groups().get(target)
+        return group.autoscalers if group else []
+
+    def metrics_read(self) -> list[tuple[str, str]]:
+        """The custom and external metrics HPAs read: ``(api, name)`` with ``api``
+        ``custom`` or ``external`` and the name as the HPAs write it."""
+        return list(self.exposure.readers(self.hpas))
+
+    def readers_of(self, api: str, name: str) -> list[HPA]:
+        """The HPAs that read a metric (see ``metrics_read``)."""
+        return list(self.exposure.readers(self.hpas).get((api, name), {}).values())
+
+    def adapter_configs_of(self, manifest: Manifest) -> list[AdapterConfig]:
+        """The prometheus-adapter configurations a ConfigMap holds."""
+        return [config for config in self.adapter_configs if config.owner is manifest]
+
+    def adapter_rules(self) -> Iterator[AdapterRule]:
+        for config in self.adapter_configs:
+            yield from config.all_rules()
+
+    def rules_exposing(
+        self, metric: str, api: str, near: Document | None = None
+    ) -> list[AdapterRule]:
+        """Adapter rules that can serve ``metric`` (see ``Exposure.rules_exposing``)."""
+        return self.exposure.rules_exposing(metric, api, near)
+
+    def adapter_configs_near(self, document: Document) -> list[AdapterConfig]:
+        """The adapter configs that serve objects of ``document``'s file."""
+        return self.exposure.configs_near(document)
+
+    def dcgm_scrapes_near(self, document: Document) -> list[DcgmScrape]:
+        """The dcgm-exporter scrape settings nearest to ``document``."""
+        return self.exposure.scrapes_near(document)
+
+    def recorded_series(self) -> dict[str, tuple[Manifest, Path]]:
+        """Series that PrometheusRule recording rules in the input create (``record:``)."""
+        found: dict[str, tuple[Manifest, Path]] = {}
+        for manifest in self.of_kind("PrometheusRule"):
+            if manifest.group != "monitoring.coreos.com":
+                continue
+            groups = as_dict(manifest.data.get("spec")).get("groups")
+            for g, group in enumerate(groups if isinstance(groups, list) else []):
+                rules = as_dict(group).get("rules")
+                for r, rule in enumerate(rules if isinstance(rules, list) else []):
+                    record = as_dict(rule).get("record")
+                    if isinstance(record, str) and record not in found:
+                        found[record] = (manifest, ("spec", "groups", g, "rules", r, "record"))
+        return found
+
+    def kserve_mode_source(self) -> Manifest | None:
+        return self._kserve_mode_source
+
+    def __len__(self) -> int:
+        return len(self.store.manifests)

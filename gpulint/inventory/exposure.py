@@ -1,0 +1,248 @@
+"""Which prometheus-adapter rules serve which metric names, and who reads them.
+
+The adapter serves a metric name when one of its rules exposes it. Most rules spell out their
+series, so their names are known: those go in a dict by name. Rules whose names depend on
+the live series (the chart's default rules, ``{__name__=~"^DCGM_.*"}``) are kept apart,
+grouped by what decides their names (query, ``name`` block, filters): a repository with a
+thousand copies of the chart's defaults has a handful of such groups, and each is asked once
+per metric name. Where several directories of one unit carry their own configs, an HPA reads
+the nearest that serves its metric (``DirectoryIndex``). Every lookup costs the directory
+depth, not the number of configs or rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gpulint.adapter import EXTERNAL, AdapterConfig, AdapterRule, requested_metric_name
+from gpulint.document import Document
+from gpulint.hpa import HPA
+from gpulint.inventory.nearest import DirectoryIndex, consumer_directories, directory_parts
+from gpulint.monitoring import DcgmScrape
+
+
+def _api_of(api: str) -> str:
+    return EXTERNAL if api == EXTERNAL else "custom"
+
+
+class _PatternGroup:
+    """Pattern rules that expose the same names for the same series."""
+
+    __slots__ = ("_answers", "index", "representative", "rules")
+
+    def __init__(self, representative: AdapterRule) -> None:
+        self.representative = representative
+        self.rules: list[AdapterRule] = []
+        self.index: DirectoryIndex[AdapterRule] | None = None
+        self._answers: dict[str, bool] = {}
+
+    def could_expose(self, metric: str) -> bool:
+        answer = self._answers.get(metric)
+        if answer is None:
+            answer = self._answers[metric] = self.representative.could_expose(metric)
+        return answer
+
+
+def _pattern_signature(rule: AdapterRule) -> Any:
+    data = rule.data
+    if rule.generated:
+        return (rule.kind, id(data))
+    return (
+        rule.kind,
+        repr(data.get("seriesQuery")),
+        repr(data.get("name")),
+        repr(data.get("seriesFilters")),
+    )
+
+
+class _ApiIndex:
+    """The rules of one API (custom or external) by the names they expose."""
+
+    def __init__(
+        self, configs: list[AdapterConfig], api: str, consumers: set[tuple[str, ...]] | None
+    ) -> None:
+        self.consumers = consumers
+        self.order: dict[int, int] = {}
+        by_name: dict[str, list[AdapterRule]] = {}
+        groups: dict[Any, _PatternGroup] = {}
+        for config in configs:
+            for rule in config.rules_for_api(api):
+                self.order[id(rule)] = len(self.order)
+                names = rule.exposed_names()
+                if names is None:
+                    signature = _pattern_signature(rule)
+                    group = groups.get(signature)
+                    if group is None:
+                        group = groups[signature] = _PatternGroup(rule)
+                    group.rules.append(rule)
+                for name in names or ():
+                    by_name.setdefault(name, []).append(rule)
+        self.by_name = by_name
+        self.groups = list(groups.values())
+        self._named_index: dict[str, DirectoryIndex[AdapterRule]] = {}
+
+    def _named(self, name: str) -> DirectoryIndex[AdapterRule] | None:
+        rules = self.by_name.get(name)
+        if not rules:
+            return None
+        index = self._named_index.get(name)
+        if index is None:
+            index = self._named_index[name] = DirectoryIndex(rules, _rule_file, self.consumers)
+        return index
+
+    def exposing(self, wanted: str, near: Document | None) -> list[AdapterRule]:
+        groups = [g for g in self.groups if g.could_expose(wanted)]
+        named = self._named(wanted)
+        if near is None:
+            found = list(named.items) if named is not None else []
+            for group in groups:
+                found.extend(group.rules)
+            if groups and (named is not None or len(groups) > 1):
+                found.sort(key=lambda rule: self.order[id(rule)])
+            return found
+        indexes: list[DirectoryIndex[AdapterRule]] = [named] if named is not None else []
+        for group in groups:
+            if group.index is None:
+                group.index = DirectoryIndex(group.rules, _rule_file, self.consumers)
+            indexes.append(group.index)
+        if not indexes:
+            return []
+        total = sum(len(index) for index in indexes)
+        if total < 2:
+            return [rule for index in indexes for rule in index.items]
+        parts = directory_parts(near.file)
+        for depth in range(len(parts), -1, -1):
+            found = [rule for index in indexes for rule in index.at_or_below(parts[:depth])]
+            if found:
+                if len(indexes) > 1:
+                    found.sort(key=lambda rule: self.order[id(rule)])
+                return found
+        return []
+
+
+def _rule_file(rule: AdapterRule) -> str:
+    return rule.document.file
+
+
+class Exposure:
+    """The unit's adapter configs, the rules exposing each name, and the HPAs reading them.
+
+    ``by_directory``: the objects come from files of one repository, where the nearest
+    config serves an HPA (``DirectoryIndex``); a cluster's objects all read the same one.
+    ``hpas()`` gives the HPAs, whose files decide which configs each directory sees.
+    """
+
+    def __init__(self, hpas: Callable[[], list[HPA]], by_directory: bool = True) -> None:
+        self.hpas = hpas
+        self.by_directory = by_directory
+        self.configs: list[AdapterConfig] = []
+        self.scrapes: list[DcgmScrape] = []
+        self._apis: dict[str, _ApiIndex] = {}
+        self._config_index: DirectoryIndex[AdapterConfig] | None = None
+        self._scrape_index: DirectoryIndex[DcgmScrape] | None = None
+        self._readers: dict[tuple[str, str], dict[int, HPA]] | None = None
+
+    # --- what comes and goes ----------------------------------------------------------------
+
+    def add_configs(self, configs: list[AdapterConfig]) -> None:
+        if configs:
+            self.configs.extend(configs)
+            self._configs_changed()
+
+    def remove_configs_of(self, owner: Any) -> None:
+        kept = [c for c in self.configs if c.owner is not owner and c.document is not owner]
+        if len(kept) != len(self.configs):
+            self.configs = kept
+            self._configs_changed()
+
+    def _configs_changed(self) -> None:
+        self._apis.clear()
+        self._config_index = None
+
+    def _consumers(self) -> set[tuple[str, ...]] | None:
+        if not self.by_directory:
+            return None
+        return consumer_directories(hpa.manifest.file for hpa in self.hpas())
+
+    def add_scrapes(self, scrapes: list[DcgmScrape]) -> None:
+        if scrapes:
+            self.scrapes.extend(scrapes)
+            self._scrape_index = None
+
+    def remove_scrapes_of(self, document: Document) -> None:
+        kept = [s for s in self.scrapes if s.document is not document]
+        if len(kept) != len(self.scrapes):
+            self.scrapes = kept
+            self._scrape_index = None
+
+    def hpa_added(self, hpa: HPA) -> None:
+        if self.by_directory:
+            self._configs_changed()  # which configs each directory sees may change
+        if self._readers is not None:
+            for key in metrics_read_by(hpa):
+                self._readers.setdefault(key, {})[id(hpa)] = hpa
+
+    def hpa_removed(self, hpa: HPA) -> None:
+        if self.by_directory:
+            self._configs_changed()
+        if self._readers is not None:
+            for key in metrics_read_by(hpa):
+                readers = self._readers.get(key, {})
+                readers.pop(id(hpa), None)
+                if not readers:
+                    self._readers.pop(key, None)
+
+    # --- questions --------------------------------------------------------------------------
+
+    def _api(self, api: str) -> _ApiIndex:
+        api = _api_of(api)
+        index = self._apis.get(api)
+        if index is None:
+            index = self._apis[api] = _ApiIndex(self.configs, api, self._consumers())
+        return index
+
+    def rules_exposing(
+        self, metric: str, api: str, near: Document | None = None
+    ) -> list[AdapterRule]:
+        """Adapter rules that can serve ``metric`` on the custom or external metrics API.
+
+        ``metric`` is the name an HPA writes; External names are matched the way the HPA
+        asks for them, lowercased (``adapter.requested_metric_name``). With ``near``, when
+        configs in several places expose the metric (one directory per app or environment),
+        only the ones nearest to that document's file count.
+        """
+        wanted = requested_metric_name(metric, api)
+        return self._api(api).exposing(wanted, near if self.by_directory else None)
+
+    def configs_near(self, document: Document) -> list[AdapterConfig]:
+        """The configs that serve an object of ``document`` (every config of a cluster)."""
+        if not self.by_directory:
+            return self.configs
+        if self._config_index is None:
+            self._config_index = DirectoryIndex(
+                self.configs, lambda c: c.document.file, self._consumers()
+            )
+        return self._config_index.near(document.file)
+
+    def scrapes_near(self, document: Document) -> list[DcgmScrape]:
+        """The dcgm-exporter scrape settings nearest to ``document``."""
+        if not self.by_directory:
+            return self.scrapes
+        if self._scrape_index is None:
+            self._scrape_index = DirectoryIndex(self.scrapes, lambda s: s.document.file)
+        return self._scrape_index.near(document.file)
+
+    def readers(self, hpas: list[HPA]) -> dict[tuple[str, str], dict[int, HPA]]:
+        if self._readers is None:
+            readers: dict[tuple[str, str], dict[int, HPA]] = {}
+            for hpa in hpas:
+                for key in metrics_read_by(hpa):
+                    readers.setdefault(key, {})[id(hpa)] = hpa
+            self._readers = readers
+        return self._readers
+
+
+def metrics_read_by(hpa: HPA) -> list[tuple[str, str]]:
+    """``(api, name)`` of the custom and external metrics an HPA reads."""
+    return list(dict.fromkeys((m.api, m.name) for m in hpa.metrics if m.is_custom and m.name))
