@@ -509,6 +509,10 @@ class AdapterConfig:
         self.default_rules_enabled = False
         self.existing_configmap: str | None = None
         self.prometheus_url: str | None = None
+        # The Helm release, when a GitOps wrapper (HelmRelease, Application) installs it.
+        self.release: str | None = None
+        self.release_namespace: str | None = None
+        self.wrapper: Manifest | None = None  # that HelmRelease or Application
         root = as_dict(document.get(base)) if base else as_dict(document.data)
         if form == self.HELM_VALUES:
             self._read_helm_values(root)
@@ -560,18 +564,23 @@ class AdapterConfig:
     def describe(self) -> str:
         if self.owner is not None:
             return f"ConfigMap {self.owner.name}"
+        if self.wrapper is not None:
+            return f"the values of {self.wrapper.kind} {self.wrapper.name}"
         return f"{self.form} {self.document.file}"
 
     def describe_short(self) -> str:
         """Like ``describe`` with the file's base name (its full path is in the location)."""
-        if self.owner is not None:
-            return f"ConfigMap {self.owner.name}"
+        if self.owner is not None or self.wrapper is not None:
+            return self.describe()
         return f"{self.form} {os.path.basename(self.document.file)}"
 
     @property
     def ref(self) -> ObjectRef | None:
-        """The Kubernetes object that holds the config (the ConfigMap form), if any."""
-        return self.owner.ref if isinstance(self.owner, Manifest) else None
+        """The Kubernetes object that holds the config (a ConfigMap, a HelmRelease or
+        Application), if any."""
+        if isinstance(self.owner, Manifest):
+            return self.owner.ref
+        return self.wrapper.ref if self.wrapper is not None else None
 
 
 def looks_like_adapter_config(data: Any) -> bool:

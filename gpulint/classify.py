@@ -19,6 +19,7 @@ from typing import Any
 
 from gpulint.adapter import AdapterConfig, looks_like_adapter_config, looks_like_adapter_values
 from gpulint.document import Document, Manifest, Path, as_dict
+from gpulint.gitops import is_wrapper, wrapped_values
 from gpulint.kserve import default_mode_from_configmap
 from gpulint.loader import LoadProblem
 from gpulint.monitoring import DcgmScrape, scrapes_in_manifest, scrapes_in_values
@@ -120,9 +121,50 @@ def classify_manifest(
     if manifest.kind == "ConfigMap" and manifest.api_version == "v1":
         found.kserve_mode = default_mode_from_configmap(manifest)
         _embedded_configs(found, manifest, text, embedded)
+    elif is_wrapper(manifest):
+        _wrapped_values(found, manifest, text, embedded)
     else:
         found.scrapes.extend(scrapes_in_manifest(manifest))
     return found
+
+
+def _wrapped_values(
+    found: Classified, manifest: Manifest, text: bytes | None, embedded: EmbeddedParser
+) -> None:
+    """A HelmRelease's or Application's values, read as the values of the chart they are for."""
+
+    def parse_string(value: str, wrapper: Manifest, path: Path) -> Document | None:
+        line, column = embedded_origin(wrapper, path, text)
+        try:
+            parsed = embedded(value, line, column)
+        except YamlError as error:
+            found.problems.append(
+                LoadProblem(
+                    wrapper.file,
+                    error.line,
+                    error.column,
+                    f"{wrapper.kind} {wrapper.name} helm values: {error.message}",
+                )
+            )
+            return None
+        if not parsed or not isinstance(parsed[0].value, dict):
+            return None
+        inner = Document(parsed[0].value, wrapper.file, wrapper.index, parsed[0].line)
+        if wrapper.source is not None:
+            inner.source = wrapper.source.embedded(wrapper, path, line, column)
+        found.duplicates.extend((inner, d) for d in parsed[0].duplicates)
+        return inner
+
+    for values in wrapped_values(manifest, parse_string):
+        data = values.document.data
+        chart = values.chart
+        if chart == "prometheus-adapter" or looks_like_adapter_values(data):
+            config = AdapterConfig(values.document, AdapterConfig.HELM_VALUES)
+            config.release, config.release_namespace = values.release, values.namespace
+            config.wrapper = manifest
+            found.adapter_configs.append(config)
+        for scrape in scrapes_in_values(values.document, chart):
+            found.scrapes.append(scrape._replace(release=values.release))
 
 
 def _embedded_configs(
@@ -151,7 +193,8 @@ def _embedded_configs(
                 inner = Document(
                     doc.value, manifest.file, manifest.index, doc.line, manifest.rendered_from
                 )
-                inner.source = manifest.source
+                if manifest.source is not None:
+                    inner.source = manifest.source.embedded(manifest, path, line, column)
                 found.adapter_configs.append(
                     AdapterConfig(inner, AdapterConfig.CONFIGMAP, owner=manifest)
                 )

@@ -12,15 +12,43 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
-from typing import TYPE_CHECKING, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gpulint import __version__
 
 if TYPE_CHECKING:
+    from gpulint.config import Settings
     from gpulint.engine import Selection
     from gpulint.inventory import Inventory
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+# What each optional front door needs (pyproject.toml's extras), by the modules it imports.
+EXTRAS = {
+    "live": ("prometheus_api_client", "requests"),
+    "cluster": ("kubernetes",),
+    "webhook": ("aiohttp", "kubernetes", "prometheus_client"),
+}
+
+
+def missing_extra(extra: str, what: str) -> str | None:
+    """A one-line error when ``what`` needs an extra that is not installed, else None."""
+    from importlib.util import find_spec
+
+    missing = []
+    for module in EXTRAS[extra]:
+        try:
+            found = find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(module)
+    if not missing:
+        return None
+    return (
+        f"{what} needs the optional dependencies of gpulint[{extra}] ({', '.join(missing)} "
+        f"missing): pip install 'gpulint[{extra}]'"
+    )
 
 
 def _split_ids(values: list[str] | None) -> list[str]:
@@ -47,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default: the current directory",
     )
     add_lint_options(lint)
+    add_render_options(lint)
     add_live_options(lint)
     add_cluster_options(lint)
 
@@ -65,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="*", metavar="PATH", help="manifests with the HPAs and their workloads"
     )
     add_lint_options(check)
+    add_render_options(check)
     add_live_options(check, required=True)
 
     rules = commands.add_parser("rules", help="list the rule catalog")
@@ -117,6 +147,53 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", metavar="IDS", help="do not run these rules")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument(
+        "--no-config", action="store_true", help="ignore any .gpulint.yaml (defaults only)"
+    )
+    parser.add_argument(
+        "--max-file-size",
+        type=_size,
+        default=64 * 1024 * 1024,
+        metavar="BYTES",
+        help="a file (or rendered unit, or stdin) over this size is refused with GL702 "
+        "(default: 64Mi; suffixes Ki, Mi, Gi)",
+    )
+
+
+def add_render_options(parser: argparse.ArgumentParser) -> None:
+    render = parser.add_argument_group("rendering (kustomize overlays, Helm charts, piped input)")
+    render.add_argument(
+        "--kustomize",
+        metavar="CMD",
+        help="how to build kustomizations (default: `kustomize build`, else `kubectl "
+        "kustomize`, whichever is on PATH)",
+    )
+    render.add_argument(
+        "--helm", metavar="CMD", help="the helm binary for `helm template` (default: from PATH)"
+    )
+    render.add_argument(
+        "--helm-values",
+        action="append",
+        metavar="FILE",
+        help="values for every chart rendered (repeatable, as helm's --values; default: the "
+        "chart's own values.yaml)",
+    )
+    render.add_argument(
+        "--stdin-filename",
+        metavar="PATH",
+        help="the path piped input is reported under (and where relative origins of piped "
+        "`kustomize build` or `helm template` output are found)",
+    )
+
+
+def _size(text: str) -> int:
+    units = {"": 1, "k": 1000, "ki": 1024, "m": 1000**2, "mi": 1024**2, "g": 1000**3, "gi": 1024**3}
+    number = text.strip().lower()
+    suffix = number.lstrip("0123456789")
+    digits = number[: len(number) - len(suffix)]
+    if not digits or suffix not in units or len(digits) > 15:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 1048576, 500Ki or 64Mi")
+    return int(digits) * units[suffix]
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -151,7 +228,7 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _cluster_inventory(
-    args: argparse.Namespace, settings: object, selection: Selection
+    args: argparse.Namespace, settings: Settings, selection: Selection
 ) -> tuple[Inventory, list[str]]:
     """``--cluster``: the inventory read from the cluster (raises InputError)."""
     from gpulint.cluster.kinds import AdapterConfigMapSelector
@@ -166,7 +243,7 @@ def _cluster_inventory(
     except ValueError as error:
         raise ClusterError(str(error)) from None
     return cluster_inventory(
-        settings,  # type: ignore[arg-type]
+        settings,
         selection,
         kubeconfig=args.kubeconfig,
         context=args.context,
@@ -211,15 +288,31 @@ def add_live_options(parser: argparse.ArgumentParser, required: bool = False) ->
     )
 
 
-class _LiveOutcome(NamedTuple):
-    notes: list[str]
-    failed_required: bool = False
+class _Live:
+    """The live check of a run: its options, and what it found in each unit."""
+
+    def __init__(self, options: Any) -> None:
+        self.options = options
+        self.notes: list[str] = []
+        self.failed_required = False
+
+    def __call__(self, inventory: Inventory) -> None:
+        """Collect what the live rules read, for one unit's inventory."""
+        from gpulint.live.collector import collect
+
+        if not inventory.adapter_configs and not inventory.hpas:
+            return
+        inventory.live = collect(inventory, self.options)
+        self.notes.extend(n for n in inventory.live.notes if n not in self.notes)
+        if self.options.required and not inventory.live.available:
+            self.failed_required = True
 
 
 def _live_check(
-    args: argparse.Namespace, inventory: Inventory, selection: Selection, stderr: TextIO
-) -> _LiveOutcome | None:
-    """Run the live check when ``--prometheus`` is given; None after a usage error.
+    args: argparse.Namespace, settings: Settings, selection: Selection, stderr: TextIO
+) -> _Live | list[str] | None:
+    """The live check when ``--prometheus`` is given (``[]`` when it is not, a list of notes
+    when it has nothing to do); None after a usage error, said on stderr.
 
     Only this path imports the Prometheus client (and with it requests).
     """
@@ -231,7 +324,11 @@ def _live_check(
                 "--prometheus URL\n"
             )
             return None
-        return _LiveOutcome([])
+        return []
+    problem = missing_extra("live", "--prometheus")
+    if problem is not None:
+        stderr.write(f"gpulint: error: {problem}\n")
+        return None
     from gpulint.live.options import (
         LiveOptions,
         OptionError,
@@ -254,18 +351,14 @@ def _live_check(
         stderr.write(f"gpulint: error: {error}\n")
         return None
     from gpulint.engine import all_rules
-    from gpulint.live.collector import LIVE_RULES, collect
+    from gpulint.live.collector import LIVE_RULES
 
-    settings = inventory.settings
     if not any(
         spec.id in LIVE_RULES and selection.allows(spec) and settings.rule(spec.id).enabled
         for spec in all_rules()
     ):
-        return _LiveOutcome(["--prometheus given, but no live rule (GL801-GL809) is selected"])
-    inventory.live = collect(inventory, options)
-    return _LiveOutcome(
-        list(inventory.live.notes), options.required and not inventory.live.available
-    )
+        return ["--prometheus given, but no live rule (GL801-GL809) is selected"]
+    return _Live(options)
 
 
 def run_check_adapter(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -290,11 +383,15 @@ def run_check_adapter(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) 
     return run_lint(args, stdout, stderr)
 
 
-def _settings(config: str | None, stderr: TextIO) -> object:
+def _settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
+    """The configuration in use: ``--config``, else ``.gpulint.yaml`` found upward from the
+    working directory (``--no-config``: none). None after an error, said on stderr."""
     from gpulint.config import ConfigError, Settings, find_config, load_settings
     from gpulint.engine import rule_option_schemas
 
-    path = config or find_config()
+    if getattr(args, "no_config", False):
+        return Settings()
+    path = args.config or find_config()
     if path is None:
         return Settings()
     try:
@@ -304,39 +401,77 @@ def _settings(config: str | None, stderr: TextIO) -> object:
         return None
 
 
+def _selection(args: argparse.Namespace, stderr: TextIO) -> Selection | None:
+    """``--select``/``--ignore``, every entry a rule ID, name or ID prefix (``GL4``); None
+    after an unknown one, said on stderr with the nearest rule."""
+    from gpulint.engine import Selection, unknown_rule_patterns
+
+    select, ignore = _split_ids(args.select), _split_ids(args.ignore)
+    for option, patterns in (("--select", select), ("--ignore", ignore)):
+        for pattern, suggestion in unknown_rule_patterns(patterns):
+            hint = f"; did you mean {suggestion}?" if suggestion else " (see `gpulint rules`)"
+            stderr.write(f"gpulint: error: {option} {pattern}: no such rule{hint}\n")
+            return None
+    return Selection(select, ignore)
+
+
 def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from gpulint.engine import Result, Selection, inventory_from_paths, run
+    from gpulint.engine import Result, run
     from gpulint.loader import InputError
     from gpulint.model import Severity
     from gpulint.report import render
 
     # Parsed documents form no reference cycles worth collecting during a run.
     gc.disable()
-    settings = _settings(args.config, stderr)
+    settings = _settings(args, stderr)
     if settings is None:
         return EXIT_USAGE
-    paths = args.paths or ["."]
-    selection = Selection(_split_ids(args.select), _split_ids(args.ignore))
-    cluster = getattr(args, "cluster", False)
-    cluster_notes: list[str] = []
-    try:
-        if cluster:
-            inventory, cluster_notes = _cluster_inventory(args, settings, selection)
-        else:
-            inventory = inventory_from_paths(paths, settings)  # type: ignore[arg-type]
-    except InputError as error:
-        stderr.write(f"gpulint: error: {error}\n")
+    selection = _selection(args, stderr)
+    if selection is None:
         return EXIT_USAGE
-    if not inventory.files and not cluster:
-        stderr.write(f"gpulint: error: no .yaml, .yml or .json files in {' '.join(paths)}\n")
-        return EXIT_USAGE
-    live = _live_check(args, inventory, selection, stderr)
+    live = _live_check(args, settings, selection, stderr)
     if live is None:
         return EXIT_USAGE
-    findings = run(inventory, selection)
-    result = Result(findings, len(inventory.files), len(inventory.manifests), inventory.skipped)
-    result.notes.extend(cluster_notes)
-    result.notes.extend(live.notes)
+    notes: list[str] = list(live) if isinstance(live, list) else []
+    prepare = live if isinstance(live, _Live) else None
+    if getattr(args, "cluster", False):
+        problem = missing_extra("cluster", "--cluster")
+        if problem is not None:
+            stderr.write(f"gpulint: error: {problem}\n")
+            return EXIT_USAGE
+        try:
+            inventory, cluster_notes = _cluster_inventory(args, settings, selection)
+        except InputError as error:
+            stderr.write(f"gpulint: error: {error}\n")
+            return EXIT_USAGE
+        if prepare is not None:
+            prepare(inventory)
+        findings = run(inventory, selection)
+        result = Result(findings, 0, len(inventory.manifests), inventory.skipped)
+        notes = cluster_notes + notes
+    else:
+        from gpulint.lint import build_units, lint_units, plan_units
+        from gpulint.units.render import RenderOptions
+
+        options = RenderOptions(
+            getattr(args, "kustomize", None),
+            getattr(args, "helm", None),
+            getattr(args, "helm_values", None),
+            args.max_file_size,
+            getattr(args, "stdin_filename", None),
+        )
+        try:
+            units = build_units(
+                plan_units(args.paths or ["."], settings, args.max_file_size), options
+            )
+        except InputError as error:
+            stderr.write(f"gpulint: error: {error}\n")
+            return EXIT_USAGE
+        result = lint_units(units, settings, selection, prepare)
+    result.config = settings.source
+    result.notes.extend(notes)
+    if isinstance(live, _Live):
+        result.notes.extend(live.notes)
     out = stdout
     handle = None
     if args.output:
@@ -350,12 +485,12 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     finally:
         if handle is not None:
             handle.close()
-    if live.failed_required:
+    if isinstance(live, _Live) and live.failed_required:
         return EXIT_FINDINGS
     if args.fail_on == "never":
         return EXIT_OK
     threshold = Severity.parse(args.fail_on)
-    return EXIT_FINDINGS if any(f.severity >= threshold for f in findings) else EXIT_OK
+    return EXIT_FINDINGS if any(f.severity >= threshold for f in result.findings) else EXIT_OK
 
 
 def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
@@ -420,6 +555,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "explain":
             return run_explain(args, stdout, stderr)
         if args.command == "serve":
+            problem = missing_extra("webhook", "gpulint serve")
+            if problem is not None:
+                stderr.write(f"gpulint: error: {problem}\n")
+                return EXIT_USAGE
             code: int = import_module("gpulint.webhook.server").run_serve(args, stdout, stderr)
             return code
         parser.print_help(stderr)

@@ -13,6 +13,7 @@ Example::
     kserve:
       default-deployment-mode: Standard
     exclude: ["charts/*/templates/**"]
+    units: ["clusters/*"]       # one lint unit (one cluster) per matching directory
 
 The file is validated with JSON Schema; mistakes are reported with their line and column.
 """
@@ -65,6 +66,7 @@ class Settings:
         "metric_aliases",
         "rules",
         "source",
+        "units",
     )
 
     def __init__(
@@ -75,6 +77,7 @@ class Settings:
         kserve_default_mode: str = "Knative",
         exclude: list[str] | None = None,
         source: str | None = None,
+        units: list[str] | None = None,
     ) -> None:
         self.rules: dict[str, RuleSettings] = {} if rules is None else rules
         self.gpu_resources: list[str] = [] if gpu_resources is None else gpu_resources
@@ -82,6 +85,9 @@ class Settings:
         self.kserve_default_mode = kserve_default_mode
         self.exclude: list[str] = [] if exclude is None else exclude
         self.source = source
+        # Globs (relative to the configuration's directory) of directories that are one
+        # lint unit each: what one cluster gets.
+        self.units: list[str] = [] if units is None else units
 
     def __repr__(self) -> str:
         return f"Settings(rules={self.rules!r}, gpu_resources={self.gpu_resources!r})"
@@ -148,6 +154,7 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 },
             },
             "exclude": {"type": "array", "items": {"type": "string"}},
+            "units": {"type": "array", "items": {"type": "string", "minLength": 1}},
         },
     }
 
@@ -200,6 +207,7 @@ def settings_from_data(data: Any, path: str, rule_options: dict[str, dict[str, A
             mode, mode
         )
     settings.exclude = list(data.get("exclude") or [])
+    settings.units = list(data.get("units") or [])
     return settings
 
 

@@ -14,7 +14,12 @@ Path = tuple[str | int, ...]
 class SourceMap(Protocol):
     """Maps a node of a rendered document back to the source a user edits."""
 
-    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None: ...
+    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
+        """Where the node at ``path`` of ``document`` is written; None: not known."""
+
+    def embedded(self, document: Document, path: Path, line: int, column: int) -> SourceMap | None:
+        """The map for YAML embedded in the string at ``path`` (a ConfigMap's config), which
+        starts at ``line``/``column`` offsets of the rendered text; None: not known."""
 
 
 def position_of(

@@ -10,6 +10,7 @@ import importlib.util
 import os
 import re
 import time
+import traceback
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -24,6 +25,7 @@ from gpulint.workload import PodTemplate, pod_templates
 
 IGNORE_ANNOTATION = "gpulint.dev/ignore"
 UNUSED_SUPPRESSION = "GL703"
+INTERNAL_ERROR = "GL799"
 
 
 class DeadlineExceeded(Exception):
@@ -121,6 +123,32 @@ def rule_by_id(rule_id: str) -> RuleSpec | None:
     return None
 
 
+def unknown_rule_patterns(patterns: Iterable[str]) -> list[tuple[str, str | None]]:
+    """The patterns that name no rule: (pattern, the nearest rule ID or name, if any).
+
+    A pattern is a rule ID (GL101), a rule name (hpa-cpu-on-gpu-workload), a prefix of IDs
+    (GL1, GL10), or ALL."""
+    import difflib
+
+    index = rule_index()
+    ids = [info.id for info in index]
+    names = [info.name for info in index]
+    unknown = []
+    for pattern in patterns:
+        upper = pattern.upper()
+        if upper == "ALL" or pattern.lower() in names:
+            continue
+        if re.fullmatch(r"GL\d{1,3}", upper) and any(i.startswith(upper) for i in ids):
+            continue
+        near = difflib.get_close_matches(upper.replace("O", "0"), ids, n=1, cutoff=0.6)
+        if not near:
+            near = difflib.get_close_matches(pattern.lower(), names, n=1, cutoff=0.6)
+        if not near:
+            near = difflib.get_close_matches(upper, ids, n=1, cutoff=0.5)
+        unknown.append((pattern, near[0] if near else None))
+    return unknown
+
+
 def rule_option_schemas() -> dict[str, dict[str, Any]]:
     return {spec.id: spec.options for spec in all_rules()}
 
@@ -160,15 +188,39 @@ class Selection:
 
     def allows(self, spec: RuleSpec | RuleInfo) -> bool:
         def hit(patterns: list[str]) -> bool:
-            return any(spec.id.startswith(p.upper()) or spec.name == p.lower() for p in patterns)
+            return any(
+                p.upper() == "ALL" or spec.id.startswith(p.upper()) or spec.name == p.lower()
+                for p in patterns
+            )
 
         if self.select and not hit(self.select):
             return False
         return not hit(self.ignore)
 
 
+class UnitSummary(NamedTuple):
+    """One lint unit of a run, as reports list it."""
+
+    name: str
+    kind: str  # kustomize | helm | files | stdin | cluster
+    root: str
+    objects: int
+    rendered_by: tuple[str, ...] = ()
+    render_seconds: float = 0.0
+
+
 class Result:
-    __slots__ = ("files", "findings", "notes", "objects", "skipped")
+    __slots__ = (
+        "config",
+        "files",
+        "findings",
+        "lint_seconds",
+        "notes",
+        "objects",
+        "skipped",
+        "suppressed",
+        "units",
+    )
 
     def __init__(
         self,
@@ -177,12 +229,22 @@ class Result:
         objects: int,
         skipped: list[tuple[str, str]] | None = None,
         notes: list[str] | None = None,
+        units: list[UnitSummary] | None = None,
+        config: str | None = None,
     ) -> None:
         self.findings = findings
         self.files = files
         self.objects = objects
         self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
         self.notes: list[str] = [] if notes is None else notes
+        self.units: list[UnitSummary] = [] if units is None else units
+        self.config = config  # the .gpulint.yaml in use, if any
+        self.suppressed: dict[str, int] = {}  # rule -> findings silenced by suppressions
+        self.lint_seconds = 0.0
+
+    @property
+    def render_seconds(self) -> float:
+        return sum(unit.render_seconds for unit in self.units)
 
     def __repr__(self) -> str:
         return f"Result(findings={self.findings!r}, files={self.files!r})"
@@ -239,6 +301,9 @@ def _owner_manifest(item: Any) -> Document | None:
         value = getattr(item, attribute, None)
         if isinstance(value, Document):
             return value
+    autoscalers = getattr(item, "autoscalers", None)  # a target group
+    if autoscalers:
+        return _owner_manifest(autoscalers[0])
     return None
 
 
@@ -247,8 +312,11 @@ def run(
     selection: Selection | None = None,
     items_for: Any = None,
     deadline: float | None = None,
+    suppressed: dict[str, int] | None = None,
 ) -> list[Finding]:
     """Run every enabled rule; return findings after suppression, sorted.
+
+    ``suppressed``, when given, counts the findings suppressions silenced, by rule.
 
     ``items_for(scope)`` may narrow what each scope iterates (the webhook evaluates only the
     admitted object and what relates to it); when it has a ``manifests`` attribute, unused
@@ -282,15 +350,45 @@ def run(
         options.update(rule_settings.options)
         ctx = Context(spec, options)
         for item in items:
-            for finding in spec.check(item, inventory, ctx):
-                anchor = ctx.anchors.pop(id(finding), None)
-                if rule_settings.severity is not None:
-                    finding = finding._replace(severity=rule_settings.severity)
-                raw.append((finding, anchor))
+            try:
+                for finding in spec.check(item, inventory, ctx):
+                    anchor = ctx.anchors.pop(id(finding), None)
+                    if rule_settings.severity is not None:
+                        finding = finding._replace(severity=rule_settings.severity)
+                    raw.append((finding, anchor))
+            except DeadlineExceeded:
+                raise
+            except Exception as error:  # one rule failing on one item loses nothing else
+                internal = _internal_error(spec, item, error)
+                if internal is not None:
+                    raw.append(internal)
     manifests = getattr(items_for, "manifests", None)
-    findings = _suppress(raw, inventory, ran, selection, manifests)
+    findings = _suppress(raw, inventory, ran, selection, manifests, suppressed)
     findings.sort(key=Finding.sort_key)
     return _dedupe(findings)
+
+
+def _internal_error(
+    spec: RuleSpec, item: Any, error: BaseException
+) -> tuple[Finding, Anchor | None] | None:
+    """GL799 for the object a rule failed on, naming the rule and the exception."""
+    internal = rule_by_id(INTERNAL_ERROR)
+    if internal is None or spec.id == INTERNAL_ERROR:
+        return None
+    ctx = Context(internal, internal.defaults())
+    document = _owner_manifest(item)
+    where = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
+    at = f" at {os.path.basename(where[0].filename)}:{where[0].lineno}" if where else ""
+    text = " ".join(str(error).split())[:200]
+    message = (
+        f"gpulint could not finish rule {spec.id} ({spec.name}) on this object: "
+        f"{type(error).__name__}{': ' + text if text else ''}{at}; the other rules still ran"
+    )
+    fix = "report it to gpulint with this file (and suppress the rule here meanwhile)"
+    if document is None:
+        return ctx.at(Location("<gpulint>", 1, 1), message, fix), None
+    finding = ctx.finding(document, (), message, fix)
+    return finding, ctx.anchors.pop(id(finding), None)
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
@@ -357,6 +455,7 @@ def _suppress(
     ran: set[str],
     selection: Selection,
     manifests: Iterable[Manifest] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> list[Finding]:
     comments_by_line: dict[tuple[str, int], list[IgnoreComment]] = {}
     for comment in inventory.ignore_comments:
@@ -381,6 +480,8 @@ def _suppress(
                     used_annotations.add((id(document), where, finding.rule))
         if not suppressed:
             kept.append(finding)
+        elif counts is not None:
+            counts[finding.rule] = counts.get(finding.rule, 0) + 1
     if UNUSED_SUPPRESSION not in ran:
         return kept
     spec = rule_by_id(UNUSED_SUPPRESSION)
@@ -443,12 +544,21 @@ def _all_annotation_suppressions(manifest: Manifest) -> list[tuple[Document, Pat
 
 
 def inventory_from_paths(paths: Iterable[str], settings: Settings) -> Inventory:
-    """Load files (``-`` is stdin) into an inventory. Raises InputError for a missing path."""
-    from gpulint.loader import expand_paths, load_file
+    """Every file under ``paths`` (``-`` is stdin) in one inventory, as if they were one
+    cluster, without rendering anything (``gpulint.lint`` plans units instead). Raises
+    InputError for a missing path."""
+    from gpulint.loader import load_file
+    from gpulint.units.walk import walk
 
     inventory = Inventory(settings)
-    for path in expand_paths(paths):
-        if path != "-" and settings.excluded(path):
+    for path in paths:
+        if path == "-":
+            inventory.add_file(load_file("-"))
             continue
-        inventory.add_file(load_file(path))
+        walked = walk(path, exclude=settings)
+        inventory.problems.extend(walked.problems)
+        inventory.skipped.extend(walked.skipped)
+        for file in walked.files:
+            if not settings.excluded(file):
+                inventory.add_file(load_file(file))
     return inventory

@@ -209,6 +209,9 @@ KINDS: tuple[KindSpec, ...] = (
     # inferenceservice-config; PrometheusRules create series (record:).
     KindSpec("ConfigMap", "", ("v1",), "configmaps", CONFIG),
     KindSpec("PrometheusRule", "monitoring.coreos.com", ("v1",), "prometheusrules", CONFIG),
+    # GitOps wrappers whose chart values gpulint reads (gpulint.gitops).
+    KindSpec("HelmRelease", "helm.toolkit.fluxcd.io", ("v2", "v2beta2"), "helmreleases", CONFIG),
+    KindSpec("Application", "argoproj.io", ("v1alpha1",), "applications", CONFIG),
     # How dcgm-exporter is scraped.
     KindSpec("ServiceMonitor", "monitoring.coreos.com", ("v1",), "servicemonitors", MONITORING),
     KindSpec("PodMonitor", "monitoring.coreos.com", ("v1",), "podmonitors", MONITORING),

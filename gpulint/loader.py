@@ -8,11 +8,13 @@ error of the user's; it is recorded as skipped, with the advice to render it fir
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
+import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from gpulint.document import Document
@@ -27,7 +29,6 @@ from gpulint.yamlparse import (
 )
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
-_SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox"}
 _SOURCE_COMMENT = re.compile(rb"^# Source: (\S.*?)\s*$", re.MULTILINE)
 _IGNORE_COMMENT = re.compile(rb"#\s*gpulint:\s*ignore\s*=\s*([A-Za-z0-9_, *-]+)")
 _DOC_START = re.compile(rb"^---", re.MULTILINE)
@@ -93,31 +94,57 @@ class InputError(Exception):
     """A path given on the command line that cannot be used (exit code 2)."""
 
 
-def expand_paths(paths: Iterable[str]) -> Iterator[str]:
-    """Files to lint, in a stable order; ``-`` stands for stdin."""
-    for raw in paths:
-        if raw == "-":
-            yield "-"
-            continue
-        if os.path.isdir(raw):
-            found: list[str] = []
-            for root, dirs, files in os.walk(raw):
-                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-                found.extend(
-                    os.path.join(root, name) for name in files if name.endswith(YAML_SUFFIXES)
-                )
-            yield from sorted(found)
-        elif os.path.exists(raw):
-            yield raw
-        else:
-            raise InputError(f"no such file or directory: {raw}")
+MAX_FILE_SIZE = 64 * 1024 * 1024
 
 
-def read_source(path: str) -> bytes:
+def read_source(path: str, max_file_size: int = MAX_FILE_SIZE) -> bytes:
+    """A file's bytes (``-``: stdin's), refusing anything but a regular file and anything over
+    ``max_file_size``. Raises OSError."""
     if path == "-":
-        return sys.stdin.buffer.read()
-    with open(path, "rb") as handle:
-        return handle.read()
+        data = sys.stdin.buffer.read(max_file_size + 1)
+        if len(data) > max_file_size:
+            raise OSError(0, f"input too large: over {max_file_size:,} bytes (--max-file-size)")
+        return data
+    return read_bounded(path, max_file_size)
+
+
+def read_bounded(path: str, max_file_size: int = MAX_FILE_SIZE) -> bytes:
+    """A regular file's bytes, refusing anything else or anything over the limit (checked
+    on the open file: it may have changed since it was walked). Raises OSError."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, f"not a regular file ({special_file_kind(info.st_mode)})")
+        if info.st_size > max_file_size:
+            raise OSError(0, f"file too large: {info.st_size:,} bytes, over {max_file_size:,}")
+        chunks = []
+        remaining = max_file_size + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_file_size:
+            raise OSError(0, f"file too large: over {max_file_size:,} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def special_file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
 
 
 def load_file(path: str, data: bytes | None = None) -> LoadedFile:
@@ -133,11 +160,11 @@ def load_file(path: str, data: bytes | None = None) -> LoadedFile:
             )
             return loaded
     loaded.text = data
-    sources = _source_comments(data) if b"# Source:" in data else []
+    sources = SourceComments(data) if b"# Source:" in data else None
     if b"gpulint:" in data:
-        loaded.ignore_comments = list(_ignore_comments(display, data))
+        loaded.ignore_comments = list(ignore_comments(display, data))
     for parsed in _parse_resyncing(display, data, loaded):
-        rendered_from = _rendered_from(sources, parsed.line) if sources else None
+        rendered_from = sources.before(parsed.line) if sources else None
         doc = Document(parsed.value, display, len(loaded.documents), parsed.line, rendered_from)
         loaded.documents.append(doc)
         loaded.duplicates.extend((doc, dup) for dup in parsed.duplicates)
@@ -185,6 +212,7 @@ def _parse_resyncing(display: str, data: bytes, loaded: LoadedFile) -> Iterator[
     offset_line = 0
     chunk = data
     is_json = display.endswith(".json")
+    starts: _DocumentStarts | None = None
     while True:
         try:
             yield from parse_documents(chunk, line_offset=offset_line)
@@ -198,20 +226,43 @@ def _parse_resyncing(display: str, data: bytes, loaded: LoadedFile) -> Iterator[
             loaded.problems.append(LoadProblem(display, error.line, error.column, error.message))
             # The error is often found at the next `---` (the broken document never ended):
             # resume there, but always past where this attempt started.
-            restart = _next_document_start(data, max(error.line, offset_line + 2))
+            if starts is None:
+                starts = _DocumentStarts(data)
+            restart = starts.at_or_after(max(error.line, offset_line + 2))
             if restart is None:
                 return
             offset_line, start_byte = restart
             chunk = data[start_byte:]
 
 
-def _next_document_start(data: bytes, from_line: int) -> tuple[int, int] | None:
-    """The (0-based line, byte offset) of the first ``---`` line at or after ``from_line``."""
-    for match in _DOC_START.finditer(data):
-        line = data.count(b"\n", 0, match.start())
-        if line + 1 >= from_line:
-            return line, match.start()
-    return None
+class _DocumentStarts:
+    """The ``---`` lines of a text, found once: resuming after each of thousands of broken
+    documents costs a binary search, not a scan from the top."""
+
+    def __init__(self, data: bytes) -> None:
+        self.lines: list[int] = []  # 0-based
+        self.offsets: list[int] = []
+        for line, offset in _line_numbers(data, _DOC_START.finditer(data)):
+            self.lines.append(line - 1)
+            self.offsets.append(offset)
+
+    def at_or_after(self, from_line: int) -> tuple[int, int] | None:
+        """The (0-based line, byte offset) of the first ``---`` line at or after 1-based
+        ``from_line``."""
+        index = bisect.bisect_left(self.lines, from_line - 1)
+        if index == len(self.lines):
+            return None
+        return self.lines[index], self.offsets[index]
+
+
+def _line_numbers(data: bytes, matches: Iterator[re.Match[bytes]]) -> Iterator[tuple[int, int]]:
+    """(1-based line, byte offset) of each match, in one pass over the text."""
+    line, position = 1, 0
+    for match in matches:
+        start = match.start()
+        line += data.count(b"\n", position, start)
+        position = start
+        yield line, start
 
 
 def _json_fallback(data: bytes) -> Any:
@@ -236,29 +287,32 @@ def _positionless(value: Any) -> Any:
     return value
 
 
-def _source_comments(data: bytes) -> list[tuple[int, str]]:
+class SourceComments:
     """``# Source: chart/templates/x.yaml`` comments of ``helm template`` output, by line."""
-    found = []
-    for match in _SOURCE_COMMENT.finditer(data):
-        line = data.count(b"\n", 0, match.start()) + 1
-        found.append((line, match.group(1).decode("utf-8", errors="replace")))
-    return found
+
+    def __init__(self, data: bytes) -> None:
+        self.lines: list[int] = []
+        self.sources: list[str] = []
+        matches = list(_SOURCE_COMMENT.finditer(data))
+        for (line, _), match in zip(_line_numbers(data, iter(matches)), matches, strict=True):
+            self.lines.append(line)
+            self.sources.append(match.group(1).decode("utf-8", errors="replace"))
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+    def before(self, line: int) -> str | None:
+        """The last ``# Source:`` at or before ``line``."""
+        index = bisect.bisect_right(self.lines, line)
+        return self.sources[index - 1] if index else None
 
 
-def _rendered_from(sources: list[tuple[int, str]], doc_line: int) -> str | None:
-    found = None
-    for line, source in sources:
-        if line > doc_line:
-            break
-        found = source
-    return found
-
-
-def _ignore_comments(display: str, data: bytes) -> Iterator[IgnoreComment]:
-    for match in _IGNORE_COMMENT.finditer(data):
-        line_start = data.rfind(b"\n", 0, match.start()) + 1
-        line = data.count(b"\n", 0, match.start()) + 1
-        column = len(data[line_start : match.start()].decode("utf-8", errors="replace")) + 1
+def ignore_comments(display: str, data: bytes) -> Iterator[IgnoreComment]:
+    """Every ``# gpulint: ignore=...`` comment of a text, in one pass."""
+    matches = list(_IGNORE_COMMENT.finditer(data))
+    for (line, start), match in zip(_line_numbers(data, iter(matches)), matches, strict=True):
+        line_start = data.rfind(b"\n", 0, start) + 1
+        column = len(data[line_start:start].decode("utf-8", errors="replace")) + 1
         names = match.group(1).decode().replace(" ", "")
         rules = frozenset(n.upper() for n in names.split(",") if n)
         yield IgnoreComment(display, line, column, rules)

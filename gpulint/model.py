@@ -44,14 +44,17 @@ class ObjectRef(NamedTuple):
 class Location(NamedTuple):
     """Where a finding points: a file and a 1-based line and column.
 
-    ``rendered_from`` is the template path of a ``# Source:`` comment in ``helm template``
-    output, so that a user can find the line in their chart too.
+    ``rendered_from`` is what rendered the object the finding is about: the template path
+    of a ``# Source:`` comment in ``helm template`` output, or the kustomization that was
+    built. ``note`` says how the position was found when it is not the exact node (an
+    object's first line, when kustomize or a template produced the offending value).
     """
 
     file: str
     line: int
     column: int
     rendered_from: str | None = None
+    note: str | None = None
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
@@ -74,6 +77,8 @@ class Finding(NamedTuple):
     fix: str = ""
     object: ObjectRef | None = None
     related: tuple[Related, ...] = ()
+    # The lint units it was found in, when a run has several (overlays/prod, clusters/us).
+    units: tuple[str, ...] = ()
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         loc = self.location

@@ -25,6 +25,7 @@ class DcgmScrape(NamedTuple):
     explicit: bool  # honorLabels written out (False: the default applies)
     relabels_pod_labels: bool  # relabelings touch pod/namespace labels: gpulint cannot tell
     description: str
+    release: str | None = None  # the Helm release that makes it, when a wrapper says
 
     @property
     def pod_label(self) -> str:
@@ -92,13 +93,16 @@ def scrapes_in_manifest(manifest: Manifest) -> list[DcgmScrape]:
     return []
 
 
-def scrapes_in_values(document: Document) -> list[DcgmScrape]:
-    """dcgm-exporter chart values and gpu-operator chart values that turn on a ServiceMonitor."""
+def scrapes_in_values(document: Document, chart: str | None = None) -> list[DcgmScrape]:
+    """dcgm-exporter chart values and gpu-operator chart values that turn on a ServiceMonitor.
+
+    ``chart`` is the chart the values are for, when a GitOps wrapper names it."""
     data = as_dict(document.data)
     found = []
     operator = data.get("dcgmExporter")
-    if isinstance(operator, dict) and any(
-        k in data for k in ("driver", "toolkit", "operator", "devicePlugin", "dcgm")
+    if isinstance(operator, dict) and (
+        chart == "gpu-operator"
+        or any(k in data for k in ("driver", "toolkit", "operator", "devicePlugin", "dcgm"))
     ):
         monitor = as_dict(operator.get("serviceMonitor"))
         if monitor.get("enabled") is True and operator.get("enabled", True) is not False:
@@ -111,7 +115,9 @@ def scrapes_in_values(document: Document) -> list[DcgmScrape]:
                 )
             )
     chart_monitor = data.get("serviceMonitor")
-    dcgm_values = isinstance(chart_monitor, dict) and _is_dcgm_chart_values(data)
+    dcgm_values = isinstance(chart_monitor, dict) and (
+        chart == "dcgm-exporter" or _is_dcgm_chart_values(data)
+    )
     if dcgm_values and as_dict(chart_monitor).get("enabled", True) is not False:
         found.append(
             _values_scrape(

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from gpulint.config import Settings
-from gpulint.engine import Selection, inventory_from_paths, run
+from gpulint.engine import Result, Selection, inventory_from_paths, run
 from gpulint.inventory import Inventory
+from gpulint.lint import build_units, lint_units, plan_units
 from gpulint.loader import load_file
 from gpulint.model import Finding
+from gpulint.units.render import RenderOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -39,6 +41,28 @@ def lint_paths(
     settings: Settings | None = None,
     select: list[str] | None = None,
 ) -> list[Finding]:
+    """Lint paths as ``gpulint lint`` does: units planned, rendered and merged."""
+    return lint_result(*paths, settings=settings, select=select).findings
+
+
+def lint_result(
+    *paths: str | os.PathLike[str],
+    settings: Settings | None = None,
+    select: list[str] | None = None,
+    options: RenderOptions | None = None,
+) -> Result:
+    settings = settings or Settings()
+    plans = plan_units([str(p) for p in paths], settings)
+    units = build_units(plans, options or RenderOptions())
+    return lint_units(units, settings, Selection(select or []))
+
+
+def lint_one_inventory(
+    *paths: str | os.PathLike[str],
+    settings: Settings | None = None,
+    select: list[str] | None = None,
+) -> list[Finding]:
+    """Every file in one inventory, as if it were one cluster (no units)."""
     inventory = inventory_from_paths([str(p) for p in paths], settings or Settings())
     return run(inventory, Selection(select or []))
 

@@ -9,7 +9,8 @@ import pytest
 
 from gpulint.document import position_of
 from gpulint.inventory import Inventory
-from gpulint.loader import InputError, expand_paths, load_file
+from gpulint.loader import InputError, load_file
+from gpulint.units.walk import walk
 from gpulint.yamlparse import MAX_EXPANDED_NODES, YamlError, parse_documents
 
 from .conftest import lint_paths, lint_text, rules_of
@@ -147,7 +148,7 @@ def test_unreadable_file_is_gl702(tmp_path: Path) -> None:
     assert rules_of(lint_paths(tmp_path)) == ["GL702"]
 
 
-def test_expand_paths(tmp_path: Path) -> None:
+def test_walk_finds_yaml_and_json_files(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text("x: 1\n")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.yml").write_text("x: 1\n")
@@ -155,10 +156,10 @@ def test_expand_paths(tmp_path: Path) -> None:
     (tmp_path / "sub" / "d.txt").write_text("x")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "e.yaml").write_text("x: 1\n")
-    found = [Path(p).name for p in expand_paths([str(tmp_path)])]
+    found = [Path(p).name for p in walk(str(tmp_path)).files]
     assert found == ["a.yaml", "b.yml", "c.json"]
     with pytest.raises(InputError):
-        list(expand_paths([str(tmp_path / "nope")]))
+        walk(str(tmp_path / "nope"))
 
 
 def test_helm_source_comments_are_attached_to_documents() -> None:

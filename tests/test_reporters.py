@@ -85,7 +85,12 @@ def test_json_contract() -> None:
         "warnings": 0,
         "infos": 0,
         "skipped": [{"file": "chart/t.yaml", "reason": "template"}],
+        "suppressed": {},
         "notes": [],
+        "config": None,
+        "units": [],
+        "renderSeconds": 0.0,
+        "lintSeconds": 0.0,
     }
     (finding,) = data["findings"]
     assert finding == {

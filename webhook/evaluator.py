@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gpulint.config import Settings
 from gpulint.engine import Selection
+from gpulint.kinds import evaluated_kinds
 from gpulint.model import Finding, ObjectRef, Severity
 
 from .review import (
@@ -38,19 +39,9 @@ if TYPE_CHECKING:
 
     from .live import LiveRefresh
 
-# (API group, kind) of the objects gpulint evaluates; any version of the group (an
-# autoscaling/v2beta2 HPA is evaluated, and GL109 says it is no longer served).
-EVALUATED_KINDS = frozenset(
-    {
-        ("autoscaling", "HorizontalPodAutoscaler"),
-        ("apps", "Deployment"),
-        ("apps", "StatefulSet"),
-        ("keda.sh", "ScaledObject"),
-        ("serving.kserve.io", "InferenceService"),
-        ("serving.knative.dev", "Service"),
-        ("serving.knative.dev", "Configuration"),
-    }
-)
+# (API group, kind) of the objects gpulint evaluates (gpulint.kinds); any version of the
+# group (an autoscaling/v2beta2 HPA is evaluated, and GL109 says it is no longer served).
+EVALUATED_KINDS = evaluated_kinds()
 
 
 class Evaluator(Protocol):

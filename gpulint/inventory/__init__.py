@@ -18,7 +18,7 @@ overlay) at the cost of their own relations.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulint.adapter import AdapterConfig, AdapterRule
 from gpulint.classify import Classified, classify_document, classify_manifest
@@ -38,6 +38,9 @@ from gpulint.loader import IgnoreComment, LoadedFile, LoadProblem
 from gpulint.monitoring import DcgmScrape
 from gpulint.workload import GpuNames, pod_templates
 from gpulint.yamlparse import DuplicateKey
+
+if TYPE_CHECKING:
+    from gpulint.units import RenderProblem
 
 __all__ = [
     "Autoscaler",
@@ -64,6 +67,7 @@ class Inventory:
         self.ignore_comments: list[IgnoreComment] = []
         self.skipped: list[tuple[str, str]] = []
         self.files: list[str] = []
+        self.render_problems: list[RenderProblem] = []  # units that did not render
         self.kserve_default_mode = self.settings.kserve_default_mode
         self._kserve_mode_source: Manifest | None = None
         self._owned: dict[int, list[Any]] = {}  # problems a ConfigMap's embedded YAML added

@@ -6,6 +6,7 @@ from typing import TextIO
 
 from gpulint.engine import Result
 from gpulint.model import Severity
+from gpulint.paths import display_path
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -22,10 +23,12 @@ def render_github(result: Result, stream: TextIO) -> None:
     for finding in result.findings:
         location = finding.location
         message = finding.message
+        if finding.units:
+            message += f"\nin: {', '.join(finding.units)}"
         if finding.fix:
             message += f"\nfix: {finding.fix}"
         stream.write(
-            f"::{_COMMANDS[finding.severity]} file={_property(location.file)},"
+            f"::{_COMMANDS[finding.severity]} file={_property(display_path(location.file))},"
             f"line={location.line},col={location.column},"
             f"title={_property(f'{finding.rule} {finding.name}')}::{_data(message)}\n"
         )

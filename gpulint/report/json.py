@@ -7,6 +7,7 @@ from typing import Any, TextIO
 
 from gpulint.engine import Result
 from gpulint.model import Finding, ObjectRef, Severity
+from gpulint.paths import display_path
 
 
 def _object(ref: ObjectRef | None) -> dict[str, Any] | None:
@@ -27,14 +28,14 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "name": finding.name,
         "severity": str(finding.severity),
         "message": finding.message,
-        "file": location.file,
+        "file": display_path(location.file),
         "line": location.line,
         "column": location.column,
         "object": _object(finding.object),
         "related": [
             {
                 **(_object(r.ref) or {}),
-                "file": r.location.file if r.location else None,
+                "file": display_path(r.location.file) if r.location else None,
                 "line": r.location.line if r.location else None,
             }
             for r in finding.related
@@ -43,6 +44,10 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
     }
     if location.rendered_from:
         data["renderedFrom"] = location.rendered_from
+    if location.note:
+        data["locationNote"] = location.note
+    if finding.units:
+        data["units"] = list(finding.units)
     return data
 
 
@@ -56,8 +61,25 @@ def result_to_dict(result: Result) -> dict[str, Any]:
             "errors": result.count(Severity.ERROR),
             "warnings": result.count(Severity.WARNING),
             "infos": result.count(Severity.INFO),
-            "skipped": [{"file": path, "reason": reason} for path, reason in result.skipped],
+            "skipped": [
+                {"file": display_path(path), "reason": reason} for path, reason in result.skipped
+            ],
+            "suppressed": dict(sorted(result.suppressed.items())),
             "notes": list(result.notes),
+            "config": display_path(result.config) if result.config else None,
+            "units": [
+                {
+                    "name": unit.name,
+                    "kind": unit.kind,
+                    "root": display_path(unit.root) if unit.root != "-" else "-",
+                    "objects": unit.objects,
+                    "renderedBy": list(unit.rendered_by),
+                    "renderSeconds": round(unit.render_seconds, 3),
+                }
+                for unit in result.units
+            ],
+            "renderSeconds": round(result.render_seconds, 3),
+            "lintSeconds": round(result.lint_seconds, 3),
         },
     }
 

@@ -8,28 +8,35 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import quote
 
 import gpulint
 from gpulint.engine import Result, all_rules
 from gpulint.model import Location, Severity
+from gpulint.paths import is_file_path, sarif_root
 from gpulint.ruledocs import rule_markdown
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
-def _uri(path: str) -> str:
-    normalized = path.replace(os.sep, "/")
-    if normalized.startswith("./"):
-        normalized = normalized[2:]
-    return normalized
+ROOT = "%SRCROOT%"
 
 
-def _physical(location: Location) -> dict[str, Any]:
+def _artifact(path: str, root: str) -> dict[str, Any]:
+    """A file relative to ``%SRCROOT%`` (the repository), as code scanning wants it."""
+    if not is_file_path(path):
+        return {"uri": quote(path, safe="/:")}
+    relative = os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
+    return {"uri": quote(relative, safe="/"), "uriBaseId": ROOT}
+
+
+def _physical(location: Location, root: str) -> dict[str, Any]:
     return {
         "physicalLocation": {
-            "artifactLocation": {"uri": _uri(location.file)},
+            "artifactLocation": _artifact(location.file, root),
             "region": {"startLine": max(location.line, 1), "startColumn": max(location.column, 1)},
         }
     }
@@ -53,6 +60,7 @@ def sarif_log(result: Result) -> dict[str, Any]:
                 "properties": {"tags": ["kubernetes", "gpu", "autoscaling"]},
             }
         )
+    root = sarif_root([f.location.file for f in result.findings])
     results = []
     for finding in result.findings:
         text = finding.message
@@ -62,7 +70,7 @@ def sarif_log(result: Result) -> dict[str, Any]:
             "ruleId": finding.rule,
             "level": _LEVELS[finding.severity],
             "message": {"text": text},
-            "locations": [_physical(finding.location)],
+            "locations": [_physical(finding.location, root)],
         }
         if finding.rule in index:
             entry["ruleIndex"] = index[finding.rule]
@@ -70,12 +78,19 @@ def sarif_log(result: Result) -> dict[str, Any]:
         for number, item in enumerate(finding.related, start=1):
             if item.location is None:
                 continue
-            physical = _physical(item.location)
+            physical = _physical(item.location, root)
             physical["id"] = number
             physical["message"] = {"text": str(item.ref)}
             related.append(physical)
         if related:
             entry["relatedLocations"] = related
+        properties: dict[str, Any] = {}
+        if finding.units:
+            properties["units"] = list(finding.units)
+        if finding.location.rendered_from:
+            properties["renderedFrom"] = finding.location.rendered_from
+        if properties:
+            entry["properties"] = properties
         results.append(entry)
     return {
         "$schema": SARIF_SCHEMA,
@@ -90,6 +105,7 @@ def sarif_log(result: Result) -> dict[str, Any]:
                     }
                 },
                 "columnKind": "unicodeCodePoints",
+                "originalUriBaseIds": {ROOT: {"uri": Path(root).as_uri() + "/"}},
                 "results": results,
             }
         ],

@@ -6,6 +6,7 @@ from typing import TextIO
 
 from gpulint.engine import Result
 from gpulint.model import Severity
+from gpulint.paths import display_path
 
 _COLORS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
 _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
@@ -14,15 +15,20 @@ _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
 def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     for finding in result.findings:
         location = finding.location
+        where = f"{display_path(location.file)}:{location.line}:{location.column}"
         severity = str(finding.severity)
         if color:
             severity = f"{_COLORS[finding.severity]}{severity}{_RESET}"
-            head = f"{_BOLD}{location}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}]"
+            head = f"{_BOLD}{where}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}]"
         else:
-            head = f"{location}: {finding.rule} [{severity}]"
+            head = f"{where}: {finding.rule} [{severity}]"
         stream.write(f"{head} {finding.message}\n")
-        if location.rendered_from:
+        if finding.units:
+            stream.write(f"    in: {', '.join(finding.units)}\n")
+        if location.rendered_from and location.rendered_from not in finding.units:
             stream.write(f"    rendered from: {location.rendered_from}\n")
+        if location.note:
+            stream.write(f"    note: {location.note}\n")
         if finding.fix:
             lines = finding.fix.rstrip("\n").splitlines()
             prefix = f"{_DIM}fix:{_RESET}" if color else "fix:"
@@ -30,7 +36,7 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
             for line in lines[1:]:
                 stream.write(f"         {line}\n")
     for path, reason in result.skipped:
-        stream.write(f"{path}: skipped: {reason}\n")
+        stream.write(f"{display_path(path)}: skipped: {reason}\n")
     for note in result.notes:
         stream.write(f"note: {note}\n")
     errors, warnings, infos = (
@@ -45,4 +51,18 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     )
     if result.skipped:
         summary += f", {len(result.skipped)} skipped"
+    suppressed = sum(result.suppressed.values())
+    if suppressed:
+        by_rule = ", ".join(f"{rule} {count}" for rule, count in sorted(result.suppressed.items()))
+        summary += f", {suppressed} suppressed ({by_rule})"
+    if len(result.units) > 1:
+        summary += f"; {len(result.units)} units"
+    if result.render_seconds:
+        summary += f"; rendering {result.render_seconds:.1f} s, lint {result.lint_seconds:.1f} s"
+    if result.config:
+        summary += f"; config {display_path(result.config)}"
     stream.write(summary + "\n")
+    if len(result.units) > 1:
+        shown = ", ".join(f"{u.name} ({u.kind}, {u.objects})" for u in result.units[:20])
+        more = f" and {len(result.units) - 20} more" if len(result.units) > 20 else ""
+        stream.write(f"units: {shown}{more}\n")

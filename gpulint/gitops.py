@@ -1,0 +1,121 @@
+"""Chart values that GitOps wrappers carry for charts that live elsewhere.
+
+A Flux ``HelmRelease`` (``spec.values``) or an Argo CD ``Application``
+(``spec.source.helm.valuesObject``, or ``values`` as a YAML string; ``spec.sources[]`` alike)
+installs a chart from a repository with values written in the wrapper. gpulint reads those
+values as it reads a values file of the same chart (prometheus-adapter, dcgm-exporter,
+gpu-operator), at their lines in the wrapper, with the release name and namespace the
+wrapper gives the install.
+
+Facts: Flux helm-controller names the release ``spec.releaseName``, else
+``[<spec.targetNamespace>-]<metadata.name>``, and installs into ``spec.targetNamespace``,
+else the HelmRelease's namespace (fluxcd/helm-controller api/v2 ``GetReleaseName``,
+``GetReleaseNamespace``). Argo CD names it ``spec.source.helm.releaseName``, else the
+Application's name, in ``spec.destination.namespace``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from gpulint.document import Document, Manifest, Path, as_dict, as_list
+from gpulint.model import Location
+
+FLUX_GROUP = "helm.toolkit.fluxcd.io"
+ARGO_GROUP = "argoproj.io"
+
+
+class WrappedValues(NamedTuple):
+    """Values for one chart install, and what the wrapper says about the install."""
+
+    document: Document  # the values, positioned in the wrapper's file
+    chart: str | None  # the chart's name, when the wrapper names it
+    release: str | None
+    namespace: str | None
+    wrapper: Manifest
+
+
+# (text, the wrapper, the path of the string) -> the values a ``values: |`` string holds
+ValuesParser = Callable[[str, Manifest, Path], Document | None]
+
+
+def is_wrapper(manifest: Manifest) -> bool:
+    return (manifest.kind == "HelmRelease" and manifest.group == FLUX_GROUP) or (
+        manifest.kind == "Application" and manifest.group == ARGO_GROUP
+    )
+
+
+def wrapped_values(manifest: Manifest, parse_string: ValuesParser) -> list[WrappedValues]:
+    """The values a HelmRelease or Application passes to its chart(s)."""
+    spec = as_dict(manifest.data.get("spec"))
+    if manifest.kind == "HelmRelease":
+        values = spec.get("values")
+        if not isinstance(values, dict):
+            return []
+        chart = as_dict(as_dict(spec.get("chart")).get("spec")).get("chart")
+        target = spec.get("targetNamespace")
+        release = spec.get("releaseName")
+        if not isinstance(release, str) or not release:
+            release = (
+                f"{target}-{manifest.name}" if isinstance(target, str) and target else manifest.name
+            )
+        namespace = target if isinstance(target, str) and target else manifest.namespace
+        document = _values_document(manifest, values, ("spec", "values"))
+        return [
+            WrappedValues(
+                document, chart if isinstance(chart, str) else None, release, namespace, manifest
+            )
+        ]
+    found = []
+    sources: list[tuple[Path, dict[str, Any]]] = []
+    if isinstance(spec.get("source"), dict):
+        sources.append((("spec", "source"), spec["source"]))
+    for i, item in enumerate(as_list(spec.get("sources"))):
+        if isinstance(item, dict):
+            sources.append((("spec", "sources", i), item))
+    destination = as_dict(spec.get("destination")).get("namespace")
+    for path, source in sources:
+        helm = as_dict(source.get("helm"))
+        chart = source.get("chart")
+        if not isinstance(chart, str) or not chart:
+            repo_path = source.get("path")
+            chart = repo_path.rstrip("/").rsplit("/", 1)[-1] if isinstance(repo_path, str) else None
+        release = helm.get("releaseName")
+        release = release if isinstance(release, str) and release else manifest.name
+        namespace = destination if isinstance(destination, str) and destination else None
+        objects = helm.get("valuesObject")
+        if isinstance(objects, dict):
+            document = _values_document(manifest, objects, (*path, "helm", "valuesObject"))
+            found.append(WrappedValues(document, chart, release, namespace, manifest))
+        text = helm.get("values")
+        if isinstance(text, str) and text.strip():
+            parsed = parse_string(text, manifest, (*path, "helm", "values"))
+            if parsed is not None:
+                found.append(WrappedValues(parsed, chart, release, namespace, manifest))
+    return found
+
+
+def _values_document(manifest: Manifest, values: dict[str, Any], prefix: Path) -> Document:
+    """The values node as a document of its own: its keys keep their lines in the file."""
+    document = Document(
+        values, manifest.file, manifest.index, manifest.line, manifest.rendered_from
+    )
+    if manifest.source is not None:
+        document.source = NestedSource(manifest, prefix)
+    return document
+
+
+class NestedSource:
+    """A node of a rendered object read as a document of its own: placed through the
+    object's own source map."""
+
+    def __init__(self, parent: Document, prefix: Path) -> None:
+        self.parent = parent
+        self.prefix = prefix
+
+    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
+        return self.parent.location((*self.prefix, *path), key=key)
+
+    def embedded(self, document: Document, path: Path, line: int, column: int) -> None:
+        return None

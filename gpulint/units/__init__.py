@@ -1,0 +1,77 @@
+"""Lint units: the sets of objects one cluster (or one environment of it) will hold.
+
+A run is a list of units, and every cross-object question (two autoscalers on one workload,
+an HPA and the adapter rule serving its metric, KServe and Knative ownership ...) is answered
+within one unit. Units come from the input's shape (``plan``):
+
+* each kustomization directory is built by kustomize as one unit, unless it is only a base
+  or component of other kustomizations of the input (it is judged through them);
+* each Helm chart directory is rendered by ``helm template`` as one unit;
+* the other files: one unit per directory that ``.gpulint.yaml`` declares (``units:``
+  globs); else directories that each hold their own copy of the same object are separate
+  units (``clusters/us``, ``clusters/eu``); the rest is one unit;
+* stdin is one unit.
+
+A declared unit holds everything under its directory, kustomizations and charts included.
+``build`` renders a planned unit with the real tools (``render``) and loads its files.
+"""
+
+from __future__ import annotations
+
+from gpulint.loader import IgnoreComment, LoadedFile, LoadProblem
+
+KUSTOMIZE, HELM, FILES, STDIN = "kustomize", "helm", "files", "stdin"
+
+
+class RenderProblem:
+    """A unit that did not render: GL704 (the input is wrong) or GL705 (it cannot be
+    rendered here), at the kustomization or chart file."""
+
+    __slots__ = ("column", "file", "fix", "line", "message", "rule")
+
+    def __init__(
+        self, rule: str, file: str, line: int, column: int, message: str, fix: str = ""
+    ) -> None:
+        self.rule = rule
+        self.file = file
+        self.line = line
+        self.column = column
+        self.message = message
+        self.fix = fix
+
+    def __repr__(self) -> str:
+        return f"RenderProblem({self.rule}, {self.file}:{self.line}, {self.message!r})"
+
+
+class Unit:
+    """One built unit: its loaded files (rendered output included) and how it was made."""
+
+    __slots__ = (
+        "files",
+        "ignore_comments",
+        "kind",
+        "loaded",
+        "name",
+        "problems",
+        "render_problems",
+        "render_seconds",
+        "rendered_by",
+        "root",
+        "skipped",
+    )
+
+    def __init__(self, name: str, kind: str, root: str) -> None:
+        self.name = name  # as reports show it: "overlays/prod", "clusters/us", "."
+        self.kind = kind  # kustomize | helm | files | stdin
+        self.root = root
+        self.loaded: list[LoadedFile] = []
+        self.files: set[str] = set()  # the source files it reads (for counts and comments)
+        self.ignore_comments: list[IgnoreComment] = []  # of source files of rendered output
+        self.problems: list[LoadProblem] = []  # files and directories that could not be read
+        self.skipped: list[tuple[str, str]] = []
+        self.render_problems: list[RenderProblem] = []
+        self.rendered_by: list[str] = []  # "kubectl kustomize overlays/prod", "helm template ..."
+        self.render_seconds = 0.0
+
+    def __repr__(self) -> str:
+        return f"Unit({self.name!r}, {self.kind})"

@@ -1,0 +1,328 @@
+"""From the paths of a run to the units it lints (see ``gpulint.units``)."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+
+from gpulint.config import Settings
+from gpulint.loader import MAX_FILE_SIZE, LoadedFile, LoadProblem, load_file, read_bounded
+from gpulint.paths import display_path, normalized
+from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN
+from gpulint.units.kustomize import KUSTOMIZATION_NAMES, Kustomization
+from gpulint.units.walk import walk
+
+
+class UnitPlan:
+    """A unit before it is built: what to render and which files to read."""
+
+    __slots__ = (
+        "charts",
+        "kind",
+        "kustomizations",
+        "loaded",
+        "name",
+        "problems",
+        "root",
+        "skipped",
+    )
+
+    def __init__(self, name: str, kind: str, root: str) -> None:
+        self.name = name
+        self.kind = kind
+        self.root = root
+        self.kustomizations: list[Kustomization] = []
+        self.charts: list[str] = []
+        self.loaded: list[LoadedFile] = []  # plain files, already read
+        self.problems: list[LoadProblem] = []
+        self.skipped: list[tuple[str, str]] = []
+
+    def __repr__(self) -> str:
+        return f"UnitPlan({self.name!r}, {self.kind})"
+
+
+class Input:
+    """Everything the walk of a run's paths found, before it is cut into units."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, None] = {}
+        self.kustomizations: dict[str, None] = {}
+        self.charts: dict[str, None] = {}
+        self.problems: list[LoadProblem] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.stdin = False
+
+
+def gather(paths: Iterable[str], settings: Settings, max_file_size: int = MAX_FILE_SIZE) -> Input:
+    """Walk the paths (``-`` is stdin). Raises InputError for a path that does not exist."""
+    found = Input()
+    for raw in paths:
+        if raw == "-":
+            found.stdin = True
+            continue
+        path = normalized(raw)
+        if os.path.basename(path) in KUSTOMIZATION_NAMES and os.path.isfile(path):
+            found.kustomizations[os.path.dirname(path) or "."] = None
+            continue
+        if os.path.basename(path) == "Chart.yaml" and os.path.isfile(path):
+            found.charts[os.path.dirname(path) or "."] = None
+            continue
+        walked = walk(path, max_file_size, settings)
+        for file in walked.files:
+            if not settings.excluded(file):
+                found.files[file] = None
+        for directory in walked.kustomizations:
+            found.kustomizations[directory] = None
+        for directory in walked.charts:
+            found.charts[directory] = None
+        found.problems.extend(walked.problems)
+        found.skipped.extend(walked.skipped)
+    return found
+
+
+def plan(
+    paths: Iterable[str], settings: Settings, max_file_size: int = MAX_FILE_SIZE
+) -> list[UnitPlan]:
+    """The units of a run, in a stable order."""
+    found = gather(paths, settings, max_file_size)
+    charts = _top_charts(list(found.charts))
+    kustomizations = {
+        directory: Kustomization(directory)
+        for directory in found.kustomizations
+        if not any(_under(directory, chart) for chart in charts)
+    }
+    referenced: set[str] = set()
+    for kustomization in kustomizations.values():
+        for reference in kustomization.directories:
+            referenced.add(_key(reference.resolved))
+    owned: set[str] = set()
+    for kustomization in kustomizations.values():
+        owned.update(_key(f) for f in kustomization.owned_files())
+    loose = [
+        f
+        for f in found.files
+        if _key(f) not in owned and not any(_under(f, chart) for chart in charts)
+    ]
+    roots = [
+        k for d, k in kustomizations.items() if _key(d) not in referenced and not k.is_component
+    ]
+    plans: list[UnitPlan] = []
+    declared = _declared_roots(settings)
+    by_declared: dict[str, UnitPlan] = {}
+
+    def declared_plan(path: str) -> UnitPlan | None:
+        for root in declared:
+            if _under(path, root):
+                if root not in by_declared:
+                    by_declared[root] = UnitPlan(display_path(root), FILES, root)
+                return by_declared[root]
+        return None
+
+    for kustomization in roots:
+        target = declared_plan(kustomization.directory)
+        if target is None:
+            target = UnitPlan(
+                display_path(kustomization.directory), KUSTOMIZE, kustomization.directory
+            )
+            plans.append(target)
+        target.kustomizations.append(kustomization)
+    for directory, kustomization in kustomizations.items():
+        if kustomization.is_component and _key(directory) not in referenced:
+            # Built only inside the kustomizations that use it; none of them is in the input.
+            unused = UnitPlan(display_path(directory), KUSTOMIZE, directory)
+            unused.skipped.append(
+                (
+                    kustomization.file,
+                    "a kustomize Component no kustomization of the input uses: it is judged "
+                    "through the kustomizations that include it",
+                )
+            )
+            plans.append(unused)
+    for chart in charts:
+        target = declared_plan(chart)
+        if target is None:
+            target = UnitPlan(display_path(chart), HELM, chart)
+            plans.append(target)
+        target.charts.append(chart)
+    remaining: list[LoadedFile] = []
+    for file in loose:
+        loaded = _load(file, max_file_size)
+        target = declared_plan(file)
+        if target is not None:
+            target.loaded.append(loaded)
+        else:
+            remaining.append(loaded)
+    plans.extend(by_declared[root] for root in declared if root in by_declared)
+    plans.extend(_split(remaining))
+    if found.stdin:
+        plans.append(UnitPlan("<stdin>", STDIN, "-"))
+    problems_home = plans[0] if plans else None
+    for problem in found.problems:
+        target = _home(plans, problem.file) or problems_home
+        if target is None:
+            target = UnitPlan(display_path(problem.file), FILES, problem.file)
+            plans.append(target)
+            problems_home = target
+        target.problems.append(problem)
+    for path, reason in found.skipped:
+        target = _home(plans, path) or problems_home
+        if target is None:
+            target = UnitPlan(display_path(path), FILES, path)
+            plans.append(target)
+            problems_home = target
+        target.skipped.append((path, reason))
+    return plans
+
+
+def _load(file: str, max_file_size: int) -> LoadedFile:
+    try:
+        data = read_bounded(file, max_file_size)
+    except OSError as error:
+        loaded = LoadedFile(file)
+        loaded.problems.append(LoadProblem(file, 1, 1, f"cannot read file: {error.strerror}"))
+        return loaded
+    return load_file(file, data)
+
+
+def _key(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _under(path: str, root: str) -> bool:
+    real, base = _key(path), _key(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def _top_charts(charts: list[str]) -> list[str]:
+    """Chart directories that are not subcharts of another (``charts/`` of a chart)."""
+    ordered = sorted(charts, key=lambda c: len(_key(c)))
+    top: list[str] = []
+    for chart in ordered:
+        if not any(_under(chart, parent) for parent in top):
+            top.append(chart)
+    return sorted(top)
+
+
+def _declared_roots(settings: Settings) -> list[str]:
+    """The directories ``units:`` globs of the configuration match, deepest first."""
+    if not settings.units:
+        return []
+    base = os.path.dirname(os.path.abspath(settings.source)) if settings.source else os.getcwd()
+    roots: dict[str, None] = {}
+    for pattern in settings.units:
+        for match in sorted(glob.glob(os.path.join(base, pattern))):
+            if os.path.isdir(match):
+                relative = os.path.relpath(match)
+                roots[relative if not relative.startswith("..") else match] = None
+    return sorted(roots, key=lambda r: -len(_key(r)))
+
+
+def _home(plans: list[UnitPlan], path: str) -> UnitPlan | None:
+    best: UnitPlan | None = None
+    for candidate in plans:
+        if (
+            candidate.kind != STDIN
+            and _under(path, candidate.root)
+            and (best is None or len(_key(candidate.root)) > len(_key(best.root)))
+        ):
+            best = candidate
+    return best
+
+
+# --- plain files: one unit, or one per directory holding its own copy of an object ------------
+
+
+def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
+    """Plain files as units: directories that each hold their own copy of one object
+    (same kind, namespace and name) are separate units, the rest is one unit."""
+    if not loaded:
+        return []
+    places: dict[tuple[str, str, str], set[tuple[str, ...]]] = defaultdict(set)
+    for file in loaded:
+        parts = _parts(os.path.dirname(file.path) or ".")
+        for document in file.documents:
+            key = _object_key(document.data)
+            if key is not None:
+                places[key].add(parts)
+    roots: set[tuple[str, ...]] = set()
+    for directories in places.values():
+        if len(directories) < 2:
+            continue
+        common = _common_prefix(directories)
+        if any(len(d) == len(common) for d in directories):
+            continue  # a copy in the common directory itself: not one per environment
+        roots.update(d[: len(common) + 1] for d in directories)
+    groups: dict[tuple[str, ...] | None, list[LoadedFile]] = defaultdict(list)
+    for file in loaded:
+        parts = _parts(os.path.dirname(file.path) or ".")
+        home = None
+        for depth in range(len(parts), 0, -1):
+            if parts[:depth] in roots:
+                home = parts[:depth]
+                break
+        groups[home].append(file)
+    plans = []
+    rest = groups.pop(None, [])
+    for root in sorted((r for r in groups if r is not None), key=lambda r: r):
+        directory = _spelled(groups[root][0].path, root)
+        unit = UnitPlan(display_path(directory), FILES, directory)
+        unit.loaded = groups[root]
+        plans.append(unit)
+    if rest:
+        directory = _common_directory([f.path for f in rest])
+        unit = UnitPlan(display_path(directory), FILES, directory)
+        unit.loaded = rest
+        plans.append(unit)
+    return plans
+
+
+def _object_key(data: object) -> tuple[str, str, str] | None:
+    if not isinstance(data, dict):
+        return None
+    kind, metadata = data.get("kind"), data.get("metadata")
+    if not isinstance(kind, str) or not isinstance(metadata, dict):
+        return None
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if not isinstance(name, str) or not name:
+        return None
+    return (kind, namespace if isinstance(namespace, str) else "", name)
+
+
+def _parts(directory: str) -> tuple[str, ...]:
+    return tuple(os.path.abspath(directory).split(os.sep))
+
+
+def _common_prefix(directories: set[tuple[str, ...]]) -> tuple[str, ...]:
+    items = list(directories)
+    common = items[0]
+    for other in items[1:]:
+        length = 0
+        for a, b in zip(common, other, strict=False):
+            if a != b:
+                break
+            length += 1
+        common = common[:length]
+    return common
+
+
+def _spelled(file: str, parts: tuple[str, ...]) -> str:
+    """The directory ``parts`` (absolute) in the spelling of ``file`` (relative or not)."""
+    absolute = os.sep.join(parts) or os.sep
+    if os.path.isabs(file):
+        return absolute
+    relative = os.path.relpath(absolute)
+    return relative
+
+
+def _common_directory(files: list[str]) -> str:
+    if len(files) == 1:
+        return os.path.dirname(files[0]) or "."
+    try:
+        common = os.path.commonpath([os.path.abspath(f) for f in files])
+    except ValueError:
+        return "."
+    if os.path.isfile(common):
+        common = os.path.dirname(common)
+    return common if os.path.isabs(files[0]) else os.path.relpath(common)

