@@ -281,9 +281,13 @@ def _error_location(message: str, chain: list[Kustomization]) -> Location | None
             data = as_dict(patch.document.data)
             kind = data.get("kind")
             name = as_dict(data.get("metadata")).get("name")
-            if isinstance(kind, str) and isinstance(name, str) and f"{kind}." in message:
-                if f"/{name}." in message:
-                    return kustomization.location(patch.field)
+            if (
+                isinstance(kind, str)
+                and isinstance(name, str)
+                and f"{kind}." in message
+                and f"/{name}." in message
+            ):
+                return kustomization.location(patch.field)
     return None
 
 
