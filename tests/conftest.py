@@ -1,4 +1,5 @@
-"""Shared helpers: lint YAML text or fixture paths through the real engine."""
+"""Shared helpers: lint YAML text or fixture paths through the real engine; fixtures for
+the real kustomize and Helm (tests/tools.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from gpulint.engine import Selection, inventory_from_paths, run
 from gpulint.inventory import Inventory
 from gpulint.loader import load_file
 from gpulint.model import Finding
+
+from .tools import helm_command, kustomize_command
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -52,3 +55,17 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip("the real-manifest corpus (../shared/corpus) is not present")
     return CORPUS
+
+
+@pytest.fixture
+def kustomize() -> list[str]:
+    """The argv prefix of a kustomize build (tests/tools.py ``kustomize_command``): skips the
+    test without kustomize, or fails it under CI=true."""
+    return kustomize_command()
+
+
+@pytest.fixture
+def helm() -> list[str]:
+    """The argv prefix of Helm (tests/tools.py ``helm_command``): skips the test without
+    Helm, or fails it under CI=true."""
+    return helm_command()
