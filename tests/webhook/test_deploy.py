@@ -444,6 +444,46 @@ def test_the_webhook_as_deployed_reads_what_it_needs_and_no_other_configmaps(
     assert serving["configmapNamespaces"] == ["monitoring", "kserve"]
 
 
+# --- the network -----------------------------------------------------------------------------
+
+
+def test_network_policies_admit_only_the_webhook_port_and_limit_egress(
+    variant: Rendered,
+) -> None:
+    (container,) = variant.one("Deployment")["spec"]["template"]["spec"]["containers"]
+    # gpulint serves reviews, probes and /metrics on its one port (--port): nothing else
+    # needs to be reachable.
+    (https,) = container["ports"]
+    assert https["containerPort"] == serve_options(variant).port
+    policies = variant.all("NetworkPolicy")
+    for policy in policies:
+        assert policy["metadata"]["namespace"] == variant.one("Namespace")["metadata"]["name"]
+        assert policy["spec"]["podSelector"] == {"matchLabels": WEBHOOK_LABELS}
+    ingress = [p["spec"] for p in policies if "Ingress" in p["spec"]["policyTypes"]]
+    egress = [p["spec"] for p in policies if "Egress" in p["spec"]["policyTypes"]]
+    assert len(ingress) == len(egress) == 1
+    (rule,) = ingress[0]["ingress"]
+    # From anywhere: the API server cannot be selected by labels on most clusters.
+    assert set(rule) == {"ports"}
+    assert rule["ports"] == [{"protocol": "TCP", "port": https["containerPort"]}]
+    opened = set()
+    for rule in egress[0]["egress"]:
+        assert rule.get("ports"), "an egress rule without ports opens every port"
+        destination = rule.get("to")
+        for port in rule["ports"]:
+            opened.add((port["protocol"], port["port"], json.dumps(destination)))
+    monitoring = json.dumps(
+        [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    )
+    assert opened == {
+        ("TCP", 443, "null"),  # the API server, on managed clusters
+        ("TCP", 6443, "null"),  # the API server, on kubeadm, k3s, kind, OpenShift
+        ("UDP", 53, "null"),  # DNS
+        ("TCP", 53, "null"),
+        ("TCP", 9090, monitoring),  # Prometheus, with --prometheus
+    }
+
+
 # --- the serving certificate -----------------------------------------------------------------
 
 
