@@ -1,5 +1,5 @@
 # gpulint's admission webhook: `gpulint serve` on a slim Python, as a non-root user, on a
-# read-only root filesystem (deploy/deployment.yaml sets readOnlyRootFilesystem: true).
+# read-only root filesystem (deploy/base/deployment.yaml sets readOnlyRootFilesystem: true).
 #   docker build -t gpulint:0.1.0 .
 
 FROM python:3.11-slim-bookworm AS build

@@ -211,7 +211,7 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "-n",
         metavar="NS",
         help="only this namespace (--cluster; the adapter and KServe ConfigMaps are read "
-        "wherever they are)",
+        "in --configmap-namespaces)",
     )
     cluster.add_argument(
         "--adapter-configmap",
@@ -225,13 +225,21 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         metavar="LABELS",
         help="a label selector for that ConfigMap (--cluster)",
     )
+    cluster.add_argument(
+        "--configmap-namespaces",
+        action="append",
+        metavar="NS[,NS...]",
+        help="namespaces where the prometheus-adapter and KServe ConfigMaps are read "
+        "(--cluster; default: monitoring,kserve; * for every namespace; the namespace of "
+        "--adapter-configmap NS/NAME is added)",
+    )
 
 
 def _cluster_inventory(
     args: argparse.Namespace, settings: Settings, selection: Selection
 ) -> tuple[Inventory, list[str]]:
     """``--cluster``: the inventory read from the cluster (raises InputError)."""
-    from gpulint.cluster.kinds import AdapterConfigMapSelector
+    from gpulint.cluster.kinds import AdapterConfigMapSelector, parse_configmap_namespaces
     from gpulint.cluster.mode import ClusterError, cluster_inventory
 
     if args.paths:
@@ -242,6 +250,10 @@ def _cluster_inventory(
         )
     except ValueError as error:
         raise ClusterError(str(error)) from None
+    try:
+        configmap_namespaces = parse_configmap_namespaces(args.configmap_namespaces)
+    except ValueError as error:
+        raise ClusterError(f"--configmap-namespaces: {error}") from None
     return cluster_inventory(
         settings,
         selection,
@@ -249,6 +261,7 @@ def _cluster_inventory(
         context=args.context,
         namespace=args.namespace,
         adapter_configmaps=adapter,
+        configmap_namespaces=configmap_namespaces,
     )
 
 

@@ -1,4 +1,5 @@
-"""Shared helpers: lint YAML text or fixture paths through the real engine."""
+"""Shared helpers: lint YAML text or fixture paths through the real engine; fixtures for
+the real kustomize and Helm (tests/tools.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from gpulint.lint import build_units, lint_units, plan_units
 from gpulint.loader import load_file
 from gpulint.model import Finding
 from gpulint.units.render import RenderOptions
+
+from .tools import helm_command, kustomize_command
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -76,3 +79,17 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip("the real-manifest corpus (../shared/corpus) is not present")
     return CORPUS
+
+
+@pytest.fixture
+def kustomize() -> list[str]:
+    """The argv prefix of a kustomize build (tests/tools.py ``kustomize_command``): skips the
+    test without kustomize, or fails it under CI=true."""
+    return kustomize_command()
+
+
+@pytest.fixture
+def helm() -> list[str]:
+    """The argv prefix of Helm (tests/tools.py ``helm_command``): skips the test without
+    Helm, or fails it under CI=true."""
+    return helm_command()

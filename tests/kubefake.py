@@ -25,6 +25,10 @@ What it does as kube-apiserver does:
 * create (POST), replace (PUT, with resourceVersion conflicts), the status subresource (PUT),
   delete (DELETE), and ``Status`` bodies for every error (401, 403 in RBAC's wording, 404,
   409, 410);
+* RBAC by resource and namespace: a resource in ``forbidden`` is denied everywhere (no role
+  grants it); one in ``granted_in`` is allowed only in the namespaces listed for it (Roles
+  there, no ClusterRole), so that a request at the cluster scope or in another namespace is
+  denied, as kube-apiserver's RBAC authorizer denies it;
 * the aggregated metrics APIs as prometheus-adapter serves them:
   ``custom.metrics.k8s.io/v1beta1`` (pods by label selector, a named object, a namespace) and
   ``external.metrics.k8s.io/v1beta1``, from values the test sets; registered-but-down
@@ -33,10 +37,10 @@ What it does as kube-apiserver does:
 What it does not do (the tests do not depend on it): admission, validation and defaulting of
 objects (it stores what it is given), PATCH and server-side apply, managedFields, protobuf,
 more than one served version per resource (autoscaling is served as v2 only), field
-selectors beyond name and namespace, namespaced RBAC (a resource is allowed or denied for
-every namespace), garbage collection through ownerReferences, and the metrics APIs' own
-discovery of which metrics exist beyond listing what the test configured. Bookmarks come
-every ``bookmark_interval`` seconds rather than about once a minute.
+selectors beyond name and namespace, RBAC by verb or by resourceName (a grant is for every
+verb), garbage collection through ownerReferences, and the metrics APIs' own discovery of
+which metrics exist beyond listing what the test configured. Bookmarks come every
+``bookmark_interval`` seconds rather than about once a minute.
 """
 
 from __future__ import annotations
@@ -221,6 +225,8 @@ class FakeCluster:
         self.watchers: set[_Watcher] = set()
         self.snapshots: dict[str, tuple[int, list[dict]]] = {}
         self.forbidden: set[str] = set()  # resource keys the token may not read
+        # resource key -> the namespaces where a Role grants it (denied everywhere else)
+        self.granted_in: dict[str, set[str]] = {}
         self.custom_values: list[dict[str, Any]] = []
         self.external_values: list[dict[str, Any]] = []
         self.metrics_apis = {"custom": "up", "external": "up"}  # up | down | absent
@@ -672,7 +678,10 @@ class KubeFake:
         raise ApiFailure(405, "MethodNotAllowed", f"{request.method} is not supported")
 
     def _authorize(self, resource: Resource, verb: str, namespace: str) -> None:
-        if resource.key not in self.cluster.forbidden:
+        granted = self.cluster.granted_in.get(resource.key)
+        if resource.key not in self.cluster.forbidden and (
+            granted is None or (namespace and namespace in granted)
+        ):
             return
         scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
         message = (

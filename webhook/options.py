@@ -23,6 +23,9 @@ DEFAULT_PROMETHEUS_REFRESH = 60.0
 DEFAULT_PROMETHEUS_TIMEOUT = 30.0
 MIN_PROMETHEUS_REFRESH = 1.0
 DEFAULT_LOOKBACK = "24h"
+# gpulint.cluster.kinds.DEFAULT_CONFIGMAP_NAMESPACES, spelled out to keep this module's imports
+# light (tests/webhook/test_serve.py checks that the two agree).
+DEFAULT_CONFIGMAP_NAMESPACES = ("monitoring", "kserve")
 
 
 class OptionError(ValueError):
@@ -46,6 +49,7 @@ class ServeOptions(NamedTuple):
     ignore: tuple[str, ...] = ()
     adapter_configmap: str | None = None
     adapter_configmap_selector: str | None = None
+    configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES
     tls_check_interval: float = 5.0
     shutdown_delay: float = 0.0
     shutdown_timeout: float = 20.0
@@ -150,6 +154,16 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         help="label selector of the prometheus-adapter config ConfigMaps, e.g. "
         "team=platform,app=metrics-adapter (with --adapter-configmap, either matches)",
     )
+    cluster.add_argument(
+        "--configmap-namespaces",
+        action="append",
+        metavar="NS[,NS...]",
+        help="namespaces where the prometheus-adapter and KServe ConfigMaps are listed and "
+        "watched, each needing RBAC to read ConfigMaps there (default: "
+        f"{','.join(DEFAULT_CONFIGMAP_NAMESPACES)}; "
+        "* for every namespace, which needs it cluster-wide; the namespace of "
+        "--adapter-configmap NAMESPACE/NAME is added)",
+    )
     live = parser.add_argument_group(
         "live rules GL801-GL805 from Prometheus (need the cluster caches: not with --no-cluster)"
     )
@@ -214,7 +228,7 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         )
     if args.max_body_bytes < 1024:
         raise OptionError("--max-body-bytes must be at least 1024")
-    from gpulint.cluster.kinds import AdapterConfigMapSelector
+    from gpulint.cluster.kinds import AdapterConfigMapSelector, parse_configmap_namespaces
 
     try:
         AdapterConfigMapSelector.parse(args.adapter_configmap, args.adapter_configmap_selector)
@@ -225,8 +239,17 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
             else "--adapter-configmap"
         )
         raise OptionError(f"{flag}: {error}") from None
-    if args.no_cluster and (args.kubeconfig or args.context or args.namespace):
-        raise OptionError("--no-cluster reads no cluster: drop --kubeconfig/--context/--namespace")
+    try:
+        configmap_namespaces = parse_configmap_namespaces(args.configmap_namespaces)
+    except ValueError as error:
+        raise OptionError(f"--configmap-namespaces: {error}") from None
+    if args.no_cluster and (
+        args.kubeconfig or args.context or args.namespace or args.configmap_namespaces
+    ):
+        raise OptionError(
+            "--no-cluster reads no cluster: drop "
+            "--kubeconfig/--context/--namespace/--configmap-namespaces"
+        )
     options = ServeOptions(
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
@@ -244,6 +267,7 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         ignore=_split_ids(args.ignore),
         adapter_configmap=args.adapter_configmap,
         adapter_configmap_selector=args.adapter_configmap_selector,
+        configmap_namespaces=configmap_namespaces,
         tls_check_interval=_seconds(args.tls_check_interval, "--tls-check-interval"),
         shutdown_delay=_seconds(args.shutdown_delay, "--shutdown-delay", allow_zero=True),
         shutdown_timeout=_seconds(args.shutdown_timeout, "--shutdown-timeout"),

@@ -114,6 +114,7 @@ def _evaluator(
         settings,
         namespace=options.namespace,
         adapter_configmaps=adapter_configmaps,
+        configmap_namespaces=options.configmap_namespaces,
     )
     return ClusterEvaluator(cache, selection, _live(options, cache, log)), adapter_configmaps
 
@@ -271,6 +272,9 @@ async def _serve(
         bind=options.bind or "*",
         cluster=not options.no_cluster,
         namespace=options.namespace,
+        configmapNamespaces=None
+        if options.no_cluster
+        else _shown_scopes(options, adapter_configmaps),
         denyOn=options.deny_on,
         deadlineSeconds=options.deadline,
         prometheus=shown_url(options.prometheus) if options.prometheus else None,
@@ -278,6 +282,14 @@ async def _serve(
     )
     await stop.wait()
     return await _shutdown(options, webhook, runner, evaluator, watcher, log)
+
+
+def _shown_scopes(options: ServeOptions, adapter: AdapterConfigMapSelector) -> list[str]:
+    """Where the caches read ConfigMaps, for the start-up log (``*``: every namespace)."""
+    from gpulint.cluster.kinds import ALL_NAMESPACES, configmap_scopes
+
+    scopes = configmap_scopes(adapter, options.configmap_namespaces)
+    return [scope or ALL_NAMESPACES for scope in scopes]
 
 
 async def _shutdown(

@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any
 from gpulint.admission.overlay import admitted_manifest, check_deadline, evaluate_over
 from gpulint.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
 from gpulint.cluster.api import ApiError, KubeApi, WatchStream
-from gpulint.cluster.kinds import AdapterConfigMapSelector, WatchedKind, watched_kinds
+from gpulint.cluster.kinds import (
+    DEFAULT_CONFIGMAP_NAMESPACES,
+    AdapterConfigMapSelector,
+    WatchedKind,
+    watched_kinds,
+)
 from gpulint.cluster.reading import (
     PAGE_SIZE,
     Discovery,
@@ -83,6 +88,7 @@ class ClusterCache:
         *,
         namespace: str | None = None,
         adapter_configmaps: AdapterConfigMapSelector | None = None,
+        configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES,
         watch_timeout: int = 300,
         page_size: int = PAGE_SIZE,
         backoff: tuple[float, float] = (0.5, 30.0),
@@ -90,7 +96,7 @@ class ClusterCache:
     ) -> None:
         self.api = KubeApi(api_client)
         self.settings = settings
-        streams = watched_kinds(adapter_configmaps)
+        streams = watched_kinds(adapter_configmaps, configmap_namespaces)
         # Each stream holds a connection while it watches; with fewer in the pool, urllib3
         # drops connections instead of reusing them.
         self.api.reserve_connections(len(streams) + 8)

@@ -4,7 +4,8 @@ Exactly what the rules read: autoscalers (HPA, KEDA ScaledObject), the workloads
 (Deployment, StatefulSet), what generates workloads (KServe InferenceService, Knative Service
 and Configuration), and two kinds of ConfigMap: the prometheus-adapter configuration and
 KServe's ``inferenceservice-config`` (its ``deploy`` key sets the default deployment mode).
-ConfigMaps are read through server-side selectors, never all of them.
+ConfigMaps are read through server-side selectors, never all of them, and only in a few
+namespaces (``--configmap-namespaces``), so that RBAC can grant them there alone.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ KSERVE_CONFIGMAP = "inferenceservice-config"
 # label; kubernetes-sigs/prometheus-adapter deploy/manifests name theirs adapter-config.
 ADAPTER_LABEL = "app.kubernetes.io/name=prometheus-adapter"
 ADAPTER_NAMES = ("prometheus-adapter", "adapter-config")
+# Where ConfigMaps are read unless --configmap-namespaces says otherwise: the prometheus-adapter
+# chart is commonly installed in monitoring, beside kube-prometheus-stack, and KServe's
+# manifests and chart install it, inferenceservice-config included, in kserve.
+DEFAULT_CONFIGMAP_NAMESPACES = ("monitoring", "kserve")
+ALL_NAMESPACES = "*"
 
 
 class WatchedKind(NamedTuple):
@@ -107,20 +113,24 @@ class AdapterConfigMapSelector:
     def is_default(self) -> bool:
         return self.name is None and self.label_selector is None
 
-    def streams(self) -> list[WatchedKind]:
-        """The ConfigMap list/watch streams that find the configuration."""
+    def streams(self, namespace: str | None = None) -> list[WatchedKind]:
+        """The ConfigMap list/watch streams that find the configuration in ``namespace``
+        (None: in every namespace). A ConfigMap named with its namespace is looked for there
+        only: in another namespace there are no streams."""
+        if self.namespace:
+            if namespace not in (None, self.namespace):
+                return []
+            namespace = self.namespace
         if self.is_default:
             selections = [(ADAPTER_LABEL, None)] + [
                 (None, f"metadata.name={n}") for n in ADAPTER_NAMES
             ]
-            namespace = self.namespace
         else:
             selections = []
             if self.label_selector:
                 selections.append((self.label_selector, None))
             if self.name:
                 selections.append((None, f"metadata.name={self.name}"))
-            namespace = self.namespace
         return [_configmaps(label, field, namespace) for label, field in selections]
 
     def matches(self, obj: dict[str, Any]) -> bool:
@@ -163,15 +173,52 @@ def _configmaps(label: str | None, field: str | None, namespace: str | None) -> 
     )
 
 
-KSERVE_CONFIG_STREAM = _configmaps(None, f"metadata.name={KSERVE_CONFIGMAP}", None)
+def parse_configmap_namespaces(values: list[str] | None) -> tuple[str, ...]:
+    """``--configmap-namespaces`` (repeatable, each comma-separated) as a tuple, in order
+    and without repeats; ``DEFAULT_CONFIGMAP_NAMESPACES`` when not given, and ``("*",)`` for
+    every namespace. Raises ValueError for a name that is not a namespace."""
+    if values is None:
+        return DEFAULT_CONFIGMAP_NAMESPACES
+    names = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    if not names:
+        raise ValueError("needs a namespace, or * for every namespace")
+    if ALL_NAMESPACES in names:
+        return (ALL_NAMESPACES,)
+    for name in names:
+        if len(name) > 63 or not _LABEL.match(name):
+            raise ValueError(f"{name!r} is not a namespace name")
+    return tuple(dict.fromkeys(names))
 
 
-def watched_kinds(adapter: AdapterConfigMapSelector | None = None) -> list[WatchedKind]:
-    """Every stream gpulint keeps: the resources, then the ConfigMaps."""
+def configmap_scopes(
+    adapter: AdapterConfigMapSelector, namespaces: tuple[str, ...]
+) -> list[str | None]:
+    """The namespaces ConfigMaps are listed and watched in: ``namespaces``, and the one
+    ``--adapter-configmap NAMESPACE/NAME`` names; ``[None]`` (every namespace) for ``*``."""
+    if ALL_NAMESPACES in namespaces:
+        return [None]
+    scopes: list[str | None] = list(namespaces)
+    if adapter.namespace and adapter.namespace not in scopes:
+        scopes.append(adapter.namespace)
+    return scopes
+
+
+def kserve_config_stream(namespace: str | None) -> WatchedKind:
+    return _configmaps(None, f"metadata.name={KSERVE_CONFIGMAP}", namespace)
+
+
+def watched_kinds(
+    adapter: AdapterConfigMapSelector | None = None,
+    configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES,
+) -> list[WatchedKind]:
+    """Every stream gpulint keeps: the resources, then the ConfigMaps, namespace by
+    namespace (the adapter's selectors, then KServe's)."""
     selector = adapter if adapter is not None else AdapterConfigMapSelector()
-    streams = [*RESOURCES, *selector.streams()]
-    if all(s.key != KSERVE_CONFIG_STREAM.key for s in streams):
-        streams.append(KSERVE_CONFIG_STREAM)
+    streams = list(RESOURCES)
+    for namespace in configmap_scopes(selector, configmap_namespaces):
+        for stream in [*selector.streams(namespace), kserve_config_stream(namespace)]:
+            if all(s.key != stream.key for s in streams):
+                streams.append(stream)
     return streams
 
 
@@ -187,6 +234,7 @@ def is_kserve_config(obj: dict[str, Any]) -> bool:
 # --- label selectors (the string form: "a=b,c!=d,e in (f,g),!h") ------------------------------
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # a namespace: an RFC 1123 label
 _REQUIREMENT = re.compile(
     r"^\s*(?:(?P<not>!)\s*(?P<absent>[\w./-]+)"
     r"|(?P<key>[\w./-]+)\s*(?:(?P<op>==|=|!=)\s*(?P<value>[\w.-]*)"

@@ -12,7 +12,12 @@ import os
 from typing import Any
 
 from gpulint.cluster.api import ApiError, KubeApi
-from gpulint.cluster.kinds import AdapterConfigMapSelector, watched_kinds
+from gpulint.cluster.kinds import (
+    DEFAULT_CONFIGMAP_NAMESPACES,
+    AdapterConfigMapSelector,
+    configmap_scopes,
+    watched_kinds,
+)
 from gpulint.cluster.reading import Discovery, ObjectKey, cluster_manifest, list_objects
 from gpulint.cluster.snapshot import ClusterSnapshot
 from gpulint.config import Settings
@@ -59,6 +64,7 @@ def read_cluster(
     *,
     namespace: str | None = None,
     adapter_configmaps: AdapterConfigMapSelector | None = None,
+    configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES,
 ) -> tuple[Inventory, dict[str, str], list[str]]:
     """Every watched kind, listed once: the inventory, each stream's state and notes."""
     inventory = Inventory(settings)
@@ -66,7 +72,7 @@ def read_cluster(
     states: dict[str, str] = {}
     notes: list[str] = []
     seen: set[ObjectKey] = set()
-    for kind in watched_kinds(adapter_configmaps):
+    for kind in watched_kinds(adapter_configmaps, configmap_namespaces):
         try:
             version = discovery.version(kind)
             if version is None:
@@ -110,6 +116,7 @@ def cluster_inventory(
     context: str | None = None,
     namespace: str | None = None,
     adapter_configmaps: AdapterConfigMapSelector | None = None,
+    configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES,
 ) -> tuple[Inventory, list[str]]:
     """The inventory cluster mode lints, with ``inventory.cluster`` filled, and notes for the
     report. Raises ClusterError when the cluster cannot be read."""
@@ -117,7 +124,11 @@ def cluster_inventory(
     try:
         api = KubeApi(api_client)
         inventory, states, notes = read_cluster(
-            api, settings, namespace=namespace, adapter_configmaps=adapter_configmaps
+            api,
+            settings,
+            namespace=namespace,
+            adapter_configmaps=adapter_configmaps,
+            configmap_namespaces=configmap_namespaces,
         )
         snapshot = ClusterSnapshot(api.server, states, notes=notes)
         if any(
@@ -133,6 +144,11 @@ def cluster_inventory(
     inventory.cluster = snapshot
     absent = sorted(key for key, state in states.items() if state == "absent")
     scope = f"namespace {namespace}" if namespace else "all namespaces"
+    scopes = configmap_scopes(
+        adapter_configmaps or AdapterConfigMapSelector(), configmap_namespaces
+    )
+    if None not in scopes:  # where the adapter and KServe configs were looked for
+        scope += f"; ConfigMaps in {', '.join(s for s in scopes if s)}"
     count = len(inventory)
     summary = f"read {count} object{'s' * (count != 1)} from {api.server} ({name}, {scope})"
     if absent:

@@ -12,6 +12,7 @@ import pytest
 from gpulint.cluster.cache import ClusterCache
 from gpulint.cluster.mode import connect
 from gpulint.config import Settings
+from gpulint.document import Manifest
 
 from ..kubefake import FakeCluster, KubeFake
 
@@ -60,6 +61,10 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str =
     raise AssertionError(f"timed out waiting for {what or condition}")
 
 
-def cached_names(cache: ClusterCache, kind: str) -> set[str]:
+def cached(cache: ClusterCache, kind: str) -> list[Manifest]:
     with cache.lock:
-        return {m.name for m in cache.inventory.manifests if m.kind == kind}
+        return [m for m in cache.inventory.manifests if m.kind == kind]
+
+
+def cached_names(cache: ClusterCache, kind: str) -> set[str]:
+    return {m.name for m in cached(cache, kind)}

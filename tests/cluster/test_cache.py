@@ -11,11 +11,12 @@ import pytest
 from kubernetes import client
 
 from gpulint.cluster.cache import ClusterCache
+from gpulint.cluster.kinds import AdapterConfigMapSelector
 from gpulint.cluster.mode import connect
 from gpulint.config import Settings
 
 from ..kubefake import FakeCluster, KubeFake
-from .conftest import cached_names, wait_for
+from .conftest import cached, cached_names, wait_for
 
 WORLD = """
 apiVersion: apps/v1
@@ -203,6 +204,111 @@ def test_a_forbidden_kind_is_recorded_and_the_others_sync(
         what="recovery",
     )
     assert cached_names(cache, "HorizontalPodAutoscaler") == {"triton", "embedder"}
+
+
+ELSEWHERE = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: adapter
+  namespace: team-metrics
+  labels: {app.kubernetes.io/name: prometheus-adapter}
+data:
+  config.yaml: |
+    rules: []
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: inferenceservice-config, namespace: kserve}
+data:
+  deploy: '{"defaultDeploymentMode": "RawDeployment"}'
+"""
+
+
+def _configmap_requests(fake: KubeFake) -> set[str]:
+    return {p for _, p, _ in fake.cluster.requests if p.endswith("/configmaps")}
+
+
+def test_configmaps_are_read_only_in_the_namespaces_rbac_grants_them(
+    fake: KubeFake, new_cache: Callable[..., ClusterCache]
+) -> None:
+    """deploy/'s RBAC: a Role in monitoring and in kserve, no ClusterRole for ConfigMaps."""
+    fake.cluster.load(WORLD + "---" + ELSEWHERE)
+    fake.cluster.granted_in = {"configmaps": {"monitoring", "kserve"}}
+    cache = new_cache()
+    wait_for(cache.synced, what="sync")
+    assert set(cache.sync_state().values()) == {"synced"}
+    assert _configmap_requests(fake) == {
+        "/api/v1/namespaces/monitoring/configmaps",
+        "/api/v1/namespaces/kserve/configmaps",
+    }
+    with cache.lock:
+        configs = [(c.owner.namespace, c.owner.name) for c in cache.inventory.adapter_configs]
+        assert configs == [("monitoring", "adapter")]
+    assert {(m.namespace, m.name) for m in cached(cache, "ConfigMap")} == {
+        ("monitoring", "adapter"),
+        ("kserve", "inferenceservice-config"),
+    }
+    # An adapter ConfigMap that appears later in a watched namespace is followed.
+    fake.cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "adapter-config", "namespace": "kserve"},
+            "data": {"config.yaml": "rules: []"},
+        }
+    )
+    wait_for(lambda: "adapter-config" in cached_names(cache, "ConfigMap"), what="ADDED")
+    assert "team-metrics" not in {m.namespace for m in cached(cache, "ConfigMap")}
+
+
+def test_a_namespace_rbac_does_not_grant_is_forbidden_and_the_rest_is_read(
+    fake: KubeFake, new_cache: Callable[..., ClusterCache]
+) -> None:
+    fake.cluster.load(WORLD + "---" + ELSEWHERE)
+    fake.cluster.granted_in = {"configmaps": {"monitoring"}}  # no Role in kserve
+    cache = new_cache()
+    wait_for(cache.synced, what="sync")
+    state = cache.sync_state()
+    configmap_states = {k: v for k, v in state.items() if k.startswith("configmaps[")}
+    assert {k for k, v in configmap_states.items() if v == "forbidden"} == {
+        k for k in configmap_states if k.startswith("configmaps[kserve: ")
+    }
+    assert {k for k, v in configmap_states.items() if v == "synced"} == {
+        k for k in configmap_states if k.startswith("configmaps[monitoring: ")
+    }
+    details = cache.sync_details()["configmaps[kserve: metadata.name=inferenceservice-config]"]
+    assert 'cannot list resource "configmaps" in API group "" in the namespace "kserve"' in details
+    assert cached_names(cache, "ConfigMap") == {"adapter"}
+    # A Role added in kserve: read at the next check, without a restart.
+    fake.cluster.granted_in = {"configmaps": {"monitoring", "kserve"}}
+    wait_for(
+        lambda: set(cache.sync_state().values()) == {"synced"},
+        what="the kserve streams after the Role is added",
+    )
+    wait_for(lambda: "inferenceservice-config" in cached_names(cache, "ConfigMap"), what="kserve's")
+
+
+def test_configmap_namespaces_and_a_named_adapter_configmap(
+    fake: KubeFake, new_cache: Callable[..., ClusterCache]
+) -> None:
+    fake.cluster.load(WORLD + "---" + ELSEWHERE)
+    fake.cluster.granted_in = {"configmaps": {"team-metrics"}}
+    selector = AdapterConfigMapSelector.parse("team-metrics/adapter")
+    cache = new_cache(adapter_configmaps=selector, configmap_namespaces=("kserve",))
+    wait_for(cache.synced, what="sync")
+    # --adapter-configmap NS/NAME adds its namespace; kserve was asked for but not granted.
+    assert _configmap_requests(fake) == {
+        "/api/v1/namespaces/team-metrics/configmaps",
+        "/api/v1/namespaces/kserve/configmaps",
+    }
+    assert cache.sync_state()["configmaps[team-metrics: metadata.name=adapter]"] == "synced"
+    assert cache.sync_state()["configmaps[kserve: metadata.name=inferenceservice-config]"] == (
+        "forbidden"
+    )
+    assert {(m.namespace, m.name) for m in cached(cache, "ConfigMap")} == {
+        ("team-metrics", "adapter")
+    }
 
 
 def test_kinds_whose_crds_are_not_installed_are_absent_without_errors(

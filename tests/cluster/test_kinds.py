@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from gpulint.cluster.kinds import (
+    DEFAULT_CONFIGMAP_NAMESPACES,
     AdapterConfigMapSelector,
+    configmap_scopes,
     is_kserve_config,
+    parse_configmap_namespaces,
     parse_label_selector,
     selector_matches,
     selector_text,
@@ -30,16 +33,85 @@ def test_watched_kinds_and_their_paths() -> None:
     assert hpa.collection_path("v2", "ml") == (
         "/apis/autoscaling/v2/namespaces/ml/horizontalpodautoscalers"
     )
-    kserve = kinds["configmaps[metadata.name=inferenceservice-config]"]
-    assert kserve.collection_path("v1", None) == "/api/v1/configmaps"
-    # cluster-wide settings are read everywhere, even when linting one namespace
-    assert kserve.scope("ml") is None and hpa.scope("ml") == "ml"
+    kserve = kinds["configmaps[kserve: metadata.name=inferenceservice-config]"]
+    assert kserve.collection_path("v1", kserve.scope(None)) == (
+        "/api/v1/namespaces/kserve/configmaps"
+    )
+    # ConfigMaps are read in their namespaces, even when linting another one
+    assert kserve.scope("ml") == "kserve" and hpa.scope("ml") == "ml"
     assert [k for k in kinds if k.startswith("configmaps")] == [
+        "configmaps[monitoring: app.kubernetes.io/name=prometheus-adapter]",
+        "configmaps[monitoring: metadata.name=prometheus-adapter]",
+        "configmaps[monitoring: metadata.name=adapter-config]",
+        "configmaps[monitoring: metadata.name=inferenceservice-config]",
+        "configmaps[kserve: app.kubernetes.io/name=prometheus-adapter]",
+        "configmaps[kserve: metadata.name=prometheus-adapter]",
+        "configmaps[kserve: metadata.name=adapter-config]",
+        "configmaps[kserve: metadata.name=inferenceservice-config]",
+    ]
+    assert all(k.scope(None) in ("monitoring", "kserve") for k in kinds.values() if not k.group)
+
+
+def test_configmap_namespaces_given_and_added() -> None:
+    def configmap_streams(*args: object) -> list[tuple[str | None, str | None, str | None]]:
+        return [
+            (k.scope(None), k.label_selector, k.field_selector)
+            for k in watched_kinds(*args)  # type: ignore[arg-type]
+            if k.plural == "configmaps"
+        ]
+
+    named = AdapterConfigMapSelector.parse("custom-metrics/adapter")
+    assert configmap_streams(named, ("monitoring",)) == [
+        ("monitoring", None, "metadata.name=inferenceservice-config"),
+        ("custom-metrics", None, "metadata.name=adapter"),
+        ("custom-metrics", None, "metadata.name=inferenceservice-config"),
+    ]
+    assert configmap_scopes(named, ("monitoring",)) == ["monitoring", "custom-metrics"]
+    assert configmap_scopes(named, ("custom-metrics",)) == ["custom-metrics"]
+    # A name without a namespace, and a selector, are looked for in every namespace given.
+    selected = AdapterConfigMapSelector.parse("adapter", "team=obs")
+    assert configmap_streams(selected, ("a", "b")) == [
+        ("a", "team=obs", None),
+        ("a", None, "metadata.name=adapter"),
+        ("a", None, "metadata.name=inferenceservice-config"),
+        ("b", "team=obs", None),
+        ("b", None, "metadata.name=adapter"),
+        ("b", None, "metadata.name=inferenceservice-config"),
+    ]
+    # Every namespace: the cluster-wide streams (RBAC on ConfigMaps cluster-wide), which stay
+    # cluster-wide when the resources are read in one namespace.
+    everywhere = watched_kinds(None, ("*",))
+    cluster_wide = [k for k in everywhere if k.plural == "configmaps"]
+    assert [k.key for k in cluster_wide] == [
         "configmaps[app.kubernetes.io/name=prometheus-adapter]",
         "configmaps[metadata.name=prometheus-adapter]",
         "configmaps[metadata.name=adapter-config]",
         "configmaps[metadata.name=inferenceservice-config]",
     ]
+    assert all(k.scope("ml") is None for k in cluster_wide)
+    assert configmap_scopes(named, ("*",)) == [None]
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (None, DEFAULT_CONFIGMAP_NAMESPACES),
+        (["monitoring"], ("monitoring",)),
+        (
+            ["monitoring, kserve", "observability,monitoring"],
+            ("monitoring", "kserve", "observability"),
+        ),
+        (["kserve,*"], ("*",)),
+    ],
+)
+def test_configmap_namespaces_option(values: list[str] | None, expected: tuple[str, ...]) -> None:
+    assert parse_configmap_namespaces(values) == expected
+
+
+@pytest.mark.parametrize("values", [[""], [" , "], ["Monitoring"], ["a.b"], ["-a"], ["a" * 64]])
+def test_configmap_namespaces_that_are_not_namespaces(values: list[str]) -> None:
+    with pytest.raises(ValueError):
+        parse_configmap_namespaces(values)
 
 
 def test_adapter_configmap_selection() -> None:
@@ -47,6 +119,7 @@ def test_adapter_configmap_selection() -> None:
     (stream,) = named.streams()
     assert stream.field_selector == "metadata.name=custom-metrics-config"
     assert stream.namespace == "monitoring" and stream.scope("ml") == "monitoring"
+    assert named.streams("monitoring") == [stream] and named.streams("kserve") == []
     both = AdapterConfigMapSelector.parse("adapter", "team=obs,tier in (metrics)")
     assert [(s.label_selector, s.field_selector) for s in both.streams()] == [
         ("team=obs,tier in (metrics)", None),

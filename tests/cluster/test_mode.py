@@ -126,7 +126,10 @@ def test_findings_on_a_cluster_with_cluster_locations(
     code, out, err = _run(capsys, "--cluster", "--kubeconfig", str(kubeconfig))
     assert code == 1
     assert out.startswith("cluster://web/HorizontalPodAutoscaler/embedder:1:1: GL101 [error]")
-    assert f"note: read 5 objects from {world.url} (context fake, all namespaces)" in out
+    assert (
+        f"note: read 5 objects from {world.url} "
+        "(context fake, all namespaces; ConfigMaps in monitoring, kserve)"
+    ) in out
     assert out.rstrip().endswith("gpulint: 1 error, 0 warnings, 0 info (5 objects)")
 
 
@@ -136,11 +139,13 @@ def test_namespace_context_fail_on_and_a_clean_namespace(
     base = ["--cluster", "--kubeconfig", str(kubeconfig)]
     code, out, _ = _run(capsys, *base, "--namespace", "ml", "--context", "other")
     assert code == 0
-    # The namespace's objects and the adapter ConfigMap, which is read wherever it is.
-    assert "read 3 objects" in out and "(context other, namespace ml)" in out
+    # The namespace's objects and the adapter ConfigMap, read in its own namespace.
+    assert "read 3 objects" in out
+    assert "(context other, namespace ml; ConfigMaps in monitoring, kserve)" in out
     lists = {path for method, path, q in world.cluster.requests if "watch" not in q}
     assert "/apis/apps/v1/namespaces/ml/deployments" in lists
-    assert "/api/v1/configmaps" in lists
+    assert "/api/v1/namespaces/monitoring/configmaps" in lists
+    assert "/api/v1/configmaps" not in lists
     code, _, _ = _run(capsys, *base, "--fail-on", "never")
     assert code == 0
     code, out, _ = _run(capsys, *base, "--select", "GL9")
@@ -186,6 +191,7 @@ def test_kinds_the_cluster_does_not_serve_and_kinds_it_forbids(
         ("paths", "--cluster reads the cluster: give no PATH with it"),
         ("adapter", "is not a ConfigMap as NAMESPACE/NAME or NAME"),
         ("selector", "is not a label selector"),
+        ("namespaces", "--configmap-namespaces: 'Monitoring' is not a namespace name"),
     ],
 )
 def test_a_cluster_that_cannot_be_read_is_a_usage_error(
@@ -209,6 +215,8 @@ def test_a_cluster_that_cannot_be_read_is_a_usage_error(
         args += ["--adapter-configmap", "a/b/c"]
     if problem == "selector":
         args += ["--adapter-configmap-selector", "app in (x"]
+    if problem == "namespaces":
+        args += ["--configmap-namespaces", "Monitoring"]
     code, out, err = _run(capsys, *args)
     assert code == 2
     assert out == ""
@@ -264,3 +272,66 @@ def test_a_named_adapter_configmap(
     assert [f["rule"] for f in _json(out)["findings"]] == ["GL401"]
     _, out, _ = _run(capsys, *base, "--adapter-configmap-selector", "x=y")
     assert [f["rule"] for f in _json(out)["findings"]] == ["GL401"]
+
+
+ANOTHER_ADAPTER = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: adapter
+  namespace: team-metrics
+  labels: {app.kubernetes.io/name: prometheus-adapter}
+data:
+  config.yaml: |
+    rules: []
+"""
+
+
+def _configmap_lists(fake: KubeFake) -> set[str]:
+    return {p for _, p, _ in fake.cluster.requests if p.endswith("/configmaps")}
+
+
+def test_configmaps_are_listed_only_where_rbac_grants_them(
+    world: KubeFake, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """deploy/'s RBAC: ConfigMaps granted by Roles in monitoring and kserve only."""
+    load_world(world.cluster, ANOTHER_ADAPTER)
+    world.cluster.granted_in = {"configmaps": {"monitoring", "kserve"}}
+    code, out, err = _run(capsys, "--cluster", "--kubeconfig", str(kubeconfig), "-f", "json")
+    assert code == 1, err
+    report = _json(out)
+    # The world's four objects and the adapter in monitoring; nothing from team-metrics.
+    assert report["summary"]["objects"] == 5
+    assert not [n for n in report["summary"]["notes"] if "not read" in n]
+    assert _configmap_lists(world) == {
+        "/api/v1/namespaces/monitoring/configmaps",
+        "/api/v1/namespaces/kserve/configmaps",
+    }
+
+
+def test_configmap_namespaces_rbac_does_not_grant_are_noted(
+    world: KubeFake, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_world(world.cluster, ANOTHER_ADAPTER)
+    world.cluster.granted_in = {"configmaps": {"monitoring"}}
+    base = ["--cluster", "--kubeconfig", str(kubeconfig), "-f", "json"]
+    _, out, _ = _run(capsys, *base, "--configmap-namespaces", "monitoring,team-metrics")
+    report = _json(out)
+    assert report["summary"]["objects"] == 5
+    not_read = [n for n in report["summary"]["notes"] if "not read" in n]
+    assert len(not_read) == 4
+    assert all(n.startswith("configmaps[team-metrics: ") for n in not_read)
+    assert all('in the namespace "team-metrics"' in n for n in not_read)
+    assert "ConfigMaps in monitoring, team-metrics)" in report["summary"]["notes"][0]
+    # Every namespace: one cluster-wide list per selector, which RBAC refuses here.
+    _, out, _ = _run(capsys, *base, "--configmap-namespaces", "*")
+    report = _json(out)
+    assert report["summary"]["objects"] == 4
+    not_read = [n for n in report["summary"]["notes"] if "not read" in n]
+    assert len(not_read) == 4 and all("at the cluster scope" in n for n in not_read)
+    assert "(context fake, all namespaces)" in report["summary"]["notes"][0]
+    # With the RBAC for it, everywhere finds both adapter ConfigMaps.
+    world.cluster.granted_in = {}
+    _, out, _ = _run(capsys, *base, "--configmap-namespaces", "*")
+    assert _json(out)["summary"]["objects"] == 6
+    assert "/api/v1/configmaps" in _configmap_lists(world)

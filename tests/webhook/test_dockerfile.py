@@ -66,7 +66,9 @@ def final(keyword: str) -> list[str]:
 
 
 def deployment() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((ROOT / "deploy" / "deployment.yaml").read_text())
+    data: dict[str, Any] = yaml.safe_load(
+        (ROOT / "deploy" / "base" / "deployment.yaml").read_text()
+    )
     return data
 
 

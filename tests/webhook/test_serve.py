@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -16,7 +17,11 @@ import aiohttp
 import pytest
 import trustme
 import yaml
+from gpulint.webhook.options import ServeOptions, add_serve_options, options_from_args
 from gpulint.webhook.review import WARNING_RUNES, WARNINGS_TOTAL_RUNES
+
+from gpulint.cli import main
+from gpulint.cluster.kinds import DEFAULT_CONFIGMAP_NAMESPACES
 
 from ..conftest import lint_paths
 from . import objects
@@ -644,6 +649,11 @@ def test_sigterm_drains_requests_in_flight(certificates: Certificates, tmp_path:
             "--adapter-configmap-selector: 'a=(b' is not a label selector",
         ),
         (["--kubeconfig=/nonexistent"], "--no-cluster reads no cluster"),
+        (
+            ["--configmap-namespaces=monitoring,Kserve"],
+            "--configmap-namespaces: 'Kserve' is not a namespace name",
+        ),
+        (["--configmap-namespaces=kserve"], "--no-cluster reads no cluster"),
     ],
 )
 def test_usage_errors_exit_2(
@@ -653,6 +663,24 @@ def test_usage_errors_exit_2(
     assert hook.process.wait(30) == 2
     hook.stop()
     assert message in hook.log_text()
+
+
+def test_one_default_for_the_configmap_namespaces(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpulint serve's options spell out the caches' default; both commands' help shows it."""
+    parser = argparse.ArgumentParser()
+    add_serve_options(parser)
+    options = options_from_args(parser.parse_args(["--tls-cert=c", "--tls-key=k"]))
+    assert options.configmap_namespaces == DEFAULT_CONFIGMAP_NAMESPACES
+    assert ServeOptions("c", "k").configmap_namespaces == DEFAULT_CONFIGMAP_NAMESPACES
+    repeated = parser.parse_args(
+        ["--tls-cert=c", "--tls-key=k", "--configmap-namespaces=a,b", "--configmap-namespaces=c"]
+    )
+    assert options_from_args(repeated).configmap_namespaces == ("a", "b", "c")
+    for command in ("serve", "lint"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        shown = " ".join(capsys.readouterr().out.split())
+        assert f"default: {','.join(DEFAULT_CONFIGMAP_NAMESPACES)}; * for every" in shown, command
 
 
 def test_an_unreadable_certificate_exits_2(certificates: Certificates, tmp_path: Path) -> None:
