@@ -400,7 +400,7 @@ def _settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
     """The configuration in use: ``--config``, else ``.gpulint.yaml`` found upward from the
     working directory (``--no-config``: none). None after an error, said on stderr."""
     from gpulint.config import ConfigError, Settings, find_config, load_settings
-    from gpulint.engine import rule_option_schemas
+    from gpulint.engine import rule_names, rule_option_schemas
 
     if getattr(args, "no_config", False):
         return Settings()
@@ -408,7 +408,7 @@ def _settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
     if path is None:
         return Settings()
     try:
-        return load_settings(path, rule_option_schemas())
+        return load_settings(path, rule_option_schemas(), rule_names())
     except ConfigError as error:
         stderr.write(f"gpulint: configuration error: {error}\n")
         return None

@@ -26,7 +26,7 @@ from typing import Any
 
 from gpulint.document import position_of
 from gpulint.model import Severity
-from gpulint.yamlparse import YamlError, parse_documents
+from gpulint.yamlparse import YamlError, YMap, parse_documents
 
 CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")
 
@@ -159,7 +159,11 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def load_settings(path: str, rule_options: dict[str, dict[str, Any]]) -> Settings:
+def load_settings(
+    path: str,
+    rule_options: dict[str, dict[str, Any]],
+    rule_names: dict[str, str] | None = None,
+) -> Settings:
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -175,11 +179,59 @@ def load_settings(path: str, rule_options: dict[str, dict[str, Any]]) -> Setting
     if documents[0].duplicates:
         dup = documents[0].duplicates[0]
         raise ConfigError(path, dup.line, dup.column, f"key {dup.key!r} is written twice")
-    return settings_from_data(data, path, rule_options)
+    return settings_from_data(data, path, rule_options, rule_names)
 
 
-def settings_from_data(data: Any, path: str, rule_options: dict[str, dict[str, Any]]) -> Settings:
+def _rule_keys(data: Any, path: str, rule_names: dict[str, str]) -> Any:
+    """``rules:`` keyed by rule IDs: names (``hpa-missing-behavior``) become their IDs, and a
+    key that is neither is an error at the key, with the nearest rule."""
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), dict) or not rule_names:
+        return data
+    import difflib
+
+    rules = data["rules"]
+    ids = set(rule_names.values())
+    renamed = YMap(getattr(rules, "start", 0))
+    for index, (key, value) in enumerate(rules.items()):
+        rule_id = key.upper() if isinstance(key, str) and key.upper() in ids else None
+        if rule_id is None and isinstance(key, str):
+            rule_id = rule_names.get(key.lower())
+        if rule_id is None:
+            line, column = position_of(data, ("rules", key))
+            text = str(key)
+            near = difflib.get_close_matches(text.upper().replace("O", "0"), sorted(ids), n=1)
+            near = near or difflib.get_close_matches(text.lower(), sorted(rule_names), n=1)
+            hint = f"; did you mean {near[0]}?" if near else " (see `gpulint rules`)"
+            raise ConfigError(path, line, column, f"rules: no rule {text!r}{hint}")
+        if rule_id in renamed:
+            line, column = position_of(data, ("rules", key))
+            raise ConfigError(path, line, column, f"rules: {rule_id} is configured twice")
+        renamed[rule_id] = value
+        marks = getattr(rules, "marks", None)
+        if marks is not None and 2 * index + 1 < len(marks):
+            renamed.marks.append(marks[2 * index])
+            renamed.marks.append(marks[2 * index + 1])
+    copy = YMap(getattr(data, "start", 0))
+    for index, (key, value) in enumerate(data.items()):
+        copy[key] = renamed if key == "rules" else value
+        marks = getattr(data, "marks", None)
+        if marks is not None and 2 * index + 1 < len(marks):
+            copy.marks.append(marks[2 * index])
+            copy.marks.append(marks[2 * index + 1])
+    return copy
+
+
+def settings_from_data(
+    data: Any,
+    path: str,
+    rule_options: dict[str, dict[str, Any]],
+    rule_names: dict[str, str] | None = None,
+) -> Settings:
+    """Settings from a parsed configuration; ``rule_names`` maps rule names to IDs (names
+    are accepted wherever IDs are). Raises ConfigError at the offending key or value."""
     import jsonschema  # only when a configuration exists: it costs start-up time
+
+    data = _rule_keys(data, path, rule_names or {})
 
     validator = jsonschema.Draft202012Validator(config_schema(rule_options))
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))

@@ -149,6 +149,11 @@ def unknown_rule_patterns(patterns: Iterable[str]) -> list[tuple[str, str | None
     return unknown
 
 
+def rule_names() -> dict[str, str]:
+    """Rule name -> rule ID (read from the sources, nothing imported)."""
+    return {info.name: info.id for info in rule_index()}
+
+
 def rule_option_schemas() -> dict[str, dict[str, Any]]:
     return {spec.id: spec.options for spec in all_rules()}
 

@@ -136,7 +136,8 @@ def merge(per_unit: list[tuple[Unit, list[Finding], set[str]]]) -> list[Finding]
     merged: dict[tuple[Any, ...], tuple[Finding, list[str]]] = {}
     for unit, findings, _ in per_unit:
         for finding in findings:
-            key = (finding.rule, finding.location, finding.message)
+            where = finding.location
+            key = (finding.rule, where.file, where.line, where.column, finding.message)
             entry = merged.get(key)
             if entry is None:
                 merged[key] = (finding, [unit.name])
@@ -149,7 +150,10 @@ def merge(per_unit: list[tuple[Unit, list[Finding], set[str]]]) -> list[Finding]
         if finding.rule == UNUSED_SUPPRESSION and len(names) < len(reading):
             continue  # the suppression is used in another unit that reads the file
         if len(reading) > 1 or len(names) > 1:
-            finding = finding._replace(units=tuple(names))
+            location = finding.location
+            if len(names) > 1 and location.rendered_from in names:
+                location = location._replace(rendered_from=None)  # the units say it
+            finding = finding._replace(units=tuple(names), location=location)
         found.append(finding)
     found.sort(key=Finding.sort_key)
     return found

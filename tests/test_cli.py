@@ -127,3 +127,106 @@ def test_lint_path_imports_no_network_or_cluster_libraries(tmp_path: Path) -> No
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60
     )
     assert "HEAVY=\n" in result.stdout, result.stdout + result.stderr
+
+
+# --- runs that check nothing must not pass -----------------------------------------------------
+
+
+def test_empty_stdin_is_a_usage_error() -> None:
+    """`helm template ... | gpulint lint -` must fail when helm printed nothing."""
+    for text in ("", "\n", "   \n\n"):
+        result = run_cli("lint", "-", stdin=text)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and "stdin is empty" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "suggestion"),
+    [
+        ("--select", "GL4O1", "GL401"),
+        ("--ignore", "GL1O2", "GL102"),
+        ("--select", "hpa-cpu-on-gpu", "hpa-cpu-on-gpu-workload"),
+        ("--ignore", "GL999", None),
+    ],
+)
+def test_an_unknown_rule_is_a_usage_error_with_the_nearest_rule(
+    tmp_path: Path, option: str, value: str, suggestion: str | None
+) -> None:
+    (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
+    result = run_cli("lint", option, value, str(tmp_path))
+    assert result.returncode == 2 and result.stdout == ""
+    assert f"{option} {value}: no such rule" in result.stderr
+    if suggestion:
+        assert f"did you mean {suggestion}?" in result.stderr
+    # Prefixes and names that exist are fine.
+    assert run_cli("lint", "--select", "GL1,GL40", str(tmp_path)).returncode == 1
+
+
+def test_an_unknown_rule_in_the_config_is_an_error_at_its_key(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
+    (tmp_path / ".gpulint.yaml").write_text("rules:\n  GL102: off\n  GL1O1: off\n")
+    result = run_cli("lint", ".", cwd=tmp_path)
+    assert result.returncode == 2
+    assert ".gpulint.yaml:3:3: rules: no rule 'GL1O1'; did you mean GL101?" in result.stderr
+    # Rule names work in the configuration as on the command line.
+    (tmp_path / ".gpulint.yaml").write_text("rules:\n  hpa-cpu-on-gpu-workload: off\n")
+    result = run_cli("lint", ".", cwd=tmp_path)
+    assert result.returncode == 0 and "GL101" not in result.stdout
+    assert "config .gpulint.yaml" in result.stdout
+    assert run_cli("lint", "--no-config", ".", cwd=tmp_path).returncode == 1
+
+
+def test_missing_extras_name_the_extra_instead_of_a_traceback(tmp_path: Path) -> None:
+    """Without the optional dependencies, each front door says what to install (exit 2)."""
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    # A module finder that hides the optional dependencies, as a plain install has them.
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('aiohttp', 'kubernetes', 'prometheus_api_client',"
+        " 'prometheus_client', 'requests'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, _Hide())\n"
+    )
+    (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
+    env = {"PYTHONPATH": str(blocker)}
+    cases = [
+        (["serve", "--tls-cert", "x", "--tls-key", "y"], "gpulint[webhook]"),
+        (["lint", "--prometheus", "http://127.0.0.1:9", str(tmp_path)], "gpulint[live]"),
+        (["lint", "--cluster"], "gpulint[cluster]"),
+    ]
+    for args, extra in cases:
+        result = run_cli(*args, env=env)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        assert f"pip install '{extra}'" in result.stderr
+    # Linting files needs none of them.
+    assert run_cli("lint", str(tmp_path), env=env).returncode == 1
+
+
+def test_reported_paths_are_relative_to_the_repository_root(tmp_path: Path) -> None:
+    repository = tmp_path / "repo"
+    (repository / ".git").mkdir(parents=True)
+    (repository / "deploy").mkdir()
+    (repository / "deploy" / "bad.yaml").write_text(GPU_CPU_HPA)
+    for cwd in (repository, repository / "deploy"):
+        result = run_cli("lint", "-f", "json", ".", cwd=cwd)
+        files = {f["file"] for f in json.loads(result.stdout)["findings"]}
+        assert files == {"deploy/bad.yaml"}
+    sarif = json.loads(run_cli("lint", "-f", "sarif", ".", cwd=repository / "deploy").stdout)
+    run = sarif["runs"][0]
+    location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "deploy/bad.yaml", "uriBaseId": "%SRCROOT%"}
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == repository.as_uri() + "/"
+
+
+def test_stdin_filename_names_piped_input(tmp_path: Path) -> None:
+    result = run_cli(
+        "lint", "-f", "sarif", "--stdin-filename", "deploy/app.yaml", "-", stdin=GPU_CPU_HPA
+    )
+    run = json.loads(result.stdout)["runs"][0]
+    location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "deploy/app.yaml", "uriBaseId": "%SRCROOT%"}

@@ -76,13 +76,13 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 def _settings(path: str | None) -> Settings:
     from gpulint.config import ConfigError, Settings, find_config, load_settings
-    from gpulint.engine import rule_option_schemas
+    from gpulint.engine import rule_names, rule_option_schemas
 
     path = path or find_config()
     if path is None:
         return Settings()
     try:
-        return load_settings(path, rule_option_schemas())
+        return load_settings(path, rule_option_schemas(), rule_names())
     except ConfigError as error:
         raise StartError(f"configuration error: {error}") from None
 

@@ -57,7 +57,7 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         summary += f", {suppressed} suppressed ({by_rule})"
     if len(result.units) > 1:
         summary += f"; {len(result.units)} units"
-    if result.render_seconds:
+    if any(unit.rendered_by for unit in result.units):
         summary += f"; rendering {result.render_seconds:.1f} s, lint {result.lint_seconds:.1f} s"
     if result.config:
         summary += f"; config {display_path(result.config)}"

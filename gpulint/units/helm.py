@@ -111,7 +111,7 @@ class TemplateText:
             if stripped.startswith("- ") and (item_indent is None or here == item_indent):
                 item_indent = here
                 if seen == index:
-                    return candidate, here + 1
+                    return candidate, here + 2  # the item's content, after "- "
                 seen += 1
         return None
 

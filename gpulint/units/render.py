@@ -242,8 +242,12 @@ def _build_kustomization(
                 "`helm template` and lint that",
             )
             return
-        if output.timed_out:
-            unavailable(f"kustomize build {unit.name} {message}", "")
+        if output.timed_out or output.missing:
+            unavailable(
+                f"kustomization {unit.name} was not built: {tool.name} {message}; its files "
+                "are linted one by one instead",
+                "install kustomize or kubectl, or pass --kustomize CMD",
+            )
             return
         message = _kustomize_message(message)
         where = _error_location(message, chain) or here
@@ -360,13 +364,14 @@ def _kustomize_source(
     candidates: list[str] = []
     if isinstance(path, str) and not origin.get("repo"):
         candidates.append(origin_path(base, path, root))
-    elif not origin.get("repo") and as_dict(origin.get("configuredBy")).get("kind") in (
+    elif not origin or as_dict(origin.get("configuredBy")).get("kind") in (
         "PatchTransformer",
         "PatchStrategicMergeTransformer",
         "PatchJson6902Transformer",
     ):
-        # A patch that replaced the whole annotations map took kustomize's record of the
-        # origin with it: look for the object in the resources of the kustomizations.
+        # No record of the origin (piped output built without buildMetadata, or a patch
+        # that replaced the whole annotations map took the record with it): look for the
+        # object in the resources of the kustomizations.
         candidates.extend(
             ref.resolved for k in chain for ref in k.files if ref.field[0] == "resources"
         )
@@ -472,6 +477,20 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
     unit.rendered_by.append(f"{tool.name} template {display_path(chart)}")
     if not output.ok:
         message = output.message
+        if output.missing:
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_UNAVAILABLE,
+                    chart_yaml,
+                    1,
+                    1,
+                    f"chart {unit.name} was not rendered: {message}; its values are linted, "
+                    "its templates skipped",
+                    "install helm (https://helm.sh/docs/intro/install/) or pass --helm CMD",
+                )
+            )
+            fallback()
+            return
         if "missing in charts/" in message or "dependency" in message.lower():
             unit.render_problems.append(
                 RenderProblem(
@@ -594,6 +613,20 @@ def _map_piped(
             temporary.documents = kustomized
             kustomization = sources.kustomization(root)
             _map_kustomize_output(unit, temporary, root, kustomization, sources)
+    if base_dir is not None and kustomization_file(base_dir):
+        # `kustomize build DIR | gpulint lint --stdin-filename DIR -` without origin
+        # annotations: each object is looked for in the resources of DIR and its bases.
+        plain = [
+            d
+            for d in loaded.documents
+            if d.source is None and isinstance(d.data, dict) and not d.rendered_from
+        ]
+        if plain:
+            temporary = LoadedFile(loaded.path)
+            temporary.documents = plain
+            _map_kustomize_output(
+                unit, temporary, base_dir, sources.kustomization(base_dir), sources
+            )
     helmed = [d for d in loaded.documents if d.rendered_from and d.source is None]
     if helmed:
         counts: dict[str, int] = {}

@@ -33,6 +33,7 @@ class ToolOutput(NamedTuple):
     message: str  # what the tool said on failure (stderr, trimmed), or why it did not run
     timed_out: bool = False
     too_large: bool = False
+    missing: bool = False  # the tool could not be started at all
 
 
 def _on_path(name: str) -> str | None:
@@ -98,7 +99,7 @@ def run_tool(argv: list[str], max_bytes: int, timeout: float = RENDER_TIMEOUT) -
         except subprocess.TimeoutExpired:
             return ToolOutput(False, b"", f"did not finish within {timeout:g} s", timed_out=True)
         except OSError as error:
-            return ToolOutput(False, b"", f"cannot run {argv[0]}: {error.strerror}")
+            return ToolOutput(False, b"", f"cannot run {argv[0]}: {error.strerror}", missing=True)
         size = out.tell()
         if size > max_bytes:
             return ToolOutput(

@@ -21,6 +21,8 @@ from typing import NamedTuple
 from gpulint.loader import MAX_FILE_SIZE, YAML_SUFFIXES, InputError, LoadProblem, special_file_kind
 from gpulint.units.kustomize import KUSTOMIZATION_NAMES
 
+CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")  # gpulint's own configuration, not input
+
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox"}
 
 
@@ -85,7 +87,7 @@ def walk(path: str, max_file_size: int = MAX_FILE_SIZE, exclude: object = None) 
             except OSError as error:
                 found.problems.append(LoadProblem(child, 1, 1, f"cannot read: {error.strerror}"))
                 continue
-            if entry.name.endswith(YAML_SUFFIXES):
+            if entry.name.endswith(YAML_SUFFIXES) and entry.name not in CONFIG_NAMES:
                 _consider_file(child, tree, max_file_size, found, explicit=False)
         stack.extend(reversed(subdirectories))
     found.files.sort()
