@@ -1,14 +1,27 @@
-"""A deterministic synthetic manifest repository for benchmarks.
+"""Deterministic synthetic manifest repositories for benchmarks, in every shape input grows in.
 
-``python bench/generate.py N OUT`` writes N apps, laid out as a GitOps repository with one
-directory per cluster of up to 1,000 apps (OUT/clusters/cNN/apps/<app>/): each app a GPU
-workload and its autoscaler, with Knative Services, KServe InferenceServices and KEDA
-ScaledObjects mixed in; each cluster has its prometheus-adapter values and a dcgm-exporter
-ServiceMonitor. The same N always produces the same bytes.
+``python bench/generate.py OUT --apps N [options]`` writes a GitOps repository of N apps, each
+a GPU workload and its autoscaler. The same options always produce the same bytes. One
+option at a time changes one dimension of the input:
+
+* ``--apps N``: apps, 1,000 per cluster directory (OUT/clusters/cNN/apps/<app>/), unique
+  names, with a mix of Deployments with HPAs, KEDA ScaledObjects, Knative Services and KServe
+  InferenceServices; each cluster has its prometheus-adapter values and a dcgm-exporter
+  ServiceMonitor (one lint unit: no object is written twice);
+* ``--adapter-every K``: besides the cluster's, one app in K carries its own adapter values
+  file in its directory (K=10: a thousand adapter configs at 10,000 apps);
+* ``--units U``: the apps spread over U cluster directories that each hold their own copy of
+  the same app names (U lint units of N/U apps);
+* ``--overlays O``: the apps as a kustomize base, built by O overlays (namespace, namePrefix,
+  a GPU patch): O kustomize units rendering N objects each;
+* ``--kind hpa|scaledobject|knative|kserve``: every app of one kind instead of the mix;
+* ``--doc-scale S``: S containers (and S times the env) per pod: documents S times bigger;
+* ``--autoscalers-per-target A``: A HPAs on each Deployment (duplicate-autoscaler groups).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -33,14 +46,18 @@ spec:
       nodeSelector:
         nvidia.com/gpu.product: NVIDIA-L40S
       containers:
-        - name: server
+{containers}"""
+
+CONTAINER = """\
+        - name: server{suffix}
           image: nvcr.io/nvidia/tritonserver:24.01-py3
           args: ["--model-repository=/models", "--strict-readiness=true"]
-          ports:
-            - containerPort: 8000
-              name: http
+          env:
+{env}          ports:
+            - containerPort: {port}
+              name: http{suffix}
           readinessProbe:
-            httpGet: {{path: /v2/health/ready, port: http}}
+            httpGet: {{path: /v2/health/ready, port: http{suffix}}}
             periodSeconds: 5
           resources:
             requests:
@@ -51,17 +68,22 @@ spec:
               nvidia.com/gpu: {gpus}
 """
 
+ENV = """\
+            - name: MODEL_SETTING_{index}
+              value: "{value}"
+"""
+
 HPA = """\
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
 metadata:
-  name: {name}
+  name: {hpa}
   namespace: team-{team}
 spec:
   scaleTargetRef:
     apiVersion: apps/v1
     kind: Deployment
-    name: {name}
+    name: {target}
   minReplicas: 1
   maxReplicas: 8
   metrics:
@@ -143,10 +165,6 @@ spec:
           nvidia.com/gpu: "1"
 """
 
-ISVC_HPA = HPA.replace(
-    "    name: {name}\n  minReplicas", "    name: {name}-predictor\n  minReplicas"
-)
-
 ADAPTER_VALUES = """\
 prometheus:
   url: http://prometheus.monitoring.svc
@@ -180,38 +198,178 @@ spec:
       interval: 15s
 """
 
+OVERLAY = """\
+resources:
+  - ../../base
+namespace: env-{index}
+namePrefix: e{index}-
+patches:
+  - target: {{kind: Deployment}}
+    patch: |-
+      - op: replace
+        path: /spec/template/spec/nodeSelector
+        value: {{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}}
+"""
 
-def generate(apps: int, out: Path) -> int:
+KINDS = ("mixed", "hpa", "scaledobject", "knative", "kserve")
+
+
+class Shape:
+    """One point of the input's dimensions (see the module docstring)."""
+
+    def __init__(
+        self,
+        apps: int,
+        adapter_every: int = 0,
+        units: int = 1,
+        overlays: int = 0,
+        kind: str = "mixed",
+        doc_scale: int = 1,
+        autoscalers_per_target: int = 1,
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}")
+        self.apps = apps
+        self.adapter_every = adapter_every
+        self.units = max(1, units)
+        self.overlays = overlays
+        self.kind = kind
+        self.doc_scale = max(1, doc_scale)
+        self.autoscalers_per_target = max(1, autoscalers_per_target)
+
+    def describe(self) -> str:
+        parts = [f"{self.apps:,} apps"]
+        if self.adapter_every:
+            parts.append(f"adapter values in 1 app of {self.adapter_every}")
+        if self.units > 1:
+            parts.append(f"{self.units:,} units")
+        if self.overlays:
+            parts.append(f"{self.overlays:,} kustomize overlays")
+        if self.kind != "mixed":
+            parts.append(f"all {self.kind}")
+        if self.doc_scale > 1:
+            parts.append(f"documents x{self.doc_scale}")
+        if self.autoscalers_per_target > 1:
+            parts.append(f"{self.autoscalers_per_target} autoscalers per target")
+        return ", ".join(parts)
+
+
+def _deployment(values: dict[str, object], scale: int) -> str:
+    containers = []
+    for c in range(scale):
+        env = "".join(
+            ENV.format(index=i, value=f"{values['name']}-{c}-{i}") for i in range(4 * scale)
+        )
+        containers.append(
+            CONTAINER.format(
+                suffix="" if c == 0 else f"-{c}", env=env, port=8000 + c, gpus=values["gpus"]
+            )
+        )
+    return DEPLOYMENT.format(containers="".join(containers), **values)
+
+
+def _app(directory: Path, index: int, shape: Shape, name: str, team: int) -> int:
+    """One app's files; returns how many."""
+    values: dict[str, object] = {"name": name, "team": team, "gpus": 1 + index % 2}
+    kind = shape.kind
+    if kind == "mixed":
+        kind = (
+            "knative"
+            if index % 10 == 3
+            else "kserve"
+            if index % 7 == 5
+            else "scaledobject"
+            if index % 5 == 1
+            else "hpa"
+        )
+    written = 0
+    if kind == "knative":
+        (directory / "service.yaml").write_text(KNATIVE.format(**values))
+        return 1
+    if kind == "kserve":
+        (directory / "inferenceservice.yaml").write_text(ISVC.format(**values))
+        (directory / "hpa.yaml").write_text(
+            HPA.format(hpa=name, target=f"{name}-predictor", **values)
+        )
+        return 2
+    (directory / "deployment.yaml").write_text(_deployment(values, shape.doc_scale))
+    written += 1
+    if kind == "scaledobject":
+        (directory / "autoscaler.yaml").write_text(SCALED_OBJECT.format(**values))
+        return written + 1
+    hpas = [
+        HPA.format(hpa=name if a == 0 else f"{name}-{a}", target=name, **values)
+        for a in range(shape.autoscalers_per_target)
+    ]
+    (directory / "autoscaler.yaml").write_text("---\n".join(hpas))
+    return written + 1
+
+
+def generate(out: Path, shape: Shape) -> int:
     """Write the repository; return the number of files."""
     files = 0
-    for index in range(apps):
-        name = f"model-{index:05d}"
-        team = index % 40
-        cluster = out / "clusters" / f"c{index // 1000:02d}"
+    if shape.overlays:
+        base = out / "base"
+        resources = []
+        for index in range(shape.apps):
+            name = f"model-{index:05d}"
+            directory = base / "apps" / name
+            directory.mkdir(parents=True, exist_ok=True)
+            files += _app(directory, index, shape, name, index % 40)
+            resources.extend(f"  - apps/{name}/{p.name}\n" for p in sorted(directory.iterdir()))
+        (base / "kustomization.yaml").write_text("resources:\n" + "".join(resources))
+        files += 1
+        for overlay in range(shape.overlays):
+            directory = out / "overlays" / f"o{overlay:04d}"
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / "kustomization.yaml").write_text(OVERLAY.format(index=overlay))
+            files += 1
+        (out / "prometheus-adapter-values.yaml").write_text(ADAPTER_VALUES.format())
+        return files + 1
+    per_unit = max(1, shape.apps // shape.units)
+    for index in range(shape.apps):
+        unit, local = divmod(index, per_unit) if shape.units > 1 else (index // 1000, index)
+        # With several units, each cluster holds its own copy of the same app names.
+        name = f"model-{local:05d}"
+        team = local % 40
+        cluster = out / "clusters" / f"c{unit:04d}"
         directory = cluster / "apps" / name
         directory.mkdir(parents=True, exist_ok=True)
-        if index % 1000 == 0:
-            values = {"index": index}
-            (cluster / "prometheus-adapter-values.yaml").write_text(ADAPTER_VALUES.format(**values))
-            (cluster / "servicemonitor-dcgm.yaml").write_text(SERVICE_MONITOR.format(**values))
+        first_of_cluster = local == 0 if shape.units > 1 else index % 1000 == 0
+        if first_of_cluster:
+            (cluster / "prometheus-adapter-values.yaml").write_text(ADAPTER_VALUES.format())
+            (cluster / "servicemonitor-dcgm.yaml").write_text(SERVICE_MONITOR.format(index=unit))
             files += 2
-        values = {"name": name, "team": team, "gpus": 1 + index % 2, "index": index}
-        if index % 10 == 3:
-            (directory / "service.yaml").write_text(KNATIVE.format(**values))
+        if shape.adapter_every and local % shape.adapter_every == shape.adapter_every - 1:
+            (directory / "prometheus-adapter-values.yaml").write_text(ADAPTER_VALUES.format())
             files += 1
-            continue
-        if index % 7 == 5:
-            (directory / "inferenceservice.yaml").write_text(ISVC.format(**values))
-            (directory / "hpa.yaml").write_text(ISVC_HPA.format(**values))
-            files += 2
-            continue
-        (directory / "deployment.yaml").write_text(DEPLOYMENT.format(**values))
-        autoscaler = SCALED_OBJECT if index % 5 == 1 else HPA
-        (directory / "autoscaler.yaml").write_text(autoscaler.format(**values))
-        files += 2
+        files += _app(directory, index, shape, name, team)
     return files
 
 
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--apps", type=int, default=1000)
+    parser.add_argument("--adapter-every", type=int, default=0)
+    parser.add_argument("--units", type=int, default=1)
+    parser.add_argument("--overlays", type=int, default=0)
+    parser.add_argument("--kind", choices=KINDS, default="mixed")
+    parser.add_argument("--doc-scale", type=int, default=1)
+    parser.add_argument("--autoscalers-per-target", type=int, default=1)
+    args = parser.parse_args()
+    shape = Shape(
+        args.apps,
+        args.adapter_every,
+        args.units,
+        args.overlays,
+        args.kind,
+        args.doc_scale,
+        args.autoscalers_per_target,
+    )
+    print(f"{generate(args.out, shape)} files: {shape.describe()}")
+    return 0
+
+
 if __name__ == "__main__":
-    count = generate(int(sys.argv[1]), Path(sys.argv[2]))
-    print(f"{count} files")
+    sys.exit(main())

@@ -103,7 +103,7 @@ class Document:
 class Manifest(Document):
     """A Kubernetes object: a document with string ``apiVersion`` and ``kind``."""
 
-    __slots__ = ("api_version", "kind", "name", "namespace")
+    __slots__ = ("api_version", "kind", "name", "namespace", "templates")
 
     def __init__(
         self,
@@ -126,6 +126,8 @@ class Manifest(Document):
         namespace = metadata.get("namespace")
         self.name: str = name
         self.namespace: str | None = namespace if isinstance(namespace, str) and namespace else None
+        # Its pod templates, read once (gpulint.workload.pod_templates): many rules ask.
+        self.templates: list[Any] | None = None
 
     @property
     def group(self) -> str:

@@ -42,6 +42,15 @@ class LoadProblem(NamedTuple):
     line: int
     column: int
     message: str
+    kind: str = "syntax"  # syntax | unreadable | too-large
+
+
+def read_problem(file: str, error: OSError, what: str = "file") -> LoadProblem:
+    """The GL702 problem for a file (or directory, or stdin) that could not be read."""
+    reason = error.strerror or str(error)
+    if reason.startswith(("file too large", "input too large")):
+        return LoadProblem(file, 1, 1, reason, "too-large")
+    return LoadProblem(file, 1, 1, f"cannot read {what}: {reason}", "unreadable")
 
 
 class IgnoreComment(NamedTuple):
@@ -121,12 +130,16 @@ def read_bounded(path: str, max_file_size: int = MAX_FILE_SIZE) -> bytes:
             raise OSError(0, f"file too large: {info.st_size:,} bytes, over {max_file_size:,}")
         chunks = []
         remaining = max_file_size + 1
+        expected = info.st_size + 1  # one read for a file that does not grow meanwhile
         while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
+            chunk = os.read(fd, min(remaining, max(expected, 1 << 16)))
             if not chunk:
                 break
             chunks.append(chunk)
             remaining -= len(chunk)
+            if len(chunk) < expected:
+                break
+            expected = 1 << 20
         data = b"".join(chunks)
         if len(data) > max_file_size:
             raise OSError(0, f"file too large: over {max_file_size:,} bytes")
@@ -155,9 +168,7 @@ def load_file(path: str, data: bytes | None = None) -> LoadedFile:
         try:
             data = read_source(path)
         except OSError as error:
-            loaded.problems.append(
-                LoadProblem(display, 1, 1, f"cannot read file: {error.strerror}")
-            )
+            loaded.problems.append(read_problem(display, error))
             return loaded
     loaded.text = data
     sources = SourceComments(data) if b"# Source:" in data else None

@@ -205,7 +205,17 @@ def pod_template_at(data: Any, path: Path, label: str = "pod template") -> PodTe
 
 
 def pod_templates(manifest: Manifest) -> list[PodTemplate]:
-    """Every pod template of a Kubernetes object (not KServe components: see kserve.py)."""
+    """Every pod template of a Kubernetes object (not KServe components: see kserve.py).
+
+    Read once per object: objects are never changed in place (a cluster cache replaces
+    them), and every rule about pods asks."""
+    found = manifest.templates
+    if found is None:
+        found = manifest.templates = _read_pod_templates(manifest)
+    return found
+
+
+def _read_pod_templates(manifest: Manifest) -> list[PodTemplate]:
     data = manifest.data
     kind = manifest.kind
     if kind == "Pod":

@@ -8,7 +8,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from gpulint.config import Settings
-from gpulint.loader import MAX_FILE_SIZE, LoadedFile, LoadProblem, load_file, read_bounded
+from gpulint.loader import (
+    MAX_FILE_SIZE,
+    LoadedFile,
+    LoadProblem,
+    load_file,
+    read_bounded,
+    read_problem,
+)
 from gpulint.paths import display_path, normalized
 from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN
 from gpulint.units.kustomize import KUSTOMIZATION_NAMES, Kustomization
@@ -88,10 +95,11 @@ def plan(
     """The units of a run, in a stable order."""
     found = gather(paths, settings, max_file_size)
     charts = _top_charts(list(found.charts))
+    chart_dirs = _Directories(charts)
     kustomizations = {
         directory: Kustomization(directory)
         for directory in found.kustomizations
-        if not any(_under(directory, chart) for chart in charts)
+        if chart_dirs.holding(directory) is None
     }
     referenced: set[str] = set()
     for kustomization in kustomizations.values():
@@ -103,22 +111,22 @@ def plan(
     loose = [
         f
         for f in found.files
-        if _key(f) not in owned and not any(_under(f, chart) for chart in charts)
+        if (not owned or _key(f) not in owned) and (not charts or chart_dirs.holding(f) is None)
     ]
     roots = [
         k for d, k in kustomizations.items() if _key(d) not in referenced and not k.is_component
     ]
     plans: list[UnitPlan] = []
-    declared = _declared_roots(settings)
+    declared = _Directories(_declared_roots(settings))
     by_declared: dict[str, UnitPlan] = {}
 
     def declared_plan(path: str) -> UnitPlan | None:
-        for root in declared:
-            if _under(path, root):
-                if root not in by_declared:
-                    by_declared[root] = UnitPlan(display_path(root), FILES, root)
-                return by_declared[root]
-        return None
+        root = declared.holding(path) if declared else None
+        if root is None:
+            return None
+        if root not in by_declared:
+            by_declared[root] = UnitPlan(display_path(root), FILES, root)
+        return by_declared[root]
 
     for kustomization in roots:
         target = declared_plan(kustomization.directory)
@@ -154,26 +162,48 @@ def plan(
             target.loaded.append(loaded)
         else:
             remaining.append(loaded)
-    plans.extend(by_declared[root] for root in declared if root in by_declared)
+    plans.extend(by_declared[root] for root in sorted(by_declared))
     plans.extend(_split(remaining))
     if found.stdin:
         plans.append(UnitPlan("<stdin>", STDIN, "-"))
-    problems_home = plans[0] if plans else None
-    for problem in found.problems:
-        target = _home(plans, problem.file) or problems_home
-        if target is None:
-            target = UnitPlan(display_path(problem.file), FILES, problem.file)
-            plans.append(target)
-            problems_home = target
-        target.problems.append(problem)
-    for path, reason in found.skipped:
-        target = _home(plans, path) or problems_home
+    homes = {_key(p.root): p for p in plans if p.kind != STDIN}
+    home_dirs = _Directories([p.root for p in plans if p.kind != STDIN])
+    fallback = plans[0] if plans else None
+    for path, item in [(p.file, p) for p in found.problems] + [(s[0], s) for s in found.skipped]:
+        root = home_dirs.holding(path)
+        target = homes[_key(root)] if root is not None else fallback
         if target is None:
             target = UnitPlan(display_path(path), FILES, path)
             plans.append(target)
-            problems_home = target
-        target.skipped.append((path, reason))
+            fallback = target
+        if isinstance(item, LoadProblem):
+            target.problems.append(item)
+        else:
+            target.skipped.append(item)
     return plans
+
+
+class _Directories:
+    """Some directories; for any path, the deepest of them that holds it, in O(depth)."""
+
+    def __init__(self, directories: Iterable[str]) -> None:
+        self.by_key = {_key(d): d for d in directories}
+
+    def __bool__(self) -> bool:
+        return bool(self.by_key)
+
+    def holding(self, path: str, strict: bool = False) -> str | None:
+        current = _key(path)
+        if strict:
+            current = os.path.dirname(current)
+        while True:
+            found = self.by_key.get(current)
+            if found is not None:
+                return found
+            parent = os.path.dirname(current)
+            if parent == current:
+                return None
+            current = parent
 
 
 def _load(file: str, max_file_size: int) -> LoadedFile:
@@ -181,13 +211,15 @@ def _load(file: str, max_file_size: int) -> LoadedFile:
         data = read_bounded(file, max_file_size)
     except OSError as error:
         loaded = LoadedFile(file)
-        loaded.problems.append(LoadProblem(file, 1, 1, f"cannot read file: {error.strerror}"))
+        loaded.problems.append(read_problem(file, error))
         return loaded
     return load_file(file, data)
 
 
 def _key(path: str) -> str:
-    return os.path.realpath(path)
+    # Paths of one run are spelled from the same arguments: the absolute path compares them
+    # (resolving every link would cost a system call per path component and file).
+    return os.path.abspath(path)
 
 
 def _under(path: str, root: str) -> bool:
@@ -197,16 +229,12 @@ def _under(path: str, root: str) -> bool:
 
 def _top_charts(charts: list[str]) -> list[str]:
     """Chart directories that are not subcharts of another (``charts/`` of a chart)."""
-    ordered = sorted(charts, key=lambda c: len(_key(c)))
-    top: list[str] = []
-    for chart in ordered:
-        if not any(_under(chart, parent) for parent in top):
-            top.append(chart)
-    return sorted(top)
+    every = _Directories(charts)
+    return sorted(chart for chart in charts if every.holding(chart, strict=True) is None)
 
 
 def _declared_roots(settings: Settings) -> list[str]:
-    """The directories ``units:`` globs of the configuration match, deepest first."""
+    """The directories ``units:`` globs of the configuration match."""
     if not settings.units:
         return []
     base = os.path.dirname(os.path.abspath(settings.source)) if settings.source else os.getcwd()
@@ -216,19 +244,7 @@ def _declared_roots(settings: Settings) -> list[str]:
             if os.path.isdir(match):
                 relative = os.path.relpath(match)
                 roots[relative if not relative.startswith("..") else match] = None
-    return sorted(roots, key=lambda r: -len(_key(r)))
-
-
-def _home(plans: list[UnitPlan], path: str) -> UnitPlan | None:
-    best: UnitPlan | None = None
-    for candidate in plans:
-        if (
-            candidate.kind != STDIN
-            and _under(path, candidate.root)
-            and (best is None or len(_key(candidate.root)) > len(_key(best.root)))
-        ):
-            best = candidate
-    return best
+    return sorted(roots)
 
 
 # --- plain files: one unit, or one per directory holding its own copy of an object ------------
@@ -240,8 +256,17 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
     if not loaded:
         return []
     places: dict[tuple[str, str, str], set[tuple[str, ...]]] = defaultdict(set)
+    parts_of: dict[str, tuple[str, ...]] = {}
+
+    def parts_of_file(path: str) -> tuple[str, ...]:
+        name = os.path.dirname(path) or "."
+        found = parts_of.get(name)
+        if found is None:
+            found = parts_of[name] = _parts(name)
+        return found
+
     for file in loaded:
-        parts = _parts(os.path.dirname(file.path) or ".")
+        parts = parts_of_file(file.path)
         for document in file.documents:
             key = _object_key(document.data)
             if key is not None:
@@ -256,7 +281,7 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
         roots.update(d[: len(common) + 1] for d in directories)
     groups: dict[tuple[str, ...] | None, list[LoadedFile]] = defaultdict(list)
     for file in loaded:
-        parts = _parts(os.path.dirname(file.path) or ".")
+        parts = parts_of_file(file.path)
         home = None
         for depth in range(len(parts), 0, -1):
             if parts[:depth] in roots:

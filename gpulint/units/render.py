@@ -18,10 +18,10 @@ from gpulint.document import Document, Manifest, as_dict, as_list
 from gpulint.loader import (
     MAX_FILE_SIZE,
     LoadedFile,
-    LoadProblem,
     ignore_comments,
     load_file,
     read_bounded,
+    read_problem,
     read_source,
 )
 from gpulint.model import Location
@@ -566,9 +566,7 @@ def _read_stdin(unit: Unit, options: RenderOptions, sources: SourceFiles) -> Non
         data = read_source("-", options.max_file_size)
     except OSError as error:
         loaded = LoadedFile(options.stdin_filename or "<stdin>")
-        loaded.problems.append(
-            LoadProblem(loaded.path, 1, 1, f"cannot read stdin: {error.strerror}")
-        )
+        loaded.problems.append(read_problem(loaded.path, error, "stdin"))
         unit.loaded.append(loaded)
         return
     loaded = load_file(name, data)

@@ -18,7 +18,14 @@ import os
 import stat
 from typing import NamedTuple
 
-from gpulint.loader import MAX_FILE_SIZE, YAML_SUFFIXES, InputError, LoadProblem, special_file_kind
+from gpulint.loader import (
+    MAX_FILE_SIZE,
+    YAML_SUFFIXES,
+    InputError,
+    LoadProblem,
+    read_problem,
+    special_file_kind,
+)
 from gpulint.units.kustomize import KUSTOMIZATION_NAMES
 
 CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")  # gpulint's own configuration, not input
@@ -60,9 +67,7 @@ def walk(path: str, max_file_size: int = MAX_FILE_SIZE, exclude: object = None) 
             with os.scandir(directory) as entries:
                 listing = sorted(entries, key=lambda e: e.name)
         except OSError as error:
-            found.problems.append(
-                LoadProblem(directory, 1, 1, f"cannot read directory: {error.strerror}")
-            )
+            found.problems.append(read_problem(directory, error, "directory"))
             continue
         names = {entry.name for entry in listing}
         if any(name in names for name in KUSTOMIZATION_NAMES):
@@ -85,10 +90,19 @@ def walk(path: str, max_file_size: int = MAX_FILE_SIZE, exclude: object = None) 
                         subdirectories.append(child)
                     continue
             except OSError as error:
-                found.problems.append(LoadProblem(child, 1, 1, f"cannot read: {error.strerror}"))
+                found.problems.append(read_problem(child, error, "path"))
                 continue
             if entry.name.endswith(YAML_SUFFIXES) and entry.name not in CONFIG_NAMES:
-                _consider_file(child, tree, max_file_size, found, explicit=False)
+                try:
+                    regular = not is_link and entry.is_file(follow_symlinks=False)
+                except OSError:
+                    regular = False
+                if regular:
+                    # The directory entry says it is a regular file; its size and access are
+                    # checked when it is opened (loader.read_bounded), one system call less.
+                    found.files.append(child)
+                else:
+                    _consider_file(child, tree, max_file_size, found, explicit=False)
         stack.extend(reversed(subdirectories))
     found.files.sort()
     return found
@@ -105,7 +119,7 @@ def _consider_file(
     try:
         info = os.stat(path)
     except OSError as error:
-        found.problems.append(LoadProblem(path, 1, 1, f"cannot read file: {error.strerror}"))
+        found.problems.append(read_problem(path, error))
         return
     if not stat.S_ISREG(info.st_mode):
         kind = special_file_kind(info.st_mode)
@@ -119,10 +133,13 @@ def _consider_file(
                 1,
                 f"file too large: {info.st_size:,} bytes, over the limit of {max_file_size:,} "
                 "(--max-file-size)",
+                "too-large",
             )
         )
         return
     if not os.access(path, os.R_OK):
-        found.problems.append(LoadProblem(path, 1, 1, "cannot read file: Permission denied"))
+        found.problems.append(
+            LoadProblem(path, 1, 1, "cannot read file: Permission denied", "unreadable")
+        )
         return
     found.files.append(path)
