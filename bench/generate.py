@@ -305,6 +305,23 @@ def _app(directory: Path, index: int, shape: Shape, name: str, team: int) -> int
     return written + 1
 
 
+def app_documents(index: int, name: str, team: int) -> list[str]:
+    """The YAML documents of app ``index`` in the mixed shape (for bench/webhook_load.py):
+    a tenth Knative Services, KServe InferenceServices with an HPA, Deployments with a KEDA
+    ScaledObject, Deployments nothing scales yet, the rest Deployments with an HPA."""
+    values: dict[str, object] = {"name": name, "team": team, "gpus": 1 + index % 2}
+    if index % 10 == 3:
+        return [KNATIVE.format(**values)]
+    if index % 7 == 5:
+        return [ISVC.format(**values), HPA.format(hpa=name, target=f"{name}-predictor", **values)]
+    deployment = _deployment(values, 1)
+    if index % 10 == 7:
+        return [deployment, SCALED_OBJECT.format(**values)]
+    if index % 10 == 9:
+        return [deployment]
+    return [deployment, HPA.format(hpa=name, target=name, **values)]
+
+
 def generate(out: Path, shape: Shape) -> int:
     """Write the repository; return the number of files."""
     files = 0

@@ -1,22 +1,28 @@
-"""Benchmark ``gpulint lint`` against the YAML parse floor, as whole processes, in one run.
+"""Benchmark ``gpulint lint`` against the YAML parse floor, one input dimension at a time.
 
-    python bench/run_lint.py [--apps 1000 10000] [--repeat 3]
+    python bench/run_lint.py [--repeat 3] [--only NAME ...] [--checkov]
 
-gpulint is installed the way users get it (a regular, non-editable ``pip install`` into a
-fresh virtual environment, with bytecode compiled), so that start-up is measured honestly.
-For each size it generates the synthetic repository (bench/generate.py) once, then runs,
-alternating, the floor (bench/floor_compose.py: PyYAML's C loader composing the same files,
-with the same interpreter) and ``gpulint lint`` on it, and reports the median wall time of
-each, their ratio and the peak RSS of the gpulint process. It also times ``gpulint lint`` on
-one file next to ``python -c "import yaml"``. Nothing here asserts: it prints figures for
+Each row is one shape of bench/generate.py, changing one dimension of the input (apps,
+adapter configs, lint units, kustomize overlays, kinds of objects, document size,
+autoscalers per target). For each, gpulint (a regular, non-editable ``pip install`` into a
+fresh virtual environment, bytecode compiled, run from a scratch directory as users run it)
+and the floor (bench/floor_compose.py: PyYAML's C loader composing the same YAML, with the
+same interpreter) run alternately; the median wall time of each and their ratio are printed,
+with gpulint's peak RSS. For kustomize overlays the floor composes what kustomize renders,
+and kustomize's own time (gpulint's render phase, from its JSON report) is printed beside
+gpulint's and left out of the ratio. ``--checkov`` also times ``checkov --framework
+kubernetes`` at 1,000 apps (install it first: ``pip install checkov`` into any environment
+and pass ``--checkov-bin``). Nothing here asserts: it prints a Markdown table for
 bench/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,21 +33,46 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate import generate  # noqa: E402
+from generate import Shape, generate  # noqa: E402
+
+# (row name, dimension, shape)
+ROWS: list[tuple[str, str, Shape]] = [
+    ("apps-1k", "apps", Shape(1000)),
+    ("apps-10k", "apps", Shape(10000)),
+    ("adapters-1k", "adapter configs (1 per 10 apps)", Shape(1000, adapter_every=10)),
+    ("adapters-10k", "adapter configs (1 per 10 apps)", Shape(10000, adapter_every=10)),
+    ("units-100", "units (10,000 apps)", Shape(10000, units=100)),
+    ("units-1000", "units (10,000 apps)", Shape(10000, units=1000)),
+    ("overlays-1", "kustomize overlays (base of 100 apps)", Shape(100, overlays=1)),
+    ("overlays-10", "kustomize overlays (base of 100 apps)", Shape(100, overlays=10)),
+    ("overlays-100", "kustomize overlays (base of 100 apps)", Shape(100, overlays=100)),
+    ("scaledobjects-10k", "kinds", Shape(10000, kind="scaledobject")),
+    ("knative-10k", "kinds", Shape(10000, kind="knative")),
+    ("kserve-10k", "kinds", Shape(10000, kind="kserve")),
+    ("docsize-1k-x1", "document size", Shape(1000, kind="hpa")),
+    ("docsize-1k-x10", "document size", Shape(1000, kind="hpa", doc_scale=10)),
+    ("targets-1k-x1", "autoscalers per target", Shape(1000, kind="hpa")),
+    (
+        "targets-1k-x10",
+        "autoscalers per target",
+        Shape(1000, kind="hpa", autoscalers_per_target=10),
+    ),
+]
 
 
-def timed(command: list[str], cwd: str) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MiB) of one child process."""
+def timed_rss(command: list[str], cwd: str) -> tuple[float, float, bytes]:
+    """Like ``timed``, with the peak RSS of the process (os.wait4)."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
-    _, status, usage = os.wait4(process.pid, 0)
-    elapsed = time.perf_counter() - started
-    errors = process.stderr.read() if process.stderr else b""
-    if os.waitstatus_to_exitcode(status) not in (0, 1) or b"Traceback" in errors:
-        raise SystemExit(
-            f"{command} failed: {process.stderr.read().decode() if process.stderr else ''}"
-        )
-    return elapsed, usage.ru_maxrss / 1024
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd)
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if os.waitstatus_to_exitcode(status) not in (0, 1) or b"Traceback" in stderr:
+        raise SystemExit(f"{command} failed: {stderr.decode(errors='replace')}")
+    return elapsed, usage.ru_maxrss / 1024, stdout
 
 
 def machine() -> str:
@@ -53,9 +84,10 @@ def machine() -> str:
                 break
     except OSError:
         pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (
         f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}"
+        f"{platform.system()} {platform.release()}, load average {load:.1f} at the start"
     )
 
 
@@ -72,58 +104,99 @@ def install(scratch: Path) -> str:
     return python
 
 
+def _kustomize() -> list[str]:
+    found = shutil.which("kustomize")
+    if found:
+        return [found, "build"]
+    kubectl = shutil.which("kubectl") or str(Path(sys.executable).parent / "kubectl")
+    return [kubectl, "kustomize"]
+
+
+def _rendered_floor_input(root: Path, floor_dir: Path) -> None:
+    """What kustomize renders for each overlay, as files for the floor to compose."""
+    floor_dir.mkdir(parents=True, exist_ok=True)
+    for overlay in sorted((root / "overlays").iterdir()):
+        output = subprocess.run([*_kustomize(), str(overlay)], capture_output=True, check=True)
+        (floor_dir / f"{overlay.name}.yaml").write_bytes(output.stdout)
+    for extra in root.glob("*.yaml"):
+        shutil.copy(extra, floor_dir / extra.name)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--apps", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", nargs="*", help="row names (default: all)")
+    parser.add_argument("--checkov-bin", help="a checkov executable to time at 1,000 apps")
     args = parser.parse_args()
-    # Users' interpreters write and reuse bytecode; some CI environments turn that off.
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # users' interpreters cache bytecode
+    rows = [r for r in ROWS if not args.only or r[0] in args.only]
     print(f"machine: {machine()}")
-    print("| apps | files | floor (compose) s | gpulint s | ratio | gpulint peak RSS MiB |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print()
+    print(
+        "| row | dimension | input | files | floor s | gpulint s | ratio | render s | "
+        "peak RSS MiB |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="gpulint-bench-") as scratch:
         python = install(Path(scratch))
-        # The console script, run from the scratch directory, as a user runs it (``python -m``
-        # from the checkout would import the source tree instead of the installed package).
         gpulint = [
             str(Path(python).parent / "gpulint"),
             "lint",
             "--format",
             "json",
-            "--output",
-            os.devnull,
             "--fail-on",
             "never",
         ]
-        one_file = None
-        for apps in args.apps:
-            root = Path(scratch) / f"apps-{apps}"
-            files = generate(apps, root)
-            one_file = one_file or next(root.rglob("deployment.yaml"))
-            floors, lints, peaks = [], [], []
+        for name, dimension, shape in rows:
+            root = Path(scratch) / name
+            files = generate(root, shape)
+            floor_input = root
+            if shape.overlays:
+                floor_input = Path(scratch) / f"{name}-rendered"
+                _rendered_floor_input(root, floor_input)
+            timed_rss([*gpulint, str(root)], scratch)  # warm: bytecode, page cache
+            floors, lints, renders, peaks = [], [], [], []
             for _ in range(args.repeat):
                 floors.append(
-                    timed([python, str(HERE / "floor_compose.py"), str(root)], scratch)[0]
+                    timed_rss([python, str(HERE / "floor_compose.py"), str(floor_input)], scratch)[
+                        0
+                    ]
                 )
-                wall, peak = timed([*gpulint, str(root)], scratch)
-                lints.append(wall)
+                wall, peak, out = timed_rss([*gpulint, str(root)], scratch)
+                render = json.loads(out)["summary"].get("renderSeconds", 0.0)
+                lints.append(wall - render)
+                renders.append(render)
                 peaks.append(peak)
             floor, lint = statistics.median(floors), statistics.median(lints)
             print(
-                f"| {apps:,} | {files:,} | {floor:.2f} | {lint:.2f} | {lint / floor:.2f} | "
-                f"{max(peaks):.0f} |"
+                f"| {name} | {dimension} | {shape.describe()} | {files:,} | {floor:.2f} | "
+                f"{lint:.2f} | {lint / floor:.2f} | {statistics.median(renders):.2f} | "
+                f"{max(peaks):.0f} |",
+                flush=True,
             )
-        assert one_file is not None
-        timed([*gpulint, str(one_file)], scratch)  # the first run compiles bytecode
-        imports = [timed([python, "-c", "import yaml"], scratch)[0] for _ in range(10)]
-        singles = [timed([*gpulint, str(one_file)], scratch)[0] for _ in range(10)]
-        print()
-        print(
-            f"one file: gpulint lint {statistics.median(singles) * 1000:.0f} ms, "
-            f"python -c 'import yaml' {statistics.median(imports) * 1000:.0f} ms "
-            f"(median of 10)"
-        )
+            shutil.rmtree(root, ignore_errors=True)
+        if args.checkov_bin:
+            root = Path(scratch) / "checkov-1k"
+            generate(root, Shape(1000))
+            command = [
+                args.checkov_bin,
+                "-d",
+                str(root),
+                "--framework",
+                "kubernetes",
+                "--quiet",
+                "--compact",
+                "-o",
+                "json",
+            ]
+            checkov = [timed_rss(command, scratch)[0] for _ in range(args.repeat)]
+            ours = [timed_rss([*gpulint, str(root)], scratch)[0] for _ in range(args.repeat)]
+            print()
+            theirs, mine = statistics.median(checkov), statistics.median(ours)
+            print(
+                f"checkov --framework kubernetes at 1,000 apps: {theirs:.2f} s; gpulint: "
+                f"{mine:.2f} s ({theirs / mine:.1f}x faster)"
+            )
     return 0
 
 

@@ -70,10 +70,20 @@ FAIL_OPEN_TEXT = b"gpulint could not evaluate"
 # --- the cluster ---------------------------------------------------------------------------
 
 
-def cluster_objects(count: int) -> list[dict[str, Any]]:
-    """``count`` objects from bench/generate.py's recipes, plus the adapter ConfigMap."""
+def cluster_objects(count: int, adapter_rules: int = 1) -> list[dict[str, Any]]:
+    """``count`` objects from bench/generate.py's recipes, plus the adapter ConfigMap with
+    ``adapter_rules`` rules (the first exposes gpu_utilization, which the HPAs read)."""
     adapter_values = yaml.safe_load(recipes.ADAPTER_VALUES.format())
-    adapter_config = {"rules": adapter_values["rules"]["custom"]}
+    rules = list(adapter_values["rules"]["custom"])
+    template = rules[0]
+    for number in range(1, adapter_rules):
+        rule = json.loads(json.dumps(template))
+        rule["seriesQuery"] = template["seriesQuery"].replace(
+            "DCGM_FI_DEV_GPU_UTIL", f"DCGM_FI_PROF_METRIC_{number:04d}"
+        )
+        rule["name"] = {"matches": f"^DCGM_FI_PROF_METRIC_{number:04d}$", "as": f"gpu_m{number}"}
+        rules.append(rule)
+    adapter_config = {"rules": rules}
     objects: list[dict[str, Any]] = [
         {
             "apiVersion": "v1",
@@ -89,19 +99,8 @@ def cluster_objects(count: int) -> list[dict[str, Any]]:
     index = 0
     while len(objects) < count:
         name = f"model-{index:05d}"
-        values = {"name": name, "team": index % 40, "gpus": 1 + index % 2, "index": index}
-        if index % 10 == 3:
-            texts = [recipes.KNATIVE]
-        elif index % 7 == 5:
-            texts = [recipes.ISVC, recipes.ISVC_HPA]
-        elif index % 10 == 7:
-            texts = [recipes.DEPLOYMENT, recipes.SCALED_OBJECT]
-        elif index % 10 == 9:
-            texts = [recipes.DEPLOYMENT]  # not autoscaled yet: new HPAs target these
-        else:
-            texts = [recipes.DEPLOYMENT, recipes.HPA]
-        for text in texts:
-            objects.append(yaml.safe_load(text.format(**values)))
+        for text in recipes.app_documents(index, name, index % 40):
+            objects.append(yaml.safe_load(text))
         index += 1
     return objects[:count]
 
@@ -162,14 +161,18 @@ def reviews(objects: list[dict[str, Any]], count: int, seed: int = 7) -> list[by
         elif choice in (7, 8):
             target = rng.choice(free)["metadata"]
             hpa = yaml.safe_load(
-                recipes.HPA.format(name=target["name"], team=target["namespace"][5:])
+                recipes.HPA.format(
+                    hpa=target["name"], target=target["name"], team=target["namespace"][5:]
+                )
             )
             hpa["metadata"]["name"] = f"{target['name']}-gpu-{number}"
             bodies.append(review(hpa, "CREATE", None, uid))
         else:
             target = rng.choice(free)["metadata"]
             hpa = yaml.safe_load(
-                recipes.HPA.format(name=target["name"], team=target["namespace"][5:])
+                recipes.HPA.format(
+                    hpa=target["name"], target=target["name"], team=target["namespace"][5:]
+                )
             )
             hpa["metadata"]["name"] = f"{target['name']}-cpu-{number}"
             hpa["spec"]["metrics"] = [
@@ -476,6 +479,9 @@ def _has_uvloop() -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--objects", type=int, default=5000)
+    parser.add_argument(
+        "--adapter-rules", type=int, default=1, help="rules in the adapter ConfigMap"
+    )
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--rates", default="100,300", help="open-loop rates, requests/s")
@@ -502,7 +508,7 @@ def main() -> None:
         issued.private_key_pem.write_to_path(str(key))
         context = ssl.create_default_context()
         ca.configure_trust(context)
-        objects = cluster_objects(args.objects)
+        objects = cluster_objects(args.objects, args.adapter_rules)
         kinds: dict[str, int] = {}
         for obj in objects:
             kinds[obj["kind"]] = kinds.get(obj["kind"], 0) + 1

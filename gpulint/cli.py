@@ -10,6 +10,7 @@ import argparse
 import gc
 import os
 import sys
+import time
 from collections.abc import Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, TextIO
@@ -474,13 +475,16 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             getattr(args, "stdin_filename", None),
         )
         try:
-            units = build_units(
-                plan_units(args.paths or ["."], settings, args.max_file_size), options
-            )
+            plans = plan_units(args.paths or ["."], settings, args.max_file_size)
+            started = time.monotonic()
+            units = build_units(plans, options)
+            rendered = time.monotonic() - started
         except InputError as error:
             stderr.write(f"gpulint: error: {error}\n")
             return EXIT_USAGE
         result = lint_units(units, settings, selection, prepare)
+        if any(unit.rendered_by for unit in units):
+            result.render_wall = rendered
     result.config = settings.source
     result.notes.extend(notes)
     if isinstance(live, _Live):

@@ -222,6 +222,7 @@ class Result:
         "lint_seconds",
         "notes",
         "objects",
+        "render_wall",
         "skipped",
         "suppressed",
         "units",
@@ -246,9 +247,13 @@ class Result:
         self.config = config  # the .gpulint.yaml in use, if any
         self.suppressed: dict[str, int] = {}  # rule -> findings silenced by suppressions
         self.lint_seconds = 0.0
+        self.render_wall: float | None = None
 
     @property
     def render_seconds(self) -> float:
+        """How long rendering took (the units render side by side)."""
+        if self.render_wall is not None:
+            return self.render_wall
         return sum(unit.render_seconds for unit in self.units)
 
     def __repr__(self) -> str:
