@@ -101,9 +101,30 @@ def go_expand(template: str, match: re.Match[str]) -> str:
     return _GO_VAR.sub(replace, template)
 
 
-def compile_go_regex(pattern: str) -> re.Pattern[str] | None:
+# Constructs Go's RE2 refuses although Python's re accepts them.
+_RE2_UNSUPPORTED = re.compile(r"\(\?(=|!|<=|<!)|\\[1-9]|\(\?P=")
+_GO_NAMED_GROUP = re.compile(r"\(\?<(?![=!])")
+
+
+def go_regex_problem(pattern: str) -> str | None:
+    """Why Go's regexp (RE2) would refuse ``pattern``; None when it compiles."""
+    unsupported = _RE2_UNSUPPORTED.search(pattern)
+    if unsupported:
+        return f"Go's RE2 has no look-arounds or back-references: `{unsupported.group(0)}`"
     try:
-        return re.compile(pattern)
+        re.compile(_GO_NAMED_GROUP.sub("(?P<", pattern))
+    except re.error as error:
+        return str(error)
+    return None
+
+
+def compile_go_regex(pattern: str) -> re.Pattern[str] | None:
+    """``pattern`` as Go compiles it (``(?<name>...)`` named groups included), as a Python
+    pattern; None when Go would refuse it."""
+    if _RE2_UNSUPPORTED.search(pattern):
+        return None
+    try:
+        return re.compile(_GO_NAMED_GROUP.sub("(?P<", pattern))
     except re.error:
         return None
 

@@ -53,5 +53,17 @@ class ScaledObject(ManifestView):
         return None
 
 
+SCALED_OBJECT_LABEL = "scaledobject.keda.sh/name"
+
+
+def scaled_object_of(manifest: Manifest) -> str | None:
+    """The ScaledObject that made an HPA (its ownerReference, else KEDA's label), if any."""
+    for owner in manifest.owner_references:
+        if owner.get("kind") == "ScaledObject" and isinstance(owner.get("name"), str):
+            return str(owner["name"])
+    label = manifest.labels.get(SCALED_OBJECT_LABEL)
+    return label if isinstance(label, str) and label else None
+
+
 def is_scaled_object(manifest: Manifest) -> bool:
     return manifest.kind == "ScaledObject" and manifest.group == KEDA_GROUP

@@ -420,3 +420,14 @@ def _cached_placed(query: str) -> tuple[PlacedAggregation, ...]:
 def placed_aggregations(query: str) -> list[PlacedAggregation]:
     """Aggregations with their offsets and nesting depth (see ``_placed_aggregations``)."""
     return list(_cached_placed(query))
+
+
+def mention(name: str) -> re.Pattern[str]:
+    """A pattern for ``name`` used as a whole metric name in a query: not a part of a longer
+    name (``DCGM_FI_DEV_GPU_UTIL`` is not mentioned by ``DCGM_FI_DEV_GPU_UTIL_TOTAL``, and
+    ``job:x`` not by ``x``). Metric names are made of word characters and colons."""
+    return re.compile(rf"(?<![\w:]){re.escape(name)}(?![\w:])")
+
+
+def mentions(query: str, name: str) -> bool:
+    return mention(name).search(query) is not None

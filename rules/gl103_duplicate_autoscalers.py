@@ -61,7 +61,6 @@ For two HPAs of your own, keep one and list every metric in it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,6 +70,7 @@ from gpulint.inventory import Autoscaler, Inventory, TargetGroup
 from gpulint.keda import ScaledObject
 from gpulint.kserve import CLASS_ANNOTATION
 from gpulint.model import Finding, Related, Severity
+from gpulint.promql import mentions
 from gpulint.rule import Context, related
 
 ID = "GL103"
@@ -365,10 +365,7 @@ def _triggers_for(
 def _queries_series(trigger: Any, series: str) -> bool:
     """A trigger whose query already reads ``series``."""
     query = as_dict(as_dict(trigger).get("metadata")).get("query")
-    return (
-        isinstance(query, str)
-        and re.search(rf"(?<![\w:]){re.escape(series)}(?![\w:])", query) is not None
-    )
+    return isinstance(query, str) and mentions(query, series)
 
 
 def _series_behind(metric: str, api: str, inventory: Inventory, hpa: HPA) -> str:

@@ -79,6 +79,7 @@ from gpulint.adapter import (
 )
 from gpulint.hpa import HPA, HpaMetric
 from gpulint.inventory import Inventory
+from gpulint.keda import scaled_object_of
 from gpulint.model import Finding, Related, Severity
 from gpulint.rule import Context
 
@@ -301,10 +302,7 @@ def _wrong_api(
 
 
 def _made_by_keda(hpa: HPA) -> bool:
-    manifest = hpa.manifest
-    if any(o.get("kind") == "ScaledObject" for o in manifest.owner_references):
-        return True
-    return "scaledobject.keda.sh/name" in manifest.labels or hpa.name.startswith("keda-hpa-")
+    return scaled_object_of(hpa.manifest) is not None or hpa.name.startswith("keda-hpa-")
 
 
 def _complete(config: AdapterConfig, inventory: Inventory) -> bool:

@@ -47,7 +47,6 @@ rules:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -55,7 +54,7 @@ from gpulint.adapter import AdapterRule
 from gpulint.gpumetrics import Exporter, GpuMetric, is_dcgm_field, lookup, nearest_dcgm_name
 from gpulint.inventory import Inventory
 from gpulint.model import Finding, Severity
-from gpulint.promql import metric_names_in_query
+from gpulint.promql import mention, metric_names_in_query
 from gpulint.rule import Context
 
 ID = "GL402"
@@ -130,7 +129,7 @@ def _reads(use: _Use) -> str:
 
 def _replaced(rule: AdapterRule, use: _Use, new: str) -> str:
     """``seriesQuery: '...'`` / ``metricsQuery: '...'`` lines with the name replaced."""
-    pattern = re.compile(rf"(?<![\w:]){re.escape(use.name)}(?![\w:])")
+    pattern = mention(use.name)
     lines = []
     for key in use.keys:
         text = rule.data.get(key)

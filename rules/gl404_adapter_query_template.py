@@ -63,6 +63,7 @@ from gpulint.inventory import Inventory
 from gpulint.model import Finding, Severity
 from gpulint.promql import (
     PlacedAggregation,
+    mention,
     metric_names_in_query,
     outermost_aggregations,
     top_level_text,
@@ -279,7 +280,7 @@ def _with_label_matchers(query: str) -> str:
     """The query with ``<<.LabelMatchers>>`` in the selector of each series it reads."""
     fixed = query
     for name in [*metric_names_in_query(query), "<<.Series>>"]:
-        pattern = re.compile(rf"(?<![\w:]){re.escape(name)}(?![\w:])(\{{)?")
+        pattern = re.compile(mention(name).pattern + r"(\{)?")
         fixed = pattern.sub(
             lambda m: (
                 m.group(0) + "<<.LabelMatchers>>,"

@@ -78,6 +78,8 @@ from gpulint.adapter import (
     RESOURCES_KEYS,
     RULE_KEYS,
     AdapterConfig,
+    compile_go_regex,
+    go_regex_problem,
 )
 from gpulint.document import Path, as_dict
 from gpulint.inventory import Inventory
@@ -100,9 +102,6 @@ FATAL = {
     "resource": '"unable to install resource metrics API"',
 }
 
-# Constructs Go's RE2 refuses although Python's re accepts them.
-_RE2_UNSUPPORTED = re.compile(r"\(\?(=|!|<=|<!)|\\[1-9]|\(\?P=")
-_GO_NAMED_GROUP = re.compile(r"\(\?<(?![=!])")
 
 # Where each level's keys live, to name them in messages and to spot misplaced keys.
 _LEVELS: dict[str, tuple[str, ...]] = {
@@ -362,16 +361,8 @@ class _Schema:
         self, pattern: str, path: Path, what: str
     ) -> Generator[Finding, None, re.Pattern[str] | None]:
         """Yield a finding if Go would not compile ``pattern``; return the compiled pattern."""
-        unsupported = _RE2_UNSUPPORTED.search(pattern)
-        problem = None
-        compiled = None
-        if unsupported:
-            problem = f"Go's RE2 has no look-arounds or back-references: `{unsupported.group(0)}`"
-        else:
-            try:
-                compiled = re.compile(_GO_NAMED_GROUP.sub("(?P<", pattern))
-            except re.error as error:
-                problem = str(error)
+        problem = go_regex_problem(pattern)
+        compiled = compile_go_regex(pattern) if problem is None else None
         if problem is not None:
             yield self.finding(
                 path,

@@ -44,7 +44,6 @@ scales out however busy the slices are. The profiling field
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 
 from gpulint.adapter import AdapterRule, requested_metric_name
@@ -52,7 +51,7 @@ from gpulint.gpumetrics import Exporter, GpuMetric, Scale, canonical_metric_name
 from gpulint.hpa import HPA, HpaMetric
 from gpulint.inventory import Inventory
 from gpulint.model import Finding, Related, Severity
-from gpulint.promql import metric_names_in_query
+from gpulint.promql import mention, metric_names_in_query
 from gpulint.quantity import format_number, try_quantity
 from gpulint.rule import Context, related
 from gpulint.workload import GpuRequest
@@ -170,7 +169,7 @@ def _finding(
 
 
 def _replaced(rule: AdapterRule, old: str) -> str:
-    pattern = re.compile(rf"(?<![\w:]){re.escape(old)}(?![\w:])")
+    pattern = mention(old)
     lines = []
     for key in ("seriesQuery", "metricsQuery"):
         text = rule.data.get(key)

@@ -75,6 +75,7 @@ from gpulint.cluster.snapshot import (
 )
 from gpulint.hpa import HPA, HpaMetric
 from gpulint.inventory import Inventory
+from gpulint.keda import scaled_object_of
 from gpulint.model import Finding, Severity
 from gpulint.rule import Context
 
@@ -110,11 +111,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
 
 def _scaled_object(hpa: HPA) -> str | None:
     """The ScaledObject an HPA was made for by KEDA, if it was."""
-    for owner in hpa.manifest.owner_references:
-        if owner.get("kind") == "ScaledObject" and isinstance(owner.get("name"), str):
-            return str(owner["name"])
-    label = hpa.manifest.labels.get("scaledobject.keda.sh/name")
-    return label if isinstance(label, str) and label else None
+    return scaled_object_of(hpa.manifest)
 
 
 def _message(hpa: HPA, metric: HpaMetric, probe: MetricProbe) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gpulint.document import Manifest, Path
 from gpulint.hpa import HPA, TargetRef
 from gpulint.inventory.store import Key, ObjectStore, key_of
-from gpulint.keda import ScaledObject
+from gpulint.keda import ScaledObject, scaled_object_of
 from gpulint.kinds import spec_for
 from gpulint.knative import revision_deployment_parent
 from gpulint.kserve import STANDARD, InferenceService
@@ -93,9 +93,9 @@ def is_generated_autoscaler(manifest: Manifest) -> bool:
     """An HPA or ScaledObject that KEDA, KServe or Knative made (found in cluster dumps): what
     it says is fixed on its owner, not on the object itself; the owner's claim counts."""
     for owner in manifest.owner_references:
-        if owner.get("kind") in ("ScaledObject", "InferenceService", "PodAutoscaler"):
+        if owner.get("kind") in ("InferenceService", "PodAutoscaler"):
             return True
-    return "scaledobject.keda.sh/name" in manifest.labels
+    return scaled_object_of(manifest) is not None
 
 
 def claims_of_view(view: ClaimingView, resolver: TargetResolver) -> Iterator[Autoscaler]:
