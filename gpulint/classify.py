@@ -138,6 +138,7 @@ def _wrapped_values(
         try:
             parsed = embedded(value, line, column)
         except YamlError as error:
+            error.__traceback__ = None  # it holds the parser (see loader._parse_resyncing)
             found.problems.append(
                 LoadProblem(
                     wrapper.file,
@@ -179,6 +180,7 @@ def _embedded_configs(
         try:
             parsed = embedded(value, line, column)
         except YamlError as error:
+            error.__traceback__ = None  # it holds the parser (see loader._parse_resyncing)
             found.problems.append(
                 LoadProblem(
                     manifest.file,

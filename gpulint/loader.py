@@ -229,6 +229,11 @@ def _parse_resyncing(display: str, data: bytes, loaded: LoadedFile) -> Iterator[
             yield from parse_documents(chunk, line_offset=offset_line)
             return
         except YamlError as error:
+            # The error's traceback holds the parser's frames, and with them libyaml's
+            # buffers; gpulint runs with the cyclic collector off, so drop them now (a file
+            # of 10,000 broken documents otherwise keeps 10,000 parsers alive).
+            error.__traceback__ = None
+            error.__context__ = None
             if is_json and offset_line == 0:
                 value = _json_fallback(chunk)
                 if value is not None:

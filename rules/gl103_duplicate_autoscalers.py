@@ -64,7 +64,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.document import Manifest, as_dict, as_list, yaml_text
+from gpulint.document import Manifest, as_dict, as_list, plain_data, yaml_text
 from gpulint.hpa import HPA, RESOURCE_METRIC_TYPES
 from gpulint.inventory import Autoscaler, Inventory, TargetGroup
 from gpulint.keda import ScaledObject
@@ -79,6 +79,11 @@ SEVERITY = Severity.ERROR
 SCOPE = "target-group"
 
 HPA_KIND = "HorizontalPodAutoscaler"
+# A group of thousands of autoscalers on one workload gets a finding per member, each naming
+# this many of the others (and how many more), so that the report grows with the group, not
+# with its square.
+NAMED = 5
+LINKED = 10
 # With no metrics the API server gives an HPA CPU 80% utilization (autoscaling/v2 defaults.go).
 DEFAULT_CPU_METRIC: dict[str, Any] = {
     "type": "Resource",
@@ -151,15 +156,19 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
     for autoscaler in claims:
         units.setdefault((_namespace(autoscaler, group), autoscaler.hpa_name), _Unit())
         units[(_namespace(autoscaler, group), autoscaler.hpa_name)].claims.append(autoscaler)
-    for unit in units.values():
+    order = list(units.values())
+    names = [unit.describe() for unit in order]  # once per group, whatever its size
+    fix: str | None = None
+    for index, unit in enumerate(order):
         for autoscaler in unit.claims:
             if autoscaler.implicit:
                 continue
-            others = [u for u in units.values() if u is not unit]
             taken_over = unit.controller is not None and unit.controller is not autoscaler
-            if not others and not taken_over:
+            if len(order) < 2 and not taken_over:
                 continue
-            yield _finding(group, inventory, ctx, autoscaler, unit, others, claims)
+            if fix is None:
+                fix = _group_fix(claims, inventory)
+            yield _finding(group, ctx, autoscaler, unit, index, order, names, claims, fix)
 
 
 def _distinct(autoscalers: list[Autoscaler]) -> list[Autoscaler]:
@@ -185,12 +194,14 @@ def _describe_target(group: TargetGroup, claims: list[Autoscaler]) -> str:
 
 def _finding(
     group: TargetGroup,
-    inventory: Inventory,
     ctx: Context,
     autoscaler: Autoscaler,
     unit: _Unit,
-    others: list[_Unit],
+    index: int,
+    order: list[_Unit],
+    names: list[str],
     claims: list[Autoscaler],
+    fix: str,
 ) -> Finding:
     target = _describe_target(group, claims)
     parts = []
@@ -220,10 +231,14 @@ def _finding(
             f"namespace: the controller takes it over and overwrites its spec with its own{own}, "
             f"so what is written here never applies to {target}"
         )
-    if others:
-        names = [f"this {_describe(autoscaler)}"] + [u.describe() for u in others]
+        fix = fix + _rename_advice(autoscaler, claims)
+    if len(order) > 1:
+        others = [name for i, name in enumerate(names) if i != index][:NAMED]
+        shown = [f"this {_describe(autoscaler)}", *others]
+        more = len(order) - len(shown)
+        listed = _join(shown) if not more else f"{', '.join(shown)} and {more:,} more"
         parts.append(
-            f"{target} is scaled by {len(names)} autoscalers: {_join(names)}; Kubernetes >= 1.26 "
+            f"{target} is scaled by {len(order):,} autoscalers: {listed}; Kubernetes >= 1.26 "
             "sets ScalingActive=False (AmbiguousSelector) on every HPA of it and none scales, "
             "older versions let them overwrite each other's replica count"
         )
@@ -231,9 +246,10 @@ def _finding(
     for other in claims:
         if other is autoscaler:
             continue
+        if len(links) == LINKED:
+            break
         path = other.path if not other.implicit else _class_path(other.manifest)
         links.append(related(other.manifest, path, _describe(other)))
-    fix = _fix(autoscaler, unit, others, claims, inventory)
     return ctx.finding(autoscaler.manifest, autoscaler.path, "; ".join(parts), fix, related=links)
 
 
@@ -247,46 +263,62 @@ def _class_path(isvc: Manifest) -> tuple[str, ...]:
     return ("metadata", "annotations") if isvc.annotations else ("metadata",)
 
 
-def _fix(
-    autoscaler: Autoscaler,
-    unit: _Unit,
-    others: list[_Unit],
-    claims: list[Autoscaler],
-    inventory: Inventory,
-) -> str:
+def _rename_advice(autoscaler: Autoscaler, claims: list[Autoscaler]) -> str:
+    if any(a.kind == "KServe" for a in claims):
+        return (
+            f"\n# and rename {_describe(autoscaler)} so that KServe does not take it as its "
+            f"own:\n# metadata:\n#   name: {autoscaler.manifest.name}-gpu"
+        )
+    return ""
+
+
+def _group_fix(claims: list[Autoscaler], inventory: Inventory) -> str:
+    """One fix for the whole group, the same in each member's finding: what to keep, what
+    to delete, and the merged autoscaler."""
     kserve = [a for a in claims if a.kind == "KServe"]
     if kserve:
         isvc = kserve[0].manifest
-        text = (
+        return (
             f"# on InferenceService {isvc.name}: KServe deletes its own autoscaler and leaves "
             "scaling to yours\n"
             "metadata:\n  annotations:\n    serving.kserve.io/autoscalerClass: external"
         )
-        if unit.controller is not None and unit.controller is not autoscaler:
-            text += (
-                f"\n# and rename {_describe(autoscaler)} so that KServe does not take it as its "
-                f"own:\n# metadata:\n#   name: {autoscaler.manifest.name}-gpu"
-            )
-        return text
     hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
     scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
     if not scaled:
-        keep = _hpa(autoscaler.manifest, inventory)
+        keep = hpas[0] if hpas else None
         drop = [f"HorizontalPodAutoscaler {h.name}" for h in hpas if h is not keep]
         convert = "apiVersion: autoscaling/v2\n" if keep and keep.version != "v2" else ""
+        spec: dict[str, Any] = {}
+        largest = _largest_max_replicas(hpas)
+        if keep is not None and largest is not None and largest != keep.max_replicas:
+            spec["maxReplicas"] = largest
+        spec["metrics"] = _merged_metrics(hpas)
+        behavior = _strictest_behavior(hpas)
+        if behavior:
+            spec["behavior"] = behavior
+        what = "every metric (it acts on the largest proposal)"
+        if "maxReplicas" in spec:
+            what += ", the largest maxReplicas"
+        if behavior:
+            what += ", the most cautious behavior of each direction"
+        kept = f"HorizontalPodAutoscaler {keep.name}" if keep else "one HPA"
         return (
-            f"# keep {_describe(autoscaler)} with every metric (it acts on the largest "
-            f"proposal) and delete {_join(drop or ['the others'])}:\n"
+            f"# keep {kept} with {what} and delete {_capped(drop) or 'the others'}:\n"
             + convert
-            + yaml_text({"spec": {"metrics": _merged_metrics(hpas)}})
+            + yaml_text({"spec": spec})
         )
-    keep_so = _scaled_object(autoscaler.manifest, inventory) or scaled[0]
+    keep_so = scaled[0]
     dropped = [f"HorizontalPodAutoscaler {h.name}" for h in hpas]
     dropped += [f"ScaledObject {s.name}" for s in scaled if s is not keep_so]
     triggers: list[Any] = list(keep_so.triggers)
+    seen = {_canonical(t) for t in triggers}
     for other in scaled:
         if other is not keep_so:
-            triggers.extend(t for t in other.triggers if t not in triggers)
+            for trigger in other.triggers:
+                if _canonical(trigger) not in seen:
+                    seen.add(_canonical(trigger))
+                    triggers.append(trigger)
     queries = False
     for hpa in hpas:
         for trigger, series in _triggers_for(hpa, inventory, keep_so.namespace or "default"):
@@ -294,11 +326,12 @@ def _fix(
                 if any(_queries_series(t, series) for t in triggers):
                     continue  # the ScaledObject already scales on that series
                 queries = True
-            if trigger not in triggers:
+            if _canonical(trigger) not in seen:
+                seen.add(_canonical(trigger))
                 triggers.append(trigger)
     text = (
         f"# keep ScaledObject {keep_so.name} with every trigger (KEDA's HPA acts on the largest) "
-        f"and delete {_join(dropped or ['the others'])}:\n"
+        f"and delete {_capped(dropped) or 'the others'}:\n"
         + yaml_text({"spec": {"triggers": triggers}})
     )
     if queries:
@@ -309,12 +342,51 @@ def _fix(
     return text
 
 
+def _capped(names: list[str]) -> str:
+    if len(names) <= NAMED + 1:
+        return _join(names) if names else ""
+    return f"{', '.join(names[:NAMED])} and {len(names) - NAMED:,} more"
+
+
+def _canonical(value: Any) -> str:
+    import json
+
+    return json.dumps(plain_data(value), sort_keys=True, default=str)
+
+
+def _largest_max_replicas(hpas: list[HPA]) -> int | None:
+    values = [h.max_replicas for h in hpas if isinstance(h.max_replicas, int)]
+    return max(values) if values else None
+
+
+def _strictest_behavior(hpas: list[HPA]) -> dict[str, Any]:
+    """For each direction, the rules of the HPA that waits longest before acting on it (the
+    longest stabilization window; Kubernetes' defaults are 0 s up and 300 s down)."""
+    found: dict[str, Any] = {}
+    for direction, default in (("scaleUp", 0), ("scaleDown", 300)):
+        best: tuple[int, Any] | None = None
+        for hpa in hpas:
+            rules = as_dict(as_dict(hpa.spec.get("behavior")).get(direction))
+            if not rules:
+                continue
+            window = rules.get("stabilizationWindowSeconds", default)
+            window = window if isinstance(window, int) and not isinstance(window, bool) else default
+            if best is None or window > best[0]:
+                best = (window, rules)
+        if best is not None:
+            found[direction] = plain_data(best[1])
+    return found
+
+
 def _merged_metrics(hpas: list[HPA]) -> list[Any]:
     merged: list[Any] = []
+    seen: set[str] = set()
     for hpa in hpas:
         entries = hpa.metrics_in_v2() or ([DEFAULT_CPU_METRIC] if hpa.defaults_to_cpu else [])
         for entry in entries:
-            if entry not in merged:
+            key = _canonical(entry)
+            if key not in seen:
+                seen.add(key)
                 merged.append(entry)
     return merged
 

@@ -180,8 +180,9 @@ spec:
                 "by-queue and HorizontalPodAutoscaler by-gpu; Kubernetes >= 1.26 sets "
                 "ScalingActive=False (AmbiguousSelector) on every HPA of it and none scales, "
                 "older versions let them overwrite each other's replica count",
-                "# keep HorizontalPodAutoscaler by-queue with every metric (it acts on the "
-                "largest proposal) and delete HorizontalPodAutoscaler by-gpu:\n"
+                # The same fix from every finding of the group.
+                "# keep HorizontalPodAutoscaler by-gpu with every metric (it acts on the largest "
+                "proposal) and delete HorizontalPodAutoscaler by-queue:\n"
                 "spec:\n"
                 "  metrics:\n"
                 "  - type: Pods\n"
@@ -1036,3 +1037,62 @@ spec:
         "KEDA ScaledObject b (HPA shared) asks KEDA for the HPA name shared, which ScaledObject a "
         "already uses"
     )
+
+
+def test_gl103_fix_merges_the_largest_max_replicas_and_the_most_cautious_behavior() -> None:
+    text = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: a}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: w}
+  maxReplicas: 5
+  behavior:
+    scaleDown: {stabilizationWindowSeconds: 300}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: b}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: w}
+  maxReplicas: 10
+  behavior:
+    scaleUp:
+      stabilizationWindowSeconds: 60
+      policies: [{type: Pods, value: 1, periodSeconds: 120}]
+    scaleDown: {stabilizationWindowSeconds: 900}
+"""
+    findings = _only(lint_text(text, select=["GL103"]), "GL103")
+    assert len(findings) == 2 and findings[0].fix == findings[1].fix
+    fix = findings[0].fix
+    assert fix.startswith(
+        "# keep HorizontalPodAutoscaler a with every metric (it acts on the largest proposal), "
+        "the largest maxReplicas, the most cautious behavior of each direction and delete "
+        "HorizontalPodAutoscaler b:\n"
+    )
+    assert "  maxReplicas: 10\n" in fix
+    assert "    scaleDown:\n      stabilizationWindowSeconds: 900" in fix
+    assert "    scaleUp:\n      stabilizationWindowSeconds: 60" in fix
+
+
+def test_gl103_a_group_of_thousands_is_reported_in_linear_size() -> None:
+    """2,000 HPAs on one Deployment: one finding each, naming a few others and the count."""
+    hpa = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: h{i}}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+  minReplicas: 1
+  maxReplicas: 3
+"""
+    text = "---\n".join(hpa.format(i=i) for i in range(2000))
+    findings = _only(lint_text(text, select=["GL103"]), "GL103")
+    assert len(findings) == 2000
+    first = findings[0]
+    assert "is scaled by 2,000 autoscalers: this HorizontalPodAutoscaler h0, " in first.message
+    assert first.message.count("HorizontalPodAutoscaler h") == 6
+    assert "and 1,994 more" in first.message
+    assert len(first.related) == 10
+    assert "and 1,994 more:" in first.fix
+    assert max(len(f.message) + len(f.fix) for f in findings) < 2000

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gpulint.config import Settings
-from gpulint.engine import Selection
+from gpulint.engine import INTERNAL_ERROR, Selection
 from gpulint.kinds import evaluated_kinds
 from gpulint.model import Finding, ObjectRef, Severity
 
@@ -195,6 +195,10 @@ class Decider:
         self.deny_on = deny_on
 
     def refuses(self, finding: Finding) -> bool:
+        # GL799 says gpulint failed on one rule: never a reason to refuse (the other rules'
+        # findings still are), and never a reason to let the others through either.
+        if finding.rule == INTERNAL_ERROR:
+            return False
         return self.deny_on is not None and finding.severity >= self.deny_on
 
     def decide(self, request: ReviewRequest, deadline: float) -> Decision:

@@ -74,3 +74,50 @@ def test_an_internal_error_allows_with_a_warning_counted_and_logged() -> None:
     assert record["reason"] == "error" and record["error"] == "KeyError"
     assert "test_app.py:" in record["at"] and record["at"].endswith(" in evaluate")
     assert "s3cr3t" not in stream.getvalue()
+
+
+def test_a_rule_failing_on_the_object_warns_and_the_other_denials_still_deny(
+    monkeypatch: Any,
+) -> None:
+    """GL799 for the rule that failed, a warning; GL109 still refuses the removed API."""
+    from gpulint import engine
+
+    info = next(i for i in engine.rule_index() if i.id == "GL108")
+    spec = engine.load_rule(info)
+
+    def broken(item: Any, inventory: Any, ctx: Any) -> Any:
+        raise ArithmeticError("a rule that fails on this object")
+        yield
+
+    monkeypatch.setitem(engine._loaded, "GL108", spec._replace(check=broken))
+    webhook = WebhookApp(
+        StandaloneEvaluator(Settings(), Selection()),
+        deny_on="error",
+        deadline=2.0,
+        max_body_bytes=1 << 20,
+        adapter_configmaps=None,
+        log=JsonLog(io.StringIO()),
+        metrics=WebhookMetrics(),
+    )
+    hpa = {
+        "apiVersion": "autoscaling/v2beta2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 3,
+        },
+    }
+
+    async def ask() -> dict[str, Any]:
+        async with TestClient(TestServer(webhook.application())) as client:
+            answer = await client.post("/validate", json=admission_review(hpa, uid="r"))
+            assert answer.status == 200
+            body: dict[str, Any] = await answer.json()
+            return body
+
+    response = asyncio.run(ask())["response"]
+    assert response["allowed"] is False
+    assert "GL109" in response["status"]["message"]
+    assert any(w.startswith("GL799") for w in response["warnings"])
