@@ -50,6 +50,7 @@ from gpulint.model import Finding
 if TYPE_CHECKING:
     import kubernetes
 
+    from gpulint.admission.embedded import EmbeddedWorker
     from gpulint.live.snapshot import LiveSnapshot
 
 log = logging.getLogger("gpulint.cluster")
@@ -93,6 +94,7 @@ class ClusterCache:
         page_size: int = PAGE_SIZE,
         backoff: tuple[float, float] = (0.5, 30.0),
         recheck_interval: float = 300.0,
+        embedded: EmbeddedWorker | None = None,
     ) -> None:
         self.api = KubeApi(api_client)
         self.settings = settings
@@ -106,6 +108,9 @@ class ClusterCache:
         self.page_size = page_size
         self.backoff = backoff
         self.recheck_interval = recheck_interval
+        # Parses the YAML a ConfigMap embeds (the adapter's config) with limits, away from
+        # this process; without one, in the stream's thread.
+        self.embedded = embedded
         self.inventory = Inventory(settings, by_directory=False)
         self.lock = threading.RLock()
         self._store: dict[ObjectKey, _Entry] = {}
@@ -158,7 +163,18 @@ class ClusterCache:
     def _apply_manifest(self, stream: _Stream, event: str, manifest: Manifest) -> None:
         key = object_key(manifest)
         # Classified (a ConfigMap's embedded config parsed) before the lock is taken.
-        classified = classify_manifest(manifest) if event != "DELETED" else None
+        classified = None
+        if event != "DELETED":
+            skipped: list[str] = []
+            classified = classify_manifest(manifest, embedded=self.embedded_parser(None, skipped))
+            for reason in skipped:
+                log.warning(
+                    "%s %s/%s: its embedded configuration was not read: %s",
+                    manifest.kind,
+                    manifest.namespace,
+                    manifest.name[:253],
+                    reason,
+                )
         with self.lock:
             entry = self._store.get(key)
             if classified is None:
@@ -219,6 +235,14 @@ class ClusterCache:
         # of the cyclic collector, whose full passes over it would stall answers for tens of
         # milliseconds (objects that arrive later are collected as usual).
         gc.freeze()
+
+    def embedded_parser(self, deadline: float | None, skipped: list[str]) -> EmbeddedParser:
+        """How YAML embedded in objects is parsed: in the worker, within ``deadline`` (its
+        own time limit without one), a text a limit stopped read as empty and noted in
+        ``skipped``."""
+        if self.embedded is None:
+            return parse_embedded
+        return self.embedded.parser(deadline, skipped)
 
     # --- the live Prometheus check (gpulint serve --prometheus) ------------------------------
 
