@@ -127,7 +127,11 @@ def read_bounded(path: str, max_file_size: int = MAX_FILE_SIZE) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise OSError(0, f"not a regular file ({special_file_kind(info.st_mode)})")
         if info.st_size > max_file_size:
-            raise OSError(0, f"file too large: {info.st_size:,} bytes, over {max_file_size:,}")
+            raise OSError(
+                0,
+                f"file too large: {info.st_size:,} bytes, over the limit of {max_file_size:,} "
+                "(--max-file-size)",
+            )
         chunks = []
         remaining = max_file_size + 1
         expected = info.st_size + 1  # one read for a file that does not grow meanwhile
@@ -142,7 +146,7 @@ def read_bounded(path: str, max_file_size: int = MAX_FILE_SIZE) -> bytes:
             expected = 1 << 20
         data = b"".join(chunks)
         if len(data) > max_file_size:
-            raise OSError(0, f"file too large: over {max_file_size:,} bytes")
+            raise OSError(0, f"file too large: over the limit of {max_file_size:,} bytes")
         return data
     finally:
         os.close(fd)
