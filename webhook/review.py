@@ -2,6 +2,9 @@
 
 Parsing is strict about the envelope (a request gpulint cannot answer by ``uid`` is a 400 with
 a message, never a 500) and lenient about the object (the rules cope with odd shapes).
+Numbers are read as the linter reads them (``gpulint.yamlparse.read_json``): one that is too
+long or too large to hold (a 4,301-digit integer, ``1e400``) stays its text, so that the
+rules report it as out of range and the review is still answered.
 
 Answers follow the API server's limits on warnings (k8s.io/apiserver pkg/endpoints/filters
 warning.go): the warnings of one request may total 4096 runes before the API server starts
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulint.model import Finding, Severity
+from gpulint.yamlparse import read_json
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -104,13 +108,15 @@ def parse_review(body: bytes) -> ReviewRequest:
             "not-json", f"the request body is not UTF-8 JSON (byte {error.start})"
         ) from None
     try:
-        review = json.loads(text)
+        review = read_json(text)
     except json.JSONDecodeError as error:
         raise BadReview(
             "not-json",
             f"the request body is not JSON: {error.msg} at line {error.lineno} "
             f"column {error.colno}",
         ) from None
+    except ValueError as error:  # NaN or Infinity, which JSON does not have
+        raise BadReview("not-json", f"the request body is not JSON: {error}") from None
     except RecursionError:
         raise BadReview("not-json", "the request body nests JSON too deeply") from None
     if not isinstance(review, dict):
@@ -213,6 +219,8 @@ def _json_type(value: Any) -> str:
 def _shown(value: Any) -> str:
     if value is None:
         return "missing"
+    if isinstance(value, dict | list):
+        return f"a JSON {_json_type(value)}"  # however large or deep
     text = json.dumps(value, ensure_ascii=True)
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -56,12 +56,18 @@ def safe_lines(text: str) -> list[str]:
     return [safe_line(escape_controls(line)) for line in text.split("\n")]
 
 
+def json_text_safe(document: str) -> str:
+    """A JSON text with the control characters JSON allows raw (DEL, C1, the line
+    separators, bidirectional controls) written as ``\\u`` escapes: the same data, safe to
+    print. They can only occur inside strings, where the escape stands for the same
+    character."""
+    return document.translate(_JSON_TABLE)
+
+
 def write_json(data: Any, stream: TextIO) -> None:
-    """``data`` as indented JSON, streamed, with the control characters JSON allows raw (DEL,
-    C1, the line separators, bidirectional controls) written as ``\\u`` escapes, as it
-    writes C0 controls itself: the same data, safe to print. They can only occur inside
-    strings, where the escape stands for the same character."""
+    """``data`` as indented JSON, streamed, safe to print (``json_text_safe``; JSON escapes
+    C0 controls itself)."""
     encoder = json.JSONEncoder(indent=2, ensure_ascii=False)
     for chunk in encoder.iterencode(data):
-        stream.write(chunk.translate(_JSON_TABLE))
+        stream.write(json_text_safe(chunk))
     stream.write("\n")
