@@ -113,16 +113,6 @@ class ConnectionGuard:
         finally:
             connection.request_ended()
 
-    def exception_handler(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        """The event loop's handler: an accept() out of file descriptors anywhere is counted
-        and logged as the guard's own are; anything else goes to the default handler (the
-        log, as JSON)."""
-        error = context.get("exception")
-        if isinstance(error, OSError) and error.errno in _OUT_OF_DESCRIPTORS:
-            self.accept_failed(error)
-            return
-        loop.default_exception_handler(context)
-
     def accept_failed(self, error: OSError) -> None:
         reason = "file-descriptors" if error.errno in _OUT_OF_DESCRIPTORS else "other"
         self.metrics.accept_errors.labels(reason).inc()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulint.model import Finding, Severity
+from gpulint.report.escape import escape_controls, safe_lines
 from gpulint.yamlparse import read_json
 
 API_VERSION = "admission.k8s.io/v1"
@@ -35,6 +36,8 @@ WARNINGS_TOTAL_RUNES = 2048
 DENIAL_FINDINGS = 10
 # One fix snippet in a denial message, at most.
 FIX_CHARS = 1200
+# One finding's message, and the subject, in a denial message at most.
+MESSAGE_CHARS = 2000
 
 
 class BadReview(ValueError):
@@ -304,7 +307,9 @@ def _more(count: int) -> str:
 
 
 def denial_message(subject: str, findings: Sequence[Finding]) -> str:
-    """The status message of a refusal: each finding's rule, message and fix."""
+    """The status message of a refusal: each finding's rule, message and fix, with the
+    control characters of the object (its name, its values) shown as escapes, since kubectl
+    prints the message on the terminal of whoever applied it."""
     errors = sum(1 for f in findings if f.severity == Severity.ERROR)
     others = len(findings) - errors
     counts = []
@@ -312,14 +317,16 @@ def denial_message(subject: str, findings: Sequence[Finding]) -> str:
         counts.append(f"{errors} error{'s' if errors != 1 else ''}")
     if others:
         counts.append(f"{others} warning{'s' if others != 1 else ''}")
-    lines = [f"gpulint refused {subject} ({', '.join(counts)}):"]
+    shown = clip(escape_controls(subject), MESSAGE_CHARS)
+    lines = [f"gpulint refused {shown} ({', '.join(counts)}):"]
     for finding in findings[:DENIAL_FINDINGS]:
-        lines.append(f"{finding.rule} {finding.name}: {finding.message}")
+        message = clip(escape_controls(finding.message), MESSAGE_CHARS)
+        lines.append(f"{finding.rule} {finding.name}: {message}")
         fix = finding.fix.strip("\n")
         if fix:
             fix = clip(fix, FIX_CHARS)
             lines.append("  fix:")
-            lines.extend(f"    {line}" for line in fix.splitlines())
+            lines.extend(f"    {line}" for line in safe_lines(fix))
     hidden = len(findings) - DENIAL_FINDINGS
     if hidden > 0:
         lines.append(f"... and {hidden} more; `gpulint lint` on the manifests lists all")

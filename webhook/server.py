@@ -240,7 +240,6 @@ async def _serve(
     guard = ConnectionGuard(
         metrics, log, max_connections=options.max_connections, read_timeout=options.read_timeout
     )
-    asyncio.get_running_loop().set_exception_handler(guard.exception_handler)
     _make_room_for(options.max_connections, log)
     application = webhook.application()
     application.middlewares.append(guard.middleware)

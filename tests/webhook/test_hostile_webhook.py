@@ -235,6 +235,22 @@ def test_strings_chosen_by_requests_reach_the_log_short_and_escaped(served: Serv
     assert len(line) < 3 * MAX_FIELD_CHARS
 
 
+def test_a_denial_shows_the_objects_control_characters_as_escapes(served: Served) -> None:
+    """kubectl prints a denial on the terminal of whoever applied the object."""
+    obj = objects.deployment(name="llm\x1b]0;pwned\x07")
+    (container,) = obj["spec"]["template"]["spec"]["containers"]
+    container["name"] = "server\n::error file=x::y\u009b"
+    container["resources"]["limits"]["nvidia.com/gpu"] = "0.5"
+    response = served.review(admission_review(obj))
+    assert response["allowed"] is False
+    message = response["status"]["message"]
+    for raw in ("\x1b", "\x07", "\x9b"):
+        assert raw not in message
+    assert message.startswith("gpulint refused Deployment llm/llm\\x1b]0;pwned\\x07 (1 error):")
+    assert "container server\\n::error file=x::y\\x9b of Deployment" in message
+    assert not [line for line in message.split("\n") if line.lstrip().startswith("::")]
+
+
 class _BrokenMetrics(WebhookMetrics):
     """A page that fails to render, the way a bug in the exposition would."""
 
