@@ -16,9 +16,11 @@ hostile requests are kept in flight:
   300,000-part base-60 scalar (``1:59:59:...``);
 * the same with 25,000 keys written twice in its embedded config.
 
-Each hostile sender sends its request again as soon as the previous one is answered, on a
-new connection. ``/healthz`` is asked every 200 ms throughout, as the kubelet would. The
-figures are printed as a Markdown table; nothing is asserted and nothing is written.
+The hostile requests start a second into each phase, once the normal reviews flow, and stop
+two seconds before its end; each hostile sender sends its request again as soon as the
+previous one is answered, on a new connection. ``/healthz`` is asked every 200 ms meanwhile,
+as the kubelet would. The figures are printed as a Markdown table; nothing is asserted and
+nothing is written.
 """
 
 from __future__ import annotations
@@ -103,8 +105,10 @@ def hostile_bodies() -> dict[str, bytes]:
         "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
     }
     integer = json.dumps(_envelope(deployment, "hostile-int")).replace('"N"', "9" * 4_301)
-    base60 = "rules:\n- seriesQuery: x\n  metricsQuery: y\nv: 1" + ":59" * 300_000 + "\n"
-    duplicates = "rules: []\n" + "".join(f"k{i}: 1\nk{i}: 2\n" for i in range(25_000))
+    # A rule, so that the config is read as a prometheus-adapter config.
+    rule = "rules:\n- seriesQuery: DCGM_FI_DEV_GPU_UTIL\n  metricsQuery: <<.Series>>\n"
+    base60 = rule + "v: 1" + ":59" * 300_000 + "\n"
+    duplicates = rule + "".join(f"k{i}: 1\n" for i in range(25_000)) * 2
     return {
         PHASES[2]: b"[" * 100_000 + b"]" * 100_000,
         PHASES[3]: integer.encode(),
@@ -221,7 +225,13 @@ async def run_phase(
     args: argparse.Namespace,
     hostile: dict[str, bytes],
 ) -> tuple[Tally, Hostile, list[float]]:
-    until = time.perf_counter() + args.duration + 1.0
+    normal_loop = asyncio.ensure_future(
+        open_loop(port, context, normal, args.connections, args.rate, args.duration)
+    )
+    # The normal reviews' connections are open and their clock runs before the hostile
+    # requests start, so that a stall they cause is measured.
+    await asyncio.sleep(1.0)
+    until = time.perf_counter() + args.duration - 2.0
     tally = Hostile()
     senders: list[Awaitable[Any]] = []
     if name == PHASES[1]:
@@ -230,10 +240,7 @@ async def run_phase(
         senders = [repeat_hostile(port, context, hostile[name], until, tally)]
     health = asyncio.ensure_future(probe_health(port, context, until))
     background = [asyncio.ensure_future(s) for s in senders]
-    await asyncio.sleep(0.5)  # the hostile requests are in flight before the clock starts
-    normal_tally = await open_loop(
-        port, context, normal, args.connections, args.rate, args.duration
-    )
+    normal_tally = await normal_loop
     await asyncio.gather(*background, return_exceptions=True)
     return normal_tally, tally, await health
 
