@@ -9,7 +9,6 @@ error of the user's; it is recorded as skipped, with the advice to render it fir
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import re
 import stat
@@ -26,6 +25,7 @@ from gpulint.yamlparse import (
     YMap,
     looks_templated,
     parse_documents,
+    read_json,
 )
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
@@ -286,25 +286,35 @@ def _line_numbers(data: bytes, matches: Iterator[re.Match[bytes]]) -> Iterator[t
 
 
 def _json_fallback(data: bytes) -> Any:
-    """JSON that libyaml refuses (tabs, escaped slashes): values without positions."""
+    """JSON that libyaml refuses (tabs, escaped slashes): values without positions; None
+    when it is not JSON either or nests deeper than the JSON reader goes (the YAML error is
+    reported then)."""
     try:
-        value = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        value = read_json(data)
+    except (ValueError, RecursionError):
         return None
     return _positionless(value)
 
 
 def _positionless(value: Any) -> Any:
-    if isinstance(value, dict):
-        mapping = YMap()
-        for key, item in value.items():
-            mapping[key] = _positionless(item)
-        return mapping
-    if isinstance(value, list):
-        items = YList()
-        items.extend(_positionless(item) for item in value)
-        return items
-    return value
+    """``value`` with YMap/YList for its dicts and lists, built without recursion."""
+    if not isinstance(value, dict | list):
+        return value
+    root: YMap | YList = YMap() if isinstance(value, dict) else YList()
+    pending: list[tuple[Any, YMap | YList]] = [(value, root)]
+    while pending:
+        source, target = pending.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, dict | list):
+                child: YMap | YList = YMap() if isinstance(item, dict) else YList()
+                pending.append((item, child))
+                item = child
+            if isinstance(target, YMap):
+                target[key] = item
+            else:
+                target.append(item)
+    return root
 
 
 class SourceComments:

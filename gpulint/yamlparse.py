@@ -9,11 +9,18 @@ itself instead of going through PyYAML's composer and constructor:
 * a key written twice is recorded (PyYAML silently keeps the last one);
 * aliases share the anchored value, and the size they would expand to is counted, so a
   "billion laughs" document is refused after a few thousand events instead of eating memory;
+* a number gpulint cannot hold as one stays its text, as an ``OversizedNumber`` (see there);
 * building from events is cheaper than PyYAML's own compose step.
+
+Hostile shapes cost linear time: a key written twice is found through a key -> index table
+that a mapping builds only when it needs one (its first duplicate, or a position asked of a
+large mapping), and numbers are never converted from more than ``MAX_NUMBER_CHARS``
+characters.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from array import array
@@ -25,6 +32,14 @@ from yaml.resolver import Resolver
 
 # A document that expands to more nodes than this (through aliases) is refused.
 MAX_EXPANDED_NODES = 2_000_000
+# A plain scalar longer than this is never converted to a number. Kubernetes numbers fit in
+# int64 or float64 (at most 20 digits, or a float's 17 and an exponent); 100 characters of
+# any base YAML 1.1 allows (hex, octal, binary, base 60) stay far below Python's limit on
+# int-to-str conversion (4,300 digits), so no value gpulint holds fails to print.
+MAX_NUMBER_CHARS = 100
+# Mappings up to this many keys find a key's position by scanning; larger ones build a
+# key -> index table the first time they are asked.
+_SCAN_KEYS = 16
 _COL_BITS = 20
 _COL_MASK = (1 << _COL_BITS) - 1
 
@@ -42,20 +57,37 @@ class YMap(dict[Any, Any]):
     """A mapping that knows the position of each key and each value.
 
     ``marks`` holds two packed positions per key, in insertion order: the key's and the value's.
+    Keys are only ever added (the parser fills a mapping once); the key -> index table of a
+    large mapping relies on that.
     """
 
-    __slots__ = ("marks", "start")
+    __slots__ = ("_order", "marks", "start")
 
     def __init__(self, start: int = 0) -> None:
         super().__init__()
         self.marks = array("q")
         self.start = start
+        self._order: dict[Any, int] | None = None
 
     def _index(self, key: Any) -> int:
-        for i, k in enumerate(self):
-            if k == key:
-                return i
-        return -1
+        """The insertion index of ``key``, -1 when absent; amortized O(1) for large mappings."""
+        size = len(self)
+        if size <= _SCAN_KEYS:
+            for i, k in enumerate(self):
+                if k == key:
+                    return i
+            return -1
+        if key not in self:
+            return -1
+        order = self._order
+        if order is None or len(order) > size:
+            order = self._order = {k: i for i, k in enumerate(self)}
+        elif len(order) < size:
+            # Keys added since the table was built are the last ones: take them from the end.
+            known = len(order)
+            for index, k in zip(range(size - 1, known - 1, -1), reversed(self), strict=False):
+                order[k] = index
+        return order.get(key, -1)
 
     def key_position(self, key: Any) -> tuple[int, int] | None:
         i = self._index(key)
@@ -84,6 +116,20 @@ class YList(list[Any]):
         if 0 <= index < len(self.marks):
             return unpack(self.marks[index])
         return None
+
+
+class OversizedNumber(str):
+    """The text of a plain scalar that YAML 1.1 reads as a number gpulint does not convert:
+    longer than ``MAX_NUMBER_CHARS`` characters (``1:59:59:...`` in base 60 over 300,000
+    parts, a 4,301-digit integer, a 4,000-digit hex one), or a float beyond float64 (as
+    kubectl's YAML reader, go-yaml, keeps a number it cannot hold as a string).
+
+    It is a ``str``, so code that expects a number sees a string and code that prints it
+    cannot fail; rules that read numbers tell it apart (``isinstance``) to say the value is
+    out of range, where it is written.
+    """
+
+    __slots__ = ()
 
 
 class DuplicateKey(NamedTuple):
@@ -136,7 +182,9 @@ _SCALAR_CACHE_LIMIT = 200_000
 _TIMESTAMP = _TAG + "timestamp"
 
 
-def _to_int(text: str) -> int:
+def _to_int(text: str) -> int | str:
+    if len(text) > MAX_NUMBER_CHARS:
+        return OversizedNumber(text)
     value = text.replace("_", "")
     sign = 1
     if value[:1] == "-":
@@ -161,7 +209,9 @@ def _to_int(text: str) -> int:
     return sign * int(value)
 
 
-def _to_float(text: str) -> float:
+def _to_float(text: str) -> float | str:
+    if len(text) > MAX_NUMBER_CHARS:
+        return OversizedNumber(text)
     value = text.replace("_", "").lower()
     sign = 1.0
     if value[:1] == "-":
@@ -176,8 +226,11 @@ def _to_float(text: str) -> float:
         total = 0.0
         for part in value.split(":"):
             total = total * 60 + float(part)
-        return sign * total
-    return sign * float(value)
+    else:
+        total = float(value)
+    if math.isinf(total):
+        return OversizedNumber(text)
+    return sign * total
 
 
 def _convert(tag: str, text: str) -> Any:
@@ -223,6 +276,33 @@ def _tagged(tag: str, text: str) -> Any:
     # Unknown or local tags (!Ref, !reference ...) are read as their plain text: gpulint
     # never constructs objects from tags.
     return text
+
+
+def _json_int(text: str) -> int | str:
+    return OversizedNumber(text) if len(text) > MAX_NUMBER_CHARS else int(text)
+
+
+def _json_float(text: str) -> float | str:
+    if len(text) > MAX_NUMBER_CHARS:
+        return OversizedNumber(text)
+    number = float(text)
+    return OversizedNumber(text) if math.isinf(number) else number
+
+
+def _json_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not a JSON value")
+
+
+def read_json(data: bytes | str) -> Any:
+    """A JSON text as plain values, with the bounds of the YAML reader on numbers: one longer
+    than ``MAX_NUMBER_CHARS`` or beyond float64 stays its text (``OversizedNumber``).
+
+    Raises ValueError for what is not JSON (``NaN`` and ``Infinity`` included, which Python
+    alone accepts) and RecursionError for nesting deeper than Python's JSON reader goes.
+    """
+    return json.loads(
+        data, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant
+    )
 
 
 def _hashable_key(value: Any) -> Any:
@@ -444,10 +524,10 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
                     merges = []
                 merges.append((value, mark))
             elif key in container:
-                first = container.key_position(key) or (0, 0)
-                line, column = unpack(key_mark)
-                duplicates.append(DuplicateKey(str(key), line, column, first[0], first[1]))
                 index = container._index(key)
+                first_line, first_column = unpack(marks[2 * index])
+                line, column = unpack(key_mark)
+                duplicates.append(DuplicateKey(str(key), line, column, first_line, first_column))
                 container[key] = value
                 marks[2 * index] = key_mark
                 marks[2 * index + 1] = mark

@@ -9,7 +9,9 @@ Each entry of an HPA's ``spec.metrics`` (autoscaling/v2, v2beta2 and v2beta1):
   ``type`` is one of ``Utilization``, ``Value``, ``AverageValue``; numbers are positive;
 * a ``type`` that disagrees with the field that is set (``type: Value`` with ``averageValue``;
   ``Utilization`` anywhere but on a Resource metric);
-* quantities Kubernetes cannot parse (``"70%"``, ``"1K"``);
+* quantities Kubernetes cannot parse (``"70%"``, ``"1K"``), quantities beyond the largest one
+  Kubernetes holds (2^63-1: ``1e3000000``), and an ``averageUtilization`` beyond a 32-bit
+  integer;
 * the scale of GPU metrics: ``m`` means thousandths, so ``averageValue: 60m`` on a 0-100
   percentage (``DCGM_FI_DEV_GPU_UTIL``) is 0.06; these are errors. A target above 1 on a 0-1
   ratio (``DCGM_FI_PROF_*``, ``*_ratio``, vLLM's KV-cache usage) or below 1 on a percentage is
@@ -72,8 +74,20 @@ from gpulint.gpumetrics import Scale
 from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, HpaMetric, MetricTarget
 from gpulint.inventory import Inventory, is_generated_autoscaler
 from gpulint.model import Finding, Severity
-from gpulint.quantity import QuantityError, format_number, is_unknown, parse_quantity
+from gpulint.quantity import (
+    INT32_MAX,
+    SHOWN_CHARS,
+    QuantityError,
+    QuantityOutOfRange,
+    abbreviated,
+    format_number,
+    int32_out_of_range,
+    is_unknown,
+    parse_quantity,
+    shown_value,
+)
 from gpulint.rule import Context
+from gpulint.yamlparse import OversizedNumber
 
 ID = "GL107"
 NAME = "hpa-metric-target"
@@ -310,7 +324,15 @@ def _type_mismatch(where: _Where, ctx: Context) -> Finding | None:
 def _values(where: _Where, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     metric, target, hpa = where.metric, where.target, where.hpa
     utilization = target.average_utilization
-    if utilization is not None and not is_unknown(utilization):
+    if int32_out_of_range(utilization):
+        yield ctx.finding(
+            hpa.manifest,
+            target.field_path("averageUtilization"),
+            f"{where.label}: averageUtilization {_shown(utilization)} is out of range: it is a "
+            f"32-bit integer, at most {INT32_MAX}; the API server rejects the object",
+            "averageUtilization: 80",
+        )
+    elif utilization is not None and not is_unknown(utilization):
         integer = isinstance(utilization, int) and not isinstance(utilization, bool)
         if not integer or utilization < 1:
             yield ctx.finding(
@@ -326,6 +348,15 @@ def _values(where: _Where, inventory: Inventory, ctx: Context) -> Iterator[Findi
             continue
         try:
             quantity = parse_quantity(raw)
+        except QuantityOutOfRange as error:
+            yield ctx.finding(
+                hpa.manifest,
+                target.field_path(field),
+                f"{where.label}: {field} {error}; a larger one is capped or overflows, so the "
+                "target is not the number written",
+                f'{field}: "1"',
+            )
+            continue
         except QuantityError as error:
             yield ctx.finding(
                 hpa.manifest,
@@ -460,11 +491,17 @@ def _rule_scales(
 
 
 def _shown(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else str(value)
+    if isinstance(value, OversizedNumber):
+        return abbreviated(value)
+    if isinstance(value, str):
+        return f'"{abbreviated(value)}"'
+    if isinstance(value, int) and not isinstance(value, bool):
+        return shown_value(value)
+    return abbreviated(str(value))
 
 
 def _suggest_quantity(raw: Any) -> str:
-    if isinstance(raw, str):
+    if isinstance(raw, str) and len(raw) <= SHOWN_CHARS:
         text = raw.strip()
         if text.endswith("%"):
             return f'"{text[:-1].strip()}"'
@@ -476,8 +513,8 @@ def _suggest_quantity(raw: Any) -> str:
 def _suggest_utilization(raw: Any) -> str:
     if isinstance(raw, str):
         digits = raw.strip().rstrip("%").strip()
-        if digits.isdigit() and int(digits) >= 1:
+        if digits.isdigit() and len(digits) <= 9 and int(digits) >= 1:
             return digits
-    if isinstance(raw, float) and raw >= 1:
+    if isinstance(raw, float) and 1 <= raw <= INT32_MAX:
         return str(round(raw))
     return "80"

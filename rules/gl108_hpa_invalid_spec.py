@@ -6,6 +6,8 @@ The spec-level validation of the Kubernetes API server (pkg/apis/autoscaling/val
 * ``minReplicas`` must be an integer >= 1; 0 is accepted only with the ``HPAScaleToZero``
   feature gate (alpha, off by default) and only if the HPA has an Object or External metric;
 * ``maxReplicas`` must be present, an integer >= 1 and >= ``minReplicas``;
+* both are 32-bit integers: a number beyond 2147483647 (or written with more digits than
+  any number Kubernetes reads, ``0xfff...``) is out of range;
 * ``scaleTargetRef`` needs ``kind`` and ``name``;
 * in ``behavior.scaleUp`` / ``behavior.scaleDown``: ``stabilizationWindowSeconds`` in 0..3600,
   ``selectPolicy`` one of ``Max``, ``Min``, ``Disabled``, ``tolerance`` a quantity >= 0, and
@@ -68,8 +70,16 @@ from gpulint.document import Path
 from gpulint.hpa import HPA
 from gpulint.inventory import Inventory, is_generated_autoscaler
 from gpulint.model import Finding, Severity
-from gpulint.quantity import is_unknown, try_quantity
+from gpulint.quantity import (
+    INT32_MAX,
+    abbreviated,
+    int32_out_of_range,
+    is_unknown,
+    shown_value,
+    try_quantity,
+)
 from gpulint.rule import Context
+from gpulint.yamlparse import OversizedNumber
 
 ID = "GL108"
 NAME = "hpa-invalid-spec"
@@ -96,14 +106,26 @@ def _is_int(value: Any) -> TypeGuard[int]:
 
 
 def _shown(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else str(value).lower()
+    if isinstance(value, OversizedNumber):
+        return abbreviated(value)
+    if isinstance(value, str):
+        return f'"{abbreviated(value)}"'
+    if isinstance(value, int) and not isinstance(value, bool):
+        return shown_value(value)
+    return abbreviated(str(value).lower())
 
 
 def _as_written(value: Any, fallback: int) -> int:
     """The integer a quoted number meant ("4" -> 4), else ``fallback``."""
-    if isinstance(value, str) and value.strip().isdigit() and int(value) >= 1:
-        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit() and len(text) <= 9 and int(text) >= 1:
+            return int(text)
     return fallback
+
+
+def _out_of_range(field: str, value: Any) -> str:
+    return f"{field} {_shown(value)} is out of range: it is a 32-bit integer, at most {INT32_MAX}"
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -121,6 +143,15 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
     raw_min = hpa.min_replicas
     if raw_min is not None and is_unknown(raw_min):
         minimum = None
+    elif int32_out_of_range(raw_min):
+        minimum = None
+        yield ctx.finding(
+            hpa.manifest,
+            ("spec", "minReplicas"),
+            f"HorizontalPodAutoscaler {name}: {_out_of_range('minReplicas', raw_min)}; the API "
+            "server rejects the object",
+            "minReplicas: 1",
+        )
     elif raw_min is not None and not _is_int(raw_min):
         minimum = None
         yield ctx.finding(
@@ -167,6 +198,15 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         )
         return
     if is_unknown(raw_max):
+        return
+    if int32_out_of_range(raw_max):
+        yield ctx.finding(
+            hpa.manifest,
+            ("spec", "maxReplicas"),
+            f"HorizontalPodAutoscaler {name}: {_out_of_range('maxReplicas', raw_max)}; the API "
+            "server rejects the object",
+            f"maxReplicas: {max(minimum or 1, 1) * 2}",
+        )
         return
     if not _is_int(raw_max):
         yield ctx.finding(
@@ -327,7 +367,14 @@ def _policy(
             f"type: {fixed}",
         )
     value = policy.get("value")
-    if not is_unknown(value) and (not _is_int(value) or value <= 0):
+    if int32_out_of_range(value):
+        yield ctx.finding(
+            hpa.manifest,
+            (*path, "value"),
+            f"{where}.policies[{index}]: {_out_of_range('value', value)}; {rejected}",
+            "value: 1",
+        )
+    elif not is_unknown(value) and (not _is_int(value) or value <= 0):
         what = f"value {_shown(value)}" if value is not None else "no value"
         yield ctx.finding(
             hpa.manifest,

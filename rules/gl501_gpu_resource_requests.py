@@ -8,7 +8,8 @@ names configured under ``gpu-resources``):
 
 * a request without a limit;
 * a request that differs from the limit;
-* a count that is not a whole number (``0.5``, ``500m``), negative, or not a quantity;
+* a count that is not a whole number (``0.5``, ``500m``), negative, not a quantity, or
+  beyond the largest quantity Kubernetes holds (2^63-1, so ``1e3000000`` is out of range);
 * a count of zero (warning).
 
 Templated counts (``{{ .Values.gpus }}``, ``${gpu_count}``) are not judged.
@@ -57,7 +58,16 @@ from gpulint.engine import PodOwner
 from gpulint.inventory import Inventory
 from gpulint.knative import KNATIVE_SERVING_GROUP
 from gpulint.model import Finding, Severity
-from gpulint.quantity import Quantity, format_number, is_unknown, try_quantity
+from gpulint.quantity import (
+    Quantity,
+    QuantityError,
+    QuantityOutOfRange,
+    format_number,
+    is_unknown,
+    parse_quantity,
+    shown_value,
+    try_quantity,
+)
 from gpulint.rule import Context
 from gpulint.workload import Container, PodTemplate
 
@@ -174,6 +184,13 @@ def _value_finding(
             f"or ask for at least 1",
             severity=Severity.WARNING,
         )
+    if kind == "out-of-range":
+        return ctx.finding(
+            owner.manifest,
+            path,
+            f"{who} sets {field} {name}: {_shown(value)}, which {reason}",
+            f"{name}: 1   # the number of devices each container needs",
+        )
     if name.startswith("nvidia.com/mig-"):
         hint = "whole MIG instances; for less, choose a smaller MIG profile"
     elif name == "nvidia.com/gpu":
@@ -191,8 +208,14 @@ def _value_finding(
 
 def _problem(value: Any) -> tuple[str, str] | None:
     """What is wrong with one GPU count: (kind, reason as the API server puts it)."""
-    quantity = try_quantity(value)
-    if quantity is None:
+    try:
+        quantity = parse_quantity(value)
+    except QuantityOutOfRange:
+        return "out-of-range", (
+            "is out of range: a Kubernetes quantity holds at most 2^63-1, and a larger one is "
+            "capped or overflows, so the count is not the number written"
+        )
+    except QuantityError:
         return "invalid", "is not a valid Kubernetes quantity, so the API server rejects it"
     if quantity.value < 0:
         return "negative", 'is negative (the API server says "must be greater than or equal to 0")'
@@ -214,7 +237,7 @@ def _whole(value: Any) -> str:
 def _shown(value: Any) -> str:
     if value is None:
         return "null"
-    return repr(value) if isinstance(value, str) else str(value)
+    return shown_value(value)
 
 
 def _describe(owner: PodOwner, template: PodTemplate, container: Container) -> str:

@@ -4,7 +4,11 @@ Never an outage: every AdmissionReview that carries a ``uid`` gets an answer bef
 deadline. When gpulint cannot evaluate (caches not synced, deadline passed, an internal
 error) the answer is ``allowed: true`` with a warning saying so, counted in
 ``gpulint_webhook_fail_open_total``. A body gpulint cannot answer is an HTTP 400 with a JSON
-message. Nothing answers 500.
+message. Nothing answers 500: an error outside any review is a 400 too, logged as an error.
+
+A request chooses what it sends, so nothing it sends becomes a metric label: kinds outside
+the evaluated ones are counted as ``other``. Its body must arrive within ``--read-timeout``
+(its headers too: ``webhook.connections``); a slower one is a 400 and the connection closes.
 
 Evaluations run on the event loop, one at a time, from memory: a handoff to a worker thread
 costs more than most evaluations on a busy machine (bench/webhook_load.py), and would not
@@ -17,6 +21,7 @@ replica answers.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -29,6 +34,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from gpulint.engine import DeadlineExceeded
 
 from .evaluator import (
+    EVALUATED_KINDS,
     Decider,
     Decision,
     Evaluator,
@@ -36,7 +42,8 @@ from .evaluator import (
     skip_reason,
 )
 from .logs import JsonLog, where_raised
-from .metrics import WebhookMetrics
+from .metrics import OTHER_KIND, WebhookMetrics
+from .options import DEFAULT_READ_TIMEOUT
 from .review import (
     BadReview,
     ReviewRequest,
@@ -53,22 +60,28 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    try:
+        body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:  # a lone surrogate (a uid sent as "\ud800"), kept as its escape
+        body = json.dumps(data, separators=(",", ":")).encode()
     return web.Response(body=body, status=status, content_type="application/json")
 
 
-@web.middleware
-async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """aiohttp's own refusals (404, 405, 413) as JSON Status bodies; nothing becomes a 500."""
-    try:
-        return await handler(request)
-    except web.HTTPException as error:
-        if error.status < 400:
-            raise
-        status = 400 if error.status == 413 else error.status
-        body = bad_request_body(error.reason)
-        body.update(code=status, reason=error.reason.replace(" ", ""))
-        return _json(body, status)
+def _status(status: int, reason: str, message: str) -> web.Response:
+    body = bad_request_body(message)
+    body.update(code=status, reason=reason)
+    return _json(body, status)
+
+
+# The kinds counted by name in the metrics: what gpulint evaluates (a ConfigMap when it holds
+# the adapter config); anything else a request names is "other".
+_COUNTED_KINDS = frozenset({*EVALUATED_KINDS, ("", "ConfigMap")})
+
+
+def metric_kind(review: ReviewRequest) -> str:
+    """The ``kind`` label of a review: from a fixed set, whatever the request says."""
+    key = (review.kind.group, review.kind.kind)
+    return review.kind.kind if key in _COUNTED_KINDS else OTHER_KIND
 
 
 class WebhookApp:
@@ -82,6 +95,7 @@ class WebhookApp:
         adapter_configmaps: AdapterConfigMapSelector | None,
         log: JsonLog,
         metrics: WebhookMetrics,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
     ) -> None:
         from gpulint.model import Severity
 
@@ -89,6 +103,7 @@ class WebhookApp:
         self.decider = Decider(evaluator, None if deny_on == "never" else Severity.parse(deny_on))
         self.deadline = deadline
         self.max_body_bytes = max_body_bytes
+        self.read_timeout = read_timeout
         self.adapter_configmaps = adapter_configmaps
         self.log = log
         self.metrics = metrics
@@ -98,12 +113,37 @@ class WebhookApp:
             evaluator.live.on_refresh = metrics.watch_live(evaluator.live.current)
 
     def application(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_body_bytes, middlewares=[_json_errors])
+        app = web.Application(client_max_size=self.max_body_bytes, middlewares=[self._errors])
         app.router.add_post("/validate", self.validate)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)
         app.router.add_get("/metrics", self.metrics_page)
         return app
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """aiohttp's own refusals (404, 405, 413) as JSON Status bodies, and an error outside
+        any review as a 400: nothing becomes a 500."""
+        try:
+            return await handler(request)
+        except web.HTTPException as error:
+            if error.status < 400:
+                raise
+            status = 400 if error.status == 413 else error.status
+            return _status(status, error.reason.replace(" ", ""), error.reason)
+        except Exception as error:
+            self.metrics.invalid.labels("internal").inc()
+            self.log.error(
+                "request-error",
+                path=request.path,
+                error=type(error).__name__,
+                at=where_raised(error),
+            )
+            response = _status(
+                400, "BadRequest", f"gpulint could not answer this request ({type(error).__name__})"
+            )
+            response.force_close()
+            return response
 
     # --- probes and metrics ----------------------------------------------------------------
 
@@ -143,10 +183,13 @@ class WebhookApp:
         finally:
             self.metrics.in_flight.dec()
 
-    def _bad_request(self, reason: str, message: str) -> web.Response:
+    def _bad_request(self, reason: str, message: str, *, close: bool = False) -> web.Response:
         self.metrics.invalid.labels(reason).inc()
         self.log.warning("bad-request", reason=reason, message=message)
-        return _json(bad_request_body(message), 400)
+        response = _json(bad_request_body(message), 400)
+        if close:  # the rest of the body is not read: the connection cannot carry another
+            response.force_close()
+        return response
 
     async def _validate(self, request: web.Request, started: float) -> web.Response:
         length = request.content_length
@@ -157,7 +200,22 @@ class WebhookApp:
                 "(--max-body-bytes)",
             )
         try:
-            body = await request.read()
+            async with asyncio.timeout(self.read_timeout):
+                body = await request.read()
+        except TimeoutError:
+            self.metrics.slow_requests.labels("body").inc()
+            response = self._bad_request(
+                "slow",
+                f"the request body did not arrive within {self.read_timeout:g} s (--read-timeout)",
+                close=True,
+            )
+            # Answer and close now: aiohttp would otherwise linger, reading the rest of the
+            # body for as long again.
+            await response.prepare(request)
+            await response.write_eof()
+            if request.transport is not None:
+                request.transport.close()
+            return response
         except web.HTTPRequestEntityTooLarge:
             return self._bad_request(
                 "too-large",
@@ -242,8 +300,7 @@ class WebhookApp:
         **fields: Any,
     ) -> web.Response:
         elapsed = time.monotonic() - started
-        kind = review.kind.kind
-        self.metrics.requests.labels(kind, review.operation, verdict).inc()
+        self.metrics.requests.labels(metric_kind(review), review.operation, verdict).inc()
         self.metrics.latency.labels(verdict).observe(elapsed)
         level = "error" if fields.get("error") else "info"
         self.log.emit(

@@ -4,6 +4,11 @@ A decision line names the object (kind, namespace, name), the operation, the ver
 rule IDs and the time taken; never the object's contents, the user, or any token. An internal
 error is logged by its exception type and where it was raised, not by its message, which may
 quote values from the object.
+
+What a request chose (a uid, a kind, a name) is logged at most ``MAX_FIELD_CHARS`` characters
+long, with the control characters JSON leaves raw (C1, line separators) escaped as it escapes
+the others, so that one request cannot write a megabyte line or act on the terminal of
+whoever reads the log.
 """
 
 from __future__ import annotations
@@ -15,6 +20,13 @@ import threading
 import time
 import traceback
 from typing import Any, TextIO
+
+from gpulint.report.escape import json_text_safe
+
+# Characters of one string field at most; Kubernetes names are at most 253.
+MAX_FIELD_CHARS = 512
+# Items of one list field at most (rule IDs).
+MAX_FIELD_ITEMS = 64
 
 
 class JsonLog:
@@ -28,8 +40,9 @@ class JsonLog:
             "level": level,
             "event": event,
         }
-        record.update((k, v) for k, v in fields.items() if v is not None)
+        record.update((k, _bounded(v)) for k, v in fields.items() if v is not None)
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+        line = json_text_safe(line)
         with self._lock:
             try:
                 self._stream.write(line + "\n")
@@ -46,6 +59,26 @@ class JsonLog:
 
     def error(self, event: str, **fields: Any) -> None:
         self.emit(event, "error", **fields)
+
+
+def _bounded(value: Any) -> Any:
+    """A field value as logged: strings clipped, lists shortened."""
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        items = [_bounded(item) for item in value[:MAX_FIELD_ITEMS]]
+        if len(value) > MAX_FIELD_ITEMS:
+            items.append(f"... {len(value) - MAX_FIELD_ITEMS} more")
+        return items
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > MAX_FIELD_CHARS:
+        text = f"{text[: MAX_FIELD_CHARS - 40]}... ({len(text):,} characters)"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800" in the request's JSON)
+            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def where_raised(error: BaseException) -> str:

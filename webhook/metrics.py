@@ -1,4 +1,10 @@
-"""What ``/metrics`` exposes, in a registry of the server's own (prometheus-client)."""
+"""What ``/metrics`` exposes, in a registry of the server's own (prometheus-client).
+
+Every label takes its values from a fixed set written here or in gpulint (verdicts, reasons,
+rule IDs, the evaluated kinds), never from what a request sends: a label value is a series
+kept for the life of the process, so a request that chose one could grow memory and the
+``/metrics`` page without end.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +31,12 @@ if TYPE_CHECKING:
 # CONNECT, another kind, a subresource, an object being deleted).
 VERDICTS = ("allowed", "warned", "denied", "fail-open", "skipped")
 FAIL_OPEN_REASONS = ("not-synced", "deadline", "error")
+# The ``kind`` of a review that gpulint does not evaluate, whatever it names.
+OTHER_KIND = "other"
+# The part of a request that did not arrive within --read-timeout.
+SLOW_PARTS = ("headers", "body")
+# Why accept() failed: out of file descriptors (EMFILE, ENFILE), or anything else.
+ACCEPT_ERRORS = ("file-descriptors", "other")
 SYNC_STATES = ("synced", "syncing", "absent", "forbidden", "error")
 
 # Answers take well under a millisecond to a few; the API server gives up at timeoutSeconds.
@@ -165,8 +177,8 @@ class WebhookMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "gpulint_webhook_requests",
-            "AdmissionReviews answered, by the admitted object's kind, the operation and the "
-            "verdict",
+            "AdmissionReviews answered, by the admitted object's kind (the kinds gpulint "
+            "evaluates, or other), the operation and the verdict",
             ["kind", "operation", "verdict"],
             registry=self.registry,
         )
@@ -206,8 +218,32 @@ class WebhookMetrics:
             ["result"],
             registry=self.registry,
         )
+        self.slow_requests = Counter(
+            "gpulint_webhook_slow_requests",
+            "Requests whose headers or body did not arrive within --read-timeout (the "
+            "connection was closed), by the part that was late",
+            ["part"],
+            registry=self.registry,
+        )
+        self.refused_connections = Counter(
+            "gpulint_webhook_refused_connections",
+            "Connections closed as soon as they were accepted because --max-connections "
+            "connections were open",
+            registry=self.registry,
+        )
+        self.accept_errors = Counter(
+            "gpulint_webhook_accept_errors",
+            "Failures to accept a connection, by reason: file-descriptors (the process or the "
+            "system ran out of them: EMFILE, ENFILE), other",
+            ["reason"],
+            registry=self.registry,
+        )
         for reason in FAIL_OPEN_REASONS:
             self.fail_open.labels(reason)
+        for part in SLOW_PARTS:
+            self.slow_requests.labels(part)
+        for reason in ACCEPT_ERRORS:
+            self.accept_errors.labels(reason)
         for result in ("ok", "error"):
             self.certificate_reloads.labels(result)
         for verdict in VERDICTS:
@@ -215,6 +251,15 @@ class WebhookMetrics:
 
     def watch_cache(self, synced: Callable[[], bool], state: Callable[[], dict[str, str]]) -> None:
         self.registry.register(_SyncStateCollector(synced, state))
+
+    def watch_connections(self, count: Callable[[], int]) -> None:
+        """The number of open connections, read when Prometheus scrapes."""
+        gauge = Gauge(
+            "gpulint_webhook_open_connections",
+            "Connections open now (at most --max-connections)",
+            registry=self.registry,
+        )
+        gauge.set_function(count)
 
     def watch_live(self, status: Callable[[], LiveStatus]) -> Callable[[str | None, float], None]:
         """The refreshes of the live snapshot (``--prometheus``); returns what counts each

@@ -17,6 +17,12 @@ DEFAULT_DEADLINE = 2.0
 DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
 # kube-apiserver gives a webhook at most 30 s (timeoutSeconds); answers must come before.
 MAX_DEADLINE = 30.0
+# The headers of a request, and then its body, must each arrive within this: the API server
+# sends a review in one write, and has given up on it after timeoutSeconds (10 s by default).
+DEFAULT_READ_TIMEOUT = 10.0
+# Open connections at most. The API servers keep a few each (Go keeps idle connections per
+# host); every connection holds a file descriptor and its TLS buffers.
+DEFAULT_MAX_CONNECTIONS = 1000
 # --prometheus: seconds between refreshes of the live snapshot, and for one refresh (the
 # budget `gpulint lint --prometheus` gives its whole check, gpulint.live.options).
 DEFAULT_PROMETHEUS_REFRESH = 60.0
@@ -45,6 +51,8 @@ class ServeOptions(NamedTuple):
     deny_on: str = "error"
     deadline: float = DEFAULT_DEADLINE
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     adapter_configmap: str | None = None
@@ -85,6 +93,22 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="largest AdmissionReview accepted; larger bodies get HTTP 400 "
         f"(default: {DEFAULT_MAX_BODY_BYTES})",
+    )
+    listen.add_argument(
+        "--read-timeout",
+        type=float,
+        default=DEFAULT_READ_TIMEOUT,
+        metavar="S",
+        help="seconds a request's headers, and then its body, may take to arrive (TLS "
+        f"handshake included); slower clients are disconnected (default: {DEFAULT_READ_TIMEOUT:g})",
+    )
+    listen.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="open connections at most; one more is closed as soon as it is accepted "
+        f"(default: {DEFAULT_MAX_CONNECTIONS})",
     )
     listen.add_argument(
         "--shutdown-delay",
@@ -228,6 +252,8 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         )
     if args.max_body_bytes < 1024:
         raise OptionError("--max-body-bytes must be at least 1024")
+    if args.max_connections < 1:
+        raise OptionError("--max-connections must be at least 1")
     from gpulint.cluster.kinds import AdapterConfigMapSelector, parse_configmap_namespaces
 
     try:
@@ -263,6 +289,8 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         deny_on=args.deny_on,
         deadline=deadline,
         max_body_bytes=args.max_body_bytes,
+        read_timeout=_seconds(args.read_timeout, "--read-timeout"),
+        max_connections=args.max_connections,
         select=_split_ids(args.select),
         ignore=_split_ids(args.ignore),
         adapter_configmap=args.adapter_configmap,

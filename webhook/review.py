@@ -2,6 +2,9 @@
 
 Parsing is strict about the envelope (a request gpulint cannot answer by ``uid`` is a 400 with
 a message, never a 500) and lenient about the object (the rules cope with odd shapes).
+Numbers are read as the linter reads them (``gpulint.yamlparse.read_json``): one that is too
+long or too large to hold (a 4,301-digit integer, ``1e400``) stays its text, so that the
+rules report it as out of range and the review is still answered.
 
 Answers follow the API server's limits on warnings (k8s.io/apiserver pkg/endpoints/filters
 warning.go): the warnings of one request may total 4096 runes before the API server starts
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulint.model import Finding, Severity
+from gpulint.report.escape import escape_controls, safe_lines
+from gpulint.yamlparse import read_json
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -31,6 +36,8 @@ WARNINGS_TOTAL_RUNES = 2048
 DENIAL_FINDINGS = 10
 # One fix snippet in a denial message, at most.
 FIX_CHARS = 1200
+# One finding's message, and the subject, in a denial message at most.
+MESSAGE_CHARS = 2000
 
 
 class BadReview(ValueError):
@@ -104,13 +111,15 @@ def parse_review(body: bytes) -> ReviewRequest:
             "not-json", f"the request body is not UTF-8 JSON (byte {error.start})"
         ) from None
     try:
-        review = json.loads(text)
+        review = read_json(text)
     except json.JSONDecodeError as error:
         raise BadReview(
             "not-json",
             f"the request body is not JSON: {error.msg} at line {error.lineno} "
             f"column {error.colno}",
         ) from None
+    except ValueError as error:  # NaN or Infinity, which JSON does not have
+        raise BadReview("not-json", f"the request body is not JSON: {error}") from None
     except RecursionError:
         raise BadReview("not-json", "the request body nests JSON too deeply") from None
     if not isinstance(review, dict):
@@ -213,6 +222,8 @@ def _json_type(value: Any) -> str:
 def _shown(value: Any) -> str:
     if value is None:
         return "missing"
+    if isinstance(value, dict | list):
+        return f"a JSON {_json_type(value)}"  # however large or deep
     text = json.dumps(value, ensure_ascii=True)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -296,7 +307,9 @@ def _more(count: int) -> str:
 
 
 def denial_message(subject: str, findings: Sequence[Finding]) -> str:
-    """The status message of a refusal: each finding's rule, message and fix."""
+    """The status message of a refusal: each finding's rule, message and fix, with the
+    control characters of the object (its name, its values) shown as escapes, since kubectl
+    prints the message on the terminal of whoever applied it."""
     errors = sum(1 for f in findings if f.severity == Severity.ERROR)
     others = len(findings) - errors
     counts = []
@@ -304,14 +317,16 @@ def denial_message(subject: str, findings: Sequence[Finding]) -> str:
         counts.append(f"{errors} error{'s' if errors != 1 else ''}")
     if others:
         counts.append(f"{others} warning{'s' if others != 1 else ''}")
-    lines = [f"gpulint refused {subject} ({', '.join(counts)}):"]
+    shown = clip(escape_controls(subject), MESSAGE_CHARS)
+    lines = [f"gpulint refused {shown} ({', '.join(counts)}):"]
     for finding in findings[:DENIAL_FINDINGS]:
-        lines.append(f"{finding.rule} {finding.name}: {finding.message}")
+        message = clip(escape_controls(finding.message), MESSAGE_CHARS)
+        lines.append(f"{finding.rule} {finding.name}: {message}")
         fix = finding.fix.strip("\n")
         if fix:
             fix = clip(fix, FIX_CHARS)
             lines.append("  fix:")
-            lines.extend(f"    {line}" for line in fix.splitlines())
+            lines.extend(f"    {line}" for line in safe_lines(fix))
     hidden = len(findings) - DENIAL_FINDINGS
     if hidden > 0:
         lines.append(f"... and {hidden} more; `gpulint lint` on the manifests lists all")

@@ -223,6 +223,7 @@ async def _serve(
     from aiohttp import web
 
     from .app import WebhookApp
+    from .connections import ConnectionGuard, GuardedSite
     from .live import shown_url
     from .metrics import WebhookMetrics
 
@@ -235,21 +236,24 @@ async def _serve(
         adapter_configmaps=adapter_configmaps,
         log=log,
         metrics=metrics,
+        read_timeout=options.read_timeout,
     )
+    guard = ConnectionGuard(
+        metrics, log, max_connections=options.max_connections, read_timeout=options.read_timeout
+    )
+    _make_room_for(options.max_connections, log)
+    application = webhook.application()
+    application.middlewares.append(guard.middleware)
     runner = web.AppRunner(
-        webhook.application(),
+        application,
         handle_signals=False,
         access_log=None,
         keepalive_timeout=KEEPALIVE_TIMEOUT,
+        shutdown_timeout=options.shutdown_timeout,
     )
     await runner.setup()
-    site = web.TCPSite(
-        runner,
-        options.bind,
-        options.port,
-        ssl_context=certificate.context,
-        shutdown_timeout=options.shutdown_timeout,
-        backlog=1024,
+    site = GuardedSite(
+        runner, guard, options.bind, options.port, ssl_context=certificate.context, backlog=1024
     )
     try:
         await site.start()
@@ -290,6 +294,36 @@ def _shown_scopes(options: ServeOptions, adapter: AdapterConfigMapSelector) -> l
 
     scopes = configmap_scopes(adapter, options.configmap_namespaces)
     return [scope or ALL_NAMESPACES for scope in scopes]
+
+
+# File descriptors the process needs besides its connections: the cluster watches, the
+# Prometheus client, the certificate files, the log.
+_SPARE_DESCRIPTORS = 256
+
+
+def _make_room_for(connections: int, log: JsonLog) -> None:
+    """Raise the soft limit on open files towards the hard one (as the Go runtime does), so
+    that --max-connections connections fit; say so when they cannot."""
+    try:
+        import resource
+    except ImportError:  # not on a POSIX system
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + _SPARE_DESCRIPTORS
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        log.warning(
+            "file-descriptor-limit",
+            message=f"the open-file limit is {soft}, too low for --max-connections "
+            f"{connections} and the {_SPARE_DESCRIPTORS} files gpulint needs besides: lower "
+            "--max-connections or raise the limit",
+        )
 
 
 async def _shutdown(

@@ -8,6 +8,12 @@ replaced one after the other) is not loaded; the next check tries again.
 
 The bytes are handed to OpenSSL through anonymous in-memory files (``memfd``), so that
 nothing is written to disk: the image runs with a read-only root filesystem.
+
+Only regular files are read (through symlinks, as a Secret volume has them), at most
+``MAX_FILE_BYTES`` of them: a FIFO would block the start (or a reload) until someone wrote to
+it, a device could be read without end. A private key encrypted with a pass phrase is an
+error that says so: OpenSSL would otherwise ask for the pass phrase on the terminal, and a
+server has nobody to answer. Both hold for the first load and every reload.
 """
 
 from __future__ import annotations
@@ -15,13 +21,25 @@ from __future__ import annotations
 import hashlib
 import os
 import ssl
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+# A certificate chain or a key is a few kilobytes; a chain of a hundred certificates, 200 KiB.
+MAX_FILE_BYTES = 1 << 20
+
 
 class CertificateError(Exception):
     """The certificate or key cannot be read or do not form a pair."""
+
+
+class _PassPhraseAsked(Exception):
+    """OpenSSL asked for the pass phrase of an encrypted key."""
+
+
+def _no_pass_phrase() -> bytes:
+    raise _PassPhraseAsked
 
 
 @dataclass(frozen=True)
@@ -62,11 +80,41 @@ def _memory_file(name: str, data: bytes) -> Iterator[str]:
 
 
 def _read(path: str, what: str) -> bytes:
+    """The bytes of a regular file; opened without blocking, so that a FIFO cannot stall."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
         raise CertificateError(f"cannot read the {what} {path}: {error.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise CertificateError(
+            f"the {what} {path} is not a regular file ({_file_type(mode)}); give the path of "
+            "the PEM file"
+        )
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as error:
+            raise CertificateError(f"cannot read the {what} {path}: {error.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise CertificateError(
+            f"the {what} {path} is larger than {MAX_FILE_BYTES >> 20} MiB: not a PEM file"
+        )
+    return data
+
+
+def _file_type(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
@@ -75,7 +123,13 @@ def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
         _memory_file("gpulint-key", key) as key_path,
     ):
         try:
-            context.load_cert_chain(cert_path, key_path)
+            context.load_cert_chain(cert_path, key_path, password=_no_pass_phrase)
+        except _PassPhraseAsked:
+            raise CertificateError(
+                "the private key is encrypted with a pass phrase, which gpulint serve cannot "
+                "be given: use an unencrypted key (a kubernetes.io/tls Secret holds one), for "
+                "example `openssl pkey -in encrypted.key -out tls.key`"
+            ) from None
         except ssl.SSLError as error:
             reason = error.reason or str(error)
             raise CertificateError(

@@ -10,6 +10,17 @@ bodies of any size, and retry 5xx answers with back-off; the live check needs th
 of a rejected query (GL803), a bound on time and size, and no retries inside its single
 timeout, so requests go through the connector's own session.
 
+What a Prometheus (or whatever answers at its URL) can send is bounded:
+
+* redirects are followed only within the origin (scheme, host, port) of ``--prometheus``, so
+  the headers given for it (``Authorization``, ``X-Scope-OrgID``) never reach another host;
+  a redirect elsewhere is reported;
+* an answer is read up to ``MAX_ANSWER_BYTES`` as it streams in (a larger ``Content-Length``
+  is refused before reading), into one buffer that is released once decoded; reading one
+  costs about four times its size at its peak (the text while it is parsed, then about
+  three times in Python values);
+* JSON nested deeper than ``MAX_DEPTH`` is refused (no Prometheus answer nests more than six).
+
 This module imports requests; only the collector imports it, and only with ``--prometheus``.
 """
 
@@ -19,8 +30,9 @@ import json
 import re
 import threading
 import time
+from itertools import compress
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urljoin, urlsplit
 
 import requests
 from prometheus_api_client import PrometheusConnect
@@ -28,8 +40,15 @@ from urllib3.util.retry import Retry
 
 from gpulint.live.snapshot import BAD_ANSWER, HTTP_ERROR, TIMEOUT, UNREACHABLE
 
-# An answer larger than this is not a Prometheus answering a seriesQuery gpulint can use.
-MAX_ANSWER_BYTES = 256 * 1024 * 1024
+# An answer larger than this is not a Prometheus answering a seriesQuery gpulint can use
+# (200,000 dcgm-exporter series are 50 MiB), and at four times its size while read, it keeps
+# the webhook well inside its 512 MiB memory limit (deploy/deployment.yaml).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+# Prometheus answers nest at most six levels (a matrix: data.result[].values[][]).
+MAX_DEPTH = 32
+# Same-origin redirects followed for one request (a path prefix added by a proxy, say).
+MAX_REDIRECTS = 5
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 # Above this many characters of query string, send the parameters as a form (POST), which
 # every Prometheus-compatible API accepts for these endpoints.
 _MAX_GET_QUERY = 6000
@@ -117,38 +136,15 @@ class PrometheusAPI:
     # --- transport ---------------------------------------------------------------------------
 
     def _call(self, path: str, params: list[tuple[str, str]]) -> Any:
-        remaining = self.deadline.remaining()
-        if remaining <= 0:
+        if self.deadline.remaining() <= 0:
             raise PrometheusError(
                 f"no answer within the {self.deadline.seconds:g} s timeout", TIMEOUT
             )
         with self._lock:
             self.requests += 1
-        url = self.url + path
         encoded = urlencode(params)
-        session = self.connect._session
         try:
-            if len(encoded) > _MAX_GET_QUERY:
-                response = session.post(
-                    url,
-                    data=encoded,
-                    headers={
-                        **(self.connect.headers or {}),
-                        "Content-Type": "application/x-www-form-urlencoded",
-                    },
-                    timeout=remaining,
-                    stream=True,
-                )
-            else:
-                response = session.get(
-                    url,
-                    params=encoded,
-                    headers=self.connect.headers,
-                    timeout=remaining,
-                    stream=True,
-                )
-            with response:
-                body = self._read(response, path)
+            status, body = self._send(path, encoded)
         except requests.exceptions.Timeout:
             raise PrometheusError(
                 f"no answer within the {self.deadline.seconds:g} s timeout ({path})", TIMEOUT
@@ -157,38 +153,154 @@ class PrometheusAPI:
             raise PrometheusError(f"cannot connect: {_reason(error)}", UNREACHABLE) from None
         except requests.exceptions.RequestException as error:
             raise PrometheusError(f"request failed: {_reason(error)}", UNREACHABLE) from None
-        return _unwrap(path, response.status_code, body)
+        return _unwrap(path, status, body)
 
-    def _read(self, response: requests.Response, path: str) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in response.iter_content(_CHUNK):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_ANSWER_BYTES:
+    def _send(self, path: str, encoded: str) -> tuple[int, str]:
+        """Send one request, following redirects within the origin; (status, body text)."""
+        url = self.url + path
+        headers = dict(self.connect.headers or {})
+        method = "GET"
+        query: str | None = encoded
+        data: str | None = None
+        if len(encoded) > _MAX_GET_QUERY:
+            method, query, data = "POST", None, encoded
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        session = self.connect._session
+        for _ in range(MAX_REDIRECTS + 1):
+            response = session.request(
+                method,
+                url,
+                params=query,
+                data=data,
+                headers=headers,
+                timeout=max(self.deadline.remaining(), 0.001),
+                stream=True,
+                allow_redirects=False,
+            )
+            with response:
+                if not response.is_redirect:
+                    return response.status_code, self._read(response, path)
+                status = response.status_code
+                target = urljoin(response.url, response.headers["location"])
+            if _origin(target) != _origin(self.url):
                 raise PrometheusError(
-                    f"{path} answered more than {MAX_ANSWER_BYTES >> 20} MiB; narrow the "
-                    "seriesQuery"
+                    f"{path} answered HTTP {status}, a redirect to {_shown_origin(target)}; "
+                    f"gpulint follows redirects only within {_shown_origin(self.url)}, so that "
+                    "its headers go nowhere else: give --prometheus the URL that answers",
+                    HTTP_ERROR,
                 )
+            if method == "POST" and status not in (307, 308):
+                raise PrometheusError(
+                    f"{path} answered HTTP {status}, a redirect that drops the query sent as a "
+                    "form: give --prometheus the URL that answers",
+                    HTTP_ERROR,
+                )
+            url, query = target, None  # the new location carries its own query string
+        raise PrometheusError(f"{path}: more than {MAX_REDIRECTS} redirects", HTTP_ERROR)
+
+    def _read(self, response: requests.Response, path: str) -> str:
+        too_large = PrometheusError(
+            f"{path} answered more than {MAX_ANSWER_BYTES >> 20} MiB; narrow the seriesQuery"
+        )
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and (len(declared) > 18 or int(declared) > MAX_ANSWER_BYTES):
+            raise too_large
+        body = bytearray()
+        for chunk in response.iter_content(_CHUNK):
+            body += chunk
+            if len(body) > MAX_ANSWER_BYTES:
+                raise too_large
             if self.deadline.expired:
                 raise PrometheusError(
                     f"no complete answer within the {self.deadline.seconds:g} s timeout ({path})",
                     TIMEOUT,
                 )
-        return b"".join(chunks)
+        # A character of four bytes in UTF-8 takes four in a Python string (and makes every
+        # character of it take four): count the text's size as decoded.
+        if len(body) * _char_width(body) > MAX_ANSWER_BYTES:
+            raise too_large
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise PrometheusError(
+                f"{path} answered HTTP {response.status_code} with a body that is not UTF-8 "
+                f"(byte {error.start})",
+                _status_reason(response.status_code),
+            ) from None
 
 
-def _unwrap(path: str, status: int, body: bytes) -> Any:
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number
+        return scheme, parts.netloc.lower(), -1
+    return scheme, (parts.hostname or "").lower(), port or _DEFAULT_PORTS.get(scheme)
+
+
+def _shown_origin(url: str) -> str:
+    scheme, host, port = _origin(url)
+    shown = f"{scheme}://{host}" + (f":{port}" if port not in (None, -1) else "")
+    return shown if len(shown) <= 120 else shown[:117] + "..."
+
+
+_WIDE = re.compile(rb"[\xf0-\xf4]")  # lead bytes of 4-byte UTF-8 sequences
+_MEDIUM = re.compile(rb"[\xc4-\xef]")  # of characters above U+00FF
+
+
+def _char_width(body: bytearray) -> int:
+    """Bytes per character of ``body`` decoded into a Python string (1, 2 or 4)."""
+    if body.isascii():
+        return 1
+    if _WIDE.search(body):
+        return 4
+    return 2 if _MEDIUM.search(body) else 1
+
+
+_CONTAINERS = frozenset({dict, list})
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Does ``value`` nest dicts and lists more than ``limit`` levels? One level at a time,
+    never recursing; the children are picked out at C speed."""
+    level = [value] if type(value) in _CONTAINERS else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for node in level:
+            items = node.values() if type(node) is dict else node
+            below.extend(compress(items, map(_CONTAINERS.__contains__, map(type, items))))
+        level = below
+    return False
+
+
+def _unwrap(path: str, status: int, body: str) -> Any:
     """The ``data`` of a Prometheus API envelope, or the right exception."""
     try:
         envelope = json.loads(body)
+    except RecursionError:
+        raise PrometheusError(
+            f"{path} answered HTTP {status} with JSON nested deeper than {MAX_DEPTH} levels, "
+            "which no Prometheus answer is",
+            _status_reason(status),
+        ) from None
     except ValueError:
-        snippet = body[:120].decode("utf-8", "replace").strip()
+        snippet = body[:120].strip()
         raise PrometheusError(
             f"{path} answered HTTP {status} with a body that is not JSON"
             + (f" ({snippet!r})" if snippet else ""),
             _status_reason(status),
         ) from None
+    if _deeper_than(envelope, MAX_DEPTH):
+        raise PrometheusError(
+            f"{path} answered HTTP {status} with JSON nested deeper than {MAX_DEPTH} levels, "
+            "which no Prometheus answer is",
+            _status_reason(status),
+        )
     if not isinstance(envelope, dict):
         raise PrometheusError(
             f"{path} answered HTTP {status} with JSON that is not an API answer",
@@ -196,13 +308,18 @@ def _unwrap(path: str, status: int, body: bytes) -> Any:
         )
     if status == 200 and envelope.get("status") == "success" and "data" in envelope:
         return envelope["data"]
-    error = envelope.get("error")
-    error_type = envelope.get("errorType")
-    text = f"{error_type}: {error}" if error_type and error else str(error or f"HTTP {status}")
+    error = _clip(str(envelope.get("error") or ""))
+    error_type = _clip(str(envelope.get("errorType") or ""))
+    text = f"{error_type}: {error}" if error_type and error else error or f"HTTP {status}"
     # 400 bad_data and 422 execution: the query is at fault, not the server.
     if path == "/api/v1/query" and status in (400, 422):
-        raise QueryRejected(str(error or text))
+        raise QueryRejected(error or text)
     raise PrometheusError(f"{path} answered HTTP {status}: {text}", _status_reason(status))
+
+
+def _clip(text: str, limit: int = 500) -> str:
+    """An error text from the answer, short enough for a finding's message."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _status_reason(status: int) -> str:

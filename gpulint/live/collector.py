@@ -76,11 +76,11 @@ def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
         _Collector(inventory, options, api, snapshot).run()
     except PrometheusError as error:
         _fail(snapshot, str(error), error.reason)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as error:
         # Valid JSON in a shape no Prometheus-compatible API sends.
-        _fail(
-            snapshot, f"answered something that is not the Prometheus API ({error!r})", BAD_ANSWER
-        )
+        shown = repr(error)
+        shown = shown if len(shown) <= 300 else shown[:297] + "..."
+        _fail(snapshot, f"answered something that is not the Prometheus API ({shown})", BAD_ANSWER)
     finally:
         api.close()
         snapshot.requests = api.requests

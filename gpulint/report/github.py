@@ -1,4 +1,11 @@
-"""GitHub Actions workflow commands: each finding becomes an annotation on the pull request."""
+"""GitHub Actions workflow commands: each finding becomes an annotation on the pull request.
+
+A command is one line: ``::error file=F,line=L,col=C,title=T::message``. The runner reads
+``%25``, ``%0D`` and ``%0A`` in the message as ``%``, CR and LF, and also ``%3A`` and ``%2C``
+in properties (actions/toolkit, command.ts), so every newline of a message or fix is encoded
+and no input can end the line and start a command of its own. Control characters from the
+input are shown as escapes first (``gpulint.report.escape``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from typing import TextIO
 from gpulint.engine import Result
 from gpulint.model import Severity
 from gpulint.paths import display_path
+from gpulint.report.escape import escape_controls
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -16,17 +24,19 @@ def _data(text: str) -> str:
 
 
 def _property(text: str) -> str:
-    return _data(text).replace(":", "%3A").replace(",", "%2C")
+    return _data(escape_controls(text)).replace(":", "%3A").replace(",", "%2C")
 
 
 def render_github(result: Result, stream: TextIO) -> None:
     for finding in result.findings:
         location = finding.location
-        message = finding.message
+        message = escape_controls(finding.message)
         if finding.units:
-            message += f"\nin: {', '.join(finding.units)}"
+            message += f"\nin: {', '.join(escape_controls(u) for u in finding.units)}"
         if finding.fix:
-            message += f"\nfix: {finding.fix}"
+            # gpulint's own line breaks stay line breaks of the annotation (encoded).
+            fix = "\n".join(escape_controls(line) for line in finding.fix.split("\n"))
+            message += f"\nfix: {fix}"
         stream.write(
             f"::{_COMMANDS[finding.severity]} file={_property(display_path(location.file))},"
             f"line={location.line},col={location.column},"

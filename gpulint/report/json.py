@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO
 
 from gpulint.engine import Result
 from gpulint.model import Finding, ObjectRef, Severity
 from gpulint.paths import display_path
+from gpulint.report.escape import write_json
 
 
 def _object(ref: ObjectRef | None) -> dict[str, Any] | None:
@@ -85,5 +85,4 @@ def result_to_dict(result: Result) -> dict[str, Any]:
 
 
 def render_json(result: Result, stream: TextIO) -> None:
-    json.dump(result_to_dict(result), stream, indent=2, ensure_ascii=False)
-    stream.write("\n")
+    write_json(result_to_dict(result), stream)

@@ -6,7 +6,6 @@ results with real line/column regions, related locations for cross-object findin
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, TextIO
@@ -16,6 +15,7 @@ import gpulint
 from gpulint.engine import Result, all_rules
 from gpulint.model import Location, Severity
 from gpulint.paths import is_file_path, sarif_root
+from gpulint.report.escape import write_json
 from gpulint.ruledocs import rule_markdown
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -113,5 +113,4 @@ def sarif_log(result: Result) -> dict[str, Any]:
 
 
 def render_sarif(result: Result, stream: TextIO) -> None:
-    json.dump(sarif_log(result), stream, indent=2, ensure_ascii=False)
-    stream.write("\n")
+    write_json(sarif_log(result), stream)

@@ -1,4 +1,8 @@
-"""``file:line:col: GL101 [error] message``, the fix indented below, a summary line last."""
+"""``file:line:col: GL101 [error] message``, the fix indented below, a summary line last.
+
+Everything that comes from the input (file names, messages, fixes, notes) is escaped
+(``gpulint.report.escape``) before gpulint adds its own colours.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import TextIO
 from gpulint.engine import Result
 from gpulint.model import Severity
 from gpulint.paths import display_path
+from gpulint.report.escape import escape_controls, safe_line, safe_lines
 
 _COLORS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
 _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
@@ -15,30 +20,33 @@ _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
 def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     for finding in result.findings:
         location = finding.location
-        where = f"{display_path(location.file)}:{location.line}:{location.column}"
+        where = safe_line(
+            escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
+        )
         severity = str(finding.severity)
         if color:
             severity = f"{_COLORS[finding.severity]}{severity}{_RESET}"
             head = f"{_BOLD}{where}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}]"
         else:
             head = f"{where}: {finding.rule} [{severity}]"
-        stream.write(f"{head} {finding.message}\n")
+        stream.write(f"{head} {escape_controls(finding.message)}\n")
         if finding.units:
-            stream.write(f"    in: {', '.join(finding.units)}\n")
+            stream.write(f"    in: {escape_controls(', '.join(finding.units))}\n")
         if location.rendered_from and location.rendered_from not in finding.units:
-            stream.write(f"    rendered from: {location.rendered_from}\n")
+            stream.write(f"    rendered from: {escape_controls(location.rendered_from)}\n")
         if location.note:
-            stream.write(f"    note: {location.note}\n")
+            stream.write(f"    note: {escape_controls(location.note)}\n")
         if finding.fix:
-            lines = finding.fix.rstrip("\n").splitlines()
+            lines = safe_lines(finding.fix.rstrip("\n"))
             prefix = f"{_DIM}fix:{_RESET}" if color else "fix:"
             stream.write(f"    {prefix} {lines[0]}\n")
             for line in lines[1:]:
                 stream.write(f"         {line}\n")
     for path, reason in result.skipped:
-        stream.write(f"{display_path(path)}: skipped: {reason}\n")
+        shown = safe_line(escape_controls(display_path(path)))
+        stream.write(f"{shown}: skipped: {escape_controls(reason)}\n")
     for note in result.notes:
-        stream.write(f"note: {note}\n")
+        stream.write(f"note: {escape_controls(note)}\n")
     errors, warnings, infos = (
         result.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
     )

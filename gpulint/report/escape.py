@@ -1,0 +1,73 @@
+"""Text from manifests and Prometheus, made safe to print on a terminal or in a CI log.
+
+Object names, label values, file names and the values quoted in messages are written by
+whoever wrote the input. Printed raw, an ESC or OSC sequence retitles or recolours a terminal
+(or hides text), a BEL rings, and a line that starts with ``::`` (GitHub Actions) or ``##``
+(the older ``##[command]`` and Azure's ``##vso[``) is a workflow command in a CI log: the
+runner trims leading whitespace and runs it. So reporters show every control character of
+input text as an escape (``\\x1b``, ``\\n``), split gpulint's own multi-line text on ``\\n``
+only, and make sure no line they print starts a command. gpulint's own colours are added
+after escaping, so they stay.
+
+Escaped: C0 controls, DEL and C1 controls (``\\x9b`` is a CSI to some terminals), the Unicode
+line and paragraph separators, and the bidirectional controls that reorder what a reader
+sees.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TextIO
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_UNSAFE = (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *_BIDI)
+
+
+def _escape(code: int) -> str:
+    char = chr(code)
+    if char in _NAMED:
+        return _NAMED[char]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+_TABLE = {code: _escape(code) for code in _UNSAFE}
+# What JSON leaves raw (it escapes C0 itself): the same characters as JSON escapes.
+_JSON_TABLE = {code: f"\\u{code:04x}" for code in _UNSAFE if code >= 0x7F}
+_COMMAND_START = re.compile(r"^(\s*)(::|##)")
+_NEUTRAL = {"::": "\\x3a:", "##": "\\x23#"}
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control character shown as an escape (a newline as ``\\n``)."""
+    return text.translate(_TABLE)
+
+
+def safe_line(line: str) -> str:
+    """A line of output that cannot be a CI workflow command: a leading ``::`` or ``##``
+    (after any indentation) has its first character escaped."""
+    return _COMMAND_START.sub(lambda m: m.group(1) + _NEUTRAL[m.group(2)], line)
+
+
+def safe_lines(text: str) -> list[str]:
+    """gpulint's own multi-line text (a fix) as lines to print: split on ``\\n`` only, each
+    line escaped and made safe."""
+    return [safe_line(escape_controls(line)) for line in text.split("\n")]
+
+
+def json_text_safe(document: str) -> str:
+    """A JSON text with the control characters JSON allows raw (DEL, C1, the line
+    separators, bidirectional controls) written as ``\\u`` escapes: the same data, safe to
+    print. They can only occur inside strings, where the escape stands for the same
+    character."""
+    return document.translate(_JSON_TABLE)
+
+
+def write_json(data: Any, stream: TextIO) -> None:
+    """``data`` as indented JSON, streamed, safe to print (``json_text_safe``; JSON escapes
+    C0 controls itself)."""
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False)
+    for chunk in encoder.iterencode(data):
+        stream.write(json_text_safe(chunk))
+    stream.write("\n")

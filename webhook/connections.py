@@ -1,0 +1,368 @@
+"""Connections: at most ``--max-connections`` open, and no request slower than
+``--read-timeout`` to arrive.
+
+aiohttp reads a request's headers for as long as they trickle in, and closes a connection that
+waits for a request only after its keep-alive timeout, which gpulint sets longer than the API
+server keeps an idle connection (``server.KEEPALIVE_TIMEOUT``). So every connection goes
+through a ``GuardedConnection``, a protocol in front of aiohttp's own:
+
+* when bytes arrive while no request is being handled (a new connection, or the next request
+  on a kept-alive one), the request's headers have ``--read-timeout`` seconds to be complete,
+  or the connection is closed; the handler marks the connection busy once they are
+  (``ConnectionGuard.middleware``) and bounds the body itself (``webhook.app``);
+* the TLS handshake has the same time limit (``ssl_handshake_timeout``).
+
+gpulint accepts connections itself (``GuardedSite``) and hands each to the event loop
+(``connect_accepted_socket``), the same with asyncio and uvloop:
+
+* a connection accepted while ``--max-connections`` are open or in their handshake is closed
+  at once, before any TLS work;
+* an accept() that fails because file descriptors ran out (EMFILE, ENFILE) is counted and
+  logged, and accepting pauses for a moment while the kernel queues new connections; uvloop
+  (libuv) would otherwise accept and close them without a word, asyncio log a traceback for
+  each.
+
+Each kind of trouble is logged when it starts and then at most once a minute, so that a flood
+of them cannot flood the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from aiohttp import web
+
+from .logs import JsonLog
+from .metrics import WebhookMetrics
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# How often one kind of trouble (a full connection table, no file descriptors) is logged.
+_LOG_INTERVAL = 60.0
+_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+# Connections accepted per wake-up of the listening socket, at most, before other work.
+_ACCEPT_BATCH = 64
+# Seconds accepting pauses after accept() failed for want of resources; the kernel keeps
+# queueing connections (the backlog) meanwhile.
+_ACCEPT_PAUSE = 0.5
+
+
+class _Throttled:
+    """Log one event when it first happens, then at most once per interval, with a count of
+    the times in between."""
+
+    def __init__(self, log: JsonLog, event: str) -> None:
+        self.log = log
+        self.event = event
+        self._last = -_LOG_INTERVAL
+        self._since = 0
+
+    def __call__(self, **fields: Any) -> None:
+        self._since += 1
+        now = time.monotonic()
+        if now - self._last >= _LOG_INTERVAL:
+            self.log.warning(self.event, times=self._since, **fields)
+            self._last, self._since = now, 0
+
+
+class ConnectionGuard:
+    """The open connections of one server, and the limits they are held to."""
+
+    def __init__(
+        self,
+        metrics: WebhookMetrics,
+        log: JsonLog,
+        *,
+        max_connections: int,
+        read_timeout: float,
+    ) -> None:
+        self.metrics = metrics
+        self.max_connections = max_connections
+        self.read_timeout = read_timeout
+        self.server: web.Server | None = None  # set once the runner has made it
+        self._open: dict[asyncio.BaseTransport, GuardedConnection] = {}
+        self._accepted = 0  # connections open or in their TLS handshake
+        self._full = _Throttled(log, "connection-limit-reached")
+        self._slow = _Throttled(log, "slow-request-headers")
+        self._descriptors = _Throttled(log, "out-of-file-descriptors")
+        self._accept_error = _Throttled(log, "accept-failed")
+        metrics.watch_connections(self.count)
+
+    def count(self) -> int:
+        return len(self._open)
+
+    def protocol(self) -> asyncio.Protocol:
+        """The protocol factory of the listening socket: one guarded connection each."""
+        assert self.server is not None, "the guard is used before the runner is set up"
+        return GuardedConnection(self, self.server())
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Marks the connection busy while a request is handled: its headers are complete."""
+        connection = self._open.get(request.transport) if request.transport else None
+        if connection is None:
+            return await handler(request)
+        connection.request_started()
+        try:
+            return await handler(request)
+        finally:
+            connection.request_ended()
+
+    def accept_failed(self, error: OSError) -> None:
+        reason = "file-descriptors" if error.errno in _OUT_OF_DESCRIPTORS else "other"
+        self.metrics.accept_errors.labels(reason).inc()
+        code = errno.errorcode.get(error.errno or 0, "")
+        if reason == "file-descriptors":
+            self._descriptors(
+                message=f"cannot accept connections: {error.strerror} ({code}); "
+                f"{len(self._open)} are open; accepting again in {_ACCEPT_PAUSE:g} s",
+            )
+        else:
+            self._accept_error(message=f"accept() failed: {error.strerror} ({code})")
+
+    def admit(self) -> bool:
+        """May one more accepted connection go on to its handshake?"""
+        if self._accepted >= self.max_connections:
+            self.metrics.refused_connections.inc()
+            self._full(
+                message=f"{self._accepted} connections are open (--max-connections): new "
+                "ones are closed as soon as they are accepted"
+            )
+            return False
+        self._accepted += 1
+        return True
+
+    def handshake_failed(self) -> None:
+        self._accepted -= 1
+
+    def _opened(self, connection: GuardedConnection, transport: asyncio.BaseTransport) -> None:
+        self._open[transport] = connection
+
+    def _closed(self, transport: asyncio.BaseTransport) -> None:
+        if self._open.pop(transport, None) is not None:
+            self._accepted -= 1
+
+    def _too_slow(self) -> None:
+        self.metrics.slow_requests.labels("headers").inc()
+        self._slow(
+            message=f"request headers did not arrive within {self.read_timeout:g} s "
+            "(--read-timeout): the connection was closed"
+        )
+
+
+class GuardedConnection(asyncio.Protocol):
+    """aiohttp's protocol for one connection, behind the guard's limits."""
+
+    def __init__(self, guard: ConnectionGuard, inner: asyncio.Protocol) -> None:
+        self.guard = guard
+        self.inner = inner
+        self.transport: asyncio.Transport | None = None
+        self.busy = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    # --- asyncio.Protocol ------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports have the methods of asyncio.Transport without its class.
+        stream = cast(asyncio.Transport, transport)
+        self.guard._opened(self, stream)
+        self.transport = stream
+        self._arm()  # a connection that says nothing is closed as one that is slow to
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport is None:
+            return
+        self.inner.data_received(data)
+        if not self.busy:
+            self._arm()
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received() if self.transport is not None else None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        if self.transport is None:
+            return
+        self.guard._closed(self.transport)
+        self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    # --- requests --------------------------------------------------------------------------
+
+    def request_started(self) -> None:
+        self.busy = True
+        self._disarm()
+
+    def request_ended(self) -> None:
+        # Idle now: aiohttp's keep-alive timeout governs until bytes of another request come.
+        self.busy = False
+
+    def _arm(self) -> None:
+        if self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.guard.read_timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expired(self) -> None:
+        self._timer = None
+        if self.busy or self.transport is None or self.transport.is_closing():
+            return
+        self.guard._too_slow()
+        self.transport.abort()
+
+
+class _Listener:
+    """One listening socket, accepted from by hand."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        guard: ConnectionGuard,
+        ssl_context: ssl.SSLContext | None,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.sock = sock
+        self.guard = guard
+        self.ssl_context = ssl_context
+        self.loop = loop
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self._resume: asyncio.TimerHandle | None = None
+        loop.add_reader(sock.fileno(), self._accept)
+
+    def _accept(self) -> None:
+        for _ in range(_ACCEPT_BATCH):
+            try:
+                connection, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionAbortedError:
+                continue
+            except OSError as error:  # EMFILE, ENFILE, ENOBUFS, ENOMEM ...
+                self.guard.accept_failed(error)
+                self._pause()
+                return
+            if not self.guard.admit():
+                connection.close()
+                continue
+            connection.setblocking(False)
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = self.loop.create_task(self._handshake(connection))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, connection: socket.socket) -> None:
+        try:
+            await self.loop.connect_accepted_socket(
+                self.guard.protocol,
+                connection,
+                ssl=self.ssl_context,
+                ssl_handshake_timeout=self.guard.read_timeout if self.ssl_context else None,
+            )
+        except (Exception, asyncio.CancelledError):
+            # A client that went away or spoke no TLS, a handshake that took too long, or the
+            # site closing: the event loop has closed the connection, or never took it.
+            self.guard.handshake_failed()
+            connection.close()
+
+    def _pause(self) -> None:
+        self.loop.remove_reader(self.sock.fileno())
+        self._resume = self.loop.call_later(_ACCEPT_PAUSE, self._resume_accepting)
+
+    def _resume_accepting(self) -> None:
+        self._resume = None
+        if not self._closed:
+            self.loop.add_reader(self.sock.fileno(), self._accept)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._resume is not None:
+            self._resume.cancel()
+        else:
+            self.loop.remove_reader(self.sock.fileno())
+        for task in self._handshakes:
+            task.cancel()
+        self.sock.close()
+
+
+def listening_sockets(bind: str | None, port: int, backlog: int) -> list[socket.socket]:
+    """Sockets for ``bind`` (every interface when None, IPv6 and IPv4 where both exist),
+    made as ``loop.create_server`` makes them."""
+    if bind is None:
+        if socket.has_dualstack_ipv6():
+            return [
+                socket.create_server(
+                    ("", port), family=socket.AF_INET6, backlog=backlog, dualstack_ipv6=True
+                )
+            ]
+        return [socket.create_server(("", port), backlog=backlog)]
+    found: list[socket.socket] = []
+    try:
+        infos = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, _, _, _, address in dict.fromkeys(infos):
+            found.append(socket.create_server(address, family=family, backlog=backlog))
+    except OSError:
+        for sock in found:
+            sock.close()
+        raise
+    return found
+
+
+class GuardedSite(web.BaseSite):
+    """A TCP site that accepts through a ``ConnectionGuard``, with the TLS handshake held to
+    the guard's read timeout."""
+
+    __slots__ = ("_bind", "_listeners", "_port", "guard")
+
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        guard: ConnectionGuard,
+        bind: str | None,
+        port: int,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        backlog: int = 128,
+    ) -> None:
+        super().__init__(runner, ssl_context=ssl_context, backlog=backlog)
+        self.guard = guard
+        self._bind = bind
+        self._port = port
+        self._listeners: list[_Listener] = []
+
+    @property
+    def name(self) -> str:
+        scheme = "https" if self._ssl_context else "http"
+        return f"{scheme}://{self._bind or '0.0.0.0'}:{self._port}"
+
+    async def start(self) -> None:
+        await super().start()
+        loop = asyncio.get_running_loop()
+        self.guard.server = self._runner.server
+        sockets = listening_sockets(self._bind, self._port, self._backlog)
+        for sock in sockets:
+            sock.setblocking(False)
+        self._listeners = [_Listener(s, self.guard, self._ssl_context, loop) for s in sockets]
+
+    async def stop(self) -> None:
+        for listener in self._listeners:
+            listener.close()
+        self._listeners = []
+        await super().stop()
