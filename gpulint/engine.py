@@ -323,10 +323,13 @@ def run(
     items_for: Any = None,
     deadline: float | None = None,
     suppressed: dict[str, int] | None = None,
+    per_rule: int | None = None,
 ) -> list[Finding]:
     """Run every enabled rule; return findings after suppression, sorted.
 
     ``suppressed``, when given, counts the findings suppressions silenced, by rule.
+    ``per_rule`` stops a rule after that many findings (an admission answer has room for a
+    few; thousands of duplicate keys in one ConfigMap must not cost a review seconds).
 
     ``items_for(scope)`` may narrow what each scope iterates (the webhook evaluates only the
     admitted object and what relates to it); when it has a ``manifests`` attribute, unused
@@ -359,9 +362,15 @@ def run(
         options = spec.defaults()
         options.update(rule_settings.options)
         ctx = Context(spec, options)
+        found = 0
         for item in items:
+            if per_rule is not None and found >= per_rule:
+                break
             try:
                 for finding in spec.check(item, inventory, ctx):
+                    found += 1
+                    if per_rule is not None and found > per_rule:
+                        break
                     anchor = ctx.anchors.pop(id(finding), None)
                     if rule_settings.severity is not None:
                         finding = finding._replace(severity=rule_settings.severity)

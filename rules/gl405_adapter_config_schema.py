@@ -116,6 +116,10 @@ _LEVELS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Unknown keys reported one by one in one mapping; the rest are counted in one more finding.
+UNKNOWN_KEYS_LISTED = 20
+
+
 def check(config: AdapterConfig, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     schema = _Schema(config, ctx)
     if config.form == AdapterConfig.HELM_VALUES:
@@ -161,9 +165,19 @@ class _Schema:
 
     def unknown_keys(self, data: dict[str, Any], path: Path, level: str) -> Iterator[Finding]:
         allowed = _LEVELS[level]
-        for key in data:
-            if key in allowed:
-                continue
+        unknown = [key for key in data if key not in allowed]
+        if len(unknown) > UNKNOWN_KEYS_LISTED:
+            # A mapping of thousands of unknown keys is not a config: name a few and count.
+            rest = len(unknown) - UNKNOWN_KEYS_LISTED
+            first = unknown[UNKNOWN_KEYS_LISTED]
+            yield self.finding(
+                (*path, first),
+                f"{self.where()}: {rest:,} more keys that {level} does not have, from "
+                f"{json.dumps(str(first))} on. {STRICT}.",
+                f"keep only {', '.join(allowed)} in {level}",
+            )
+            unknown = unknown[:UNKNOWN_KEYS_LISTED]
+        for key in unknown:
             shown = json.dumps(key) if not isinstance(key, str) else f"`{key}`"
             home = [name for name, keys in _LEVELS.items() if key in keys and name != level]
             close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)

@@ -25,6 +25,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -54,6 +55,7 @@ from .review import (
 )
 
 if TYPE_CHECKING:
+    from gpulint.admission.embedded import EmbeddedWorker
     from gpulint.cluster.kinds import AdapterConfigMapSelector
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -76,6 +78,10 @@ def _status(status: int, reason: str, message: str) -> web.Response:
 # The kinds counted by name in the metrics: what gpulint evaluates (a ConfigMap when it holds
 # the adapter config); anything else a request names is "other".
 _COUNTED_KINDS = frozenset({*EVALUATED_KINDS, ("", "ConfigMap")})
+# Evaluations run side by side at most (they share the cluster cache's lock); a review waits
+# for its answer this much past its deadline before gpulint answers without one.
+REVIEW_THREADS = 2
+DEADLINE_GRACE = 0.25
 
 
 def metric_kind(review: ReviewRequest) -> str:
@@ -96,11 +102,18 @@ class WebhookApp:
         log: JsonLog,
         metrics: WebhookMetrics,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
+        embedded: EmbeddedWorker | None = None,
     ) -> None:
         from gpulint.model import Severity
 
         self.evaluator = evaluator
-        self.decider = Decider(evaluator, None if deny_on == "never" else Severity.parse(deny_on))
+        self.decider = Decider(
+            evaluator, None if deny_on == "never" else Severity.parse(deny_on), embedded
+        )
+        # Reviews are evaluated here, off the event loop: /healthz, /metrics and the reading
+        # of other requests never wait for an evaluation, and a review's answer never waits
+        # past its deadline (the evaluation stops at the next rule; the answer goes first).
+        self._reviews = ThreadPoolExecutor(REVIEW_THREADS, thread_name_prefix="gpulint-review")
         self.deadline = deadline
         self.max_body_bytes = max_body_bytes
         self.read_timeout = read_timeout
@@ -233,10 +246,21 @@ class WebhookApp:
             review = parse_review(body)
         except BadReview as error:
             return self._bad_request(error.reason, error.message)
+        loop = asyncio.get_running_loop()
+        remaining = started + self.deadline - time.monotonic()
         try:
-            return self._answer(review, started)
+            return await asyncio.wait_for(
+                loop.run_in_executor(self._reviews, self._answer, review, started),
+                timeout=max(remaining, 0.0) + DEADLINE_GRACE,
+            )
+        except TimeoutError:
+            return self._fail_open(review, started, "deadline")
         except Exception as error:  # the last line of defence: answer, and say why
             return self._fail_open(review, started, "error", error)
+
+    def close(self) -> None:
+        """Stop the review threads (evaluations under way finish on their own)."""
+        self._reviews.shutdown(wait=False, cancel_futures=True)
 
     def _answer(self, review: ReviewRequest, started: float) -> web.Response:
         skipped = skip_reason(review, self.adapter_configmaps)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gpulint.classify import EmbeddedParser, parse_embedded
 from gpulint.config import Settings
 from gpulint.engine import INTERNAL_ERROR, Selection
 from gpulint.kinds import evaluated_kinds
@@ -34,6 +35,7 @@ from .review import (
 )
 
 if TYPE_CHECKING:
+    from gpulint.admission.embedded import EmbeddedWorker
     from gpulint.cluster.cache import ClusterCache
     from gpulint.cluster.kinds import AdapterConfigMapSelector
 
@@ -59,6 +61,7 @@ class Evaluator(Protocol):
         operation: str,
         old: dict[str, Any] | None,
         deadline: float,
+        embedded: EmbeddedParser = ...,
     ) -> list[Finding]: ...
 
 
@@ -94,9 +97,14 @@ class ClusterEvaluator:
         return self.cache.sync_state()
 
     def evaluate(
-        self, obj: dict[str, Any], operation: str, old: dict[str, Any] | None, deadline: float
+        self,
+        obj: dict[str, Any],
+        operation: str,
+        old: dict[str, Any] | None,
+        deadline: float,
+        embedded: EmbeddedParser = parse_embedded,
     ) -> list[Finding]:
-        findings = self.cache.evaluate(obj, operation, old, self.selection, deadline)
+        findings = self.cache.evaluate(obj, operation, old, self.selection, deadline, embedded)
         if not self._live_rules:
             return findings
         return [_as_warning(f) if f.rule in self._live_rules else f for f in findings]
@@ -132,11 +140,16 @@ class StandaloneEvaluator:
         return {}
 
     def evaluate(
-        self, obj: dict[str, Any], operation: str, old: dict[str, Any] | None, deadline: float
+        self,
+        obj: dict[str, Any],
+        operation: str,
+        old: dict[str, Any] | None,
+        deadline: float,
+        embedded: EmbeddedParser = parse_embedded,
     ) -> list[Finding]:
         from gpulint.cluster.cache import evaluate_alone
 
-        return evaluate_alone(obj, operation, self.settings, self.selection, deadline)
+        return evaluate_alone(obj, operation, self.settings, self.selection, deadline, embedded)
 
 
 def skip_reason(
@@ -190,9 +203,19 @@ class Decision:
 
 
 class Decider:
-    def __init__(self, evaluator: Evaluator, deny_on: Severity | None) -> None:
+    """Findings into a verdict. YAML embedded in the object (an adapter ConfigMap's config) is
+    parsed by ``embedded`` (a worker process with limits, see ``gpulint.admission.embedded``)
+    when there is one."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        deny_on: Severity | None,
+        embedded: EmbeddedWorker | None = None,
+    ) -> None:
         self.evaluator = evaluator
         self.deny_on = deny_on
+        self.embedded = embedded
 
     def refuses(self, finding: Finding) -> bool:
         # GL799 says gpulint failed on one rule: never a reason to refuse (the other rules'
@@ -205,18 +228,27 @@ class Decider:
         """Evaluate and answer; raises DeadlineExceeded (and anything the evaluation raises)
         for the caller to fail open."""
         obj = admitted_object(request)
-        findings = self.evaluator.evaluate(obj, request.operation, request.old_object, deadline)
+        skipped: list[str] = []
+        parser = self.embedded.parser(deadline, skipped) if self.embedded else parse_embedded
+        findings = self.evaluator.evaluate(
+            obj, request.operation, request.old_object, deadline, parser
+        )
         refused = [f for f in findings if self.refuses(f)]
         existing: list[Finding] = []
         if refused and request.operation == "UPDATE" and request.old_object is not None:
             before = self.evaluator.evaluate(
-                request.old_object, "UPDATE", request.old_object, deadline
+                request.old_object, "UPDATE", request.old_object, deadline, parser
             )
             had = {_finding_key(f) for f in before}
             existing = [f for f in refused if _finding_key(f) in had]
             refused = [f for f in refused if _finding_key(f) not in had]
         warned = [f for f in findings if not self.refuses(f)]
-        warnings = [warning_text(f, "already present") for f in existing]
+        warnings = [
+            f"gpulint did not read the configuration embedded in {request.describe()} ({why}): "
+            "it was judged without it"
+            for why in dict.fromkeys(skipped)
+        ]
+        warnings += [warning_text(f, "already present") for f in existing]
         warnings += [warning_text(f) for f in warned]
         fitted = fit_warnings(warnings)
         if refused:

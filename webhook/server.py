@@ -19,6 +19,7 @@ from .options import OptionError, ServeOptions, options_from_args
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from gpulint.admission.embedded import EmbeddedWorker
     from gpulint.cluster.cache import ClusterCache
     from gpulint.cluster.kinds import AdapterConfigMapSelector
     from gpulint.config import Settings
@@ -52,15 +53,27 @@ def run_serve(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     log = JsonLog(stdout)
     LibraryLogs.install(log)
+    from gpulint.admission.embedded import EmbeddedWorker
+
+    # Embedded YAML (adapter ConfigMaps) is parsed in a child process with limits, started
+    # before any thread so that it never inherits one.
+    embedded = EmbeddedWorker(timeout=max(0.1, options.deadline / 2))
+    embedded.start()
     try:
         settings = _settings(options.config)
         certificate = ServingCertificate(options.tls_cert, options.tls_key)
-        evaluator, adapter_configmaps = _evaluator(options, settings, log)
+        evaluator, adapter_configmaps = _evaluator(options, settings, log, embedded)
     except (StartError, CertificateError) as error:
+        embedded.stop()
         stderr.write(f"gpulint: error: {error}\n")
         return EXIT_USAGE
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(_serve(options, evaluator, adapter_configmaps, certificate, log))
+    try:
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            return runner.run(
+                _serve(options, evaluator, adapter_configmaps, certificate, log, embedded)
+            )
+    finally:
+        embedded.stop()
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -88,7 +101,7 @@ def _settings(path: str | None) -> Settings:
 
 
 def _evaluator(
-    options: ServeOptions, settings: Settings, log: JsonLog
+    options: ServeOptions, settings: Settings, log: JsonLog, embedded: EmbeddedWorker
 ) -> tuple[Evaluator, AdapterConfigMapSelector]:
     from gpulint.cluster.kinds import AdapterConfigMapSelector
     from gpulint.engine import Selection
@@ -115,6 +128,7 @@ def _evaluator(
         namespace=options.namespace,
         adapter_configmaps=adapter_configmaps,
         configmap_namespaces=options.configmap_namespaces,
+        embedded=embedded,
     )
     return ClusterEvaluator(cache, selection, _live(options, cache, log)), adapter_configmaps
 
@@ -219,6 +233,7 @@ async def _serve(
     adapter_configmaps: AdapterConfigMapSelector,
     certificate: ServingCertificate,
     log: JsonLog,
+    embedded: EmbeddedWorker | None = None,
 ) -> int:
     from aiohttp import web
 
@@ -237,6 +252,7 @@ async def _serve(
         log=log,
         metrics=metrics,
         read_timeout=options.read_timeout,
+        embedded=embedded,
     )
     guard = ConnectionGuard(
         metrics, log, max_connections=options.max_connections, read_timeout=options.read_timeout
@@ -342,5 +358,6 @@ async def _shutdown(
     # Stops listening, lets requests in flight finish (up to --shutdown-timeout), closes.
     await runner.cleanup()
     evaluator.stop()
+    webhook.close()
     log.info("stopped")
     return EXIT_OK

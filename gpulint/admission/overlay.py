@@ -23,6 +23,9 @@ from gpulint.inventory import Inventory
 from gpulint.model import Finding
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")
+# An admission answer has room for a few findings of each rule (the API server keeps 4 KiB of
+# warnings); more only cost time.
+FINDINGS_PER_RULE = 25
 
 
 def check_deadline(deadline: float | None) -> None:
@@ -69,7 +72,7 @@ def evaluate_alone(
         return []
     inventory = Inventory(settings, by_directory=False)
     inventory.add(classify_manifest(manifest, embedded=embedded))
-    return run(inventory, selection, deadline=deadline)
+    return run(inventory, selection, deadline=deadline, per_rule=FINDINGS_PER_RULE)
 
 
 def evaluate_over(
@@ -98,7 +101,9 @@ def evaluate_over(
         inventory.add(admitted)
     try:
         focus = related_items(inventory, manifest, previous)
-        findings = run(inventory, selection, items_for=focus, deadline=deadline)
+        findings = run(
+            inventory, selection, items_for=focus, deadline=deadline, per_rule=FINDINGS_PER_RULE
+        )
     finally:
         if cached is not None:
             inventory.replace(manifest, cached)
@@ -119,10 +124,14 @@ def _evaluate_deletion(
     if cached is None or previous is None:
         return []
     focus = related_items(inventory, None, previous)
-    before = run(inventory, selection, items_for=focus, deadline=deadline)
+    before = run(
+        inventory, selection, items_for=focus, deadline=deadline, per_rule=FINDINGS_PER_RULE
+    )
     inventory.remove_manifest(previous)
     try:
-        after = run(inventory, selection, items_for=focus, deadline=deadline)
+        after = run(
+            inventory, selection, items_for=focus, deadline=deadline, per_rule=FINDINGS_PER_RULE
+        )
     finally:
         inventory.add(cached)
     known = {(f.rule, f.location, f.message) for f in before}

@@ -30,7 +30,12 @@ class RuleBug(StandaloneEvaluator):
     """The real evaluation, followed by the kind of error a rule with a bug raises."""
 
     def evaluate(
-        self, obj: dict[str, Any], operation: str, old: dict[str, Any] | None, deadline: float
+        self,
+        obj: dict[str, Any],
+        operation: str,
+        old: dict[str, Any] | None,
+        deadline: float,
+        embedded: Any = None,
     ) -> list[Finding]:
         super().evaluate(obj, operation, old, deadline)
         secret = obj["metadata"]["annotations"]["team.example/token"]

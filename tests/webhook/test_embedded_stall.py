@@ -1,0 +1,62 @@
+"""An adapter ConfigMap that is slow to parse never stalls ``gpulint serve``: its embedded
+YAML is parsed in a child process within the review's deadline; the review answers in time
+(the config judged without, with a warning) and /healthz and other reviews never wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import objects
+from .harness import Certificates, admission_review, running
+
+
+def _slow_configmap() -> dict[str, Any]:
+    # About 0.9 MB of YAML with a quarter of a million scalars: far more than the worker's
+    # limit (half the --deadline of 0.4 s) to parse.
+    lines = "".join(f"k{i}: [{', '.join(str(j) for j in range(20))}]\n" for i in range(12000))
+    config = "rules:\n- seriesQuery: DCGM_FI_DEV_GPU_UTIL\n  metricsQuery: x\n" + lines
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "prometheus-adapter",
+            "namespace": "monitoring",
+            "labels": {"app.kubernetes.io/name": "prometheus-adapter"},
+        },
+        "data": {"config.yaml": config},
+    }
+
+
+def test_a_slow_adapter_config_answers_in_time_and_stalls_nothing(
+    certificates: Certificates, tmp_path: Path
+) -> None:
+    with running(certificates, tmp_path / "serve.log", ["--no-cluster", "--deadline=0.4"]) as hook:
+        hostile = admission_review(_slow_configmap(), uid="hostile")
+        answers: dict[str, Any] = {}
+
+        def send() -> None:
+            started = time.monotonic()
+            answers["hostile"] = hook.review(hostile)
+            answers["seconds"] = time.monotonic() - started
+
+        thread = threading.Thread(target=send)
+        thread.start()
+        time.sleep(0.05)
+        health = []
+        for _ in range(5):
+            started = time.monotonic()
+            status, _ = hook.get("/healthz")
+            health.append((status, time.monotonic() - started))
+        normal_started = time.monotonic()
+        normal = hook.review(admission_review(objects.cpu_hpa(), uid="ok"))
+        normal_seconds = time.monotonic() - normal_started
+        thread.join(30)
+        response = answers["hostile"]
+        assert response["uid"] == "hostile" and response["allowed"] is True
+        assert any("did not read the configuration embedded" in w for w in response["warnings"])
+        assert answers["seconds"] < 3.0
+        assert all(status == 200 and seconds < 1.0 for status, seconds in health), health
+        assert normal["uid"] == "ok" and normal_seconds < 3.0
