@@ -17,9 +17,11 @@ or the removal of a finalizer.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gpulint.admission.overlay import FINDINGS_PER_RULE
 from gpulint.classify import EmbeddedParser, parse_embedded
 from gpulint.config import Settings
 from gpulint.engine import INTERNAL_ERROR, Selection
@@ -250,7 +252,8 @@ class Decider:
         ]
         warnings += [warning_text(f, "already present") for f in existing]
         warnings += [warning_text(f) for f in warned]
-        fitted = fit_warnings(warnings)
+        counts = Counter(f.rule for f in findings)
+        fitted = fit_warnings(warnings, any(n >= FINDINGS_PER_RULE for n in counts.values()))
         if refused:
             message = denial_message(request.describe(), refused)
             response = review_response(request.uid, False, warnings=fitted, message=message)

@@ -277,9 +277,10 @@ def warning_text(finding: Finding, note: str = "") -> str:
     return f"{label}: {one_line(finding.message)}"
 
 
-def fit_warnings(texts: Iterable[str]) -> list[str]:
+def fit_warnings(texts: Iterable[str], uncounted: bool = False) -> list[str]:
     """Warnings within the API server's budget: each one line and clipped, duplicates dropped
-    (the API server drops them too), and a last line counting what did not fit."""
+    (the API server drops them too), and a last line counting what did not fit
+    (``uncounted``: some findings were not even counted, so it says "or more")."""
     unique: list[str] = []
     seen: set[str] = set()
     for text in texts:
@@ -291,19 +292,25 @@ def fit_warnings(texts: Iterable[str]) -> list[str]:
     used = 0
     for index, line in enumerate(unique):
         left = len(unique) - index
-        tail = _more(left - 1) if left > 1 else ""
+        tail = _more(left - 1, uncounted) if left > 1 or uncounted else ""
         if used + len(line) + len(tail) <= WARNINGS_TOTAL_RUNES:
             kept.append(line)
             used += len(line)
             continue
-        kept.append(_more(left))
+        kept.append(_more(left, uncounted))
         break
+    else:
+        if uncounted and unique:
+            kept.append(_more(0, uncounted))
     return kept
 
 
-def _more(count: int) -> str:
-    noun = "finding" if count == 1 else "findings"
-    return f"gpulint: {count} more {noun} not shown; `gpulint lint` on the manifests lists all"
+def _more(count: int, uncounted: bool = False) -> str:
+    if uncounted:
+        shown = f"{count} or more findings" if count else "more findings"
+    else:
+        shown = f"{count} more finding{'s' * (count != 1)}"
+    return f"gpulint: {shown} not shown; `gpulint lint` on the manifests lists all"
 
 
 def denial_message(subject: str, findings: Sequence[Finding]) -> str:
