@@ -336,17 +336,23 @@ def parse_documents(
     Raises YamlError at the first problem; the documents before it have been yielded.
     """
     parser = yaml.CSafeLoader(data)
+    problem: YamlError | None = None
     try:
         yield from _build(parser, line_offset, column_offset)
     except yaml.YAMLError as error:
-        err = _yaml_error(error)
-        err.line += line_offset
-        err.column += column_offset
-        raise err from None
+        problem = _yaml_error(error)
+        problem.line += line_offset
+        problem.column += column_offset
     except RecursionError:
-        raise YamlError("document is nested too deeply", line_offset + 1, 1) from None
+        problem = YamlError("document is nested too deeply", line_offset + 1, 1)
     finally:
         parser.dispose()
+        del parser
+    if problem is not None:
+        # Raised outside the handler, so that it carries neither the parser's exception nor
+        # its frames: gpulint runs with the cyclic collector off, and libyaml's buffers would
+        # stay alive with them.
+        raise problem
 
 
 def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[ParsedDocument]:
