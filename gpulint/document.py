@@ -82,6 +82,10 @@ class Document:
         # For rendered input (kustomize, Helm): where the user wrote what this document says.
         self.source: SourceMap | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Plain files only cross processes (units.parallel); a source map stays behind.
+        return (Document, (self.data, self.file, self.index, self.line, self.rendered_from))
+
     def location(
         self, path: Sequence[str | int] = (), *, key: bool | None = None, raw: bool = False
     ) -> Location:
@@ -103,7 +107,7 @@ class Document:
 class Manifest(Document):
     """A Kubernetes object: a document with string ``apiVersion`` and ``kind``."""
 
-    __slots__ = ("api_version", "kind", "name", "namespace", "templates")
+    __slots__ = ("api_version", "generated", "kind", "name", "namespace", "templates")
 
     def __init__(
         self,
@@ -128,6 +132,11 @@ class Manifest(Document):
         self.namespace: str | None = namespace if isinstance(namespace, str) and namespace else None
         # Its pod templates, read once (gpulint.workload.pod_templates): many rules ask.
         self.templates: list[Any] | None = None
+        # Made by KEDA, KServe or Knative (gpulint.inventory.claims), asked once.
+        self.generated: bool | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Manifest, (self.data, self.file, self.index, self.line, self.rendered_from))
 
     @property
     def group(self) -> str:

@@ -74,6 +74,7 @@ def unit_inventory(unit: Unit, settings: Settings) -> Inventory:
     inventory.render_problems.extend(unit.render_problems)
     for loaded in unit.loaded:
         inventory.add_file(loaded)
+        loaded.text = None  # classified: the bytes are not needed again
     inventory.ignore_comments.extend(unit.ignore_comments)
     inventory.files = sorted(unit.files)
     return inventory

@@ -46,9 +46,14 @@ def display_path(path: str) -> str:
     """A file as every report shows it (see the module docstring)."""
     if not is_file_path(path):
         return path
-    absolute = os.path.abspath(path)
-    base = report_base(path)
-    relative = os.path.relpath(absolute, base)
+    return _display(path, os.getcwd())
+
+
+@functools.lru_cache(maxsize=65536)
+def _display(path: str, cwd: str) -> str:
+    absolute = os.path.normpath(os.path.join(cwd, path))
+    root = git_root(os.path.dirname(absolute))
+    relative = os.path.relpath(absolute, root if root is not None else cwd)
     return relative.replace(os.sep, "/")
 
 

@@ -89,6 +89,10 @@ class YMap(dict[Any, Any]):
                 order[k] = index
         return order.get(key, -1)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled compactly: large inputs are parsed by a second process (units.parallel).
+        return (_rebuild_map, (self.start, self.marks.tobytes(), dict(self)))
+
     def key_position(self, key: Any) -> tuple[int, int] | None:
         i = self._index(key)
         if i < 0 or 2 * i >= len(self.marks):
@@ -116,6 +120,24 @@ class YList(list[Any]):
         if 0 <= index < len(self.marks):
             return unpack(self.marks[index])
         return None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled compactly: large inputs are parsed by a second process (units.parallel).
+        return (_rebuild_list, (self.start, self.marks.tobytes(), list(self)))
+
+
+def _rebuild_list(start: int, marks: bytes, items: list[Any]) -> YList:
+    rebuilt = YList(start)
+    rebuilt.marks.frombytes(marks)
+    rebuilt.extend(items)
+    return rebuilt
+
+
+def _rebuild_map(start: int, marks: bytes, items: dict[Any, Any]) -> YMap:
+    rebuilt = YMap(start)
+    rebuilt.marks.frombytes(marks)
+    rebuilt.update(items)
+    return rebuilt
 
 
 class OversizedNumber(str):

@@ -158,6 +158,8 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
         units[(_namespace(autoscaler, group), autoscaler.hpa_name)].claims.append(autoscaler)
     order = list(units.values())
     names = [unit.describe() for unit in order]  # once per group, whatever its size
+    # The other end of each member's finding: LINKED of them, and one more to skip itself.
+    links = [(claim, _link(claim)) for claim in claims[: LINKED + 1]]
     fix: str | None = None
     for index, unit in enumerate(order):
         for autoscaler in unit.claims:
@@ -168,7 +170,7 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
                 continue
             if fix is None:
                 fix = _group_fix(claims, inventory)
-            yield _finding(group, ctx, autoscaler, unit, index, order, names, claims, fix)
+            yield _finding(group, ctx, autoscaler, unit, index, order, names, claims, links, fix)
 
 
 def _distinct(autoscalers: list[Autoscaler]) -> list[Autoscaler]:
@@ -201,6 +203,7 @@ def _finding(
     order: list[_Unit],
     names: list[str],
     claims: list[Autoscaler],
+    links: list[tuple[Autoscaler, Related]],
     fix: str,
 ) -> Finding:
     target = _describe_target(group, claims)
@@ -242,15 +245,15 @@ def _finding(
             "sets ScalingActive=False (AmbiguousSelector) on every HPA of it and none scales, "
             "older versions let them overwrite each other's replica count"
         )
-    links: list[Related] = []
-    for other in claims:
-        if other is autoscaler:
-            continue
-        if len(links) == LINKED:
-            break
-        path = other.path if not other.implicit else _class_path(other.manifest)
-        links.append(related(other.manifest, path, _describe(other)))
-    return ctx.finding(autoscaler.manifest, autoscaler.path, "; ".join(parts), fix, related=links)
+    shown_links = [link for other, link in links if other is not autoscaler][:LINKED]
+    return ctx.finding(
+        autoscaler.manifest, autoscaler.path, "; ".join(parts), fix, related=shown_links
+    )
+
+
+def _link(claim: Autoscaler) -> Related:
+    path = claim.path if not claim.implicit else _class_path(claim.manifest)
+    return related(claim.manifest, path, _describe(claim))
 
 
 def _join(items: list[str]) -> str:

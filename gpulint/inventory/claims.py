@@ -92,10 +92,13 @@ class TargetGroup:
 def is_generated_autoscaler(manifest: Manifest) -> bool:
     """An HPA or ScaledObject that KEDA, KServe or Knative made (found in cluster dumps): what
     it says is fixed on its owner, not on the object itself; the owner's claim counts."""
-    for owner in manifest.owner_references:
-        if owner.get("kind") in ("InferenceService", "PodAutoscaler"):
-            return True
-    return scaled_object_of(manifest) is not None
+    found = manifest.generated
+    if found is None:
+        found = manifest.generated = any(
+            owner.get("kind") in ("InferenceService", "PodAutoscaler")
+            for owner in manifest.owner_references
+        ) or (scaled_object_of(manifest) is not None)
+    return found
 
 
 def claims_of_view(view: ClaimingView, resolver: TargetResolver) -> Iterator[Autoscaler]:

@@ -64,10 +64,28 @@ def json_text_safe(document: str) -> str:
     return document.translate(_JSON_TABLE)
 
 
-def write_json(data: Any, stream: TextIO) -> None:
-    """``data`` as indented JSON, streamed, safe to print (``json_text_safe``; JSON escapes
-    C0 controls itself)."""
-    encoder = json.JSONEncoder(indent=2, ensure_ascii=False)
-    for chunk in encoder.iterencode(data):
-        stream.write(json_text_safe(chunk))
-    stream.write("\n")
+def write_json(data: Any, stream: TextIO, lines: str | None = None) -> None:
+    """``data`` as indented JSON, safe to print (``json_text_safe``; JSON escapes C0 controls
+    itself). The list at key ``lines`` of ``data`` (the findings) is written one item per
+    line, each by the C encoder: a report of 100,000 findings takes a fraction of a second,
+    and a reader still sees one finding per line."""
+    items = data.get(lines) if lines is not None and isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        stream.write(json_text_safe(json.dumps(data, indent=2, ensure_ascii=False)))
+        stream.write("\n")
+        return
+    compact = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+    stream.write("{\n")
+    keys = list(data)
+    for position, key in enumerate(keys):
+        last = position == len(keys) - 1
+        stream.write(f"  {json.dumps(key, ensure_ascii=False)}: ")
+        if key == lines:
+            stream.write("[\n")
+            stream.write(",\n".join("    " + json_text_safe(compact(item)) for item in items))
+            stream.write("\n  ]")
+        else:
+            text = json.dumps(data[key], indent=2, ensure_ascii=False)
+            stream.write(json_text_safe(text.replace("\n", "\n  ")))
+        stream.write("\n" if last else ",\n")
+    stream.write("}\n")

@@ -85,4 +85,4 @@ def result_to_dict(result: Result) -> dict[str, Any]:
 
 
 def render_json(result: Result, stream: TextIO) -> None:
-    write_json(result_to_dict(result), stream)
+    write_json(result_to_dict(result), stream, lines="findings")

@@ -388,10 +388,9 @@ def origin_path(base: str, path: str, spelled_root: str) -> str:
     return os.path.normpath(os.path.join(spelled_root, relative))
 
 
-def build_annotations(manifest: Manifest) -> tuple[dict[str, Any], list[str]]:
-    """(origin, configuredIn files) from the build annotations, removed from the object."""
-    metadata = manifest.data.get("metadata")
-    annotations = as_dict(as_dict(metadata).get("annotations"))
+def build_annotations(data: Any) -> tuple[dict[str, Any], list[str]]:
+    """(origin, configuredIn files) from the build annotations of an object's data."""
+    annotations = as_dict(as_dict(as_dict(data).get("metadata")).get("annotations"))
     origin: dict[str, Any] = {}
     configured: list[str] = []
     text = annotations.get(ORIGIN)

@@ -19,6 +19,7 @@ from gpulint.loader import (
 from gpulint.paths import display_path, normalized
 from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN
 from gpulint.units.kustomize import KUSTOMIZATION_NAMES, Kustomization
+from gpulint.units.parallel import load_all
 from gpulint.units.walk import walk
 
 
@@ -155,8 +156,8 @@ def plan(
             plans.append(target)
         target.charts.append(chart)
     remaining: list[LoadedFile] = []
-    for file in loose:
-        loaded = _load(file, max_file_size)
+    for loaded in load_all(loose, lambda file: _load(file, max_file_size)):
+        file = loaded.path
         target = declared_plan(file)
         if target is not None:
             target.loaded.append(loaded)

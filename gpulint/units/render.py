@@ -332,7 +332,7 @@ def _map_kustomize_output(
         if not isinstance(data.get("apiVersion"), str):
             continue
         manifest = Manifest(data, document.file, document.index, document.line)
-        origin, configured = build_annotations(manifest)
+        origin, configured = build_annotations(data)
         strip_build_annotations(manifest)
         document.source = _kustomize_source(
             manifest, origin, configured, base, root, unit, sources, fallback, comment_files, chain
@@ -424,7 +424,6 @@ def _kustomize_source(
 
 def _generated_files(kustomization: Kustomization, field: tuple[Any, ...]) -> dict[str, str]:
     """data key -> file for a generator entry's ``files:`` (``key=path`` or ``path``)."""
-    entry = as_dict(kustomization.data.get(field[0]))
     items = as_list(kustomization.data.get(field[0]))
     entry = as_dict(items[field[1]]) if isinstance(field[1], int) and field[1] < len(items) else {}
     found = {}
@@ -654,12 +653,7 @@ def _piped_kustomize_root(documents: list[Document]) -> str | None:
     kustomization under it from which every object's origin path exists."""
     paths = []
     for document in documents:
-        annotations = as_dict(as_dict(as_dict(document.data).get("metadata")).get("annotations"))
-        origin, _ = build_annotations(
-            Manifest(
-                {"apiVersion": "v1", "kind": "x", "metadata": {"annotations": annotations}}, "-"
-            )
-        )
+        origin, _ = build_annotations(document.data)
         if isinstance(origin.get("path"), str) and not origin.get("repo"):
             paths.append(origin["path"])
     if not paths:
