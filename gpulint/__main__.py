@@ -1,5 +1,3 @@
-import sys
+from gpulint.cli import entry
 
-from gpulint.cli import main
-
-sys.exit(main())
+entry()

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulint.config import Settings
 from gpulint.engine import UNUSED_SUPPRESSION, Result, Selection, UnitSummary, run
@@ -21,7 +20,9 @@ from gpulint.loader import MAX_FILE_SIZE, InputError
 from gpulint.model import Finding
 from gpulint.units import STDIN, Unit
 from gpulint.units.plan import UnitPlan, plan
-from gpulint.units.render import RenderOptions, SourceFiles, build
+
+if TYPE_CHECKING:
+    from gpulint.units import RenderOptions
 
 # Called with each unit's inventory before the rules run (the live Prometheus check).
 Prepare = Callable[[Inventory], None]
@@ -41,10 +42,14 @@ def plan_units(
 
 def build_units(plans: list[UnitPlan], options: RenderOptions) -> list[Unit]:
     """Render and load every unit; renders run side by side (each is its own process)."""
+    from gpulint.units.render import SourceFiles, build
+
     sources = SourceFiles(options.max_file_size)
     rendered = [p for p in plans if p.kustomizations or p.charts]
     built: dict[int, Unit] = {}
     if len(rendered) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
         workers = min(len(rendered), max(2, os.cpu_count() or 2))
         with ThreadPoolExecutor(workers) as pool:
             for p, unit in zip(

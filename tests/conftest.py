@@ -15,7 +15,7 @@ from gpulint.inventory import Inventory
 from gpulint.lint import build_units, lint_units, plan_units
 from gpulint.loader import load_file
 from gpulint.model import Finding
-from gpulint.units.render import RenderOptions
+from gpulint.units import RenderOptions
 
 from .tools import helm_command, kustomize_command
 

@@ -115,10 +115,9 @@ def test_output_file_and_sarif(tmp_path: Path) -> None:
 def test_lint_path_imports_no_network_or_cluster_libraries(tmp_path: Path) -> None:
     (tmp_path / "app.yaml").write_text(GPU_CPU_HPA)
     probe = (
-        "import sys, runpy\n"
-        f"sys.argv = ['gpulint', 'lint', {str(tmp_path)!r}]\n"
-        "try:\n    runpy.run_module('gpulint', run_name='__main__')\n"
-        "except SystemExit:\n    pass\n"
+        "import sys\n"
+        "from gpulint.cli import main\n"
+        f"main(['lint', {str(tmp_path)!r}])\n"
         "heavy = [m for m in ('kubernetes', 'aiohttp', 'prometheus_api_client', 'requests',"
         " 'jsonschema') if m in sys.modules]\n"
         "print('HEAVY=' + ','.join(heavy))\n"

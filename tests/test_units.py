@@ -25,7 +25,7 @@ from gpulint.config import Settings
 from gpulint.engine import Result, Selection
 from gpulint.lint import build_units, lint_units, plan_units
 from gpulint.model import Finding
-from gpulint.units.render import RenderOptions
+from gpulint.units import RenderOptions
 
 from .conftest import FIXTURES, ROOT, lint_result
 

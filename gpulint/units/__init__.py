@@ -18,9 +18,15 @@ A declared unit holds everything under its directory, kustomizations and charts 
 
 from __future__ import annotations
 
-from gpulint.loader import IgnoreComment, LoadedFile, LoadProblem
+from typing import TYPE_CHECKING
+
+from gpulint.loader import MAX_FILE_SIZE, IgnoreComment, LoadedFile, LoadProblem
+
+if TYPE_CHECKING:
+    from gpulint.units.tools import Tool
 
 KUSTOMIZE, HELM, FILES, STDIN = "kustomize", "helm", "files", "stdin"
+KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
 class RenderProblem:
@@ -75,3 +81,39 @@ class Unit:
 
     def __repr__(self) -> str:
         return f"Unit({self.name!r}, {self.kind})"
+
+
+class RenderOptions:
+    """How units are rendered: the tools, Helm values, size limit, piped input's name."""
+
+    def __init__(
+        self,
+        kustomize: str | None = None,
+        helm: str | None = None,
+        helm_values: list[str] | None = None,
+        max_file_size: int = MAX_FILE_SIZE,
+        stdin_filename: str | None = None,
+    ) -> None:
+        self.kustomize_command = kustomize
+        self.helm_command = helm
+        self.helm_values = list(helm_values or [])
+        self.max_file_size = max_file_size
+        self.stdin_filename = stdin_filename
+        self._kustomize: Tool | bool | None = False
+        self._helm: Tool | bool | None = False
+
+    @property
+    def kustomize(self) -> Tool | None:
+        from gpulint.units.tools import Tool, find_kustomize
+
+        if self._kustomize is False:
+            self._kustomize = find_kustomize(self.kustomize_command)
+        return self._kustomize if isinstance(self._kustomize, Tool) else None
+
+    @property
+    def helm(self) -> Tool | None:
+        from gpulint.units.tools import Tool, find_helm
+
+        if self._helm is False:
+            self._helm = find_helm(self.helm_command)
+        return self._helm if isinstance(self._helm, Tool) else None

@@ -27,9 +27,9 @@ from gpulint.classify import embedded_origin
 from gpulint.document import Document, Manifest, Path, as_dict, as_list, has_step
 from gpulint.loader import LoadedFile, load_file
 from gpulint.model import Location
+from gpulint.units import KUSTOMIZATION_NAMES
 from gpulint.yamlparse import YamlError, YList, YMap, parse_documents
 
-KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 ORIGIN = "config.kubernetes.io/origin"
 TRANSFORMATIONS = "alpha.config.kubernetes.io/transformations"
 BUILD_ANNOTATIONS = (ORIGIN, TRANSFORMATIONS)

@@ -20,7 +20,7 @@ from typing import IO
 from gpulint.loader import LoadedFile
 
 # Below this much YAML, a child costs more than it saves.
-MIN_BYTES = 4 << 20
+MIN_BYTES = 1 << 20
 # The child's share of the bytes: it also pickles what it parsed.
 CHILD_SHARE = 0.42
 CHUNK = 500  # files per pickle the child writes

@@ -6,6 +6,7 @@ import glob
 import os
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from gpulint.config import Settings
 from gpulint.loader import (
@@ -17,10 +18,12 @@ from gpulint.loader import (
     read_problem,
 )
 from gpulint.paths import display_path, normalized
-from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN
-from gpulint.units.kustomize import KUSTOMIZATION_NAMES, Kustomization
+from gpulint.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
 from gpulint.units.parallel import load_all
 from gpulint.units.walk import walk
+
+if TYPE_CHECKING:
+    from gpulint.units.kustomize import Kustomization
 
 
 class UnitPlan:
@@ -41,7 +44,7 @@ class UnitPlan:
         self.name = name
         self.kind = kind
         self.root = root
-        self.kustomizations: list[Kustomization] = []
+        self.kustomizations: list[Kustomization] = []  # gpulint.units.kustomize
         self.charts: list[str] = []
         self.loaded: list[LoadedFile] = []  # plain files, already read
         self.problems: list[LoadProblem] = []
@@ -97,6 +100,8 @@ def plan(
     found = gather(paths, settings, max_file_size)
     charts = _top_charts(list(found.charts))
     chart_dirs = _Directories(charts)
+    if found.kustomizations:
+        from gpulint.units.kustomize import Kustomization
     kustomizations = {
         directory: Kustomization(directory)
         for directory in found.kustomizations

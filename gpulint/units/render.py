@@ -26,7 +26,7 @@ from gpulint.loader import (
 )
 from gpulint.model import Location
 from gpulint.paths import display_path
-from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN, RenderProblem, Unit
+from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN, RenderOptions, RenderProblem, Unit
 from gpulint.units.helm import HelmSource, TemplateText, chart_name, template_file
 from gpulint.units.kustomize import (
     KUSTOMIZATION_NAMES,
@@ -42,41 +42,9 @@ from gpulint.units.kustomize import (
     wrapper_kustomization,
 )
 from gpulint.units.plan import UnitPlan
-from gpulint.units.tools import Tool, find_helm, find_kustomize, run_tool
+from gpulint.units.tools import run_tool
 
 RENDER_FAILED, RENDER_UNAVAILABLE = "GL704", "GL705"
-
-
-class RenderOptions:
-    """How units are rendered: the tools, Helm values, size limit, piped input's name."""
-
-    def __init__(
-        self,
-        kustomize: str | None = None,
-        helm: str | None = None,
-        helm_values: list[str] | None = None,
-        max_file_size: int = MAX_FILE_SIZE,
-        stdin_filename: str | None = None,
-    ) -> None:
-        self.kustomize_command = kustomize
-        self.helm_command = helm
-        self.helm_values = list(helm_values or [])
-        self.max_file_size = max_file_size
-        self.stdin_filename = stdin_filename
-        self._kustomize: Tool | bool | None = False
-        self._helm: Tool | bool | None = False
-
-    @property
-    def kustomize(self) -> Tool | None:
-        if self._kustomize is False:
-            self._kustomize = find_kustomize(self.kustomize_command)
-        return self._kustomize if isinstance(self._kustomize, Tool) else None
-
-    @property
-    def helm(self) -> Tool | None:
-        if self._helm is False:
-            self._helm = find_helm(self.helm_command)
-        return self._helm if isinstance(self._helm, Tool) else None
 
 
 class SourceFiles:

@@ -26,7 +26,7 @@ from gpulint.loader import (
     read_problem,
     special_file_kind,
 )
-from gpulint.units.kustomize import KUSTOMIZATION_NAMES
+from gpulint.units import KUSTOMIZATION_NAMES
 
 CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")  # gpulint's own configuration, not input
 
