@@ -7,6 +7,7 @@ bad configuration or no readable input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import sys
@@ -594,10 +595,8 @@ def entry() -> None:
     one on the way out, for nothing; ``gpulint serve`` returns only when it has stopped."""
     code = main()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(code)
 
 

@@ -12,6 +12,7 @@ depth, not the number of configs or rules.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -142,6 +143,8 @@ class Exposure:
         self._config_index: DirectoryIndex[AdapterConfig] | None = None
         self._scrape_index: DirectoryIndex[DcgmScrape] | None = None
         self._readers: dict[tuple[str, str], dict[int, HPA]] | None = None
+        # Answers of rules_exposing: several rules ask the same for one HPA.
+        self._answers: dict[tuple[str, str, str | None], list[AdapterRule]] = {}
 
     # --- what comes and goes ----------------------------------------------------------------
 
@@ -159,6 +162,7 @@ class Exposure:
     def _configs_changed(self) -> None:
         self._apis.clear()
         self._config_index = None
+        self._answers.clear()
 
     def _consumers(self) -> set[tuple[str, ...]] | None:
         if not self.by_directory:
@@ -213,7 +217,12 @@ class Exposure:
         only the ones nearest to that document's file count.
         """
         wanted = requested_metric_name(metric, api)
-        return self._api(api).exposing(wanted, near if self.by_directory else None)
+        near = near if self.by_directory else None
+        key = (wanted, _api_of(api), os.path.dirname(near.file) if near is not None else None)
+        found = self._answers.get(key)
+        if found is None:
+            found = self._answers[key] = self._api(api).exposing(wanted, near)
+        return list(found)
 
     def configs_near(self, document: Document) -> list[AdapterConfig]:
         """The configs that serve an object of ``document`` (every config of a cluster)."""
