@@ -266,6 +266,8 @@ class Result:
 def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
     if scope in VIEW_SCOPES:
         return inventory.items_of(scope)
+    if scope == "autoscaler":
+        return [*inventory.hpas, *inventory.scaled_objects]
     if scope == "pod-owner":
         return pod_owners(inventory)
     if scope == "adapter-rule":

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from gpulint.document import Manifest, ManifestView, Path, as_dict, as_list, plain_data
+from gpulint.scaling import ScalingRange, hpa_range
 
 HPA_KIND = "HorizontalPodAutoscaler"
 RESOURCE_METRIC_TYPES = ("Resource", "ContainerResource")
@@ -141,6 +142,10 @@ class HPA(ManifestView):
         self.metrics: list[HpaMetric] = self._read_metrics(spec)
         # With no metrics at all the API server defaults to CPU 80% (autoscaling/v2 defaults.go).
         self.defaults_to_cpu = not self.metrics
+
+    def scaling_range(self) -> ScalingRange:
+        """The replicas this HPA can set (``gpulint.scaling``)."""
+        return hpa_range(self.spec, f"HorizontalPodAutoscaler {self.name}")
 
     @property
     def is_fragment(self) -> bool:

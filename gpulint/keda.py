@@ -11,6 +11,7 @@ from typing import Any
 
 from gpulint.document import Manifest, ManifestView, as_dict, as_list
 from gpulint.hpa import TargetRef
+from gpulint.scaling import ScalingRange, keda_range
 
 KEDA_GROUP = "keda.sh"
 TRANSFER_OWNERSHIP = "scaledobject.keda.sh/transfer-hpa-ownership"
@@ -43,6 +44,15 @@ class ScaledObject(ManifestView):
             if isinstance(custom_name, str) and custom_name
             else f"keda-hpa-{manifest.name}"
         )
+
+    def scaling_range(self) -> ScalingRange:
+        """The replicas KEDA and its HPA can set (``gpulint.scaling``)."""
+        return keda_range(self.spec, f"KEDA ScaledObject {self.name}")
+
+    @property
+    def behavior(self) -> Any:
+        """``advanced.horizontalPodAutoscalerConfig.behavior``: KEDA copies it into its HPA."""
+        return self.hpa_config.get("behavior")
 
     @property
     def adopts_hpa(self) -> str | None:

@@ -12,10 +12,13 @@ Facts (knative/serving v1.23):
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpulint.document import Manifest, ManifestView, Path, as_dict
 from gpulint.workload import PodTemplate, pod_template_at
+
+if TYPE_CHECKING:
+    from gpulint.scaling import ScalingRange
 
 KNATIVE_SERVING_GROUP = "serving.knative.dev"
 AUTOSCALING_PREFIX = "autoscaling.knative.dev/"
@@ -122,6 +125,16 @@ class KnativeService(ManifestView):
             as_dict(as_dict(manifest.data.get("spec")).get("template")).get("metadata")
         )
         self.template_annotations: dict[str, Any] = as_dict(template_meta.get("annotations"))
+
+    def scaling_range(self) -> ScalingRange:
+        """The replicas the revisions can have (``gpulint.scaling``)."""
+        from gpulint.scaling import knative_range
+
+        return knative_range(
+            self.template_annotations,
+            (*self.template_path, "metadata", "annotations"),
+            f"Knative {self.manifest.kind} {self.name}",
+        )
 
     def pod_templates(self) -> list[PodTemplate]:
         """The revision template, as the pod-owner rules read it."""

@@ -15,11 +15,14 @@ Facts (kserve/kserve v0.20, pkg/constants/constants.go and the HPA/KEDA reconcil
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpulint import knative
 from gpulint.document import Manifest, ManifestView, Path, as_dict
 from gpulint.knative import AutoscalingSetting, RevisionAutoscaling, annotation_text
+
+if TYPE_CHECKING:
+    from gpulint.scaling import ScalingRange
 from gpulint.workload import (
     KSERVE_CONTAINER_KEYS,
     Container,
@@ -133,6 +136,17 @@ class InferenceService(ManifestView):
             template = PodTemplate(path, {}, containers, f"{name} component")
             found.append(Component(name, path, data, template))
         return found
+
+    def scaling_range(self, component: Component) -> ScalingRange:
+        """The replicas of one component's Deployment (``gpulint.scaling``)."""
+        from gpulint.scaling import kserve_range
+
+        return kserve_range(
+            component.data,
+            component.path,
+            self.mode == STANDARD,
+            f"InferenceService {self.name} ({component.name})",
+        )
 
     def pod_templates(self) -> list[PodTemplate]:
         """One template per component, as the pod-owner rules read them."""

@@ -26,6 +26,7 @@ from gpulint.model import Finding, Location, ObjectRef, Related, Severity
 # KnativeService), then:
 SCOPES = (
     *VIEW_SCOPES,
+    "autoscaler",  # HPA and ScaledObject alike: what sets a workload's replicas through an HPA
     "pod-owner",  # gpulint.engine.PodOwner: anything with pod templates
     "adapter-rule",  # gpulint.adapter.AdapterRule
     "adapter-config",  # gpulint.adapter.AdapterConfig

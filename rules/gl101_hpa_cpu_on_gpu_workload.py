@@ -1,11 +1,14 @@
-"""An HPA scales a GPU workload on CPU or memory only.
+"""An HPA or KEDA ScaledObject scales a GPU workload on CPU or memory only.
 
 ## What it checks
 An HPA whose target asks for GPUs (``nvidia.com/gpu``, ``nvidia.com/mig-*``, ``amd.com/gpu``,
-``gpu.intel.com/*`` ...) and whose metrics are only Resource/ContainerResource ``cpu`` or
-``memory``, or which has no ``metrics`` at all. autoscaling/v1 HPAs
-(``targetCPUUtilizationPercentage``) count as CPU-only. The target is followed through
-KServe (``<isvc>-predictor``) and Knative revision Deployments.
+``gpu.intel.com/*`` ..., or a DRA ResourceClaim for a GPU device class) and whose metrics are
+only Resource/ContainerResource ``cpu`` or ``memory``, or which has no ``metrics`` at all.
+autoscaling/v1 HPAs (``targetCPUUtilizationPercentage``) count as CPU-only. A KEDA
+ScaledObject whose triggers are all ``cpu`` or ``memory`` (whatever their ``metricType``)
+is the same pitfall: KEDA's HPA scales on those alone. The target is followed through KServe
+(``<isvc>-predictor``) and Knative revision Deployments. An autoscaler whose range cannot scale
+out (``minReplicas`` equal to ``maxReplicas``, or at most one replica) is left to GL110.
 
 ## Why is this bad?
 GPU inference is bound by the GPU: the CPU can idle while the GPU is saturated and requests
@@ -47,14 +50,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpulint.hpa import HPA
-from gpulint.inventory import Inventory
+from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.keda import ScaledObject
 from gpulint.model import Finding, Severity
 from gpulint.rule import Context, related
 
 ID = "GL101"
 NAME = "hpa-cpu-on-gpu-workload"
 SEVERITY = Severity.ERROR
-SCOPE = "hpa"
+SCOPE = "autoscaler"
+
+CPU_TRIGGERS = ("cpu", "memory")
 
 FIX = """\
 metrics:
@@ -68,9 +74,14 @@ metrics:
 """
 
 
-def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if hpa.target_ref is None:
+def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    if view.target_ref is None or not view.scaling_range().scales_out:
         return
+    if isinstance(view, ScaledObject):
+        yield from _check_scaled_object(view, inventory, ctx)
+        return
+    hpa = view
+    assert hpa.target_ref is not None
     target = inventory.resolve_target(hpa.namespace, hpa.target_ref, hpa.manifest)
     gpus = target.gpu_requests(inventory.gpu_names)
     if not gpus:
@@ -100,4 +111,40 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         "GPU saturates",
         FIX,
         related=links,
+    )
+
+
+def _check_scaled_object(
+    scaled: ScaledObject, inventory: Inventory, ctx: Context
+) -> Iterator[Finding]:
+    if is_generated_autoscaler(scaled.manifest) or not scaled.triggers:
+        return
+    if not all(t.get("type") in CPU_TRIGGERS for t in scaled.triggers):
+        return
+    assert scaled.target_ref is not None
+    target = inventory.resolve_target(scaled.namespace, scaled.target_ref, scaled.manifest)
+    gpus = target.gpu_requests(inventory.gpu_names)
+    if not gpus:
+        return
+    resources = ", ".join(sorted({g.resource for g in gpus}))
+    owner = target.owner or target.manifest
+    names = " and ".join(sorted({str(t.get("type")) for t in scaled.triggers}))
+    namespace = scaled.namespace or "<namespace>"
+    fix = (
+        "triggers:\n"
+        "- type: prometheus\n"
+        "  metadata:\n"
+        "    serverAddress: http://prometheus-operated.monitoring.svc:9090\n"
+        f'    query: avg(DCGM_FI_DEV_GPU_UTIL{{exported_namespace="{namespace}",'
+        f'exported_pod=~"{target.key[2]}-.*"}})   # namespace/pod with honorLabels: true\n'
+        '    threshold: "70"'
+    )
+    yield ctx.finding(
+        scaled.manifest,
+        ("spec", "triggers", 0),
+        f"KEDA ScaledObject {scaled.name} scales {target.describe()}, which asks for GPUs "
+        f"({resources}), on {names} triggers only: KEDA's HPA follows CPU or memory load, "
+        "which does not follow GPU load, so it will not scale when the GPU saturates",
+        fix,
+        related=[related(owner, ())] if owner is not None else [],
     )

@@ -1,13 +1,16 @@
-"""An HPA on a GPU workload leaves scale-up or scale-down to Kubernetes' defaults.
+"""An HPA or ScaledObject on a GPU workload leaves scale-up or scale-down to the defaults.
 
 ## What it checks
 An HPA whose target asks for GPUs (followed through KServe and Knative like GL101) and whose
 ``behavior`` lacks ``scaleUp`` or ``scaleDown`` (or which has no ``behavior`` at all, including
-autoscaling/v1 and v2beta1 HPAs, which cannot express one). It also reports a
-``behavior.scaleDown`` whose stabilization window is shorter than
-``min-scale-down-stabilization-seconds`` (60 s by default); a scale-down that sets
-``selectPolicy: Disabled`` is left alone. HPAs that KEDA, KServe or Knative generated (found in
-cluster dumps) are not judged: their behavior comes from their owner.
+autoscaling/v1 and v2beta1 HPAs, which cannot express one). A KEDA ScaledObject the same way:
+KEDA copies ``spec.advanced.horizontalPodAutoscalerConfig.behavior`` into the HPA it makes, and
+without it that HPA has Kubernetes' defaults. It also reports a scale-down whose stabilization
+window is shorter than ``min-scale-down-stabilization-seconds`` (60 s by default); a scale-down
+that sets ``selectPolicy: Disabled`` is left alone. Autoscalers that cannot scale out are not
+judged: ``minReplicas`` equal to ``maxReplicas``, or at most one replica (KEDA's 0 to 1 is its
+activation, not its HPA's). HPAs that KEDA, KServe or Knative generated (found in cluster
+dumps) are not judged either: their behavior comes from their owner.
 
 ## Why is this bad?
 Kubernetes' default behavior is tuned for pods that start in seconds:
@@ -68,6 +71,7 @@ from typing import Any
 from gpulint.document import Path
 from gpulint.hpa import HPA
 from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.keda import ScaledObject
 from gpulint.model import Finding, Related, Severity
 from gpulint.quantity import is_unknown
 from gpulint.rule import Context, related
@@ -75,7 +79,7 @@ from gpulint.rule import Context, related
 ID = "GL102"
 NAME = "hpa-missing-behavior"
 SEVERITY = Severity.WARNING
-SCOPE = "hpa"
+SCOPE = "autoscaler"
 
 OPTIONS = {
     "min-scale-down-stabilization-seconds": {
@@ -133,16 +137,22 @@ def _scale_down_fix(window: int) -> str:
     )
 
 
-def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if hpa.target_ref is None or is_generated_autoscaler(hpa.manifest):
+def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    if view.target_ref is None or is_generated_autoscaler(view.manifest):
         return
-    target = inventory.resolve_target(hpa.namespace, hpa.target_ref, hpa.manifest)
+    if not view.scaling_range().scales_out:
+        return  # fixed, or 0 to 1: there is no scaling to pace
+    target = inventory.resolve_target(view.namespace, view.target_ref, view.manifest)
     gpus = target.gpu_requests(inventory.gpu_names)
     if not gpus:
         return
     resources = ", ".join(sorted({g.resource for g in gpus}))
     owner = target.owner or target.manifest
     links: list[Related] = [related(owner)] if owner is not None else []
+    if isinstance(view, ScaledObject):
+        yield from _check_scaled_object(view, target.describe(), resources, links, ctx)
+        return
+    hpa = view
     subject = (
         f"HorizontalPodAutoscaler {hpa.name} scales {target.describe()}, which asks for GPUs "
         f"({resources}),"
@@ -210,6 +220,49 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
                 f"stabilizationWindowSeconds: {suggested_window}",
                 related=links,
             )
+
+
+KEDA_BEHAVIOR: Path = ("spec", "advanced", "horizontalPodAutoscalerConfig", "behavior")
+
+
+def _check_scaled_object(
+    scaled: ScaledObject, target: str, resources: str, links: list[Related], ctx: Context
+) -> Iterator[Finding]:
+    """KEDA's HPA gets the ScaledObject's advanced.horizontalPodAutoscalerConfig.behavior."""
+    behavior = scaled.behavior
+    if is_unknown(behavior):
+        return
+    directions: dict[str, Any] = behavior if isinstance(behavior, dict) else {}
+    wanted = {
+        "scaleUp": ctx.options.get("report-missing-scale-up", True) is not False,
+        "scaleDown": ctx.options.get("report-missing-scale-down", True) is not False,
+    }
+    missing = [d for d in ("scaleUp", "scaleDown") if directions.get(d) is None and wanted[d]]
+    if not missing:
+        return
+    minimum = _minimum_window(ctx)
+    defaults = {"scaleUp": DEFAULT_SCALE_UP, "scaleDown": DEFAULT_SCALE_DOWN}
+    consequence = "; ".join(defaults[d] for d in missing)
+    fixes = {
+        "scaleUp": _scale_up_fix(),
+        "scaleDown": _scale_down_fix(max(minimum, DEFAULT_SCALE_DOWN_WINDOW)),
+    }
+    snippet = "behavior:\n" + "\n".join(fixes[d] for d in missing)
+    fix = "# under spec:\nadvanced:\n  horizontalPodAutoscalerConfig:\n" + _indent(_indent(snippet))
+    if directions:
+        fix = snippet
+    what = "sets no behavior" if not directions else f"sets no behavior.{missing[0]}"
+    if len(missing) == 2:
+        what = "sets no behavior"
+    yield ctx.finding(
+        scaled.manifest,
+        KEDA_BEHAVIOR,  # placed at the deepest part of it that is written
+        f"KEDA ScaledObject {scaled.name} scales {target}, which asks for GPUs ({resources}), "
+        f"but {what} in advanced.horizontalPodAutoscalerConfig, so KEDA's HPA has Kubernetes' "
+        f"defaults: {consequence}",
+        fix,
+        related=links,
+    )
 
 
 def _minimum_window(ctx: Context) -> int:

@@ -94,8 +94,8 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
     if ksvc.template is None or ksvc.owned_by_kserve:
         return
     settings = ksvc.revision_autoscaling()
-    if not settings.uses_kpa:
-        return
+    if not settings.uses_kpa or not ksvc.scaling_range().scales_out:
+        return  # pinned (min-scale = max-scale), or 0 to 1 only: requests are the signal
     gpus = ksvc.template.gpu_requests(inventory.gpu_names)
     if not gpus:
         return

@@ -97,6 +97,9 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
         gpus = component.template.gpu_requests(inventory.gpu_names)
         if not gpus:
             continue
+        scaling = isvc.scaling_range(component)
+        if not scaling.scales_out and "maxReplicas" in component.data:
+            continue  # pinned on purpose: KServe's HPA neither scales out wrongly nor too late
         resources = ", ".join(sorted({g.resource for g in gpus}))
         per_pod = component.template.gpus_per_pod(inventory.gpu_names)
         asks = f"{resources}, {per_pod} per pod" if per_pod else resources

@@ -98,6 +98,8 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
         gpus = component.template.gpu_requests(inventory.gpu_names)
         if not gpus:
             continue
+        if not isvc.scaling_range(component).scales_out:
+            continue  # 0 to 1 (scale to zero only) or pinned: requests are the right signal
         settings = isvc.revision_autoscaling(component)
         metric = settings.metric.value if settings.metric is not None else None
         if settings.uses_hpa_class and metric not in RESOURCE_METRICS:

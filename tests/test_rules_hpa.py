@@ -949,6 +949,9 @@ CORPUS_FINDINGS = {
     ("AI__vllm-deployment__hpa__horizontal-pod-autoscaler.yaml", "GL103", 12),
     ("tutorials__assets__hpa-10.yaml", "GL103", 7),
     ("tutorials__assets__keda-scaled-object.yaml", "GL103", 9),
+    # KEDA on a GPU Deployment (1 to 2 replicas) with no advanced...behavior: KEDA's HPA
+    # has the defaults, the same as an HPA without behavior.
+    ("examples__gpu__prometheus-scaledObject.yaml", "GL102", 6),
 }
 V2BETA_DUMPS = {
     "cost-optimization__gke-shift-left-cost__api__testdata__hpa__hpa-v2beta1.yaml": 11,

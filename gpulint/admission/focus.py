@@ -23,7 +23,7 @@ from gpulint.engine import PodOwner, pod_owner
 from gpulint.hpa import HPA
 from gpulint.inventory import Inventory, Key, TargetGroup, key_of
 from gpulint.keda import ScaledObject
-from gpulint.kinds import ViewContext, spec_for
+from gpulint.kinds import AUTOSCALER, ViewContext, spec_for
 from gpulint.knative import KnativeService
 from gpulint.kserve import InferenceService, default_mode_from_configmap
 from gpulint.model import Finding, ObjectRef
@@ -108,6 +108,8 @@ class _Collector:
         spec = spec_for(view.manifest) if view is not None else None
         if spec is not None and spec.scope is not None:
             self.add(spec.scope, view)
+            if spec.role == AUTOSCALER:
+                self.add("autoscaler", view)
 
     def add_group(self, group: TargetGroup | None) -> None:
         """A workload's target group and every autoscaler in it."""

@@ -36,6 +36,7 @@ from gpulint.knative import KnativeService
 from gpulint.kserve import InferenceService, default_mode_from_configmap
 from gpulint.loader import IgnoreComment, LoadedFile, LoadProblem
 from gpulint.monitoring import DcgmScrape
+from gpulint.scaling import ScalingRange, replicas_range
 from gpulint.workload import GpuNames, pod_templates
 from gpulint.yamlparse import DuplicateKey
 
@@ -296,6 +297,22 @@ class Inventory:
         """Target groups of the revision Deployments (``<configuration>-NNNNN-deployment``) of
         a Knative Service or Configuration, or of a KServe component in Knative mode."""
         return self.claims.revision_groups(namespace, configuration)
+
+    def scaling_range(self, target: Key) -> ScalingRange | None:
+        """The replicas a workload can have: the range of the first autoscaler that claims
+        it, else its own ``replicas``; None when the workload is not in the unit."""
+        for claim in self.autoscalers_for(target):
+            view = self.view_of(claim.manifest)
+            if isinstance(view, HPA | ScaledObject):
+                return view.scaling_range()
+            if isinstance(view, InferenceService):
+                for component in view.components:
+                    if view.component_name(component.name) == target[2]:
+                        return view.scaling_range(component)
+        manifest = self.find(*target)
+        if manifest is None:
+            return None
+        return replicas_range(manifest.data.get("spec"), f"{manifest.kind} {manifest.name}")
 
     def autoscalers_for(self, target: Key) -> list[Autoscaler]:
         group = self.target_groups().get(target)

@@ -111,6 +111,14 @@ SCALED_OBJECT = {
     "metadata": {"name": "triton-queue", "namespace": "ml"},
     "spec": {
         "scaleTargetRef": {"name": "triton"},
+        "advanced": {
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {
+                    "scaleUp": {"stabilizationWindowSeconds": 0},
+                    "scaleDown": {"stabilizationWindowSeconds": 600},
+                }
+            }
+        },
         "triggers": [
             {
                 "type": "prometheus",
@@ -196,9 +204,9 @@ def test_an_update_without_a_namespace_replaces_the_cached_object(
     del new["metadata"]["namespace"]
     new["spec"]["maxReplicas"] = 1
     findings = cache.evaluate(new, "UPDATE", old=old)
-    # One HPA, not two (no GL103); what is reported is about the admitted object: GL102 as
-    # before the change (no scaleUp behavior), and now GL110 (a fixed size).
-    assert [f.rule for f in findings] == ["GL102", "GL110"]
+    # One HPA, not two (no GL103); what is reported is about the admitted object: now GL110
+    # (a fixed size), and no longer GL102, since an HPA that cannot scale needs no behavior.
+    assert [f.rule for f in findings] == ["GL110"]
     assert {f.location.file for f in findings} == {"cluster://ml/HorizontalPodAutoscaler/triton"}
     assert [f.rule for f in cache.evaluate(copy.deepcopy(old), "UPDATE", old=old)] == ["GL102"]
 
