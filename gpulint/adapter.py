@@ -534,6 +534,9 @@ class AdapterConfig:
         self.release: str | None = None
         self.release_namespace: str | None = None
         self.wrapper: Manifest | None = None  # that HelmRelease or Application
+        # A ConfigMap that holds a config gpulint could not parse: its rules are unknown, so
+        # nothing read through it can be judged (GL702 reports the syntax error).
+        self.unreadable = False
         root = as_dict(document.get(base)) if base else as_dict(document.data)
         if form == self.HELM_VALUES:
             self._read_helm_values(root)
@@ -579,8 +582,9 @@ class AdapterConfig:
 
     @property
     def complete(self) -> bool:
-        """False when the real rules live elsewhere (Helm ``rules.existing``)."""
-        return self.existing_configmap is None
+        """False when the real rules live elsewhere (Helm ``rules.existing``) or could not
+        be read."""
+        return self.existing_configmap is None and not self.unreadable
 
     def describe(self) -> str:
         if self.owner is not None:

@@ -189,6 +189,11 @@ def _embedded_configs(
                     f"ConfigMap {manifest.name} key {key}: {error.message}",
                 )
             )
+            # Still the adapter's config: what it serves is unknown, not absent.
+            placeholder = Document({}, manifest.file, manifest.index, line, manifest.rendered_from)
+            unreadable = AdapterConfig(placeholder, AdapterConfig.CONFIGMAP, owner=manifest)
+            unreadable.unreadable = True
+            found.adapter_configs.append(unreadable)
             continue
         for doc in parsed:
             if looks_like_adapter_config(doc.value):

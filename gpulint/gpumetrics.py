@@ -2,7 +2,8 @@
 
 Sources: NVIDIA dcgm-exporter etc/default-counters.csv and etc/1.x-compatibility-metrics.csv;
 mindprince/nvidia_gpu_prometheus_exporter; utkuozdemir/nvidia_gpu_exporter; cAdvisor's
-accelerator metrics; GKE system metrics. Units come from each exporter's help text.
+accelerator metrics; GKE system metrics; Triton's and NVIDIA NIM's own GPU metrics. Units
+come from each exporter's help text.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Exporter(enum.Enum):
     CADVISOR = "kubelet/cAdvisor accelerator metrics (removed in Kubernetes 1.28)"
     GKE = "GKE system metrics"
     VLLM = "vLLM"
+    TRITON = "Triton Inference Server"
 
 
 class GpuMetric(NamedTuple):
@@ -264,6 +266,12 @@ _LEGACY_METRICS = [
         Scale.BYTES,
         "GPU memory total (bytes)",
     ),
+    # Triton's own GPU metrics (server/docs/user_guide/metrics.md), one series per GPU.
+    _legacy("nv_gpu_utilization", Exporter.TRITON, _R, "GPU utilization (fraction 0-1)"),
+    _legacy("nv_gpu_memory_used_bytes", Exporter.TRITON, Scale.BYTES, "GPU memory used"),
+    _legacy("nv_gpu_memory_total_bytes", Exporter.TRITON, Scale.BYTES, "GPU memory total"),
+    _legacy("nv_gpu_power_usage", Exporter.TRITON, _O, "GPU power draw (W)"),
+    _legacy("nv_gpu_power_limit", Exporter.TRITON, _O, "GPU power limit (W)"),
     # vLLM reports KV-cache usage as a fraction ("1 means 100 percent usage") despite "_perc".
     _legacy("vllm:gpu_cache_usage_perc", Exporter.VLLM, _R, "KV-cache usage (fraction 0-1)"),
     _legacy("vllm:kv_cache_usage_perc", Exporter.VLLM, _R, "KV-cache usage (fraction 0-1)"),
@@ -290,6 +298,26 @@ _LEGACY_METRICS = [
 KNOWN_METRICS: dict[str, GpuMetric] = {m.name.lower(): m for m in _LEGACY_METRICS + _DCGM_METRICS}
 _EXACT_NAMES: dict[str, GpuMetric] = {m.name: m for m in _DCGM_METRICS + _LEGACY_METRICS}
 DCGM_NAMES: tuple[str, ...] = tuple(m.name for m in _DCGM_METRICS)
+
+# Series that model servers export from their own pods under generic names: scraped from
+# the pod, they carry its namespace and pod labels, so the prometheus-adapter chart's default
+# rules expose them as they are. Kept apart from KNOWN_METRICS: an HPA metric called
+# gpu_utilization is far more often a renamed DCGM_FI_DEV_GPU_UTIL (percent) than NIM's
+# ratio, so the name alone must not decide a scale. NVIDIA NIM's /v1/metrics
+# (docs.nvidia.com/nim, "Observability").
+POD_EXPORTED_GPU_SERIES: dict[str, str] = {
+    name: "NVIDIA NIM"
+    for name in (
+        "gpu_utilization",
+        "gpu_memory_used_bytes",
+        "gpu_memory_total_bytes",
+        "gpu_power_usage_watts",
+        "gpu_power_limit_watts",
+        "gpu_total_energy_consumption_joules",
+    )
+}
+
+_GPU_WORD = re.compile(r"(?:^|[^a-z])(?:gpu|dcgm|nvidia)", re.IGNORECASE)
 
 # Prefixes that say "this is meant to be a GPU metric" even when gpulint does not know the name.
 _GPU_PREFIXES = ("dcgm_", "nvidia_gpu_", "nvidia_smi_", "container_accelerator_")
@@ -327,6 +355,21 @@ def lookup(name: str, aliases: dict[str, str] | None = None) -> GpuMetric | None
 def looks_like_gpu_metric(name: str) -> bool:
     lowered = canonical_metric_name(name).lower()
     return lowered.startswith(_GPU_PREFIXES) or lowered in KNOWN_METRICS
+
+
+def names_a_gpu(name: str) -> bool:
+    """Does a metric name say it is about GPUs (``gpu_utilization``, ``avg_gpu_util``)?"""
+    return looks_like_gpu_metric(name) or bool(_GPU_WORD.search(canonical_metric_name(name)))
+
+
+def exporter_of_series(name: str) -> str | None:
+    """Who is known to export a series of exactly this name, if anyone gpulint knows."""
+    metric = _EXACT_NAMES.get(name)
+    if metric is not None:
+        return metric.exporter.value
+    if is_dcgm_field(name):
+        return Exporter.DCGM.value
+    return POD_EXPORTED_GPU_SERIES.get(name)
 
 
 def nearest_dcgm_name(name: str) -> str | None:

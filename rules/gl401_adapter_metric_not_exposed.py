@@ -11,8 +11,15 @@ expose it map no label to the resource the HPA asks about (a Pods metric from a 
 maps only namespaces), or when it is exposed on the other metrics API only.
 
 With the chart's default rules (``rules.default: true``) every series with a ``namespace``
-label is exposed under its own name; then only names those rules cannot produce are
-reported. Not judged: HPAs made by KEDA, names of other adapters (``a|b|c``, the
+label is exposed under its own name; then a name is reported when those rules cannot
+produce it; when a rule of the input serves a GPU series under its own name for lack of a
+``name`` block and only the default rules could give the HPA its name (the pods would have
+to export a series called ``gpu_utilization`` themselves: only NVIDIA NIM's do); and, as a
+warning, when it is a GPU device metric's name (``gpu_util``, ``gpu_memory_used``) that no
+exporter gpulint knows writes. Application metrics with GPU in their name
+(``gpu_cache_usage_perc``) may be any pod's own and are not judged so.
+
+Not judged: HPAs made by KEDA, names of other adapters (``a|b|c``, the
 Stackdriver adapter's form), External metrics when no config has external rules and no
 custom rule has the name either, and configs whose rules live elsewhere
 (``rules.existing``).
@@ -77,6 +84,7 @@ from gpulint.adapter import (
     canonical_resource,
     requested_metric_name,
 )
+from gpulint.gpumetrics import exporter_of_series, names_a_gpu
 from gpulint.hpa import HPA, HpaMetric
 from gpulint.inventory import Inventory
 from gpulint.keda import scaled_object_of
@@ -87,6 +95,13 @@ ID = "GL401"
 NAME = "adapter-metric-not-exposed"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
+
+# A GPU device metric as people rename it (gpu_util, avg_gpu_utilization_percent,
+# gpu_memory_used): what dcgm-exporter measures, not what an application counts.
+_DEVICE_METRIC = re.compile(
+    r"(?i)^(?:(?:avg|mean|max|min|total)_)?(?:nvidia_)?gpu_?"
+    r"(?:util|usage|duty|busy|load|mem|memory|fb|framebuffer|power|temp|sm_|tensor|dram)"
+)
 
 # KEDA names its External metrics s<trigger index>-<scaler>-... (keda: pkg/scalers).
 _KEDA_METRIC = re.compile(r"^s\d+-")
@@ -115,6 +130,11 @@ def _check_metric(
     wanted = requested_metric_name(name, api)
     exposing = [r for r in rules if r.could_expose(wanted)]
     head = f"HPA {hpa.name} reads {metric.type} metric {name}"
+    if exposing and all(r.generated for r in exposing):
+        only_defaults = _only_default_rules(hpa, metric, name, wanted, rules, exposing, head, ctx)
+        if only_defaults is not None:
+            yield only_defaults
+            return
     if exposing:
         if api == CUSTOM:
             yield from _check_resource(hpa, metric, name, exposing, head, ctx)
@@ -217,6 +237,81 @@ def _not_exposed(
         symptom = f'"unable to get external metric ...{wanted}"'
     message = "; ".join(parts) + f". The HPA reports {symptom} and does not scale on it." + question
     return ctx.finding(hpa.manifest, metric.name_path, message, "\n".join(fix_lines), related=links)
+
+
+def _only_default_rules(
+    hpa: HPA,
+    metric: HpaMetric,
+    name: str,
+    wanted: str,
+    rules: list[AdapterRule],
+    defaults: list[AdapterRule],
+    head: str,
+    ctx: Context,
+) -> Finding | None:
+    """A GPU metric name that only the chart's default rules could expose, under a series of
+    that very name: an error when a rule of the input plainly means to serve it from a GPU
+    series (it lacks the ``name`` block), a warning when the name is a GPU device metric's
+    that no exporter gpulint knows writes (``gpu_util``: dcgm-exporter's is
+    ``DCGM_FI_DEV_GPU_UTIL``). Application metrics (``gpu_cache_usage_perc``) may be any
+    pod's own and are left alone."""
+    if not names_a_gpu(wanted):
+        return None
+    candidates: list[str] = []
+    for rule in defaults:
+        series = rule.series_for(wanted)
+        if series is None:
+            return None  # only Prometheus can tell
+        candidates += series
+    exporters = sorted({e for c in candidates if (e := exporter_of_series(c)) is not None})
+    unnamed = [
+        r
+        for r in rules
+        if not r.generated
+        and not r.name_block
+        and any(names_a_gpu(n) for n in r.series_names() or [])
+    ]
+    if not unnamed and (exporters or not _DEVICE_METRIC.match(wanted)):
+        return None  # the pods may well export it (NVIDIA NIM's gpu_utilization)
+    named = wanted if wanted in candidates or not candidates else candidates[0]
+    parts = [
+        f"{head}, which only the prometheus-adapter chart's default rules could expose, "
+        f"from a series named {named}"
+    ]
+    severity = None if unnamed else Severity.WARNING
+    if exporters:
+        parts.append(
+            f"only {' and '.join(exporters)} writes such a series, from its own pods, and "
+            "nothing says these pods do"
+        )
+    else:
+        parts.append("no GPU exporter gpulint knows writes a series of that name")
+    fix_lines: list[str] = []
+    links: list[Related] = []
+    if unnamed:
+        rule = unnamed[0]
+        own = (rule.series_names() or [""])[0]
+        parts.append(
+            f"{rule.describe()} has no `name` block, so it exposes {own} under its own name, "
+            f"not as {wanted}"
+        )
+        fix_lines += _rename_fix(rule, own, wanted)
+        fix_lines.append(f"# or in the HPA:\nmetric:\n  name: {own}")
+        links.append(rule.related())
+    else:
+        fix_lines.append(_new_rule_fix(metric.api, wanted))
+    message = (
+        "; ".join(parts)
+        + f'. The HPA reports "the server could not find the metric {wanted}" and does not scale.'
+    )
+    return ctx.finding(
+        hpa.manifest,
+        metric.name_path,
+        message,
+        "\n".join(fix_lines),
+        related=links,
+        severity=severity,
+    )
 
 
 def _check_resource(

@@ -17,6 +17,10 @@ how dcgm-exporter is scraped:
 * the chart's default rules (``rules.default: true``) serving a ``DCGM_FI_*`` metric an HPA
   reads, under ``honorLabels: false``: they map every series through ``pod``/``namespace``.
 
+A rule is judged for the objects the input's HPAs ask it about: a pod mapping matters to a
+Pods metric, not to an Object metric on a Service. With no HPA of the input reading it, every
+resource it maps is judged.
+
 A scrape whose relabelings rewrite pod or namespace labels is not judged.
 
 ## Why is this bad?
@@ -99,9 +103,25 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
     if rule.generated:
         yield from _default_rules(rule, inventory, ctx)
         return
-    yield from _contradictions(rule, ctx)
-    yield from _namespace_mapping(rule, ctx)
-    yield from _against_scrape(rule, inventory, ctx)
+    asked = _asked(rule, inventory)
+    yield from _contradictions(rule, asked, ctx)
+    yield from _namespace_mapping(rule, asked, ctx)
+    yield from _against_scrape(rule, asked, inventory, ctx)
+
+
+def _asked(rule: AdapterRule, inventory: Inventory) -> set[str] | None:
+    """The resources the input's HPAs ask this rule about (``pods`` for a Pods metric, the
+    described object's for an Object one); None when no HPA of the input reads it, and then
+    every resource the rule maps is judged."""
+    resources = {c.resource for c in inventory.consumers_of(rule)}
+    if not resources or None in resources:
+        return None
+    return {r for r in resources if r is not None}
+
+
+def _judged(resource: str, asked: set[str] | None) -> bool:
+    """Namespaces always matter (every namespaced object is looked up in one)."""
+    return asked is None or resource == "namespaces" or resource in asked
 
 
 def _finding(
@@ -139,11 +159,13 @@ def _required_labels(rule: AdapterRule) -> tuple[set[str], set[str]]:
     return present, empty
 
 
-def _contradictions(rule: AdapterRule, ctx: Context) -> Iterator[Finding]:
+def _contradictions(rule: AdapterRule, asked: set[str] | None, ctx: Context) -> Iterator[Finding]:
     overrides = rule.resources.overrides
     present, empty = _required_labels(rule)
     for plain, exported in EXPORTED.items():
         resource = RESOURCE_OF[plain]
+        if not _judged(resource, asked):
+            continue
         if exported in present and overrides.get(plain) == resource and exported not in overrides:
             yield _finding(
                 ctx,
@@ -157,7 +179,7 @@ def _contradictions(rule: AdapterRule, ctx: Context) -> Iterator[Finding]:
                 f"overrides:\n  {exported}: {{resource: {plain}}}   # instead of {plain}",
             )
     for label, resource in overrides.items():
-        if label in empty:
+        if label in empty and _judged(resource, asked):
             yield _finding(
                 ctx,
                 rule,
@@ -170,7 +192,9 @@ def _contradictions(rule: AdapterRule, ctx: Context) -> Iterator[Finding]:
             )
 
 
-def _namespace_mapping(rule: AdapterRule, ctx: Context) -> Iterator[Finding]:
+def _namespace_mapping(
+    rule: AdapterRule, asked: set[str] | None, ctx: Context
+) -> Iterator[Finding]:
     if rule.kind != CUSTOM:
         return
     resources = rule.resources
@@ -193,7 +217,9 @@ def _namespace_mapping(rule: AdapterRule, ctx: Context) -> Iterator[Finding]:
             "    pod: {resource: pod}",
         )
         return
-    namespaced = sorted(set(resources.overrides.values()) - _CLUSTER_SCOPED)
+    namespaced = sorted(
+        r for r in set(resources.overrides.values()) - _CLUSTER_SCOPED if _judged(r, asked)
+    )
     if namespaced and resources.label_for("namespaces") is None:
         label = next(k for k, v in resources.overrides.items() if v == namespaced[0])
         yield _finding(
@@ -249,7 +275,9 @@ def _scrape_text(scrape: DcgmScrape) -> str:
     return f"{scrape.description} scrapes dcgm-exporter with {how}"
 
 
-def _against_scrape(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+def _against_scrape(
+    rule: AdapterRule, asked: set[str] | None, inventory: Inventory, ctx: Context
+) -> Iterator[Finding]:
     mode = _scrape_mode(inventory, rule)
     if mode is None:
         return
@@ -262,7 +290,11 @@ def _against_scrape(rule: AdapterRule, inventory: Inventory, ctx: Context) -> It
     shown = series[0] if len(series) == 1 else ", ".join(series)
     base = series[0] if series[0].isidentifier() else "DCGM_FI_DEV_GPU_UTIL"
     if not honor:
-        wrong = [p for p in ("pod", "namespace") if overrides.get(p) == RESOURCE_OF[p]]
+        wrong = [
+            p
+            for p in ("pod", "namespace")
+            if overrides.get(p) == RESOURCE_OF[p] and _judged(RESOURCE_OF[p], asked)
+        ]
         if not wrong:
             return
         labels = " and ".join(f"`{p}`" for p in wrong)
@@ -279,7 +311,11 @@ def _against_scrape(rule: AdapterRule, inventory: Inventory, ctx: Context) -> It
             links,
         )
         return
-    wrong = [p for p in ("pod", "namespace") if overrides.get(EXPORTED[p]) == RESOURCE_OF[p]]
+    wrong = [
+        p
+        for p in ("pod", "namespace")
+        if overrides.get(EXPORTED[p]) == RESOURCE_OF[p] and _judged(RESOURCE_OF[p], asked)
+    ]
     if not wrong:
         return
     labels = " and ".join(f"`{EXPORTED[p]}`" for p in wrong)

@@ -11,7 +11,13 @@ Each rule of a prometheus-adapter config (file, ConfigMap or chart values):
   ``<<.LabelMatchers>>``;
 * a custom rule whose outer aggregation drops the label of the objects it answers for:
   ``sum(...)`` without ``by``, ``by (model)``, ``by (namespace)`` in a rule that maps pods,
-  ``without (pod)`` ... and one that keeps extra labels next to them (``by (namespace, model)``);
+  ``without (pod)`` ... and one that keeps extra labels next to them (``by (namespace, model)``).
+  The objects are those the input's HPAs ask the rule about (pods for a Pods metric, the
+  described object for an Object metric): a ``by (exported_namespace, exported_container)``
+  serves an Object metric on the Service mapped to ``exported_container``, and fails a Pods
+  metric. With no HPA of the input reading the rule, it must keep its pod label;
+  a missing ``<<.LabelMatchers>>`` where the results still keep the labels the objects are
+  matched by is a warning: values arrive, computed over the whole cluster each time;
 * an external rule that is namespaced (the default unless ``resources.namespaced: false``)
   but maps no label to namespaces, neither in ``overrides`` nor through a ``template``.
 
@@ -55,7 +61,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from typing import NamedTuple, Protocol
 
 from gpulint import querytemplate
 from gpulint.adapter import EXTERNAL, AdapterRule
@@ -84,17 +91,36 @@ _GROUPING = re.compile(r"\b(by|without)\s*\(([^)]*)\)")
 # Resources the adapter queries without a namespace (pkg/naming/resource_converter.go).
 _CLUSTER_SCOPED = {"namespaces", "nodes", "persistentvolumes"}
 
-Report = Callable[[str | None, str, str], Finding]
+
+class Report(Protocol):
+    def __call__(
+        self, key: str | None, message: str, fix: str, severity: Severity | None = None
+    ) -> Finding: ...
+
+
+class Needs(NamedTuple):
+    """The labels the rule's results must keep, and for whom: the objects its HPAs ask
+    about, or (no HPA in the input reads it) every object it maps."""
+
+    labels: dict[str, str]  # label -> who needs it ("HPA web's Pods metric gpu_util")
+    from_consumers: bool
 
 
 def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if rule.generated:
         return
 
-    def report(key: str | None, message: str, fix: str) -> Finding:
+    def report(
+        key: str | None, message: str, fix: str, severity: Severity | None = None
+    ) -> Finding:
         path = rule.path if key is None else rule.path_for(key)
         return ctx.finding(
-            rule.document, path, f"{rule.describe()}: {message}", fix, obj=rule.config.ref
+            rule.document,
+            path,
+            f"{rule.describe()}: {message}",
+            fix,
+            obj=rule.config.ref,
+            severity=severity,
         )
 
     yield from _series_query(rule, report)
@@ -131,25 +157,59 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
     if rule.kind == EXTERNAL:
         yield from _external_namespace(rule, report)
         return
+    needs = _needs(rule, inventory)
+    grouping = list(_grouping(rule, query, report, needs))
     if not parsed.uses("LabelMatchers") and not parsed.uses("LabelValuesByName"):
-        mapped = set(rule.resources.overrides.values())
-        if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
-            consequence = (
-                "the HPA's metric selector is ignored and every request makes Prometheus "
-                "compute the value of every namespace, of which the adapter keeps one"
-            )
-        else:
-            consequence = (
-                "the HPA's namespace, its pods' names and its metric selector never reach "
-                "Prometheus: the query reads every namespace, and objects of the same name in "
-                "different namespaces overwrite each other's values"
-            )
-        yield report(
-            "metricsQuery",
-            f"metricsQuery never uses <<.LabelMatchers>>, so {consequence}",
-            f"metricsQuery: {_yaml_string(_with_label_matchers(query))}",
+        yield _no_label_matchers(rule, query, report, kept=not any(lost for lost, _ in grouping))
+    for _, finding in grouping:
+        yield finding
+
+
+def _needs(rule: AdapterRule, inventory: Inventory) -> Needs | None:
+    """The labels results must keep; None when the rule maps through a template."""
+    resources = rule.resources
+    if resources.template is not None or not resources.overrides:
+        return None
+    labels: dict[str, str] = {}
+    for consumer in inventory.consumers_of(rule):
+        resource = consumer.resource
+        label = resources.label_for(resource) if resource is not None else None
+        if label is not None and label not in labels:
+            metric = consumer.metric
+            labels[label] = f"HPA {consumer.hpa.name}'s {metric.type} metric {metric.name}"
+    if labels:
+        return Needs(labels, True)
+    pod_labels = [label for label, res in resources.overrides.items() if res == "pods"]
+    return Needs(dict.fromkeys(pod_labels, "the pods it maps"), False)
+
+
+def _no_label_matchers(rule: AdapterRule, query: str, report: Report, kept: bool) -> Finding:
+    mapped = set(rule.resources.overrides.values())
+    fix = f"metricsQuery: {_yaml_string(_with_label_matchers(query))}"
+    if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
+        consequence = (
+            "the HPA's metric selector is ignored and every request makes Prometheus "
+            "compute the value of every namespace, of which the adapter keeps one"
         )
-    yield from _grouping(rule, query, report)
+    elif kept:
+        return report(
+            "metricsQuery",
+            "metricsQuery never uses <<.LabelMatchers>>. Its results keep the labels the "
+            "adapter matches objects by, so HPAs get values, but every request makes "
+            "Prometheus compute the metric for the whole cluster, the HPA's metric selector is "
+            "ignored, and same-named objects in other namespaces can overwrite each other",
+            fix,
+            Severity.WARNING,
+        )
+    else:
+        consequence = (
+            "the HPA's namespace, its pods' names and its metric selector never reach "
+            "Prometheus: the query reads every namespace, and objects of the same name in "
+            "different namespaces overwrite each other's values"
+        )
+    return report(
+        "metricsQuery", f"metricsQuery never uses <<.LabelMatchers>>, so {consequence}", fix
+    )
 
 
 def _series_query(rule: AdapterRule, report: Report) -> Iterator[Finding]:
@@ -172,12 +232,14 @@ def _series_query(rule: AdapterRule, report: Report) -> Iterator[Finding]:
         )
 
 
-def _grouping(rule: AdapterRule, query: str, report: Report) -> Iterator[Finding]:
-    """The outer aggregations must keep the label the adapter matches results to objects by."""
+def _grouping(
+    rule: AdapterRule, query: str, report: Report, needs: Needs | None
+) -> Iterator[tuple[bool, Finding]]:
+    """The outer aggregations must keep the label the adapter matches results to objects by:
+    ``(True, finding)`` when results lose it, ``(False, finding)`` when they keep too much."""
     resources = rule.resources
     has_template = resources.template is not None
     mapped = set(resources.overrides)
-    pod_labels = {label for label, res in resources.overrides.items() if res == "pods"}
     outer = outermost_aggregations(query)
     whole = len(outer) == 1 and top_level_text(query).split() == _words(outer[0])
     for item in outer:
@@ -187,40 +249,59 @@ def _grouping(rule: AdapterRule, query: str, report: Report) -> Iterator[Finding
         labels = set(aggregation.labels)
         shown = _show(item)
         uses_group_by = any("GroupBy" in label for label in labels)
+        regrouped = f"metricsQuery: {_yaml_string(_regroup(query, item))}"
         if aggregation.grouping == "without":
-            dropped = sorted(labels & mapped)
+            dropped = sorted(labels & (set(needs.labels) if needs else mapped))
             if dropped:
-                yield report(
-                    "metricsQuery",
-                    f"metricsQuery's {shown} removes {', '.join(dropped)}, the label the "
-                    f"adapter matches results to objects by: nothing matches and the HPA gets "
-                    f"{NO_METRICS}",
-                    f"metricsQuery: {_yaml_string(_regroup(query, item))}",
+                yield (
+                    True,
+                    report(
+                        "metricsQuery",
+                        f"metricsQuery's {shown} removes {', '.join(dropped)}, the label the "
+                        f"adapter matches results to objects by{_for_whom(needs, dropped)}: "
+                        f"nothing matches and the HPA gets {NO_METRICS}",
+                        regrouped,
+                    ),
                 )
         elif aggregation.grouping is None:
-            yield report(
-                "metricsQuery",
-                f"metricsQuery's {shown} has no `by` clause, so its result keeps no label and "
-                f"the adapter cannot match it to any object: the HPA gets {NO_METRICS}",
-                f"metricsQuery: {_yaml_string(_regroup(query, item))}",
+            yield (
+                True,
+                report(
+                    "metricsQuery",
+                    f"metricsQuery's {shown} has no `by` clause, so its result keeps no label and "
+                    f"the adapter cannot match it to any object: the HPA gets {NO_METRICS}",
+                    regrouped,
+                ),
             )
         elif uses_group_by:
             extra = sorted(label for label in labels if "GroupBy" not in label)
             if extra and whole:
-                yield _extra_labels(query, item, extra, report)
+                yield False, _extra_labels(query, item, extra, report)
         elif not has_template and mapped:
-            missing_pod = bool(pod_labels) and not labels & pod_labels
-            if not labels & mapped or missing_pod:
-                lost = sorted(pod_labels if missing_pod else mapped)
-                yield report(
-                    "metricsQuery",
-                    f"metricsQuery's {shown} drops {' and '.join(lost)}, the label the adapter "
-                    f"matches results to objects by: nothing matches and the HPA gets "
-                    f"{NO_METRICS}",
-                    f"metricsQuery: {_yaml_string(_regroup(query, item))}",
+            lost = sorted(set(needs.labels) - labels) if needs and needs.labels else []
+            if not labels & mapped:
+                lost = sorted(mapped)
+            if lost:
+                yield (
+                    True,
+                    report(
+                        "metricsQuery",
+                        f"metricsQuery's {shown} drops {' and '.join(lost)}, the label the adapter "
+                        f"matches results to objects by{_for_whom(needs, lost)}: nothing matches "
+                        f"and the HPA gets {NO_METRICS}",
+                        regrouped,
+                    ),
                 )
             elif whole and labels - mapped:
-                yield _extra_labels(query, item, sorted(labels - mapped), report)
+                yield False, _extra_labels(query, item, sorted(labels - mapped), report)
+
+
+def _for_whom(needs: Needs | None, labels: list[str]) -> str:
+    """``, which HPA web's Pods metric gpu_util needs`` when HPAs of the input read it."""
+    if needs is None or not needs.from_consumers:
+        return ""
+    readers = sorted({needs.labels[label] for label in labels if label in needs.labels})
+    return f" for {' and '.join(readers)}" if readers else ""
 
 
 def _extra_labels(query: str, item: PlacedAggregation, extra: list[str], report: Report) -> Finding:

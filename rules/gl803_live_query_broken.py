@@ -4,9 +4,13 @@
 With ``--prometheus``, gpulint renders each rule's ``metricsQuery`` exactly as the adapter
 does, with ``<<.Series>>`` a series the rule found, ``<<.LabelMatchers>>`` a real namespace
 and real pods (or other objects) taken from those series, and ``<<.GroupBy>>`` the resource
-label, and runs it as an instant query. It reports a query that Prometheus rejects, one that
-returns nothing (saying whether a metric it reads has no series or went stale), and, for
-custom (Pods/Object) rules, one whose results lack the group-by label.
+label, and runs it as an instant query. The objects are of the kind the input's HPAs ask the
+rule about (pods for a Pods metric, the described object's kind for an Object metric), or
+the rule's first mapping when no HPA of the input reads it.
+
+It reports a query that Prometheus rejects, one that returns nothing (saying whether a
+metric it reads has no series or went stale), and, for custom (Pods/Object) rules, one whose
+results lack the group-by label.
 
 ## Why is this bad?
 The adapter hands each result to the object named by its resource label. A query that

@@ -285,9 +285,10 @@ CASES = [
         (9, 5),
         (
             "rule rules.custom[0] in Helm values input.yaml: metricsQuery never uses "
-            "<<.LabelMatchers>>, so the HPA's namespace, its pods' names and its metric "
-            "selector never reach Prometheus: the query reads every namespace, and objects "
-            "of the same name in different namespaces overwrite each other's values"
+            "<<.LabelMatchers>>. Its results keep the labels the adapter matches objects by, "
+            "so HPAs get values, but every request makes Prometheus compute the metric for the "
+            "whole cluster, the HPA's metric selector is ignored, and same-named objects in "
+            "other namespaces can overwrite each other"
         ),
         "metricsQuery: 'avg(DCGM_FI_DEV_GPU_UTIL{<<.LabelMatchers>>}) by (exported_pod)'",
         id="GL404-no-matchers",

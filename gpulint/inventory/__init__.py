@@ -26,7 +26,7 @@ from gpulint.config import Settings
 from gpulint.document import Document, Manifest, Path, as_dict
 from gpulint.hpa import HPA, TargetRef
 from gpulint.inventory.claims import Autoscaler, Claims, TargetGroup, is_generated_autoscaler
-from gpulint.inventory.exposure import Exposure
+from gpulint.inventory.exposure import Consumer, Exposure
 from gpulint.inventory.nearest import nearest
 from gpulint.inventory.store import Key, ObjectStore, key_of
 from gpulint.inventory.targets import ResolvedTarget, TargetResolver
@@ -340,6 +340,10 @@ class Inventory:
     ) -> list[AdapterRule]:
         """Adapter rules that can serve ``metric`` (see ``Exposure.rules_exposing``)."""
         return self.exposure.rules_exposing(metric, api, near)
+
+    def consumers_of(self, rule: AdapterRule) -> list[Consumer]:
+        """The HPA metrics an adapter rule answers (see ``Exposure.consumers``)."""
+        return self.exposure.consumers(rule, self.hpas)
 
     def adapter_configs_near(self, document: Document) -> list[AdapterConfig]:
         """The adapter configs that serve objects of ``document``'s file."""

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from gpulint.adapter import EXTERNAL, AdapterConfig, AdapterRule, requested_metric_name
+from gpulint.adapter import (
+    EXTERNAL,
+    AdapterConfig,
+    AdapterRule,
+    canonical_resource,
+    requested_metric_name,
+)
 from gpulint.document import Document
-from gpulint.hpa import HPA
+from gpulint.hpa import HPA, HpaMetric
 from gpulint.inventory.nearest import DirectoryIndex, consumer_directories, directory_parts
 from gpulint.monitoring import DcgmScrape
 
@@ -143,6 +149,7 @@ class Exposure:
         self._config_index: DirectoryIndex[AdapterConfig] | None = None
         self._scrape_index: DirectoryIndex[DcgmScrape] | None = None
         self._readers: dict[tuple[str, str], dict[int, HPA]] | None = None
+        self._consumers_by_rule: dict[int, list[Consumer]] | None = None
         # Answers of rules_exposing: several rules ask the same for one HPA.
         self._answers: dict[tuple[str, str, str | None], list[AdapterRule]] = {}
 
@@ -163,6 +170,7 @@ class Exposure:
         self._apis.clear()
         self._config_index = None
         self._answers.clear()
+        self._consumers_by_rule = None
 
     def _consumers(self) -> set[tuple[str, ...]] | None:
         if not self.by_directory:
@@ -181,6 +189,7 @@ class Exposure:
             self._scrape_index = None
 
     def hpa_added(self, hpa: HPA) -> None:
+        self._consumers_by_rule = None
         if self.by_directory:
             self._configs_changed()  # which configs each directory sees may change
         if self._readers is not None:
@@ -188,6 +197,7 @@ class Exposure:
                 self._readers.setdefault(key, {})[id(hpa)] = hpa
 
     def hpa_removed(self, hpa: HPA) -> None:
+        self._consumers_by_rule = None
         if self.by_directory:
             self._configs_changed()
         if self._readers is not None:
@@ -250,6 +260,42 @@ class Exposure:
                     readers.setdefault(key, {})[id(hpa)] = hpa
             self._readers = readers
         return self._readers
+
+    def consumers(self, rule: AdapterRule, hpas: list[HPA]) -> list[Consumer]:
+        """The HPA metrics ``rule`` answers for: those it is among the nearest rules exposing.
+
+        Built once for every rule, from each HPA metric's own lookup (memoised per name and
+        directory), so it costs the metrics read, not rules times HPAs.
+        """
+        if self._consumers_by_rule is None:
+            by_rule: dict[int, list[Consumer]] = {}
+            for hpa in hpas:
+                for metric in hpa.metrics:
+                    if not metric.is_custom or not metric.name:
+                        continue
+                    for serving in self.rules_exposing(metric.name, metric.api, hpa.manifest):
+                        by_rule.setdefault(id(serving), []).append(Consumer(hpa, metric))
+            self._consumers_by_rule = by_rule
+        return list(self._consumers_by_rule.get(id(rule), ()))
+
+
+class Consumer(NamedTuple):
+    """An HPA metric an adapter rule answers: the object kind it asks about decides which
+    of the rule's labels must survive its query."""
+
+    hpa: HPA
+    metric: HpaMetric
+
+    @property
+    def resource(self) -> str | None:
+        """``pods`` for a Pods metric, the described object's resource for an Object metric
+        (``services``), ``namespaces`` for an External one; None when it cannot be told."""
+        if self.metric.type == "Pods":
+            return "pods"
+        if self.metric.type == "External":
+            return "namespaces"
+        kind = (self.metric.described_object or {}).get("kind")
+        return canonical_resource(kind) if isinstance(kind, str) and kind else None
 
 
 def metrics_read_by(hpa: HPA) -> list[tuple[str, str]]:

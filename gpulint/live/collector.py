@@ -324,6 +324,16 @@ class _Collector:
         missing.last_seen = self.last_seen(literal, None if literal else name_only, window)
         return missing
 
+    def _asked_resource(self, rule: AdapterRule) -> str | None:
+        """The resource to render the query for: the one the input's HPAs ask the rule about
+        (pods first), so a rule grouped for Services is tried as the HPAs will use it; None
+        (the rule's own first mapping) when no HPA reads it or it maps none they ask."""
+        asked = {c.resource for c in self.inventory.consumers_of(rule) if c.resource}
+        mapped = [r for r in sorted(asked) if rule.resources.label_for(r)]
+        if "pods" in mapped:
+            return "pods"
+        return mapped[0] if mapped else None
+
     def _check_query(self, evidence: RuleEvidence, preferred: str | None) -> QueryCheck:
         rule, summary = evidence.rule, evidence.series
         exposed = evidence.exposed()
@@ -332,7 +342,7 @@ class _Collector:
                 "", skipped="no series passes the rule's name.matches and seriesFilters"
             )
         series = preferred if preferred else next(iter(exposed.values()))
-        labels = mapping_for(rule)
+        labels = mapping_for(rule, self._asked_resource(rule))
         check = QueryCheck(
             series, labels.resource, labels.object_label, labels.namespace_label, None
         )
