@@ -12,6 +12,7 @@ Example::
       gpu_busy_percent: DCGM_FI_DEV_GPU_UTIL
     kserve:
       default-deployment-mode: Standard
+      version: "0.15"           # how fixes spell deployment modes (Standard from 0.16)
     exclude: ["charts/*/templates/**"]
     units: ["clusters/*"]       # one lint unit (one cluster) per matching directory
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from typing import Any
 
 from gpulint.document import position_of
@@ -29,6 +31,15 @@ from gpulint.model import Severity
 from gpulint.yamlparse import YamlError, YMap, parse_documents
 
 CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")
+KSERVE_VERSION = re.compile(
+    r"^v?([0-9]{1,4})\.([0-9]{1,4})(\.[0-9]{1,6})?([-+][0-9A-Za-z.-]{0,64})?$"
+)
+
+
+def parse_kserve_version(text: str) -> tuple[int, int] | None:
+    """``v0.15.2`` -> (0, 15)."""
+    match = KSERVE_VERSION.match(text.strip())
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 class ConfigError(Exception):
@@ -63,6 +74,7 @@ class Settings:
         "exclude",
         "gpu_resources",
         "kserve_default_mode",
+        "kserve_version",
         "metric_aliases",
         "rules",
         "source",
@@ -83,6 +95,8 @@ class Settings:
         self.gpu_resources: list[str] = [] if gpu_resources is None else gpu_resources
         self.metric_aliases: dict[str, str] = {} if metric_aliases is None else metric_aliases
         self.kserve_default_mode = kserve_default_mode
+        # The KServe release of the clusters (major, minor): decides how modes are spelled.
+        self.kserve_version: tuple[int, int] | None = None
         self.exclude: list[str] = [] if exclude is None else exclude
         self.source = source
         # Globs (relative to the configuration's directory) of directories that are one
@@ -150,7 +164,8 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 "properties": {
                     "default-deployment-mode": {
                         "enum": ["Knative", "Standard", "Serverless", "RawDeployment", "ModelMesh"]
-                    }
+                    },
+                    "version": {"type": "string", "pattern": KSERVE_VERSION.pattern},
                 },
             },
             "exclude": {"type": "array", "items": {"type": "string"}},
@@ -253,6 +268,9 @@ def settings_from_data(
             settings.rules[rule_id] = RuleSettings(entry.get("enabled", True), severity, options)
     settings.gpu_resources = list(data.get("gpu-resources") or [])
     settings.metric_aliases = dict(data.get("metric-aliases") or {})
+    version = (data.get("kserve") or {}).get("version")
+    if isinstance(version, str):
+        settings.kserve_version = parse_kserve_version(version)
     mode = (data.get("kserve") or {}).get("default-deployment-mode")
     if mode:
         settings.kserve_default_mode = {"Serverless": "Knative", "RawDeployment": "Standard"}.get(

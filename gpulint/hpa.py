@@ -311,3 +311,38 @@ def _v2beta1_to_v2(entry: dict[str, Any], metric: HpaMetric) -> dict[str, Any]:
     converted["metric"] = identifier
     converted["target"] = _target_v2(metric.target)
     return {"type": kind, field: converted}
+
+
+# --- the behavior gpulint proposes for GPU pods ----------------------------------------------
+# Pods that take minutes to load a model: add at most two per minute with no delay, remove
+# one per two minutes after the stabilization window (GL102 explains the defaults it beats).
+
+
+def scale_up_fix() -> str:
+    """``scaleUp`` under ``behavior:``, indented two spaces."""
+    return (
+        "  scaleUp:\n"
+        "    stabilizationWindowSeconds: 0\n"
+        "    policies:\n"
+        "    - type: Pods\n"
+        "      value: 2            # GPU pods added at most per period\n"
+        "      periodSeconds: 60"
+    )
+
+
+def scale_down_fix(window: int = 300) -> str:
+    """``scaleDown`` under ``behavior:``, indented two spaces."""
+    return (
+        "  scaleDown:\n"
+        f"    stabilizationWindowSeconds: {window}\n"
+        "    policies:\n"
+        "    - type: Pods\n"
+        "      value: 1            # GPU pods removed at most per period\n"
+        "      periodSeconds: 120"
+    )
+
+
+def behavior_fix(indent: str = "", window: int = 300) -> str:
+    """The whole ``behavior:`` block, each line prefixed with ``indent``."""
+    text = "behavior:\n" + scale_up_fix() + "\n" + scale_down_fix(window)
+    return "\n".join(indent + line for line in text.splitlines())

@@ -41,6 +41,7 @@ class ViewContext(NamedTuple):
     """What a view needs from the inventory when it is built."""
 
     kserve_default_mode: str
+    kserve_version: tuple[int, int] | None = None
 
 
 class KindSpec(NamedTuple):
@@ -86,7 +87,7 @@ def _scaled_object(manifest: Manifest, context: ViewContext) -> ScaledObject:
 def _inference_service(manifest: Manifest, context: ViewContext) -> InferenceService:
     from gpulint.kserve import InferenceService
 
-    return InferenceService(manifest, context.kserve_default_mode)
+    return InferenceService(manifest, context.kserve_default_mode, context.kserve_version)
 
 
 def _knative_service(manifest: Manifest, context: ViewContext) -> KnativeService:

@@ -44,6 +44,31 @@ MODE_VALUES = {
     "ModelMesh": MODELMESH,
 }
 DEPRECATED_MODES = {"RawDeployment": "Standard", "Serverless": "Knative"}
+LEGACY_NAMES = {canonical: alias for alias, canonical in DEPRECATED_MODES.items()}
+# KServe 0.16 (PR #4608) renamed the modes; earlier releases know only the old names.
+RENAMED_IN = (0, 16)
+
+
+def mode_spelling(mode: str, version: tuple[int, int] | None) -> str:
+    """How to write a deployment mode for the KServe in use: the 0.16 names (``Standard``,
+    ``Knative``) from 0.16; otherwise the old ones (``RawDeployment``, ``Serverless``), which
+    every release accepts (0.16 and later rewrite them). ``version`` is ``kserve.version``
+    from ``.gpulint.yaml``; None when not configured."""
+    canonical = MODE_VALUES.get(mode, mode)
+    if version is not None and version >= RENAMED_IN:
+        return canonical
+    return LEGACY_NAMES.get(canonical, canonical)
+
+
+def mode_note(version: tuple[int, int] | None) -> str:
+    """What a fix that writes a mode should say about the spelling it chose."""
+    if version is None:
+        return "the name every KServe release accepts; set kserve.version for 0.16's names"
+    if version >= RENAMED_IN:
+        return f"KServe {version[0]}.{version[1]} (kserve.version)"
+    return f"KServe before 0.16 (kserve.version {version[0]}.{version[1]})"
+
+
 AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")
 COMPONENTS = ("predictor", "transformer", "explainer")
 # Annotations older KServe read or validated; v0.15 and later read neither (the constants
@@ -79,13 +104,27 @@ class Component:
         return self.data.get(key)
 
 
+def known_modes(version: tuple[int, int] | None) -> dict[str, str]:
+    """The annotation values a KServe release knows, each with its canonical mode: before
+    0.16 ``Standard`` and ``Knative`` are not among them (unknown version: all are)."""
+    if version is not None and version < RENAMED_IN:
+        return {k: v for k, v in MODE_VALUES.items() if k not in LEGACY_NAMES}
+    return MODE_VALUES
+
+
 class InferenceService(ManifestView):
-    def __init__(self, manifest: Manifest, default_mode: str = KNATIVE) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        default_mode: str = KNATIVE,
+        version: tuple[int, int] | None = None,
+    ) -> None:
         self.manifest = manifest
         annotations = manifest.annotations
         raw_mode = annotations.get(MODE_ANNOTATION)
         self.mode_annotation: str | None = raw_mode if isinstance(raw_mode, str) else None
         self.default_mode = default_mode
+        self.known_modes = known_modes(version)
         raw_class = annotations.get(CLASS_ANNOTATION)
         self.class_annotation: str | None = raw_class if isinstance(raw_class, str) else None
         self.components = self._components()
@@ -93,13 +132,13 @@ class InferenceService(ManifestView):
     @property
     def mode(self) -> str:
         """The effective mode; unknown annotation values fall back to the cluster default."""
-        if self.mode_annotation in MODE_VALUES:
-            return MODE_VALUES[self.mode_annotation]
+        if self.mode_annotation in self.known_modes:
+            return self.known_modes[self.mode_annotation]
         return self.default_mode
 
     @property
     def mode_is_explicit(self) -> bool:
-        return self.mode_annotation in MODE_VALUES
+        return self.mode_annotation in self.known_modes
 
     @property
     def autoscaler_class(self) -> str:

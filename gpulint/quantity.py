@@ -192,3 +192,21 @@ def format_number(value: Decimal | float) -> str:
     number = Decimal(str(value)) if isinstance(value, float) else value
     text = format(number.normalize(), "f")
     return text
+
+
+def paste_quantity(value: float) -> str:
+    """A quantity a user can paste, the way the API server writes it back: ``0.6`` ->
+    ``600m``, ``72.5`` -> ``72500m``, ``70``."""
+    if value >= 10:
+        return str(round(value))
+    milli = round(value * 1000)
+    if milli % 1000 == 0:
+        return str(milli // 1000)
+    return f"{milli}m" if milli > 0 else format_number(value)
+
+
+def ratio_target_fix(field: str, percent: float) -> str:
+    """The target a percentage was meant as, on a 0-1 metric (GL107 and GL805 agree)."""
+    return (
+        f'{field}: "{paste_quantity(percent / 100)}"   # {format_number(percent)}% on the 0-1 scale'
+    )

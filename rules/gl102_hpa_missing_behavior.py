@@ -69,7 +69,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpulint.document import Path
-from gpulint.hpa import HPA
+from gpulint.hpa import HPA, scale_down_fix, scale_up_fix
 from gpulint.inventory import Inventory, is_generated_autoscaler
 from gpulint.keda import ScaledObject
 from gpulint.model import Finding, Related, Severity
@@ -115,28 +115,6 @@ DEFAULT_SCALE_DOWN = (
 )
 
 
-def _scale_up_fix() -> str:
-    return (
-        "  scaleUp:\n"
-        "    stabilizationWindowSeconds: 0\n"
-        "    policies:\n"
-        "    - type: Pods\n"
-        "      value: 2            # GPU pods added at most per period\n"
-        "      periodSeconds: 60"
-    )
-
-
-def _scale_down_fix(window: int) -> str:
-    return (
-        "  scaleDown:\n"
-        f"    stabilizationWindowSeconds: {window}\n"
-        "    policies:\n"
-        "    - type: Pods\n"
-        "      value: 1            # GPU pods removed at most per period\n"
-        "      periodSeconds: 120"
-    )
-
-
 def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if view.target_ref is None or is_generated_autoscaler(view.manifest):
         return
@@ -172,7 +150,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
     if missing:
         defaults = {"scaleUp": DEFAULT_SCALE_UP, "scaleDown": DEFAULT_SCALE_DOWN}
         consequence = "; ".join(defaults[d] for d in missing)
-        fixes = {"scaleUp": _scale_up_fix(), "scaleDown": _scale_down_fix(suggested_window)}
+        fixes = {"scaleUp": scale_up_fix(), "scaleDown": scale_down_fix(suggested_window)}
         snippet = "behavior:\n" + "\n".join(fixes[d] for d in missing)
         path: Path = ("spec", "behavior") if "behavior" in hpa.spec else ("spec",)
         if not has_behavior:
@@ -244,8 +222,8 @@ def _check_scaled_object(
     defaults = {"scaleUp": DEFAULT_SCALE_UP, "scaleDown": DEFAULT_SCALE_DOWN}
     consequence = "; ".join(defaults[d] for d in missing)
     fixes = {
-        "scaleUp": _scale_up_fix(),
-        "scaleDown": _scale_down_fix(max(minimum, DEFAULT_SCALE_DOWN_WINDOW)),
+        "scaleUp": scale_up_fix(),
+        "scaleDown": scale_down_fix(max(minimum, DEFAULT_SCALE_DOWN_WINDOW)),
     }
     snippet = "behavior:\n" + "\n".join(fixes[d] for d in missing)
     fix = "# under spec:\nadvanced:\n  horizontalPodAutoscalerConfig:\n" + _indent(_indent(snippet))

@@ -234,7 +234,6 @@ def _finding(
             f"namespace: the controller takes it over and overwrites its spec with its own{own}, "
             f"so what is written here never applies to {target}"
         )
-        fix = fix + _rename_advice(autoscaler, claims)
     if len(order) > 1:
         others = [name for i, name in enumerate(names) if i != index][:NAMED]
         shown = [f"this {_describe(autoscaler)}", *others]
@@ -266,26 +265,26 @@ def _class_path(isvc: Manifest) -> tuple[str, ...]:
     return ("metadata", "annotations") if isvc.annotations else ("metadata",)
 
 
-def _rename_advice(autoscaler: Autoscaler, claims: list[Autoscaler]) -> str:
-    if any(a.kind == "KServe" for a in claims):
-        return (
-            f"\n# and rename {_describe(autoscaler)} so that KServe does not take it as its "
-            f"own:\n# metadata:\n#   name: {autoscaler.manifest.name}-gpu"
-        )
-    return ""
-
-
 def _group_fix(claims: list[Autoscaler], inventory: Inventory) -> str:
     """One fix for the whole group, the same in each member's finding: what to keep, what
     to delete, and the merged autoscaler."""
     kserve = [a for a in claims if a.kind == "KServe"]
     if kserve:
         isvc = kserve[0].manifest
-        return (
+        text = (
             f"# on InferenceService {isvc.name}: KServe deletes its own autoscaler and leaves "
             "scaling to yours\n"
             "metadata:\n  annotations:\n    serving.kserve.io/autoscalerClass: external"
         )
+        taken = {k.hpa_name for k in kserve}
+        for claim in claims:
+            if claim.kind != "KServe" and claim.manifest.name in taken:
+                text += (
+                    f"\n# and rename {_describe(claim)}, which has the name of KServe's own, "
+                    f"so that KServe does not take it over:\n# metadata:\n"
+                    f"#   name: {claim.manifest.name}-gpu"
+                )
+        return text
     hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
     scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
     if not scaled:

@@ -84,6 +84,8 @@ from gpulint.quantity import (
     int32_out_of_range,
     is_unknown,
     parse_quantity,
+    paste_quantity,
+    ratio_target_fix,
     shown_value,
 )
 from gpulint.rule import Context
@@ -433,7 +435,7 @@ def _scale(
     elif (
         scale is Scale.RATIO and value > 1 and not (metric.type == "External" and field == "value")
     ):
-        ratio = format_number(value / 100) if value <= 100 else None
+        ratio = paste_quantity(float(value) / 100) if value <= 100 else None
         hint = f"; if {format_number(value)}% was meant, write {ratio}" if ratio else ""
         yield ctx.finding(
             hpa.manifest,
@@ -441,7 +443,7 @@ def _scale(
             f"{where.label}: {field} {shown} is above 1, but {metric.name} is a ratio from 0 "
             f"to 1{via}: unless its query adds up several series per pod, the metric never "
             f"reaches the target, so the HPA never scales out{hint}",
-            f'{field}: "{ratio}"' if ratio else f'{field}: "0.7"   # a fraction from 0 to 1',
+            ratio_target_fix(field, float(value)) if ratio else f'{field}: "700m"   # 0.7',
             severity=Severity.WARNING,
         )
 

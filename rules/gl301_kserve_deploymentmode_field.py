@@ -57,7 +57,14 @@ from typing import Any
 
 from gpulint.document import Path
 from gpulint.inventory import Inventory
-from gpulint.kserve import MODE_ANNOTATION, MODE_VALUES, InferenceService
+from gpulint.kserve import (
+    MODE_ANNOTATION,
+    MODE_VALUES,
+    STANDARD,
+    InferenceService,
+    mode_note,
+    mode_spelling,
+)
 from gpulint.model import Finding, Severity
 from gpulint.rule import Context, related
 
@@ -99,7 +106,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             f"InferenceService {isvc.name} sets {written}, which KServe never reads: the mode "
             f"comes only from the {MODE_ANNOTATION} annotation in metadata.annotations"
             f"{status_note}; {outcome}",
-            _fix(value, written),
+            _fix(value, written, inventory.settings.kserve_version),
             related=links,
         )
 
@@ -127,9 +134,8 @@ def _dotted(path: Path) -> str:
     return text
 
 
-def _fix(value: Any, written: str) -> str:
-    mode = value if isinstance(value, str) and value in MODE_VALUES else "Standard"
-    note = ""
-    if mode == "Standard":
-        note = "   # or Knative; RawDeployment on KServe before 0.16"
+def _fix(value: Any, written: str, version: tuple[int, int] | None) -> str:
+    meant = value if isinstance(value, str) and value in MODE_VALUES else STANDARD
+    mode = mode_spelling(meant, version)
+    note = f"   # {mode_note(version)}"
     return f"metadata:\n  annotations:\n    {MODE_ANNOTATION}: {mode}{note}\n# and delete {written}"

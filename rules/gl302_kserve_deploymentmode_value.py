@@ -4,8 +4,12 @@
 The value of ``serving.kserve.io/deploymentMode`` on a ``serving.kserve.io``
 InferenceService. KServe knows ``Standard``, ``Knative`` and ``ModelMesh``, and the
 deprecated aliases ``RawDeployment`` and ``Serverless``, spelled exactly so. Any other value
-(``Raw``, ``rawDeployment``, ``serverless``, ``""`` ...) is an error; the two aliases are
-reported at info level. Templated values (``{{ .Values.mode }}``) are not judged.
+(``Raw``, ``rawDeployment``, ``serverless``, ``""`` ...) is an error. With ``kserve.version``
+in ``.gpulint.yaml``, the names are judged against it: ``Standard``/``Knative`` on KServe
+before 0.16 are errors (that KServe does not know them), ``RawDeployment``/``Serverless``
+from 0.16 on are reported at info level. Without it, both spellings pass, and fixes write
+the old names, which every release accepts. Templated values (``{{ .Values.mode }}``) are
+not judged.
 
 ## Why is this bad?
 KServe compares the value case-sensitively and, when it does not recognize it, silently
@@ -46,7 +50,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpulint.inventory import Inventory
-from gpulint.kserve import DEPRECATED_MODES, MODE_ANNOTATION, MODE_VALUES, InferenceService
+from gpulint.kserve import (
+    DEPRECATED_MODES,
+    KNATIVE,
+    MODE_ANNOTATION,
+    MODE_VALUES,
+    STANDARD,
+    InferenceService,
+    mode_note,
+    mode_spelling,
+)
 from gpulint.model import Finding, Severity
 from gpulint.quantity import is_unknown
 from gpulint.rule import Context, related
@@ -63,38 +76,52 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
     value = isvc.mode_annotation
     if value is None or is_unknown(value):
         return
+    version = inventory.settings.kserve_version
     path = ("metadata", "annotations", MODE_ANNOTATION)
-    if value in DEPRECATED_MODES:
-        canonical = DEPRECATED_MODES[value]
+    configmap = inventory.kserve_mode_source()
+    links = [related(configmap, ("data", "deploy"), "cluster default")] if configmap else []
+    if value in MODE_VALUES:
+        spelled = mode_spelling(value, version)
+        if spelled == value or version is None:
+            return
+        if value in DEPRECATED_MODES:
+            yield ctx.finding(
+                isvc.manifest,
+                path,
+                f"InferenceService {isvc.name} uses the deprecated deployment mode {value}: "
+                f"KServe 0.16 and later rewrite it to {spelled}, the name to write on "
+                f"{mode_note(version)}",
+                f"{MODE_ANNOTATION}: {spelled}",
+                severity=Severity.INFO,
+            )
+            return
+        # Standard or Knative on a KServe that predates them.
+        source = isvc.default_mode_source(configmap)
         yield ctx.finding(
             isvc.manifest,
             path,
-            f"InferenceService {isvc.name} uses the deprecated deployment mode {value}: "
-            f"KServe 0.16 and later rewrite it to {canonical}; KServe before 0.16 does not "
-            f"know {canonical}, so switch only when every cluster runs 0.16 or later",
-            f"{MODE_ANNOTATION}: {canonical}   # once every cluster runs KServe 0.16 or later",
-            severity=Severity.INFO,
+            f"InferenceService {isvc.name} sets {MODE_ANNOTATION} to {value}, a name KServe "
+            f"knows only from 0.16, and the clusters run {mode_note(version)}: KServe ignores "
+            f"it without a warning and {source}, so it runs in {isvc.mode} mode",
+            f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
+            related=links,
         )
         return
-    if value in MODE_VALUES:
-        return
     suggestion = _suggest(value)
-    meant_text = suggestion
-    if suggestion in DEPRECATED_MODES:
-        canonical = DEPRECATED_MODES[suggestion]
-        meant_text = f"{canonical} ({suggestion} before KServe 0.16)"
-        suggestion = canonical
-    configmap = inventory.kserve_mode_source()
+    meant = ""
+    if suggestion:
+        written = mode_spelling(suggestion, version)
+        also = f" ({written}: {mode_note(version)})" if written != suggestion else ""
+        meant = f"; did you mean {suggestion}{also}?"
+    spelled = mode_spelling(suggestion or STANDARD, version)
     source = isvc.default_mode_source(configmap)
-    links = [related(configmap, ("data", "deploy"), "cluster default")] if configmap else []
-    meant = f"; did you mean {meant_text}?" if meant_text else ""
     yield ctx.finding(
         isvc.manifest,
         path,
         f"InferenceService {isvc.name} sets {MODE_ANNOTATION} to {value!r}, which KServe does "
         f"not know (values are case-sensitive: {_KNOWN}); KServe ignores it without a "
         f"warning and {source}, so it runs in {isvc.mode} mode{meant}",
-        f"{MODE_ANNOTATION}: {suggestion or 'Standard'}" + _version_note(suggestion),
+        f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
         related=links,
     )
 
@@ -106,16 +133,7 @@ def _suggest(value: str) -> str | None:
         if known.lower() == folded:
             return known
     if folded in ("raw", "rawdeploy", "deployment", "kubernetes", "k8s"):
-        return "Standard"
+        return STANDARD
     if folded in ("kn", "knativeserving", "serverlessdeployment"):
-        return "Knative"
+        return KNATIVE
     return None
-
-
-def _version_note(suggestion: str | None) -> str:
-    if suggestion is None:
-        return "   # or Knative; RawDeployment before KServe 0.16"
-    legacy = {canonical: alias for alias, canonical in DEPRECATED_MODES.items()}
-    if suggestion in legacy:
-        return f"   # {legacy[suggestion]} before KServe 0.16"
-    return ""

@@ -74,6 +74,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpulint.document import Path
+from gpulint.hpa import behavior_fix
 from gpulint.inventory import Inventory
 from gpulint.kserve import (
     CLASS_ANNOTATION,
@@ -84,6 +85,8 @@ from gpulint.kserve import (
 )
 from gpulint.model import Finding, Severity
 from gpulint.rule import Context
+
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 
 ID = "GL303"
 NAME = "kserve-cpu-autoscaler-on-gpu"
@@ -117,7 +120,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             f"{component.name}, which asks for GPUs ({asks}), on "
             f"{' and '.join(m.description for m in metrics)}: CPU and memory do not follow GPU "
             f"load, so it will not scale out when the GPU saturates{_legacy_note(isvc)}",
-            _fix(isvc, component, hpa_name),
+            _fix(isvc, component, hpa_name, inventory),
         )
 
 
@@ -130,12 +133,18 @@ def _legacy_note(isvc: InferenceService) -> str:
     return f" ({' and '.join(legacy)} change nothing: KServe 0.15 and later do not read them)"
 
 
-def _fix(isvc: InferenceService, component: Component, hpa_name: str) -> str:
+def _fix(isvc: InferenceService, component: Component, hpa_name: str, inventory: Inventory) -> str:
     minimum = component.get("minReplicas")
     maximum = component.get("maxReplicas")
     low = minimum if isinstance(minimum, int) and minimum >= 1 else 1
     high = maximum if isinstance(maximum, int) and maximum > low else max(low, 4)
     namespace = f"\n  namespace: {isvc.namespace}" if isvc.namespace else ""
+    served = inventory.served_name(GPU_UTIL, isvc.manifest)
+    metric = (
+        f"{{name: {served}}}   # {GPU_UTIL}, as your prometheus-adapter serves it"
+        if served
+        else f"{{name: {GPU_UTIL}}}   # the name your prometheus-adapter serves it under"
+    )
     return f"""\
 metadata:
   annotations:
@@ -152,6 +161,7 @@ spec:
   metrics:
   - type: Pods
     pods:
-      metric: {{name: DCGM_FI_DEV_GPU_UTIL}}   # the name your prometheus-adapter exposes
-      target: {{type: AverageValue, averageValue: "70"}}\
+      metric: {metric}
+      target: {{type: AverageValue, averageValue: "70"}}
+{behavior_fix("  ")}\
 """

@@ -66,7 +66,14 @@ from collections.abc import Iterator
 from gpulint.inventory import Inventory
 from gpulint.knative import CLASS_ANNOTATION, HPA_CLASS, METRIC_ANNOTATION, TARGET_ANNOTATION
 from gpulint.kserve import CLASS_ANNOTATION as KSERVE_CLASS_ANNOTATION
-from gpulint.kserve import KNATIVE, MODE_ANNOTATION, InferenceService
+from gpulint.kserve import (
+    KNATIVE,
+    MODE_ANNOTATION,
+    STANDARD,
+    InferenceService,
+    mode_note,
+    mode_spelling,
+)
 from gpulint.model import Finding, Severity
 from gpulint.rule import Context, related
 
@@ -77,16 +84,23 @@ SCOPE = "isvc"
 
 RESOURCE_METRICS = ("cpu", "memory")
 
-FIX = f"""\
-metadata:
-  annotations:
-    {MODE_ANNOTATION}: Standard   # RawDeployment before KServe 0.16; recreate the InferenceService: the mode cannot change on update
-    {KSERVE_CLASS_ANNOTATION}: external   # then add your own HPA on a GPU metric
-# or stay in Knative mode and scale on a GPU metric:
-#   {CLASS_ANNOTATION}: {HPA_CLASS}
-#   {METRIC_ANNOTATION}: DCGM_FI_DEV_GPU_UTIL
-#   {TARGET_ANNOTATION}: "70"\
-"""  # noqa: E501
+
+def _fix(isvc: InferenceService, inventory: Inventory) -> str:
+    version = inventory.settings.kserve_version
+    mode = mode_spelling(STANDARD, version)
+    metric = inventory.served_name(GPU_UTIL, isvc.manifest) or GPU_UTIL
+    return (
+        f"metadata:\n  annotations:\n    {MODE_ANNOTATION}: {mode}   # {mode_note(version)}; "
+        "recreate the InferenceService: the mode cannot change on update\n"
+        f"    {KSERVE_CLASS_ANNOTATION}: external   # then add your own HPA on a GPU metric\n"
+        "# or stay in Knative mode and scale on a GPU metric:\n"
+        f"#   {CLASS_ANNOTATION}: {HPA_CLASS}\n"
+        f"#   {METRIC_ANNOTATION}: {metric}\n"
+        f'#   {TARGET_ANNOTATION}: "70"'
+    )
+
+
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -129,6 +143,6 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             ("metadata", "annotations", MODE_ANNOTATION),
             f"InferenceService {isvc.name} asks for GPUs in its {component.name} ({asks}) and "
             f"runs in Knative mode ({source}): {how}{zero}",
-            FIX,
+            _fix(isvc, inventory),
             related=links,
         )

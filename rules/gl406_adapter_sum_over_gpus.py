@@ -151,19 +151,17 @@ def _finding(
 ) -> Finding:
     query = rule.metrics_query or ""
     scale = "0-100" if gpu_metric.scale is Scale.PERCENT else "0-1"
-    example = 60.0 if gpu_metric.scale is Scale.PERCENT else 0.6
     unit = "%" if gpu_metric.scale is Scale.PERCENT else ""
     shown = format_number(value)
     where = target.describe()
     if target.owner is not None and target.manifest is None:
         where += f" (from {target.owner.kind} {target.owner.name})"
     message = (
-        f"HPA {hpa.name} reads {metric.name}, computed by {rule.describe()} as a sum per pod "
-        f"of {series}, one series per GPU on a {scale} scale; the pods of {where} hold "
-        f"{gpus} GPUs, so a pod with every GPU at {format_number(example)}{unit} reads "
-        f"{format_number(example * gpus)}{unit}, while the target {shown} is on the scale of one "
-        "GPU: "
-        f"the HPA scales out at 1/{gpus} of the load it was meant for"
+        f"HPA {hpa.name} compares a per-pod sum over {gpus} GPUs with a one-GPU target: "
+        f"{_what(metric.name, series)} summed per pod by {rule.describe()}, one series per GPU "
+        f"on a {scale} scale, and the pods of {where} hold {gpus} GPUs, so the sum reaches the "
+        f"target {shown} when each GPU is at {format_number(value / gpus)}{unit}: the HPA "
+        f"scales out at 1/{gpus} of the load it was meant for"
     )
     averaged = query[:start] + "avg" + query[start + 3 :]
     quoted = f"'{averaged}'" if "'" not in averaged else json.dumps(averaged)
@@ -189,3 +187,7 @@ def _finding(
         fix,
         related=[rule.related("adapter rule", "metricsQuery"), *request_links],
     )
+
+
+def _what(name: str | None, series: str) -> str:
+    return f"{name} is" if name == series else f"{name} is {series}"

@@ -84,13 +84,16 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
         )
         return
     if not query.samples:
+        fix = f"# read the series the rule discovers, through <<.Series>>:\n{template}"
+        if _same_query(template, rule.metrics_query):
+            fix = _data_fix(query)
         yield ctx.finding(
             rule.document,
             path,
             f"metricsQuery of {rule_label(rule)} returns nothing when rendered {where}, "
             f"although the seriesQuery finds those series: {_why_empty(query, live)} "
             f"(rendered: {rendered})",
-            f"# read the series the rule discovers, through <<.Series>>:\n{template}",
+            fix,
         )
         return
     label = query.object_label
@@ -144,3 +147,23 @@ def _template_for(rule: AdapterRule, query: QueryCheck) -> str:
     if query.series_name.endswith("_total"):
         return COUNTER_QUERY
     return GAUGE_QUERY
+
+
+def _same_query(template: str, query: str | None) -> bool:
+    """Would the proposed metricsQuery be the one already written?"""
+    proposed = template.partition(":")[2].strip().strip("'")
+    return " ".join(proposed.split()) == " ".join((query or "").split())
+
+
+def _data_fix(query: QueryCheck) -> str:
+    """The query is the right shape: what to look at instead."""
+    if query.last_seen:
+        names = ", ".join(sorted(query.last_seen))
+        return (
+            f"# the query is right; {names} stopped being written: check that the exporter "
+            "pods run on the GPU nodes and that Prometheus still scrapes them (its Targets page)"
+        )
+    return (
+        "# the query is right; check the labels of the series it reads against the hard-coded "
+        "matchers and the label the rule maps to the object"
+    )

@@ -49,7 +49,7 @@ from gpulint.live.options import format_duration
 from gpulint.live.snapshot import HpaEvidence, LiveSnapshot
 from gpulint.live.words import number, rule_where, stats
 from gpulint.model import Finding, Severity
-from gpulint.quantity import format_number, try_quantity
+from gpulint.quantity import paste_quantity, ratio_target_fix, try_quantity
 from gpulint.rule import Context, related
 
 ID = "GL805"
@@ -89,8 +89,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
             )
         ]
         if (scale == Scale.RATIO or (scale is None and high <= 1.0)) and target > 1:
-            ratio = _quantity_text(target / 100)
-            fix = f'{field}: "{ratio}"   # {number(target)}% on the 0-1 scale'
+            fix = ratio_target_fix(field, target)
             summed = ""
             if high > 1 and metric.type == "Pods":
                 summed = (
@@ -123,7 +122,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
                 hpa.manifest,
                 path,
                 f"{head}, above anything observed ({seen}): the HPA never scales out",
-                f'{field}: "{_quantity_text(_between(median, high))}"   # between the median '
+                f'{field}: "{paste_quantity(_between(median, high))}"   # between the median '
                 "and the peak observed; pick the load you want to scale at",
                 related=links,
             )
@@ -133,7 +132,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
                 path,
                 f"{head}, below anything observed ({seen}): the HPA sits at maxReplicas "
                 f"({hpa.max_replicas})",
-                f'{field}: "{_quantity_text(_between(median, high))}"   # between the median '
+                f'{field}: "{paste_quantity(_between(median, high))}"   # between the median '
                 "and the peak observed; pick the load you want to scale at",
                 related=links,
             )
@@ -170,13 +169,3 @@ def _sits_at_max(evidence: HpaEvidence, target: float, low: float, hpa: HPA) -> 
 
 def _between(median: float, high: float) -> float:
     return median + (high - median) / 2
-
-
-def _quantity_text(value: float) -> str:
-    """A quantity a user can paste: ``0.6`` -> ``600m``, ``72.5`` -> ``72500m``, ``70``."""
-    if value >= 10:
-        return str(round(value))
-    milli = round(value * 1000)
-    if milli % 1000 == 0:
-        return str(milli // 1000)
-    return f"{milli}m" if milli > 0 else format_number(value)

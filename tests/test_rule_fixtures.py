@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.engine import all_rules
+from gpulint.config import Settings, load_settings
+from gpulint.engine import all_rules, rule_names, rule_option_schemas
 
 from .conftest import FIXTURES, lint_paths
 from .tools import helm_command, kustomize_command
@@ -41,6 +42,14 @@ def _expectations(path: Path) -> set[tuple[str, str, int, int]]:
     return expected
 
 
+def _settings(path: Path) -> Settings | None:
+    """A fixture directory may carry its own ``.gpulint.yaml`` (``kserve.version`` ...)."""
+    config = path / ".gpulint.yaml"
+    if not path.is_dir() or not config.is_file():
+        return None
+    return load_settings(str(config), rule_option_schemas(), rule_names())
+
+
 def _needs_tools(path: Path) -> None:
     """A fixture with a kustomization or chart is rendered by the real tool: skipped without
     it, failed without it under CI=true (tests/tools.py)."""
@@ -58,7 +67,7 @@ def test_failing_fixture_reports_exactly_what_it_declares(rule: str, path: Path)
     _needs_tools(path)
     expected = _expectations(path)
     assert any(e[1] == rule for e in expected), f"{path} declares no '# expect: {rule} L:C'"
-    findings = lint_paths(path)
+    findings = lint_paths(path, settings=_settings(path))
     declared_rules = {e[1] for e in expected}
     got = {
         (f.location.file, f.rule, f.location.line, f.location.column)
@@ -71,7 +80,7 @@ def test_failing_fixture_reports_exactly_what_it_declares(rule: str, path: Path)
 @pytest.mark.parametrize(("rule", "path"), _cases("pass_"), ids=lambda v: str(v)[-60:])
 def test_passing_fixture_is_silent(rule: str, path: Path) -> None:
     _needs_tools(path)
-    findings = [f for f in lint_paths(path) if f.rule == rule]
+    findings = [f for f in lint_paths(path, settings=_settings(path)) if f.rule == rule]
     assert findings == [], "\n".join(f"{f.location}: {f.rule} {f.message}" for f in findings)
 
 

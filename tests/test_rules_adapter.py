@@ -381,11 +381,11 @@ CASES = [
         SUM_VALUES + deployment("nvidia.com/gpu", 2) + hpa("DCGM_FI_DEV_GPU_UTIL"),
         (33, 5),
         (
-            "HPA inference reads DCGM_FI_DEV_GPU_UTIL, computed by rule rules.custom[0] in "
-            "Helm values input.yaml as a sum per pod of DCGM_FI_DEV_GPU_UTIL, one series per "
-            "GPU on a 0-100 scale; the pods of Deployment ml/inference hold 2 GPUs, so a pod "
-            "with every GPU at 60% reads 120%, while the target 60 is on the scale of one "
-            "GPU: the HPA scales out at 1/2 of the load it was meant for"
+            "HPA inference compares a per-pod sum over 2 GPUs with a one-GPU target: "
+            "DCGM_FI_DEV_GPU_UTIL is summed per pod by rule rules.custom[0] in Helm values "
+            "input.yaml, one series per GPU on a 0-100 scale, and the pods of Deployment "
+            "ml/inference hold 2 GPUs, so the sum reaches the target 60 when each GPU is at "
+            "30%: the HPA scales out at 1/2 of the load it was meant for"
         ),
         (
             "# in rule rules.custom[0] in Helm values input.yaml:\n"

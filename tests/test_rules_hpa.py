@@ -341,8 +341,8 @@ spec:
                 "HorizontalPodAutoscaler llm: Pods metric DCGM_FI_PROF_PIPE_TENSOR_ACTIVE: "
                 "averageValue 40 is above 1, but DCGM_FI_PROF_PIPE_TENSOR_ACTIVE is a ratio from "
                 "0 to 1: unless its query adds up several series per pod, the metric never "
-                "reaches the target, so the HPA never scales out; if 40% was meant, write 0.4",
-                'averageValue: "0.4"',
+                "reaches the target, so the HPA never scales out; if 40% was meant, write 400m",
+                'averageValue: "400m"   # 40% on the 0-1 scale',
             ),
         ],
     ),
@@ -842,7 +842,7 @@ spec:
     settings = Settings(metric_aliases={"busy": "DCGM_FI_PROF_SM_ACTIVE"})
     (finding,) = _only(lint_text(text, settings=settings, select=["GL107"]), "GL107")
     assert finding.severity is Severity.WARNING
-    assert finding.fix == 'averageValue: "0.8"'
+    assert finding.fix == 'averageValue: "800m"   # 80% on the 0-1 scale'
 
 
 def test_gl107_config_severity_replaces_the_per_finding_severity() -> None:

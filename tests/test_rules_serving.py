@@ -28,6 +28,7 @@ class Case:
     severity: Severity
     message: str
     fix: str
+    kserve_version: tuple[int, int] | None = None  # kserve.version in .gpulint.yaml
 
 
 KNATIVE_HPA_ANNOTATIONS = """\
@@ -236,7 +237,8 @@ CASES = [
         "metadata.annotations (the CRD has deploymentMode only in status); it runs in Knative "
         "mode (no serving.kserve.io/deploymentMode annotation: the cluster default applies, "
         "Knative on a default install)",
-        "metadata:\n  annotations:\n    serving.kserve.io/deploymentMode: RawDeployment\n"
+        "metadata:\n  annotations:\n    serving.kserve.io/deploymentMode: RawDeployment   # "
+        "the name every KServe release accepts; set kserve.version for 0.16's names\n"
         "# and delete spec.predictor.deploymentMode",
     ),
     Case(
@@ -258,8 +260,10 @@ CASES = [
         "KServe does not know (values are case-sensitive: Standard, RawDeployment, Knative, "
         "Serverless, ModelMesh); KServe ignores it without a warning and the cluster default "
         "applies, Knative on a default install, so it runs in Knative mode; did you mean "
-        "Standard?",
-        "serving.kserve.io/deploymentMode: Standard   # RawDeployment before KServe 0.16",
+        "Standard (RawDeployment: the name every KServe release accepts; set kserve.version "
+        "for 0.16's names)?",
+        "serving.kserve.io/deploymentMode: RawDeployment   # the name every KServe release "
+        "accepts; set kserve.version for 0.16's names",
     ),
     Case(
         "GL302 deprecated alias at info level",
@@ -277,10 +281,9 @@ CASES = [
         17,
         Severity.INFO,
         "InferenceService sklearn uses the deprecated deployment mode RawDeployment: KServe 0.16 "
-        "and later rewrite it to Standard; KServe before 0.16 does not know Standard, so switch "
-        "only when every cluster runs 0.16 or later",
-        "serving.kserve.io/deploymentMode: Standard   # once every cluster runs KServe 0.16 or "
-        "later",
+        "and later rewrite it to Standard, the name to write on KServe 0.17 (kserve.version)",
+        "serving.kserve.io/deploymentMode: Standard",
+        kserve_version=(0, 17),
     ),
     Case(
         "GL303 KServe's default CPU HPA on a GPU predictor",
@@ -314,8 +317,15 @@ CASES = [
         "llm-predictor: KServe would rewrite an HPA of that name\n  namespace: ml\nspec:\n"
         "  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm-predictor}\n"
         "  minReplicas: 2\n  maxReplicas: 6\n  metrics:\n  - type: Pods\n    pods:\n"
-        "      metric: {name: DCGM_FI_DEV_GPU_UTIL}   # the name your prometheus-adapter exposes\n"
-        '      target: {type: AverageValue, averageValue: "70"}',
+        "      metric: {name: DCGM_FI_DEV_GPU_UTIL}   # the name your prometheus-adapter "
+        "serves it under\n"
+        '      target: {type: AverageValue, averageValue: "70"}\n'
+        "  behavior:\n    scaleUp:\n      stabilizationWindowSeconds: 0\n      policies:\n"
+        "      - type: Pods\n        value: 2            # GPU pods added at most per period\n"
+        "        periodSeconds: 60\n    scaleDown:\n      stabilizationWindowSeconds: 300\n"
+        "      policies:\n      - type: Pods\n"
+        "        value: 1            # GPU pods removed at most per period\n"
+        "        periodSeconds: 120",
     ),
     Case(
         "GL304 no maxReplicas in Standard mode",
@@ -423,9 +433,10 @@ CASES = [
         "scales it on concurrency (Knative's default target, 100 requests in flight per pod), "
         "never on GPU load; minReplicas 0 also scales it to zero when idle, so the next request "
         "waits for a GPU pod to start and load its model",
-        "metadata:\n  annotations:\n    serving.kserve.io/deploymentMode: Standard   # "
-        "RawDeployment before KServe 0.16; recreate the InferenceService: the mode cannot "
-        "change on update\n    serving.kserve.io/autoscalerClass: external   # then add your "
+        "metadata:\n  annotations:\n    serving.kserve.io/deploymentMode: RawDeployment   # "
+        "the name every KServe release accepts; set kserve.version for 0.16's names; recreate "
+        "the InferenceService: the mode cannot change on update\n"
+        "    serving.kserve.io/autoscalerClass: external   # then add your "
         "own HPA on a GPU metric\n# or stay in Knative mode and scale on a GPU metric:\n"
         "#   autoscaling.knative.dev/class: hpa.autoscaling.knative.dev\n"
         "#   autoscaling.knative.dev/metric: DCGM_FI_DEV_GPU_UTIL\n"
@@ -512,7 +523,13 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_finding_wording_and_position(case: Case) -> None:
-    findings = [f for f in lint_text(case.manifest, select=[case.rule]) if f.rule == case.rule]
+    settings = Settings()
+    settings.kserve_version = case.kserve_version
+    findings = [
+        f
+        for f in lint_text(case.manifest, settings=settings, select=[case.rule])
+        if f.rule == case.rule
+    ]
     assert len(findings) == 1, [f.message for f in findings]
     finding = findings[0]
     assert (finding.location.line, finding.location.column) == (case.line, case.column)
@@ -556,10 +573,14 @@ spec:
 
 def test_configured_severity_replaces_the_per_finding_severity() -> None:
     settings = Settings(rules={"GL302": RuleSettings(severity=Severity.ERROR)})
+    settings.kserve_version = (0, 16)  # the alias is deprecated there
     findings = [f for f in lint_text(ALIAS, settings=settings) if f.rule == "GL302"]
     assert [f.severity for f in findings] == [Severity.ERROR]
-    default = [f for f in lint_text(ALIAS) if f.rule == "GL302"]
+    on_016 = Settings()
+    on_016.kserve_version = (0, 16)
+    default = [f for f in lint_text(ALIAS, settings=on_016) if f.rule == "GL302"]
     assert [f.severity for f in default] == [Severity.INFO]
+    assert [f for f in lint_text(ALIAS) if f.rule == "GL302"] == []  # release unknown
 
 
 NO_ANNOTATION_GPU = """
@@ -692,7 +713,6 @@ CORPUS_FINDINGS = {
     ("GL304", "kserve__kserve/docs__samples__rollout-strategy__rollout-strategy-example.yaml", 23),
     ("GL304", "kserve__kserve/docs__samples__rollout-strategy__rollout-strategy-example.yaml", 49),
     ("GL304", "kserve__kserve/docs__samples__rollout-strategy__rollout-strategy-example.yaml", 70),
-    ("GL302", "kserve__kserve/test__benchmark__sklearn_hpa.yaml", 6),
     ("GL305", "kserve__kserve/test__benchmark__sklearn_hpa.yaml", 8),
     ("GL305", "kserve__kserve/test__benchmark__sklearn_hpa.yaml", 9),
     ("GL304", "kserve__kserve/test__benchmark__sklearn_hpa.yaml", 11),
@@ -708,3 +728,83 @@ def test_corpus_findings_are_the_defended_ones(corpus: Path) -> None:
         for f in findings
     }
     assert got == CORPUS_FINDINGS
+
+
+GPU_ISVC = """\
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: llm
+  namespace: ml
+  annotations:
+    serving.kserve.io/deploymentMode: Serverless
+spec:
+  predictor:
+    minReplicas: 1
+    maxReplicas: 4
+    model:
+      modelFormat: {name: huggingface}
+      resources:
+        limits: {nvidia.com/gpu: 1}
+"""
+
+ADAPTER_VALUES = """\
+---
+rules:
+  default: false
+  custom:
+  - seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}'
+    resources:
+      overrides:
+        exported_namespace: {resource: namespace}
+        exported_pod: {resource: pod}
+    name: {matches: "^DCGM_FI_DEV_GPU_UTIL$", as: gpu_util_percent}
+    metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "spelled"),
+    [(None, "RawDeployment"), ((0, 15), "RawDeployment"), ((0, 16), "Standard")],
+)
+def test_fixes_spell_the_deployment_mode_for_the_configured_kserve(
+    version: tuple[int, int] | None, spelled: str
+) -> None:
+    settings = Settings()
+    settings.kserve_version = version
+    (gl306,) = lint_text(GPU_ISVC, settings=settings, select=["GL306"])
+    assert f"serving.kserve.io/deploymentMode: {spelled}   #" in gl306.fix
+    field = GPU_ISVC.replace("  predictor:\n", "  deploymentMode: Serverless\n  predictor:\n")
+    (gl301,) = lint_text(field, settings=settings, select=["GL301"])
+    assert (
+        f"serving.kserve.io/deploymentMode: {'Knative' if spelled == 'Standard' else 'Serverless'}"
+        in gl301.fix
+    )
+    # what the fix writes is never reported by GL302 on that KServe
+    written = GPU_ISVC.replace("Serverless", spelled)
+    assert lint_text(written, settings=settings, select=["GL302"]) == []
+
+
+def test_fixes_name_the_gpu_metric_as_the_adapter_of_the_input_serves_it() -> None:
+    (gl306,) = lint_text(GPU_ISVC + ADAPTER_VALUES, select=["GL306"])
+    assert "autoscaling.knative.dev/metric: gpu_util_percent" in gl306.fix
+    raw = GPU_ISVC.replace("Serverless", "RawDeployment").replace("    maxReplicas: 4\n", "")
+    raw = raw.replace("    minReplicas: 1\n", "    minReplicas: 1\n    maxReplicas: 4\n")
+    (gl303,) = lint_text(raw + ADAPTER_VALUES, select=["GL303"])
+    assert "metric: {name: gpu_util_percent}" in gl303.fix
+    assert "behavior:" in gl303.fix  # the proposed HPA is not itself a GL102
+    (alone,) = lint_text(raw, select=["GL303"])
+    assert "metric: {name: DCGM_FI_DEV_GPU_UTIL}   # the name your prometheus-adapter" in alone.fix
+
+
+def test_kserve_version_in_the_configuration(tmp_path: Path) -> None:
+    from gpulint.config import ConfigError, load_settings
+    from gpulint.engine import rule_names, rule_option_schemas
+
+    config = tmp_path / ".gpulint.yaml"
+    config.write_text('kserve:\n  version: "v0.15.2"\n')
+    assert load_settings(str(config), rule_option_schemas(), rule_names()).kserve_version == (0, 15)
+    config.write_text("kserve:\n  version: latest\n")
+    with pytest.raises(ConfigError) as error:
+        load_settings(str(config), rule_option_schemas(), rule_names())
+    assert error.value.line == 2

@@ -280,7 +280,7 @@ def _standalone_view(
     if spec is None or spec.view is None:
         return None
     view: HPA | ScaledObject | InferenceService | KnativeService = spec.view(
-        manifest, ViewContext(inventory.kserve_default_mode)
+        manifest, ViewContext(inventory.kserve_default_mode, inventory.settings.kserve_version)
     )
     return view
 

@@ -148,7 +148,9 @@ class Inventory:
         spec = spec_for(manifest)
         view, scope = None, None
         if spec is not None and spec.view is not None and spec.scope is not None:
-            view = spec.view(manifest, ViewContext(self.kserve_default_mode))
+            view = spec.view(
+                manifest, ViewContext(self.kserve_default_mode, self.settings.kserve_version)
+            )
             scope = spec.scope
         workload = view is None and (
             (spec is not None and spec.role == WORKLOAD) or bool(pod_templates(manifest))
@@ -340,6 +342,26 @@ class Inventory:
     ) -> list[AdapterRule]:
         """Adapter rules that can serve ``metric`` (see ``Exposure.rules_exposing``)."""
         return self.exposure.rules_exposing(metric, api, near)
+
+    def served_name(self, series: str, near: Document, resource: str = "pods") -> str | None:
+        """The name under which the adapter config nearest to ``near`` serves ``series`` for
+        ``resource`` (``gpu_utilization`` for ``DCGM_FI_DEV_GPU_UTIL``), for fixes that
+        write a metric name; None when no config of the input serves it."""
+        for config in self.adapter_configs_near(near):
+            for rule in config.rules:
+                if rule.resources.label_for(resource) is None:
+                    continue
+                names = rule.series_names()
+                if names is not None and series not in names:
+                    continue
+                if names is None and (
+                    rule.selector is None or not rule.selector.accepts_name(series)
+                ):
+                    continue
+                name = rule.name_for_series(series)
+                if name:
+                    return name
+        return None
 
     def consumers_of(self, rule: AdapterRule) -> list[Consumer]:
         """The HPA metrics an adapter rule answers (see ``Exposure.consumers``)."""

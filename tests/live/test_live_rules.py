@@ -165,8 +165,10 @@ CASES = [
         "finds those series: DCGM_FI_PROF_PIPE_TENSOR_ACTIVE stopped: its last sample is <*>s "
         "ago (<*> UTC), so Prometheus has no current value (the exporter no longer writes it) "
         "(rendered: `avg(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{<*>}) by (exported_pod)`)",
-        "# read the series the rule discovers, through <<.Series>>:\n"
-        "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'",
+        # the query already has the proposed shape: the fix is about the data, not the query
+        "# the query is right; DCGM_FI_PROF_PIPE_TENSOR_ACTIVE stopped being written: check "
+        "that the exporter pods run on the GPU nodes and that Prometheus still scrapes them "
+        "(its Targets page)",
     ),
     (
         "GL803/fail_hard_coded_metric.yaml",
