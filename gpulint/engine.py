@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from gpulint.config import Settings
 from gpulint.document import Document, Manifest, Path, has_step
+from gpulint.edits import Edit, Sources, resolve
 from gpulint.inventory import Inventory
 from gpulint.kinds import VIEW_SCOPES
 from gpulint.loader import IgnoreComment
@@ -216,6 +217,7 @@ class UnitSummary(NamedTuple):
 
 class Result:
     __slots__ = (
+        "_edits",
         "config",
         "files",
         "findings",
@@ -224,6 +226,7 @@ class Result:
         "objects",
         "render_wall",
         "skipped",
+        "sources",
         "suppressed",
         "units",
     )
@@ -248,6 +251,19 @@ class Result:
         self.suppressed: dict[str, int] = {}  # rule -> findings silenced by suppressions
         self.lint_seconds = 0.0
         self.render_wall: float | None = None
+        # The texts edits are placed in (files are read when first asked; stdin is given).
+        self.sources = Sources()
+        self._edits: dict[int, list[Edit] | None] = {}
+
+    def edits_of(self, finding: Finding) -> list[Edit] | None:
+        """The finding's fix as edits of the source, or None (no plan, or it cannot be placed
+        exactly); resolved once, when a report or ``--fix`` asks."""
+        if finding.plan is None:
+            return None
+        key = id(finding)
+        if key not in self._edits:
+            self._edits[key] = resolve(finding.plan, self.sources)
+        return self._edits[key]
 
     @property
     def render_seconds(self) -> float:

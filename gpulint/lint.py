@@ -127,6 +127,11 @@ def lint_units(
         )
     findings = merge(per_unit) if len(per_unit) > 1 else (per_unit[0][1] if per_unit else [])
     result = Result(findings, len(files), objects, _unique(skipped), units=summaries)
+    for unit in units:
+        if unit.kind == STDIN:  # edits are placed in what was piped, not in a file on disk
+            for loaded in unit.loaded:
+                if loaded.text is not None:
+                    result.sources.give(loaded.path, loaded.text.decode("utf-8", "replace"))
     result.suppressed = suppressed
     result.lint_seconds = time.monotonic() - started
     return result

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from gpulint.edits import FixPlan
 
 
 class Severity(enum.IntEnum):
@@ -79,6 +82,8 @@ class Finding(NamedTuple):
     related: tuple[Related, ...] = ()
     # The lint units it was found in, when a run has several (overlays/prod, clusters/us).
     units: tuple[str, ...] = ()
+    # The fix as edits of the source (gpulint.edits.FixPlan); None: the fix is prose only.
+    plan: FixPlan | None = None
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         loc = self.location

@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from gpulint.document import Document, Manifest, Path
+from gpulint.edits import FixPlan
 from gpulint.kinds import VIEW_SCOPES
 from gpulint.model import Finding, Location, ObjectRef, Related, Severity
 
@@ -142,9 +143,11 @@ class Context:
         key: bool = True,
         obj: ObjectRef | None = None,
         severity: Severity | None = None,
+        plan: FixPlan | None = None,
     ) -> Finding:
         """A finding at ``path`` of ``document``; ``severity`` defaults to the rule's (a
-        ``severity`` in ``.gpulint.yaml`` still replaces it for every finding of the rule)."""
+        ``severity`` in ``.gpulint.yaml`` still replaces it for every finding of the rule).
+        ``plan``: the fix as edits (gpulint.edits), when it can be applied mechanically."""
         location = document.location(tuple(path), key=key)
         finding = Finding(
             self.spec.id,
@@ -155,6 +158,7 @@ class Context:
             fix,
             obj or describe_document(document),
             tuple(related),
+            plan=plan,
         )
         self.anchors[id(finding)] = Anchor(document, tuple(path))
         return finding

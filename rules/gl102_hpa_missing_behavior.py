@@ -68,6 +68,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from gpulint import edits
 from gpulint.document import Path
 from gpulint.hpa import HPA, scale_down_fix, scale_up_fix
 from gpulint.inventory import Inventory, is_generated_autoscaler
@@ -153,6 +154,16 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         fixes = {"scaleUp": scale_up_fix(), "scaleDown": scale_down_fix(suggested_window)}
         snippet = "behavior:\n" + "\n".join(fixes[d] for d in missing)
         path: Path = ("spec", "behavior") if "behavior" in hpa.spec else ("spec",)
+        plan = None
+        if has_behavior and (not directions or isinstance(behavior, dict)):
+            # The same text as the fix shown, inserted where it belongs.
+            plan = edits.safe(
+                edits.Insert(
+                    hpa.manifest,
+                    ("spec", "behavior"),
+                    _dedent("\n".join(fixes[d] for d in missing)),
+                )
+            )
         if not has_behavior:
             what = f"is written in {hpa.manifest.api_version}, which has no behavior field"
             fix = "apiVersion: autoscaling/v2\nspec:\n" + _indent(snippet)
@@ -168,6 +179,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
             f"{subject} but {what}, so Kubernetes' defaults apply: {consequence}",
             fix,
             related=links,
+            plan=plan,
         )
     down = directions.get("scaleDown")
     if minimum > 0 and isinstance(down, dict) and down.get("selectPolicy") != "Disabled":
@@ -197,6 +209,15 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
                 "loading",
                 f"stabilizationWindowSeconds: {suggested_window}",
                 related=links,
+                plan=edits.safe(
+                    edits.Replace(hpa.manifest, down_path, str(suggested_window))
+                    if window is not None
+                    else edits.Insert(
+                        hpa.manifest,
+                        down_path,
+                        edits.entries(stabilizationWindowSeconds=suggested_window),
+                    )
+                ),
             )
 
 
@@ -226,6 +247,10 @@ def _check_scaled_object(
         "scaleDown": scale_down_fix(max(minimum, DEFAULT_SCALE_DOWN_WINDOW)),
     }
     snippet = "behavior:\n" + "\n".join(fixes[d] for d in missing)
+    plan = None
+    if behavior is None or isinstance(behavior, dict):
+        body = _dedent("\n".join(fixes[d] for d in missing))
+        plan = edits.safe(edits.Insert(scaled.manifest, KEDA_BEHAVIOR, body))
     fix = "# under spec:\nadvanced:\n  horizontalPodAutoscalerConfig:\n" + _indent(_indent(snippet))
     if directions:
         fix = snippet
@@ -240,12 +265,18 @@ def _check_scaled_object(
         f"defaults: {consequence}",
         fix,
         related=links,
+        plan=plan,
     )
 
 
 def _minimum_window(ctx: Context) -> int:
     value = ctx.options.get("min-scale-down-stabilization-seconds", 60)
     return value if isinstance(value, int) and not isinstance(value, bool) else 60
+
+
+def _dedent(text: str) -> str:
+    """The two-space-indented directions of the fix, written as at the top level."""
+    return "\n".join(line[2:] for line in text.splitlines())
 
 
 def _indent(text: str) -> str:

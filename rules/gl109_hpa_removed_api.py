@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpulint import edits
 from gpulint.document import yaml_text
 from gpulint.hpa import HPA
 from gpulint.inventory import Inventory, is_generated_autoscaler
@@ -76,14 +77,18 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         f'\'no matches for kind "HorizontalPodAutoscaler" in version "{api_version}"\' and the '
         "workload is left without an autoscaler"
     )
-    if hpa.version == "v2beta2" or not hpa.metrics_in_v2():
+    api = edits.Replace(hpa.manifest, ("apiVersion",), "autoscaling/v2")
+    converted = hpa.metrics_in_v2()
+    if hpa.version == "v2beta2" or not converted:
         fix = "apiVersion: autoscaling/v2"
         if hpa.version == "v2beta2":
             fix += "   # the rest of the object is the same in v2"
+        plan = edits.safe(api)
     else:
-        spec = yaml_text({"spec": {"metrics": hpa.metrics_in_v2()}})
+        spec = yaml_text({"spec": {"metrics": converted}})
         fix = (
             "apiVersion: autoscaling/v2\n"
             "# and spec.metrics in the v2 shape (the other fields stay as they are):\n" + spec
         )
-    yield ctx.finding(hpa.manifest, ("apiVersion",), message, fix)
+        plan = edits.safe(api, edits.Set(hpa.manifest, ("spec", "metrics"), converted))
+    yield ctx.finding(hpa.manifest, ("apiVersion",), message, fix, plan=plan)

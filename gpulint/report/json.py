@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
+from gpulint.edits import Edit
 from gpulint.engine import Result
 from gpulint.model import Finding, ObjectRef, Severity
 from gpulint.paths import display_path
@@ -21,7 +22,19 @@ def _object(ref: ObjectRef | None) -> dict[str, Any] | None:
     }
 
 
-def finding_to_dict(finding: Finding) -> dict[str, Any]:
+def edits_to_list(edits: list[Edit]) -> list[dict[str, Any]]:
+    return [
+        {
+            "file": display_path(edit.file),
+            "start": {"line": edit.start[0], "column": edit.start[1]},
+            "end": {"line": edit.end[0], "column": edit.end[1]},
+            "text": edit.text,
+        }
+        for edit in edits
+    ]
+
+
+def finding_to_dict(finding: Finding, edits: list[Edit] | None = None) -> dict[str, Any]:
     location = finding.location
     data: dict[str, Any] = {
         "rule": finding.rule,
@@ -48,13 +61,16 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         data["locationNote"] = location.note
     if finding.units:
         data["units"] = list(finding.units)
+    if edits and finding.plan is not None:
+        data["edits"] = edits_to_list(edits)
+        data["fixApplicability"] = finding.plan.applicability
     return data
 
 
 def result_to_dict(result: Result) -> dict[str, Any]:
     return {
         "version": 1,
-        "findings": [finding_to_dict(f) for f in result.findings],
+        "findings": [finding_to_dict(f, result.edits_of(f)) for f in result.findings],
         "summary": {
             "files": result.files,
             "objects": result.objects,
