@@ -20,7 +20,7 @@ from gpulint import __version__
 
 if TYPE_CHECKING:
     from gpulint.config import Settings
-    from gpulint.engine import Selection
+    from gpulint.engine import Result, Selection
     from gpulint.inventory import Inventory
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default: the current directory",
     )
     add_lint_options(lint)
+    add_fix_options(lint)
     add_render_options(lint)
     add_live_options(lint)
     add_cluster_options(lint)
@@ -159,6 +160,27 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="a file (or rendered unit, or stdin) over this size is refused with GL702 "
         "(default: 64Mi; suffixes Ki, Mi, Gi)",
+    )
+
+
+def add_fix_options(parser: argparse.ArgumentParser) -> None:
+    fixes = parser.add_argument_group("fixes")
+    fixes.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the safe fixes in place, lint again, and report what is left",
+    )
+    fixes.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix or --diff: apply the unsafe fixes too (they change what the "
+        "cluster does: merging autoscalers, renaming metrics, changing targets)",
+    )
+    fixes.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the unified diff of what --fix would change and write nothing "
+        "(exit 1 when there is a diff)",
     )
 
 
@@ -431,8 +453,7 @@ def _selection(args: argparse.Namespace, stderr: TextIO) -> Selection | None:
 
 
 def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from gpulint.engine import Result, run
-    from gpulint.loader import InputError
+    from gpulint.engine import Result
     from gpulint.model import Severity
     from gpulint.report import render
 
@@ -444,9 +465,110 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     selection = _selection(args, stderr)
     if selection is None:
         return EXIT_USAGE
+    fixing = getattr(args, "fix", False) or getattr(args, "diff", False)
+    if fixing:
+        refused = _refuse_fix(args)
+        if refused is not None:
+            stderr.write(f"gpulint: error: {refused}\n")
+            return EXIT_USAGE
     live = _live_check(args, settings, selection, stderr)
     if live is None:
         return EXIT_USAGE
+    result: Result | int = _lint_once(args, settings, selection, live, stderr)
+    if fixing and isinstance(result, Result):
+        from gpulint.fixing import Writable, fix
+
+        write = not args.diff
+        result, outcome = fix(
+            result,
+            lambda: _lint_once(args, settings, selection, live, stderr),
+            Writable(args.paths or ["."]),
+            unsafe=args.unsafe_fixes,
+            write=write,
+        )
+        for file in outcome.refused:
+            stderr.write(f"gpulint: not fixed: {file} is outside the input or not a regular file\n")
+        if not write:
+            stdout.write("".join(outcome.diffs))
+            if outcome.waiting:
+                stderr.write(
+                    f"gpulint: {outcome.waiting} more fixes overlap these; `--fix` applies "
+                    "them in a later round\n"
+                )
+            return EXIT_FINDINGS if outcome.diffs else EXIT_OK
+        if isinstance(result, Result) and outcome.fixes:
+            files = len(outcome.files)
+            result.notes.append(
+                f"fixed: {outcome.fixes} {'fix' if outcome.fixes == 1 else 'fixes'} applied to "
+                f"{files} {'file' if files == 1 else 'files'} ({', '.join(outcome.files)})"
+            )
+    if isinstance(result, int):
+        return result
+    _note_fixable(result, getattr(args, "unsafe_fixes", False), fixing)
+    out = stdout
+    handle = None
+    if args.output:
+        handle = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        out = handle
+    try:
+        color = args.color == "always" or (
+            args.color == "auto" and out.isatty() and "NO_COLOR" not in os.environ
+        )
+        render(result, args.format, out, color)
+    finally:
+        if handle is not None:
+            handle.close()
+    if isinstance(live, _Live) and live.failed_required:
+        return EXIT_FINDINGS
+    if args.fail_on == "never":
+        return EXIT_OK
+    threshold = Severity.parse(args.fail_on)
+    return EXIT_FINDINGS if any(f.severity >= threshold for f in result.findings) else EXIT_OK
+
+
+def _refuse_fix(args: argparse.Namespace) -> str | None:
+    """Why ``--fix``/``--diff`` cannot run on this input, or None."""
+    option = "--fix" if args.fix else "--diff"
+    if args.fix and args.diff:
+        return "--fix and --diff exclude each other (--diff writes nothing)"
+    if getattr(args, "cluster", False):
+        return f"{option} edits files; a live cluster has none (lint its manifests instead)"
+    if "-" in (args.paths or []):
+        return f"{option} edits files; stdin has none (lint the files it was rendered from)"
+    return None
+
+
+def _note_fixable(result: Result, unsafe: bool, fixing: bool) -> None:
+    """Say how many of the findings ``--fix`` (and ``--unsafe-fixes``) would fix."""
+    from gpulint.fixing import fixable
+
+    safe, more = fixable(result, unsafe)
+    if fixing:
+        safe = 0  # what was fixable has been fixed; what is left needs judgment or a round
+    if safe:
+        result.notes.append(
+            f"fixable: {safe} {'finding has a fix' if safe == 1 else 'findings have fixes'} "
+            "that `gpulint lint --fix` applies (`--diff` shows them first)"
+        )
+    if more:
+        result.notes.append(
+            f"fixable: {more} more with `--fix --unsafe-fixes` (they change what the cluster "
+            "does: review them)"
+        )
+
+
+def _lint_once(
+    args: argparse.Namespace,
+    settings: Settings,
+    selection: Selection,
+    live: list[str] | _Live,
+    stderr: TextIO,
+) -> Result | int:
+    """One lint of the input (files and units, or the cluster): the result, or an exit code
+    after an error said on stderr."""
+    from gpulint.engine import Result, run
+    from gpulint.loader import InputError
+
     notes: list[str] = list(live) if isinstance(live, list) else []
     prepare = live if isinstance(live, _Live) else None
     if getattr(args, "cluster", False):
@@ -490,25 +612,7 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     result.notes.extend(notes)
     if isinstance(live, _Live):
         result.notes.extend(live.notes)
-    out = stdout
-    handle = None
-    if args.output:
-        handle = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        out = handle
-    try:
-        color = args.color == "always" or (
-            args.color == "auto" and out.isatty() and "NO_COLOR" not in os.environ
-        )
-        render(result, args.format, out, color)
-    finally:
-        if handle is not None:
-            handle.close()
-    if isinstance(live, _Live) and live.failed_required:
-        return EXIT_FINDINGS
-    if args.fail_on == "never":
-        return EXIT_OK
-    threshold = Severity.parse(args.fail_on)
-    return EXIT_FINDINGS if any(f.severity >= threshold for f in result.findings) else EXIT_OK
+    return result
 
 
 def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
@@ -531,6 +635,8 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
                     "severity": str(s.severity),
                     "summary": s.doc.summary,
                     "options": s.defaults(),
+                    "fixable": s.fixable,
+                    "fixKinds": list(s.fixes),
                 }
                 for s in specs
             ],

@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 import yaml
@@ -170,7 +170,17 @@ def resolve(plan: FixPlan, sources: Sources) -> list[Edit] | None:
             edits.extend(_resolve(op, sources))
     except (Unresolvable, yaml.YAMLError, IndexError, ValueError, RecursionError):
         return None
-    return edits if edits and not overlapping(edits) else None
+    if not edits or overlapping(edits):
+        return None
+    return [_line_endings(edit, sources) for edit in edits]
+
+
+def _line_endings(edit: Edit, sources: Sources) -> Edit:
+    """New text in the line endings of its file (a Windows file keeps CRLF)."""
+    lines = sources.lines(edit.file)
+    if not lines or "\n" not in edit.text or not lines[0].endswith("\r\n"):
+        return edit
+    return edit._replace(text=edit.text.replace("\r\n", "\n").replace("\n", "\r\n"))
 
 
 def _emptied_parents(ops: tuple[Op, ...]) -> list[Op]:
@@ -375,8 +385,8 @@ class _Text:
         end = _block_end(self.lines, last_line, indent)
         text = _indented_yaml(value, indent)
         at = self._end_of_lines(end)
-        if at[1] != 1:  # the file ends without a newline
-            text = "\n" + text.rstrip("\n")
+        if end >= len(self.lines) and not self.lines[-1].endswith("\n"):
+            text = "\n" + text.rstrip("\n")  # the file ends without a newline
         return Edit(self.file, at, at, text)
 
     def _fill_null(self, path: Path, value: dict[str, Any]) -> Edit:
@@ -709,15 +719,24 @@ class Applied(NamedTuple):
     before: dict[str, list[str]]
     after: dict[str, str]
     fixed: list[Any]  # the findings whose fix is in ``after``
+    plans: int  # distinct fixes in ``after`` (a group's shared plan counts once)
     waiting: int  # fixable findings left for the next round (their edits overlapped)
+    refused: list[str]  # files a fix would edit that may not be written
 
 
-def plan_edits(findings: Iterable[Any], sources: Sources, unsafe_too: bool = False) -> Applied:
+def plan_edits(
+    findings: Iterable[Any],
+    sources: Sources,
+    unsafe_too: bool = False,
+    writable: Callable[[str], bool] | None = None,
+) -> Applied:
     """One round: the edits of every fixable finding (safe ones, and unsafe ones when asked),
-    skipping fixes that overlap one already taken; files are not written."""
+    skipping fixes that overlap one already taken or touch a file ``writable`` refuses;
+    files are not written."""
     chosen: list[Edit] = []
     fixed: list[Any] = []
     waiting = 0
+    refused: dict[str, None] = {}
     seen: set[tuple[Edit, ...]] = set()
     for finding in findings:
         plan: FixPlan | None = finding.plan
@@ -726,6 +745,11 @@ def plan_edits(findings: Iterable[Any], sources: Sources, unsafe_too: bool = Fal
         edits = resolve(plan, sources)
         if edits is None:
             continue
+        if writable is not None:
+            denied = [e.file for e in edits if not writable(e.file)]
+            if denied:
+                refused.update(dict.fromkeys(denied))
+                continue
         key = tuple(sorted(edits))
         if key in seen:  # the same fix from another finding of the group
             fixed.append(finding)
@@ -744,4 +768,4 @@ def plan_edits(findings: Iterable[Any], sources: Sources, unsafe_too: bool = Fal
             continue
         before[file] = lines
         after[file] = apply(lines, [e for e in chosen if e.file == file])
-    return Applied(before, after, fixed, waiting)
+    return Applied(before, after, fixed, len(seen), waiting, list(refused))

@@ -6,7 +6,8 @@ A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
   ``## Example``, ``## Use instead``, ``## Options``, ``## References``); ``gpulint explain``,
   the README table and the SARIF help are generated from it;
 * ``ID``, ``NAME``, ``SEVERITY``, ``SCOPE`` and optionally ``OPTIONS`` (a JSON Schema
-  ``properties`` mapping whose entries carry a ``default``);
+  ``properties`` mapping whose entries carry a ``default``) and ``FIXES``, the kinds of
+  fix plan its findings can carry (``("safe",)``, ``("safe", "unsafe")``; none: prose only);
 * ``check(item, inventory, ctx)``, a generator of findings for one item of its scope.
 """
 
@@ -77,6 +78,12 @@ class RuleSpec(NamedTuple):
     options: dict[str, dict[str, Any]]
     doc: RuleDoc
     module: str
+    fixes: tuple[str, ...] = ()  # "safe", "unsafe": the fix plans its findings can carry
+
+    @property
+    def fixable(self) -> bool:
+        """Does ``--fix`` (without ``--unsafe-fixes``) fix some of its findings?"""
+        return "safe" in self.fixes
 
     @classmethod
     def from_module(cls, module: ModuleType) -> RuleSpec:
@@ -92,10 +99,19 @@ class RuleSpec(NamedTuple):
             dict(getattr(module, "OPTIONS", {})),
             parse_doc(module.__doc__),
             module.__name__,
+            _fixes(module),
         )
 
     def defaults(self) -> dict[str, Any]:
         return {name: schema.get("default") for name, schema in self.options.items()}
+
+
+def _fixes(module: ModuleType) -> tuple[str, ...]:
+    fixes = tuple(getattr(module, "FIXES", ()))
+    unknown = [kind for kind in fixes if kind not in ("safe", "unsafe")]
+    if unknown:
+        raise ValueError(f"{module.__name__}: unknown FIXES {unknown}")
+    return fixes
 
 
 def describe_document(document: Document) -> ObjectRef:
@@ -147,7 +163,10 @@ class Context:
     ) -> Finding:
         """A finding at ``path`` of ``document``; ``severity`` defaults to the rule's (a
         ``severity`` in ``.gpulint.yaml`` still replaces it for every finding of the rule).
-        ``plan``: the fix as edits (gpulint.edits), when it can be applied mechanically."""
+        ``plan``: the fix as edits (gpulint.edits), when it can be applied mechanically; its
+        kind must be one the rule declares in ``FIXES``."""
+        if plan is not None and plan.applicability not in self.spec.fixes:
+            raise ValueError(f"{self.spec.id} declares no {plan.applicability} fixes (FIXES)")
         location = document.location(tuple(path), key=key)
         finding = Finding(
             self.spec.id,

@@ -81,6 +81,7 @@ ID = "GL102"
 NAME = "hpa-missing-behavior"
 SEVERITY = Severity.WARNING
 SCOPE = "autoscaler"
+FIXES = ("safe",)
 
 OPTIONS = {
     "min-scale-down-stabilization-seconds": {

@@ -68,7 +68,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from gpulint import gpumetrics
+from gpulint import edits, gpumetrics
 from gpulint.adapter import AdapterRule
 from gpulint.gpumetrics import Scale
 from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, HpaMetric, MetricTarget
@@ -95,6 +95,7 @@ ID = "GL107"
 NAME = "hpa-metric-target"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
+FIXES = ("safe", "unsafe")
 
 METRIC_TYPES = (*RESOURCE_METRIC_TYPES, *CUSTOM_METRIC_TYPES)
 TARGET_TYPES = ("Utilization", "Value", "AverageValue")
@@ -172,12 +173,21 @@ def _check_metric(
     explicit_type = hpa.version != "v2beta1"  # v2beta1 has no type: its field names say it
     if explicit_type and not is_unknown(target.type) and target.type not in TARGET_TYPES:
         what = "has no type" if target.type is None else f"has type {target.type!r}"
+        expected = _expected_type(metric, target)
+        # The type the set field names is the one meant; a guess for none or several fields.
+        meant = metric.type == "Pods" or len(target.set_fields()) == 1
+        replace: edits.Op
+        if target.type is not None:
+            replace = edits.Replace(hpa.manifest, target.field_path("type"), expected)
+        else:
+            replace = edits.Insert(hpa.manifest, target.path, edits.entries(type=expected))
         yield ctx.finding(
             hpa.manifest,
             target.field_path("type") if target.type is not None else target.path,
             f"{where.label} {what}; it must be Utilization, Value or AverageValue, and the API "
             "server rejects the object",
-            f"type: {_expected_type(metric, target)}",
+            f"type: {expected}",
+            plan=edits.safe(replace) if meant else edits.unsafe(replace),
         )
         return
     problem = _fields(where, ctx)
@@ -286,7 +296,11 @@ def _type_mismatch(where: _Where, ctx: Context) -> Finding | None:
                 "the type misleads whoever tunes this target"
             )
         return ctx.finding(
-            hpa.manifest, target.field_path("type"), f"{where.label}: {why}", "type: AverageValue"
+            hpa.manifest,
+            target.field_path("type"),
+            f"{where.label}: {why}",
+            "type: AverageValue",
+            plan=edits.safe(edits.Replace(hpa.manifest, target.field_path("type"), "AverageValue")),
         )
     field = FIELD_OF_TYPE.get(str(kind))
     fields = target.set_fields()
@@ -320,6 +334,7 @@ def _type_mismatch(where: _Where, ctx: Context) -> Finding | None:
         f"{where.label}: target type {kind} does not match the field that is set ({chosen}); "
         f"{consequence}",
         f"type: {expected}",
+        plan=edits.safe(edits.Replace(hpa.manifest, target.field_path("type"), expected)),
     )
 
 
@@ -411,7 +426,9 @@ def _scale(
     shown = _shown(raw)
     if scale is Scale.PERCENT and value < 1:
         if suffix == "m":
-            meant = format_number(value * 1000)
+            # "70m" for 70; "700m" is 0.7 and cannot mean 700%: it meant 70% as a fraction.
+            thousand = value * 1000
+            meant = format_number(thousand if thousand <= 100 else value * 100)
             yield ctx.finding(
                 hpa.manifest,
                 path,
@@ -420,6 +437,7 @@ def _scale(
                 f"at all exceeds the target and the HPA scales out to maxReplicas; {meant} was "
                 "probably meant",
                 f'{field}: "{meant}"',
+                plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{meant}"')),
             )
         else:
             meant = format_number(value * 100)
@@ -431,6 +449,7 @@ def _scale(
                 f"to maxReplicas; if {shown} was meant as a fraction, write {meant}",
                 f'{field}: "{meant}"',
                 severity=Severity.WARNING,
+                plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{meant}"')),
             )
     elif (
         scale is Scale.RATIO and value > 1 and not (metric.type == "External" and field == "value")
@@ -445,6 +464,7 @@ def _scale(
             f"reaches the target, so the HPA never scales out{hint}",
             ratio_target_fix(field, float(value)) if ratio else f'{field}: "700m"   # 0.7',
             severity=Severity.WARNING,
+            plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{ratio}"')) if ratio else None,
         )
 
 

@@ -66,6 +66,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, TypeGuard
 
+from gpulint import edits
 from gpulint.document import Path
 from gpulint.hpa import HPA
 from gpulint.inventory import Inventory, is_generated_autoscaler
@@ -85,6 +86,7 @@ ID = "GL108"
 NAME = "hpa-invalid-spec"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
+FIXES = ("safe", "unsafe")
 
 OPTIONS = {
     "scale-to-zero-gate": {
@@ -124,6 +126,18 @@ def _as_written(value: Any, fallback: int) -> int:
     return fallback
 
 
+def _set(hpa: HPA, path: Path, text: str, safe: bool = False) -> edits.FixPlan:
+    """The fix that writes ``text`` as the value at ``path``: safe when it only says what
+    the author wrote in the form the API server takes ("4" -> 4, max -> Max), unsafe when
+    it picks a number for them."""
+    replace = edits.Replace(hpa.manifest, path, text)
+    return edits.safe(replace) if safe else edits.unsafe(replace)
+
+
+def _meant_integer(value: Any) -> bool:
+    return _as_written(value, 0) != 0
+
+
 def _out_of_range(field: str, value: Any) -> str:
     return f"{field} {_shown(value)} is out of range: it is a 32-bit integer, at most {INT32_MAX}"
 
@@ -151,6 +165,7 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
             f"HorizontalPodAutoscaler {name}: {_out_of_range('minReplicas', raw_min)}; the API "
             "server rejects the object",
             "minReplicas: 1",
+            plan=_set(hpa, ("spec", "minReplicas"), "1"),
         )
     elif raw_min is not None and not _is_int(raw_min):
         minimum = None
@@ -160,6 +175,9 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
             f"HorizontalPodAutoscaler {name}: minReplicas {_shown(raw_min)} is not an integer; "
             "the API server rejects the object",
             f"minReplicas: {_as_written(raw_min, 1)}",
+            plan=_set(
+                hpa, ("spec", "minReplicas"), str(_as_written(raw_min, 1)), _meant_integer(raw_min)
+            ),
         )
     elif raw_min is not None:
         minimum = raw_min
@@ -182,6 +200,7 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
                 ("spec", "minReplicas"),
                 f"HorizontalPodAutoscaler {name}: {why}; the API server rejects the object",
                 "minReplicas: 1",
+                plan=_set(hpa, ("spec", "minReplicas"), "1"),
             )
             minimum = None
     raw_max = hpa.max_replicas
@@ -195,6 +214,9 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
             f"HorizontalPodAutoscaler {name} has no maxReplicas, which the API server "
             "requires: the object is rejected",
             f"spec:\n  maxReplicas: {suggested}",
+            plan=edits.unsafe(
+                edits.Insert(hpa.manifest, ("spec",), edits.entries(maxReplicas=suggested))
+            ),
         )
         return
     if is_unknown(raw_max):
@@ -206,6 +228,7 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
             f"HorizontalPodAutoscaler {name}: {_out_of_range('maxReplicas', raw_max)}; the API "
             "server rejects the object",
             f"maxReplicas: {max(minimum or 1, 1) * 2}",
+            plan=_set(hpa, ("spec", "maxReplicas"), str(max(minimum or 1, 1) * 2)),
         )
         return
     if not _is_int(raw_max):
@@ -215,6 +238,12 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
             f"HorizontalPodAutoscaler {name}: maxReplicas {_shown(raw_max)} is not an integer; "
             "the API server rejects the object",
             f"maxReplicas: {_as_written(raw_max, max(minimum or 1, 1) * 2)}",
+            plan=_set(
+                hpa,
+                ("spec", "maxReplicas"),
+                str(_as_written(raw_max, max(minimum or 1, 1) * 2)),
+                _meant_integer(raw_max),
+            ),
         )
         return
     if raw_max < 1:
@@ -224,6 +253,7 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
             f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} must be greater than 0; "
             "the API server rejects the object",
             f"maxReplicas: {max(minimum or 1, 1) * 2}",
+            plan=_set(hpa, ("spec", "maxReplicas"), str(max(minimum or 1, 1) * 2)),
         )
         return
     if minimum is not None and raw_max < minimum and not (hpa.is_fragment and raw_min is None):
@@ -233,7 +263,13 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
             f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is less than minReplicas "
             f"{minimum}; the API server rejects the object (maxReplicas must be greater than or "
             "equal to minReplicas)",
-            f"maxReplicas: {minimum}   # or lower minReplicas to {raw_max}",
+            f"minReplicas: {raw_max}\nmaxReplicas: {minimum}   # the two were swapped",
+            plan=edits.unsafe(
+                edits.Replace(hpa.manifest, ("spec", "minReplicas"), str(raw_max)),
+                edits.Replace(hpa.manifest, ("spec", "maxReplicas"), str(minimum)),
+            )
+            if raw_min is not None
+            else None,
         )
 
 
@@ -297,6 +333,7 @@ def _scaling_rules(
             f"{where}.stabilizationWindowSeconds {_shown(window)} must be an integer from 0 "
             f"to {MAX_STABILIZATION_WINDOW_SECONDS}; {rejected}",
             f"stabilizationWindowSeconds: {suggested}",
+            plan=_set(hpa, (*base, "stabilizationWindowSeconds"), str(suggested)),
         )
     select = rules.get("selectPolicy")
     if select is not None and not is_unknown(select) and select not in SELECT_POLICIES:
@@ -309,6 +346,12 @@ def _scaling_rules(
             (*base, "selectPolicy"),
             f"{where}.selectPolicy {_shown(select)} must be Max, Min or Disabled; {rejected}",
             f"selectPolicy: {fixed}",
+            plan=_set(
+                hpa,
+                (*base, "selectPolicy"),
+                fixed,
+                isinstance(select, str) and select.lower() == fixed.lower(),
+            ),
         )
     tolerance = rules.get("tolerance")
     if tolerance is not None and not is_unknown(tolerance):
@@ -320,6 +363,7 @@ def _scaling_rules(
                 f"{where}.tolerance {_shown(tolerance)} must be a quantity greater than or equal "
                 f"to zero; {rejected}",
                 'tolerance: "0.1"   # the controller default: 10%',
+                plan=_set(hpa, (*base, "tolerance"), '"0.1"'),
             )
     if "policies" not in rules or rules.get("policies") is None:
         return
@@ -333,6 +377,7 @@ def _scaling_rules(
             "('must specify at least one Policy')",
             "# delete `policies: []` to get the default policies, or list one:\n"
             + _policy_example(direction),
+            plan=edits.safe(edits.Delete(hpa.manifest, (*base, "policies"))),
         )
         return
     if not isinstance(policies, list):
@@ -365,6 +410,11 @@ def _policy(
             (*path, "type") if "type" in policy else path,
             f"{where}.policies[{index}] has {what}; it must be Pods or Percent; {rejected}",
             f"type: {fixed}",
+            plan=_set(
+                hpa, (*path, "type"), fixed, isinstance(kind, str) and kind.lower() == fixed.lower()
+            )
+            if "type" in policy
+            else None,
         )
     value = policy.get("value")
     if int32_out_of_range(value):
@@ -373,6 +423,7 @@ def _policy(
             (*path, "value"),
             f"{where}.policies[{index}]: {_out_of_range('value', value)}; {rejected}",
             "value: 1",
+            plan=_set(hpa, (*path, "value"), "1"),
         )
     elif not is_unknown(value) and (not _is_int(value) or value <= 0):
         what = f"value {_shown(value)}" if value is not None else "no value"
@@ -382,6 +433,7 @@ def _policy(
             f"{where}.policies[{index}] has {what}; it must be an integer greater than zero; "
             f"{rejected}",
             "value: 1",
+            plan=_set(hpa, (*path, "value"), "1") if "value" in policy else None,
         )
     period = policy.get("periodSeconds")
     if not is_unknown(period) and (not _is_int(period) or not 1 <= period <= MAX_PERIOD_SECONDS):
@@ -393,4 +445,7 @@ def _policy(
             f"{where}.policies[{index}] has {what}; it must be an integer from 1 to "
             f"{MAX_PERIOD_SECONDS}; {rejected}",
             f"periodSeconds: {suggested}",
+            plan=_set(hpa, (*path, "periodSeconds"), str(suggested))
+            if "periodSeconds" in policy
+            else None,
         )

@@ -61,6 +61,7 @@ ID = "GL109"
 NAME = "hpa-removed-api"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
+FIXES = ("safe",)
 
 # The last Kubernetes minor release that served each version is the one before these.
 NOT_SERVED_SINCE = {"v2beta1": "1.25", "v2beta2": "1.26"}

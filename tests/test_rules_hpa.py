@@ -423,7 +423,7 @@ spec:
                 "HorizontalPodAutoscaler inverted: maxReplicas 2 is less than minReplicas 3; the "
                 "API server rejects the object (maxReplicas must be greater than or equal to "
                 "minReplicas)",
-                "maxReplicas: 3   # or lower minReplicas to 2",
+                "minReplicas: 2\nmaxReplicas: 3   # the two were swapped",
             )
         ],
     ),

@@ -12,8 +12,9 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 import gpulint
+from gpulint.edits import Edit
 from gpulint.engine import Result, all_rules
-from gpulint.model import Location, Severity
+from gpulint.model import Finding, Location, Severity
 from gpulint.paths import is_file_path, sarif_root
 from gpulint.report.escape import write_json
 from gpulint.ruledocs import rule_markdown
@@ -42,6 +43,33 @@ def _physical(location: Location, root: str) -> dict[str, Any]:
     }
 
 
+def _fix(finding: Finding, edits: list[Edit] | None, root: str) -> dict[str, Any] | None:
+    """The finding's edits as a SARIF fix: one artifactChange per file, each edit a
+    replacement of a region (an empty region inserts)."""
+    if not edits or finding.plan is None:
+        return None
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for edit in sorted(edits, key=lambda e: (e.file, e.start)):
+        region = {
+            "startLine": edit.start[0],
+            "startColumn": edit.start[1],
+            "endLine": edit.end[0],
+            "endColumn": edit.end[1],
+        }
+        changes.setdefault(edit.file, []).append(
+            {"deletedRegion": region, "insertedContent": {"text": edit.text}}
+        )
+    first = (finding.fix or "").strip().splitlines()[:1]
+    summary = first[0][:200] if first else f"the fix for {finding.rule}"
+    return {
+        "description": {"text": f"{summary} ({finding.plan.applicability} fix)"},
+        "artifactChanges": [
+            {"artifactLocation": _artifact(file, root), "replacements": replacements}
+            for file, replacements in changes.items()
+        ],
+    }
+
+
 def sarif_log(result: Result) -> dict[str, Any]:
     specs = all_rules()
     index = {spec.id: i for i, spec in enumerate(specs)}
@@ -60,7 +88,11 @@ def sarif_log(result: Result) -> dict[str, Any]:
                 "properties": {"tags": ["kubernetes", "gpu", "autoscaling"]},
             }
         )
-    root = sarif_root([f.location.file for f in result.findings])
+    edits = {id(f): result.edits_of(f) for f in result.findings}
+    root = sarif_root(
+        [f.location.file for f in result.findings]
+        + [e.file for found in edits.values() for e in found or ()]
+    )
     results = []
     for finding in result.findings:
         text = finding.message
@@ -84,6 +116,9 @@ def sarif_log(result: Result) -> dict[str, Any]:
             related.append(physical)
         if related:
             entry["relatedLocations"] = related
+        fix = _fix(finding, edits[id(finding)], root)
+        if fix is not None:
+            entry["fixes"] = [fix]
         properties: dict[str, Any] = {}
         if finding.units:
             properties["units"] = list(finding.units)

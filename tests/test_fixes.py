@@ -1,0 +1,300 @@
+"""Fixes as edits: every fixture's fix applied and the result linted again.
+
+For each failing fixture of a rule with ``FIXES``, each finding of that rule whose plan can be
+placed is applied alone to a copy of the fixture; then the copy must parse, keep every comment
+line, be byte-identical outside the edits, and lint without that finding and without any
+finding that was not there before.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from gpulint.cli import main
+from gpulint.edits import Edit, apply
+from gpulint.engine import all_rules
+from gpulint.model import Finding
+
+from .conftest import lint_result
+from .test_reporters import sarif_schema  # noqa: F401 - the fixture, shared
+from .test_rule_fixtures import _cases, _needs_tools, _settings
+
+FIXABLE = {spec.id: spec for spec in all_rules() if spec.fixes}
+
+
+def _fix_cases() -> list[tuple[str, Path]]:
+    return [(rule, path) for rule, path in _cases("fail_") if rule in FIXABLE]
+
+
+def _key(finding: Finding, root: Path) -> tuple[str, str, str]:
+    """A finding's identity that survives an edit elsewhere in its file (not its line)."""
+    ref = finding.object
+    name = f"{ref.kind}/{ref.namespace}/{ref.name}" if ref else ""
+    return (finding.rule, name, str(Path(finding.location.file).resolve().relative_to(root)))
+
+
+def _copy(path: Path, tmp_path: Path) -> Path:
+    target = tmp_path / path.name
+    if path.is_dir():
+        shutil.copytree(path, target)
+    else:
+        shutil.copy(path, target)
+    return target
+
+
+def _comment_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.lstrip().startswith("#")]
+
+
+def _rebuilt(text: str, edits: list[Edit]) -> str:
+    """``text`` with the edits made, computed apart from ``apply``: every byte outside the
+    edited spans is taken from the original."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(position: tuple[int, int]) -> int:
+        line, column = position
+        return min(starts[min(line, len(starts)) - 1] + column - 1, len(text))
+
+    pieces, cursor = [], 0
+    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+        start, end = offset(edit.start), offset(edit.end)
+        assert cursor <= start <= end, f"overlapping or reversed edits: {edits}"
+        pieces += [text[cursor:start], edit.text]
+        cursor = end
+    return "".join([*pieces, text[cursor:]])
+
+
+@pytest.mark.parametrize(("rule", "path"), _fix_cases(), ids=lambda v: str(v)[-60:])
+def test_each_fix_removes_its_finding_and_adds_none(rule: str, path: Path, tmp_path: Path) -> None:
+    _needs_tools(path)
+    copy = _copy(path, tmp_path)
+    root = tmp_path.resolve()
+    settings = _settings(copy)
+    result = lint_result(copy, settings=settings)
+    before = {_key(f, root) for f in result.findings}
+    fixable = [f for f in result.findings if f.rule == rule and result.edits_of(f)]
+    for finding in fixable:
+        assert finding.plan is not None
+        assert finding.plan.applicability in FIXABLE[rule].fixes
+        edits = result.edits_of(finding)
+        assert edits
+        originals = {e.file: Path(e.file).read_text() for e in edits}
+        try:
+            for file, text in originals.items():
+                mine = [e for e in edits if e.file == file]
+                fixed = apply(text.splitlines(keepends=True), mine)
+                Path(file).write_text(fixed)
+                list(yaml.safe_load_all(fixed))  # still YAML
+                kept = _comment_lines(text)
+                assert set(kept) <= set(_comment_lines(fixed)), f"{file}: a comment was lost"
+                assert fixed == _rebuilt(text, mine), file
+            after = lint_result(copy, settings=settings).findings
+            keys = {_key(f, root) for f in after}
+            assert _key(finding, root) not in keys or _count(after, finding, root) < _count(
+                result.findings, finding, root
+            ), f"{finding.rule} still there after its fix: {finding.message}"
+            new = keys - before
+            assert not new, f"the fix of {finding.rule} produced {new}"
+        finally:
+            for file, text in originals.items():
+                Path(file).write_text(text)
+
+
+def _count(findings: list[Finding], finding: Finding, root: Path) -> int:
+    return sum(1 for f in findings if _key(f, root) == _key(finding, root))
+
+
+def test_every_declared_fix_kind_is_exercised_by_a_fixture() -> None:
+    seen: dict[str, set[str]] = {rule: set() for rule in FIXABLE}
+    for rule, path in _fix_cases():
+        if path.is_dir() and any(
+            p.name in ("Chart.yaml", "kustomization.yaml") for p in path.rglob("*")
+        ):
+            continue
+        result = lint_result(path, settings=_settings(path))
+        for finding in result.findings:
+            if finding.rule == rule and finding.plan and result.edits_of(finding):
+                seen[rule].add(finding.plan.applicability)
+    missing = {rule: set(FIXABLE[rule].fixes) - kinds for rule, kinds in seen.items()}
+    assert not {r: k for r, k in missing.items() if k}, missing
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpulint", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+HPA = """\
+# the autoscaler of the vLLM server
+apiVersion: autoscaling/v2beta2   # written years ago
+kind: HorizontalPodAutoscaler
+metadata:
+  name: vllm
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  minReplicas: 1
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target:
+        type: Value          # the field below says AverageValue
+        averageValue: "70"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  selector: {matchLabels: {app: vllm}}
+  template:
+    metadata: {labels: {app: vllm}}
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.6.3
+        resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def test_diff_shows_the_fixes_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text(HPA)
+    done = _cli("lint", "--no-config", "--diff", "app.yaml", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("--- a/app.yaml\n+++ b/app.yaml\n")
+    assert "-apiVersion: autoscaling/v2beta2   # written years ago" in done.stdout
+    assert "+apiVersion: autoscaling/v2   # written years ago" in done.stdout
+    assert "+        type: AverageValue          # the field below says AverageValue" in done.stdout
+    assert "+  behavior:" in done.stdout
+    assert (tmp_path / "app.yaml").read_text() == HPA
+
+
+def test_fix_applies_safe_fixes_and_reports_what_is_left(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text(HPA)
+    done = _cli("lint", "--no-config", "--fix", "--format", "json", "app.yaml", cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert {f["rule"] for f in report["findings"]} <= {"GL703"}, report["findings"]
+    assert done.returncode == 0
+    assert any(
+        note.startswith("fixed: 3 fixes applied to 1 file") for note in report["summary"]["notes"]
+    )
+    text = (tmp_path / "app.yaml").read_text()
+    assert text.startswith(
+        "# the autoscaler of the vLLM server\napiVersion: autoscaling/v2   # written"
+    )
+    assert "type: AverageValue          # the field below says AverageValue" in text
+    assert "behavior:" in text
+    again = _cli("lint", "--no-config", "--diff", "app.yaml", cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout == ""
+
+
+def test_unsafe_fixes_only_when_asked(tmp_path: Path) -> None:
+    text = HPA.replace('averageValue: "70"', 'averageValue: "700m"').replace(
+        "type: Value          # the field below says AverageValue", "type: AverageValue"
+    )
+    (tmp_path / "app.yaml").write_text(text)
+    safe = _cli("lint", "--no-config", "--diff", "--select", "GL107", "app.yaml", cwd=tmp_path)
+    assert safe.returncode == 0 and safe.stdout == "", safe.stdout
+    listed = _cli("lint", "--no-config", "--select", "GL107", "app.yaml", cwd=tmp_path)
+    assert "1 more with `--fix --unsafe-fixes`" in listed.stdout
+    unsafe = _cli(
+        "lint",
+        "--no-config",
+        "--diff",
+        "--unsafe-fixes",
+        "--select",
+        "GL107",
+        "app.yaml",
+        cwd=tmp_path,
+    )
+    assert unsafe.returncode == 1
+    assert '+        averageValue: "70"' in unsafe.stdout
+
+
+def test_fix_refuses_stdin_and_cluster(tmp_path: Path) -> None:
+    done = _cli("lint", "--fix", "-", cwd=tmp_path)
+    assert done.returncode == 2 and "stdin has none" in done.stderr
+    both = _cli("lint", "--fix", "--diff", ".", cwd=tmp_path)
+    assert both.returncode == 2
+
+
+def test_fix_never_writes_through_a_symlink_or_outside_the_input(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(HPA)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "link.yaml").symlink_to(outside)
+    done = _cli("lint", "--no-config", "--fix", ".", cwd=repo)
+    assert outside.read_text() == HPA
+    assert "not fixed" in done.stderr or "symbolic link" in done.stdout + done.stderr
+
+
+def test_fix_keeps_windows_line_endings(tmp_path: Path) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_bytes(HPA.replace("\n", "\r\n").encode())
+    _cli("lint", "--no-config", "--fix", "app.yaml", cwd=tmp_path)
+    data = path.read_bytes()
+    assert b"autoscaling/v2 " in data and b"behavior:" in data
+    assert data.count(b"\n") == data.count(b"\r\n")
+
+
+def test_json_and_sarif_carry_the_edits(tmp_path: Path, sarif_schema: dict[str, object]) -> None:  # noqa: F811
+    (tmp_path / "app.yaml").write_text(HPA)
+    report = json.loads(_cli("lint", "--no-config", "-f", "json", "app.yaml", cwd=tmp_path).stdout)
+    gl109 = next(f for f in report["findings"] if f["rule"] == "GL109")
+    assert gl109["fixApplicability"] == "safe"
+    assert gl109["edits"] == [
+        {
+            "file": "app.yaml",
+            "start": {"line": 2, "column": 13},
+            "end": {"line": 2, "column": 32},
+            "text": "autoscaling/v2",
+        }
+    ]
+    log = json.loads(_cli("lint", "--no-config", "-f", "sarif", "app.yaml", cwd=tmp_path).stdout)
+    jsonschema.Draft7Validator(sarif_schema).validate(log)
+    results = log["runs"][0]["results"]
+    fixed = next(r for r in results if r["ruleId"] == "GL109")
+    (change,) = fixed["fixes"][0]["artifactChanges"]
+    assert change["artifactLocation"]["uri"] == "app.yaml"
+    assert change["replacements"] == [
+        {
+            "deletedRegion": {"startLine": 2, "startColumn": 13, "endLine": 2, "endColumn": 32},
+            "insertedContent": {"text": "autoscaling/v2"},
+        }
+    ]
+
+
+def test_sarif_fixes_of_every_fixture_validate(sarif_schema: dict[str, object]) -> None:  # noqa: F811
+    from gpulint.report.sarif import sarif_log
+
+    for _rule, path in _fix_cases():
+        if path.is_dir():
+            continue
+        log = sarif_log(lint_result(path, settings=_settings(path)))
+        jsonschema.Draft7Validator(sarif_schema).validate(log)
+
+
+def test_rules_json_says_which_rules_are_fixable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "--json"]) == 0
+    listed = {entry["id"]: entry for entry in json.loads(capsys.readouterr().out)}
+    assert listed["GL109"]["fixable"] is True and listed["GL109"]["fixKinds"] == ["safe"]
+    assert listed["GL101"]["fixable"] is False
+    assert all(set(e["fixKinds"]) <= {"safe", "unsafe"} for e in listed.values())
