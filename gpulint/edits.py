@@ -351,14 +351,22 @@ class _Text:
         node: Any = self.document.data
         existing: Path = ()
         for step in path:
+            if isinstance(node, YList) and isinstance(step, int) and 0 <= step < len(node):
+                child = node[step]
+                if not isinstance(child, YMap):
+                    raise Unresolvable(f"item {step} is not a mapping")
+                existing, node = (*existing, step), child
+                continue
             if not isinstance(node, YMap) or step not in node:
                 break
             child = node[step]
-            if child is not None and not isinstance(child, YMap):
+            if child is not None and not isinstance(child, YMap | YList):
                 raise Unresolvable(f"{step} is not a mapping")
             existing, node = (*existing, step), child
             if child is None:
                 break
+        if isinstance(node, YList):
+            raise Unresolvable("insertion into a list")
         missing = path[len(existing) :]
         value: Any = _Block(new) if isinstance(new, str) else {k: plain_data(v) for k, v in new}
         for step in reversed(missing):

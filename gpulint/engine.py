@@ -260,7 +260,7 @@ class Result:
         exactly); resolved once, when a report or ``--fix`` asks."""
         if finding.plan is None:
             return None
-        key = id(finding)
+        key = id(finding.plan)  # findings of one group share their plan: resolved once
         if key not in self._edits:
             self._edits[key] = resolve(finding.plan, self.sources)
         return self._edits[key]

@@ -64,6 +64,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from gpulint import edits
 from gpulint.document import Manifest, as_dict, as_list, plain_data, yaml_text
 from gpulint.hpa import HPA, RESOURCE_METRIC_TYPES
 from gpulint.inventory import Autoscaler, Inventory, TargetGroup
@@ -77,6 +78,7 @@ ID = "GL103"
 NAME = "duplicate-autoscalers"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
+FIXES = ("unsafe",)
 
 HPA_KIND = "HorizontalPodAutoscaler"
 # A group of thousands of autoscalers on one workload gets a finding per member, each naming
@@ -161,6 +163,7 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
     # The other end of each member's finding: LINKED of them, and one more to skip itself.
     links = [(claim, _link(claim)) for claim in claims[: LINKED + 1]]
     fix: str | None = None
+    plan: edits.FixPlan | None = None
     for index, unit in enumerate(order):
         for autoscaler in unit.claims:
             if autoscaler.implicit:
@@ -170,7 +173,10 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
                 continue
             if fix is None:
                 fix = _group_fix(claims, inventory)
-            yield _finding(group, ctx, autoscaler, unit, index, order, names, claims, links, fix)
+                plan = _group_plan(claims, inventory)
+            yield _finding(
+                group, ctx, autoscaler, unit, index, order, names, claims, links, fix, plan
+            )
 
 
 def _distinct(autoscalers: list[Autoscaler]) -> list[Autoscaler]:
@@ -205,6 +211,7 @@ def _finding(
     claims: list[Autoscaler],
     links: list[tuple[Autoscaler, Related]],
     fix: str,
+    plan: edits.FixPlan | None,
 ) -> Finding:
     target = _describe_target(group, claims)
     parts = []
@@ -246,7 +253,7 @@ def _finding(
         )
     shown_links = [link for other, link in links if other is not autoscaler][:LINKED]
     return ctx.finding(
-        autoscaler.manifest, autoscaler.path, "; ".join(parts), fix, related=shown_links
+        autoscaler.manifest, autoscaler.path, "; ".join(parts), fix, related=shown_links, plan=plan
     )
 
 
@@ -342,6 +349,68 @@ def _group_fix(claims: list[Autoscaler], inventory: Inventory) -> str:
             "honorLabels: false carry exported_namespace and exported_pod"
         )
     return text
+
+
+# Groups larger than this are merged by hand: the plan would delete that many documents.
+MERGED_AT_MOST = 8
+
+
+def _group_plan(claims: list[Autoscaler], inventory: Inventory) -> edits.FixPlan | None:
+    """``_group_fix`` as edits: the kept autoscaler rewritten, the others' documents deleted.
+    Unsafe: which autoscaler stays and how the merged one scales are the author's call."""
+    if len(claims) > MERGED_AT_MOST:
+        return None
+    kserve = [a for a in claims if a.kind == "KServe"]
+    if kserve:
+        taken = {k.hpa_name for k in kserve}
+        if any(c.kind != "KServe" and c.manifest.name in taken for c in claims):
+            return None  # the user's HPA needs a new name too: by hand
+        isvcs = list({id(k.manifest): k.manifest for k in kserve}.values())
+        annotation = (("serving.kserve.io/autoscalerClass", "external"),)
+        return edits.unsafe(
+            *(edits.Insert(isvc, ("metadata", "annotations"), annotation) for isvc in isvcs)
+        )
+    hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
+    scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
+    if len(hpas) + len(scaled) != len(claims) or not claims:
+        return None
+    ops: list[edits.Op] = []
+    if not scaled:
+        keep = hpas[0]
+        if keep.version != "v2":
+            if keep.version not in ("v2beta2", "v2beta1"):
+                return None
+            ops.append(edits.Replace(keep.manifest, ("apiVersion",), "autoscaling/v2"))
+        largest = _largest_max_replicas(hpas)
+        if largest is not None and largest != keep.max_replicas:
+            ops.append(_put(keep.manifest, "maxReplicas", largest))
+        ops.append(_put(keep.manifest, "metrics", _merged_metrics(hpas)))
+        behavior = _strictest_behavior(hpas)
+        if behavior:
+            ops.append(_put(keep.manifest, "behavior", behavior))
+        dropped = [h.manifest for h in hpas[1:]]
+    else:
+        keep_so = scaled[0]
+        if hpas:
+            return None  # the HPAs' metrics become KEDA triggers: queries to check by hand
+        triggers: list[Any] = list(keep_so.triggers)
+        seen = {_canonical(t) for t in triggers}
+        for other in scaled[1:]:
+            for trigger in other.triggers:
+                if _canonical(trigger) not in seen:
+                    seen.add(_canonical(trigger))
+                    triggers.append(trigger)
+        ops.append(_put(keep_so.manifest, "triggers", triggers))
+        dropped = [s.manifest for s in scaled[1:]]
+    ops.extend(edits.DeleteDocument(manifest) for manifest in dropped)
+    return edits.unsafe(*ops)
+
+
+def _put(manifest: Manifest, key: str, value: Any) -> edits.Op:
+    """``spec.<key>`` set to ``value``: the entry rewritten, or added."""
+    if key in as_dict(manifest.get(("spec",))):
+        return edits.Set(manifest, ("spec", key), value)
+    return edits.Insert(manifest, ("spec",), ((key, value),))
 
 
 def _capped(names: list[str]) -> str:

@@ -55,6 +55,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from gpulint import edits
 from gpulint.document import Path
 from gpulint.inventory import Inventory
 from gpulint.kserve import (
@@ -72,6 +73,7 @@ ID = "GL301"
 NAME = "kserve-deploymentmode-field"
 SEVERITY = Severity.ERROR
 SCOPE = "isvc"
+FIXES = ("safe", "unsafe")
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -86,6 +88,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             misplaced.append((("metadata", "labels", MODE_ANNOTATION), labels[MODE_ANNOTATION]))
     misplaced.extend(_keys(data.get("spec"), ("spec",), MODE_ANNOTATION))
     source = isvc.mode_source(inventory.kserve_mode_source())
+    plan = _plan(isvc, misplaced, inventory)
     for path, value in sorted(misplaced, key=lambda item: isvc.manifest.location(item[0]).line):
         written = _dotted(path)
         status_note = (
@@ -108,7 +111,34 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             f"{status_note}; {outcome}",
             _fix(value, written, inventory.settings.kserve_version),
             related=links,
+            plan=plan,
         )
+
+
+def _plan(
+    isvc: InferenceService, misplaced: list[tuple[Path, Any]], inventory: Inventory
+) -> edits.FixPlan | None:
+    """Every misplaced key deleted and, unless the annotation is already there, the mode they
+    name written as the annotation. Safe when that is the mode it runs in now (nothing
+    changes but the dead key); unsafe when it switches the mode; none when the switch would
+    hand GPU pods to an autoscaler that needs its own fix (GL303, GL306: by hand)."""
+    if not misplaced:
+        return None
+    ops: list[edits.Op] = [edits.Delete(isvc.manifest, path) for path, _ in misplaced]
+    if isvc.mode_is_explicit:
+        return edits.safe(*ops)
+    named = {MODE_VALUES[v] for _, v in misplaced if isinstance(v, str) and v in MODE_VALUES}
+    if len(named) != 1:
+        return None  # no mode, or several: which one is meant is the author's call
+    meant = next(iter(named))
+    mode = mode_spelling(meant, inventory.settings.kserve_version)
+    annotations = ("metadata", "annotations")
+    ops.append(edits.Insert(isvc.manifest, annotations, ((MODE_ANNOTATION, mode),)))
+    if meant == isvc.mode:
+        return edits.safe(*ops)
+    if any(c.template.gpu_requests(inventory.gpu_names) for c in isvc.components):
+        return None
+    return edits.unsafe(*ops)
 
 
 def _keys(node: Any, path: Path, wanted: str) -> Iterator[tuple[Path, Any]]:

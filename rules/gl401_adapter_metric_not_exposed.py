@@ -75,6 +75,7 @@ import difflib
 import re
 from collections.abc import Iterator
 
+from gpulint import edits
 from gpulint.adapter import (
     CUSTOM,
     EXTERNAL,
@@ -95,6 +96,7 @@ ID = "GL401"
 NAME = "adapter-metric-not-exposed"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
+FIXES = ("unsafe",)
 
 # A GPU device metric as people rename it (gpu_util, avg_gpu_utilization_percent,
 # gpu_memory_used): what dcgm-exporter measures, not what an application counts.
@@ -185,6 +187,7 @@ def _not_exposed(
     fix_lines: list[str] = []
     links: list[Related] = []
     question = ""
+    plan: edits.FixPlan | None = None
     case_twin = next((n for n in exposed if n.lower() == wanted.lower() and n != wanted), None)
     nearest = difflib.get_close_matches(wanted, list(exposed), n=1, cutoff=0.6)
     if case_twin is not None:
@@ -196,14 +199,17 @@ def _not_exposed(
             )
             series = (rule.series_for(case_twin) or [case_twin])[0]
             fix_lines += _rename_fix(rule, series, wanted)
+            plan = _rename_plan(rule, series, wanted)
         else:
             parts.append(f"{rule.describe()} exposes {case_twin}: metric names are case-sensitive")
             fix_lines.append(f"metric:\n  name: {case_twin}")
+            plan = _ask_for(hpa, metric, case_twin)
         links.append(rule.related())
     elif nearest:
         rule = exposed[nearest[0]]
         question = f" Did you mean {nearest[0]}, which {rule.describe()} exposes?"
         fix_lines.append(f"metric:\n  name: {nearest[0]}")
+        plan = _ask_for(hpa, metric, nearest[0])
         links.append(rule.related())
     elif exposed:
         unnamed = [r for r in rules if not r.generated and not r.name_block and r.exposed_names()]
@@ -217,6 +223,7 @@ def _not_exposed(
             series = (rule.series_names() or [own])[0]
             fix_lines += _rename_fix(rule, series, wanted)
             fix_lines.append(f"# or in the HPA:\nmetric:\n  name: {series}")
+            plan = _rename_plan(rule, series, wanted)
             links.append(rule.related())
         else:
             shown = sorted(exposed)[:5]
@@ -236,7 +243,9 @@ def _not_exposed(
     else:
         symptom = f'"unable to get external metric ...{wanted}"'
     message = "; ".join(parts) + f". The HPA reports {symptom} and does not scale on it." + question
-    return ctx.finding(hpa.manifest, metric.name_path, message, "\n".join(fix_lines), related=links)
+    return ctx.finding(
+        hpa.manifest, metric.name_path, message, "\n".join(fix_lines), related=links, plan=plan
+    )
 
 
 def _only_default_rules(
@@ -416,6 +425,23 @@ def _resource_asked(metric: HpaMetric) -> str | None:
         return "pods"
     kind = (metric.described_object or {}).get("kind")
     return canonical_resource(kind) if isinstance(kind, str) and kind else None
+
+
+def _ask_for(hpa: HPA, metric: HpaMetric, name: str) -> edits.FixPlan | None:
+    """The HPA asks for the name the adapter serves (unsafe: gpulint guessed which)."""
+    if metric.name_path is None or not SERIES_NAME.match(name):
+        return None
+    return edits.unsafe(edits.Replace(hpa.manifest, metric.name_path, name))
+
+
+def _rename_plan(rule: AdapterRule, series: str, wanted: str) -> edits.FixPlan | None:
+    """The rule's ``name`` block written to expose ``series`` as ``wanted`` (unsafe: every
+    other reader of the old name loses it)."""
+    if rule.generated or rule.name_block:
+        return None  # an existing name block is rewritten by hand
+    pattern = f"^{series}$" if SERIES_NAME.match(series) else series
+    block = (("name", {"matches": pattern, "as": wanted}),)
+    return edits.unsafe(edits.Insert(rule.document, rule.path_for(), block))
 
 
 def _rename_fix(rule: AdapterRule, series: str, wanted: str) -> list[str]:

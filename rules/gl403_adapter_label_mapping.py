@@ -65,8 +65,10 @@ or set ``honorLabels: true`` on the dcgm-exporter ServiceMonitor and keep ``pod`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 
+from gpulint import edits
 from gpulint.adapter import CUSTOM, AdapterRule, singular
 from gpulint.document import as_dict
 from gpulint.gpumetrics import Exporter, is_dcgm_field, lookup
@@ -80,6 +82,7 @@ ID = "GL403"
 NAME = "adapter-label-mapping"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
+FIXES = ("safe",)
 
 EXPORTED = {"pod": "exported_pod", "namespace": "exported_namespace"}
 RESOURCE_OF = {"pod": "pods", "namespace": "namespaces"}
@@ -131,6 +134,7 @@ def _finding(
     message: str,
     fix: str,
     links: Sequence[Related] = (),
+    plan: edits.FixPlan | None = None,
 ) -> Finding:
     return ctx.finding(
         rule.document,
@@ -139,7 +143,38 @@ def _finding(
         fix,
         obj=rule.config.ref,
         related=links,
+        plan=plan,
     )
+
+
+_BARE_LABEL = re.compile(r"\b(?:exported_)?(?:pod|namespace)\b")
+
+
+def _relabel(rule: AdapterRule, renames: dict[str, str]) -> edits.FixPlan | None:
+    """The overrides' keys renamed (``pod`` -> ``exported_pod``) and the seriesQuery's
+    matchers on them with them: safe, because the metricsQuery reaches the labels through
+    ``<<.LabelMatchers>>`` and ``<<.GroupBy>>``, which the adapter renders from the
+    overrides. None when the metricsQuery names the labels itself, or a new key is already
+    there (those are edited by hand)."""
+    if rule.generated:
+        return None
+    if any(new in rule.resources.overrides for new in renames.values()):
+        return None
+    if _BARE_LABEL.search(re.sub(r"<<[^>]*>>", "", rule.metrics_query or "")):
+        return None
+    ops: list[edits.Op] = [
+        edits.Rename(rule.document, rule.path_for("resources", "overrides", old), new)
+        for old, new in renames.items()
+    ]
+    query = rule.data.get("seriesQuery")
+    if isinstance(query, str):
+        renamed = query
+        for old, new in renames.items():
+            renamed = re.sub(rf"\b{old}\b", new, renamed)
+        if renamed != query:
+            quoted = "'" + renamed.replace("'", "''") + "'"
+            ops.append(edits.Replace(rule.document, rule.path_for("seriesQuery"), quoted))
+    return edits.safe(*ops)
 
 
 # --- what the rule's own seriesQuery says ----------------------------------------------------
@@ -177,6 +212,7 @@ def _contradictions(rule: AdapterRule, asked: set[str] | None, ctx: Context) -> 
                 f"map `{plain}` to {resource}, so values attach to the exporter, not to the "
                 "workload",
                 f"overrides:\n  {exported}: {{resource: {plain}}}   # instead of {plain}",
+                plan=_relabel(rule, {plain: exported}),
             )
     for label, resource in overrides.items():
         if label in empty and _judged(resource, asked):
@@ -309,6 +345,7 @@ def _against_scrape(
             FIX_EXPORTED.format(series=base)
             + "\n# or set honorLabels: true on the dcgm-exporter scrape and keep pod/namespace",
             links,
+            _relabel(rule, {p: EXPORTED[p] for p in wrong}),
         )
         return
     wrong = [
@@ -328,6 +365,7 @@ def _against_scrape(
         "discovers the metric",
         FIX_PLAIN.format(series=base),
         links,
+        _relabel(rule, {EXPORTED[p]: p for p in wrong}),
     )
 
 
