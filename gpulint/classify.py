@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gpulint.adapter import AdapterConfig, looks_like_adapter_config, looks_like_adapter_values
-from gpulint.document import Document, Manifest, Path, as_dict
+from gpulint.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.gitops import is_wrapper, wrapped_values
+from gpulint.keda import is_scaled_object
 from gpulint.kserve import default_mode_from_configmap
 from gpulint.loader import LoadProblem
 from gpulint.monitoring import DcgmScrape, scrapes_in_manifest, scrapes_in_values
@@ -125,7 +126,24 @@ def classify_manifest(
         _wrapped_values(found, manifest, text, embedded)
     else:
         found.scrapes.extend(scrapes_in_manifest(manifest))
+        if text is not None and is_scaled_object(manifest):
+            _trigger_query_starts(manifest, text)
     return found
+
+
+def _trigger_query_starts(manifest: Manifest, text: bytes) -> None:
+    """Where the text of each block-scalar ``query: |`` of a prometheus trigger starts:
+    GL402 and the live trigger rules point at the query itself, not at its ``|``."""
+    for index, trigger in enumerate(as_list(as_dict(manifest.data.get("spec")).get("triggers"))):
+        if not isinstance(as_dict(as_dict(trigger).get("metadata")).get("query"), str):
+            continue
+        path: Path = ("spec", "triggers", index, "metadata", "query")
+        written = manifest.location(path, key=False, raw=True)
+        line, column = embedded_origin(manifest, path, text)
+        if (line + 1, column + 1) != (written.line, written.column):
+            if manifest.text_starts is None:
+                manifest.text_starts = {}
+            manifest.text_starts[path] = (line + 1, column + 1)
 
 
 def _wrapped_values(

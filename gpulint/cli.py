@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check-adapter",
         help="check a prometheus-adapter config and the HPAs it serves against a live Prometheus",
         description="The same as `gpulint lint --prometheus URL ADAPTER_FILE PATHS...`: every "
-        "rule, plus the live rules GL801-GL809 against the Prometheus the adapter reads.",
+        "rule, plus the live rules GL801-GL812 against the Prometheus the adapter reads.",
     )
     check.add_argument(
         "adapter_file",
@@ -290,7 +290,7 @@ def _cluster_inventory(
 
 
 def add_live_options(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    live = parser.add_argument_group("live check against Prometheus (GL801-GL809)")
+    live = parser.add_argument_group("live check against Prometheus (GL801-GL812)")
     live.add_argument(
         "--prometheus",
         metavar="URL",
@@ -337,7 +337,8 @@ class _Live:
         """Collect what the live rules read, for one unit's inventory."""
         from gpulint.live.collector import collect
 
-        if not inventory.adapter_configs and not inventory.hpas:
+        triggers = any(s.prometheus_triggers for s in inventory.scaled_objects)
+        if not inventory.adapter_configs and not inventory.hpas and not triggers:
             return
         inventory.live = collect(inventory, self.options)
         self.notes.extend(n for n in inventory.live.notes if n not in self.notes)
@@ -394,7 +395,7 @@ def _live_check(
         spec.id in LIVE_RULES and selection.allows(spec) and settings.rule(spec.id).enabled
         for spec in all_rules()
     ):
-        return ["--prometheus given, but no live rule (GL801-GL809) is selected"]
+        return ["--prometheus given, but no live rule (GL801-GL812) is selected"]
     return _Live(options)
 
 

@@ -64,7 +64,7 @@ class Document:
     ``location(path)``, with paths relative to ``data``.
     """
 
-    __slots__ = ("data", "file", "index", "line", "rendered_from", "source")
+    __slots__ = ("data", "file", "index", "line", "rendered_from", "source", "text_starts")
 
     def __init__(
         self,
@@ -81,6 +81,10 @@ class Document:
         self.rendered_from = rendered_from
         # For rendered input (kustomize, Helm): where the user wrote what this document says.
         self.source: SourceMap | None = None
+        # Where the text of a block scalar (``query: |``) starts, for the string values whose
+        # findings point at their text (path -> line, column); filled from the file's text
+        # when the document is classified (``gpulint.classify``).
+        self.text_starts: dict[Path, tuple[int, int]] | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Plain files only cross processes (units.parallel); a source map stays behind.
@@ -95,6 +99,10 @@ class Document:
             found = self.source.locate(self, tuple(path), key)
             if found is not None:
                 return found
+        if key is False and self.text_starts is not None:
+            start = self.text_starts.get(tuple(path))
+            if start is not None:
+                return Location(self.file, start[0], start[1], self.rendered_from)
         line, column = position_of(self.data, path, key=key)
         if not path and not (isinstance(self.data, YMap | YList) and self.data.start):
             line, column = self.line, 1

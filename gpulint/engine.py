@@ -290,6 +290,9 @@ def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
         return list(inventory.adapter_rules())
     if scope == "adapter-config":
         return inventory.adapter_configs
+    if scope == "prometheus-query":
+        triggers = (t for s in inventory.scaled_objects for t in s.prometheus_triggers)
+        return [*inventory.adapter_rules(), *triggers]
     if scope == "target-group":
         return list(inventory.target_groups().values())
     if scope == "inventory":

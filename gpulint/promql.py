@@ -281,6 +281,54 @@ def _metric_names_in_query(query: str) -> list[str]:
     return names
 
 
+_SELECTOR_START = re.compile(r"(?<![\w:.])([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*\{")
+
+
+def selectors_in_query(query: str, limit: int = 8) -> list[Selector]:
+    """The series selectors written in a query (``DCGM_FI_DEV_GPU_UTIL{pod=~"a-.*"}``), in
+    order, up to ``limit``; a selector gpulint cannot parse is left out. The braces of
+    ``by (...)`` grouping and of template actions are not selectors."""
+    text = _mask_strings(_TEMPLATE_ACTION.sub(lambda m: " " * len(m.group(0)), query))
+    found: list[Selector] = []
+    for match in _SELECTOR_START.finditer(text):
+        name = match.group(1)
+        if name and name.lower() in _KEYWORDS:
+            continue
+        close = text.find("}", match.end())
+        if close < 0:
+            break
+        try:
+            selector = parse_selector(query[match.start() : close + 1])
+        except SelectorError:
+            continue
+        found.append(selector)
+        if len(found) >= limit:
+            break
+    return found
+
+
+_NUMBER = re.compile(
+    r"(?<![\w:.])(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(?:ms|[smhdwy])?"
+)
+_LETTER = re.compile(r"[a-zA-Z_:]")
+
+
+def reads_no_series(query: str) -> bool:
+    """Does a query certainly read no series (``vector(1)``, ``time() % 3600``, ``70``)?
+
+    True only when, strings aside, nothing but numbers, operators, parentheses and function
+    calls is left: a selector, a metric name, a keyword or a template action answers False,
+    since gpulint cannot tell what it reads."""
+    if _TEMPLATE_ACTION.search(query):
+        return False
+    text = _STRING.sub('""', query)
+    if "{" in text or "[" in text or not text.strip():
+        return False
+    text = _FUNCTION_CALL.sub("(", text)
+    text = _NUMBER.sub(" ", text)
+    return _LETTER.search(text) is None
+
+
 class Aggregation(NamedTuple):
     operator: str
     grouping: str | None  # "by" or "without"

@@ -32,6 +32,8 @@ SCOPES = (
     "pod-owner",  # gpulint.engine.PodOwner: anything with pod templates
     "adapter-rule",  # gpulint.adapter.AdapterRule
     "adapter-config",  # gpulint.adapter.AdapterConfig
+    # gpulint.adapter.AdapterRule and gpulint.keda.PrometheusTrigger: what sends PromQL
+    "prometheus-query",
     "target-group",  # gpulint.inventory.TargetGroup
     "inventory",  # the Inventory itself (load problems, duplicate keys)
 )

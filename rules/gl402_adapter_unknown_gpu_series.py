@@ -1,8 +1,9 @@
-"""A prometheus-adapter rule queries a GPU series that no current exporter emits.
+"""A prometheus-adapter rule or a KEDA prometheus trigger queries a GPU series no exporter emits.
 
 ## What it checks
-The metric names a rule spells out in its ``seriesQuery`` and in the literal part of its
-``metricsQuery`` (template actions such as ``<<.Series>>`` aside):
+The metric names a prometheus-adapter rule spells out in its ``seriesQuery`` and in the
+literal part of its ``metricsQuery`` (template actions such as ``<<.Series>>`` aside), and
+the names in the ``query`` of every KEDA ScaledObject trigger of ``type: prometheus``:
 
 * names of legacy GPU exporters: ``nvidia_gpu_duty_cycle`` and the other
   ``nvidia_gpu_*`` names of the retired nvidia_gpu_prometheus_exporter, the kubelet's
@@ -10,17 +11,29 @@ The metric names a rule spells out in its ``seriesQuery`` and in the literal par
   names (``dcgm_gpu_utilization``), each with the dcgm-exporter name that replaces it and how
   the unit converts;
 * ``DCGM_*`` names that are no DCGM or dcgm-exporter field at all, such as
-  ``DCGM_FI_DEV_GPU_UTILIZATION``, with the field it most likely meant.
+  ``DCGM_FI_DEV_GPU_UTILIZATION``, with the field it most likely meant;
+* for a KEDA trigger, a query that certainly reads no series at all: nothing but numbers,
+  operators and function calls (``vector(70)``, ``time() % 3600``), unless its target is in
+  the input and asks for no GPUs.
 
 Names recorded by a PrometheusRule in the input and names listed under ``metric-aliases``
-in ``.gpulint.yaml`` are known and not reported.
+in ``.gpulint.yaml`` are known and not reported. Real DCGM fields that dcgm-exporter's
+default counters file leaves out (``DCGM_FI_PROF_SM_OCCUPANCY``) are not reported: a counters
+file can enable them, and ``--prometheus`` shows whether this cluster's exporter does. gpulint
+does not parse PromQL: a query whose names it cannot read (a ``{__name__=~"..."}`` regex, a
+syntax error) is not judged here; with ``--prometheus`` GL810 runs the trigger's query as
+KEDA does and reports what Prometheus answers. A trigger's finding points at its ``query``
+(the first line of its text for ``query: |``).
 
 ## Why is this bad?
-Prometheus has no such series, so the rule discovers nothing: the adapter exposes no metric
-and the HPA reports ``the server could not find the metric``. Nothing logs an error, because
-an empty series list is a valid answer. The legacy exporters also differ in units
-(``nvidia_gpu_memory_used_bytes`` is bytes, ``DCGM_FI_DEV_FB_USED`` MiB) and have no pod
-labels, so a rule cannot simply swap the name.
+Prometheus has no such series. An adapter rule discovers nothing: the adapter exposes no
+metric and the HPA reports ``the server could not find the metric``. A KEDA query over it
+returns nothing, which KEDA reads as 0 (``ignoreNullValues`` defaults to true), so the trigger
+never activates or scales out, and with ``ignoreNullValues: "false"`` every poll fails.
+Nothing logs an error in the first case, because an empty answer is a valid answer. A query
+that reads no series returns the same number whatever the GPUs do. The legacy exporters also
+differ in units (``nvidia_gpu_memory_used_bytes`` is bytes, ``DCGM_FI_DEV_FB_USED`` MiB) and
+have no pod labels, so a query cannot simply swap the name.
 
 ## Example
 ```yaml
@@ -29,11 +42,25 @@ rules:
   resources:
     overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
   metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: llm, namespace: ml}
+spec:
+  scaleTargetRef: {name: llm}
+  triggers:
+  - type: prometheus
+    metadata:
+      serverAddress: http://prometheus-operated.monitoring.svc:9090
+      query: avg(DCGM_FI_DEV_GPU_UTILIZATION{exported_namespace="ml"})
+      threshold: "70"
 ```
 
 ## Use instead
 ```yaml
 - seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}'   # percent, like duty_cycle
+---
+      query: avg(DCGM_FI_DEV_GPU_UTIL{exported_namespace="ml"})
 ```
 
 ## References
@@ -42,6 +69,8 @@ rules:
 - mindprince/nvidia_gpu_prometheus_exporter main.go (``nvidia_gpu_*``, no pod labels).
 - Kubernetes feature gate ``DisableAcceleratorUsageMetrics`` (cAdvisor accelerator
   metrics, removed in 1.28).
+- kedacore/keda pkg/scalers/prometheus_scaler.go (``ExecutePromQuery``: an empty result is 0
+  with ``ignoreNullValues``, else an error).
 """
 
 from __future__ import annotations
@@ -53,14 +82,15 @@ from typing import NamedTuple
 from gpulint.adapter import AdapterRule
 from gpulint.gpumetrics import Exporter, GpuMetric, is_dcgm_field, lookup, nearest_dcgm_name
 from gpulint.inventory import Inventory
+from gpulint.keda import PrometheusTrigger
 from gpulint.model import Finding, Severity
-from gpulint.promql import mention, metric_names_in_query
+from gpulint.promql import mention, metric_names_in_query, reads_no_series
 from gpulint.rule import Context
 
 ID = "GL402"
 NAME = "adapter-unknown-gpu-series"
 SEVERITY = Severity.WARNING
-SCOPE = "adapter-rule"
+SCOPE = "prometheus-query"
 
 _LEGACY = (Exporter.MINDPRINCE, Exporter.CADVISOR, Exporter.DCGM_1X)
 _LEGACY_NOTE = {
@@ -79,31 +109,51 @@ _LEGACY_NOTE = {
     ),
 }
 
+# The same, said of a KEDA query rather than an adapter rule.
+_TRIGGER_NOTE = {
+    **_LEGACY_NOTE,
+    Exporter.MINDPRINCE: (
+        "comes from the retired nvidia_gpu_prometheus_exporter, whose series carry no pod or "
+        "namespace label (only uuid and name): a query cannot pick out a workload's GPUs, and "
+        "clusters that run dcgm-exporter have no such series"
+    ),
+}
+
 
 class _Use(NamedTuple):
     name: str
     keys: tuple[str, ...]  # seriesQuery and/or metricsQuery
 
 
-def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+def check(
+    item: AdapterRule | PrometheusTrigger, inventory: Inventory, ctx: Context
+) -> Iterator[Finding]:
+    if isinstance(item, PrometheusTrigger):
+        yield from _check_trigger(item, inventory, ctx)
+        return
+    rule = item
     if rule.generated:
         return
-    recorded = inventory.recorded_series()
-    aliases = inventory.settings.metric_aliases
     for use in _names(rule):
-        name = use.name
-        if name in recorded or name in aliases:
-            continue
-        known = lookup(name, aliases)
-        if known is not None:
-            # dcgm_fi_prof_gr_engine_active is a 1.x name and also a lowercased DCGM name
-            # (GKE lowercases them): only the names that are 1.x's alone are reported.
-            lowercased_dcgm = known.exporter is Exporter.DCGM_1X and is_dcgm_field(name.upper())
-            if known.exporter in _LEGACY and not lowercased_dcgm:
-                yield _legacy(rule, use, known, ctx)
-            continue
-        if name.startswith("DCGM_") and not is_dcgm_field(name):
+        unknown = _unknown(use.name, inventory)
+        if isinstance(unknown, GpuMetric):
+            yield _legacy(rule, use, unknown, ctx)
+        elif unknown:
             yield _unknown_dcgm(rule, use, ctx)
+
+
+def _unknown(name: str, inventory: Inventory) -> GpuMetric | bool:
+    """The legacy metric ``name`` is, True for a name no DCGM field has, False when known."""
+    aliases = inventory.settings.metric_aliases
+    if name in aliases or name in inventory.recorded_series():
+        return False
+    known = lookup(name, aliases)
+    if known is not None:
+        # dcgm_fi_prof_gr_engine_active is a 1.x name and also a lowercased DCGM name
+        # (GKE lowercases them): only the names that are 1.x's alone are reported.
+        lowercased_dcgm = known.exporter is Exporter.DCGM_1X and is_dcgm_field(name.upper())
+        return known if known.exporter in _LEGACY and not lowercased_dcgm else False
+    return name.startswith("DCGM_") and not is_dcgm_field(name)
 
 
 def _names(rule: AdapterRule) -> list[_Use]:
@@ -176,3 +226,107 @@ def _unknown_dcgm(rule: AdapterRule, use: _Use, ctx: Context) -> Finding:
             "(etc/default-counters.csv), such as DCGM_FI_DEV_GPU_UTIL"
         )
     return ctx.finding(rule.document, rule.path_for(use.keys[0]), message, fix, obj=rule.config.ref)
+
+
+# --- KEDA prometheus triggers ------------------------------------------------------------------
+
+
+def _check_trigger(
+    trigger: PrometheusTrigger, inventory: Inventory, ctx: Context
+) -> Iterator[Finding]:
+    query = trigger.query
+    if query is None:
+        return
+    if reads_no_series(query) and _may_run_on_gpus(trigger, inventory):
+        yield _trigger_finding(
+            trigger,
+            ctx,
+            f"{trigger.describe()}: the query {_shown(query)} reads no series, so it returns the "
+            "same value whatever the GPUs do and the trigger never follows the load",
+            _query_line(trigger, _example_query(trigger)) + "   # a GPU series of its pods",
+        )
+        return
+    for name in metric_names_in_query(query):
+        unknown = _unknown(name, inventory)
+        if isinstance(unknown, GpuMetric):
+            note = _TRIGGER_NOTE.get(unknown.exporter, unknown.exporter.value)
+            if unknown.dcgm_equivalent:
+                advice = f"Use {unknown.dcgm_equivalent} ({unknown.conversion})."
+                fix = _query_line(trigger, mention(name).sub(unknown.dcgm_equivalent, query))
+                if unknown.conversion and not unknown.conversion.startswith("same"):
+                    fix += f"\n# {unknown.conversion}"
+            else:
+                advice = (unknown.conversion or "dcgm-exporter has no direct equivalent") + "."
+                fix = f"read a dcgm-exporter series instead of {name}: {advice}"
+            yield _trigger_finding(
+                trigger,
+                ctx,
+                f"{trigger.describe()}: the query reads {name}, which {note}. {advice}",
+                fix,
+            )
+        elif unknown:
+            message = (
+                f"{trigger.describe()}: the query reads {name}, which is no DCGM or "
+                f"dcgm-exporter field, so no exporter emits it and the query {_empty(trigger)}"
+            )
+            nearest = nearest_dcgm_name(name)
+            if nearest:
+                target = lookup(nearest)
+                unit = f", {target.help}" if target is not None else ""
+                message += f". Did you mean {nearest}{unit}?"
+                fix = _query_line(trigger, mention(name).sub(nearest, query))
+            else:
+                fix = (
+                    f"replace {name} in the query with a field dcgm-exporter emits "
+                    "(etc/default-counters.csv), such as DCGM_FI_DEV_GPU_UTIL"
+                )
+            yield _trigger_finding(trigger, ctx, message, fix)
+
+
+def _may_run_on_gpus(trigger: PrometheusTrigger, inventory: Inventory) -> bool:
+    """Does the trigger scale a workload that asks for GPUs, or one the input does not hold?
+    A constant query on a CPU workload is no GPU autoscaling question."""
+    scaled_object = trigger.scaled_object
+    ref = scaled_object.target_ref
+    if ref is None:
+        return True
+    target = inventory.resolve_target(scaled_object.namespace, ref, scaled_object.manifest)
+    return not target.found or bool(target.gpu_requests(inventory.gpu_names))
+
+
+def _empty(trigger: PrometheusTrigger) -> str:
+    if trigger.ignore_null_values is False:
+        return "finds nothing: with ignoreNullValues false every poll of the trigger fails"
+    return (
+        "finds nothing, which KEDA reads as 0 (ignoreNullValues defaults to true): the "
+        "trigger never activates or scales out"
+    )
+
+
+def _trigger_finding(trigger: PrometheusTrigger, ctx: Context, message: str, fix: str) -> Finding:
+    return ctx.finding(trigger.manifest, trigger.query_path, message, fix, key=False)
+
+
+def _shown(query: str) -> str:
+    flat = " ".join(query.split())
+    return f"`{flat if len(flat) <= 200 else flat[:197] + '...'}`"
+
+
+def _query_line(trigger: PrometheusTrigger, query: str) -> str:
+    """``query: '...'`` (a ``|`` block for several lines), to paste into the trigger."""
+    text = query.strip()
+    if "\n" in text:
+        return "query: |\n" + "\n".join(f"  {line}".rstrip() for line in text.splitlines())
+    quoted = f"'{text}'" if "'" not in text else json.dumps(text)
+    return f"query: {quoted}"
+
+
+def _example_query(trigger: PrometheusTrigger) -> str:
+    """A GPU query for the trigger's workload, on dcgm-exporter's series."""
+    ref = trigger.scaled_object.target_ref
+    matchers = []
+    if trigger.scaled_object.namespace:
+        matchers.append(f'exported_namespace="{trigger.scaled_object.namespace}"')
+    if ref is not None:
+        matchers.append(f'exported_pod=~"{ref.name}-.*"')
+    return f"avg(DCGM_FI_DEV_GPU_UTIL{{{','.join(matchers)}}})"

@@ -58,13 +58,11 @@ from gpulint.adapter import EXTERNAL, AdapterRule
 from gpulint.inventory import Inventory
 from gpulint.live.options import format_duration
 from gpulint.live.snapshot import (
-    NAMESPACE_LABELS,
-    POD_LABELS,
     LiveSnapshot,
     MissingSeries,
     SeriesSummary,
 )
-from gpulint.live.words import ago, listing, rule_label
+from gpulint.live.words import ago, labels_carried, listing, rule_label
 from gpulint.model import Finding, Related, Severity
 from gpulint.promql import Matcher
 from gpulint.rule import Context, related
@@ -115,7 +113,7 @@ def _explain(
         total = name_only.count
         excluding = [m for m in matchers if name_only.rejected.get(str(m), 0) == total]
         kept = [_replacement(m, name_only) for m in matchers]
-        carried = _labels_carried(name_only)
+        carried = labels_carried(name_only)
         if excluding:
             which = " and ".join(f"`{m}`" for m in excluding)
             verb = "excludes" if len(excluding) == 1 else "each exclude"
@@ -204,15 +202,6 @@ def _replacement(matcher: Matcher, series: SeriesSummary) -> Matcher | None:
     if plain != matcher.label and series.carries(plain):
         return Matcher(plain, matcher.op, matcher.value)
     return None
-
-
-def _labels_carried(series: SeriesSummary) -> str:
-    """The labels a user needs to see: those that name pods and namespaces, else all."""
-    labels = sorted(label for label in series.label_counts if not label.startswith("__"))
-    naming = [label for label in labels if label in POD_LABELS or label in NAMESPACE_LABELS]
-    if naming:
-        return f"{' and '.join(naming)}, no other pod or namespace label"
-    return listing(labels, 8)
 
 
 def _selector_text(names: list[str], metric: str | None, matchers: list[str], query: str) -> str:

@@ -42,10 +42,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.gpumetrics import Scale, scale_of
+from gpulint.gpumetrics import scale_of
 from gpulint.hpa import HPA
 from gpulint.inventory import Inventory
 from gpulint.live.options import format_duration
+from gpulint.live.scale import Verdict, between, judge
 from gpulint.live.snapshot import HpaEvidence, LiveSnapshot
 from gpulint.live.words import number, rule_where, stats
 from gpulint.model import Finding, Severity
@@ -73,7 +74,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         if quantity is None or field is None:
             continue
         target = float(quantity.value)
-        low, median, high = observed
+        _, median, high = observed
         seen = (
             f"observed {stats(observed)} for {evidence.target} over the last "
             f"{format_duration(live.lookback)}"
@@ -88,7 +89,16 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
                 "adapter rule that serves the metric",
             )
         ]
-        if (scale == Scale.RATIO or (scale is None and high <= 1.0)) and target > 1:
+        max_replicas = hpa.max_replicas if isinstance(hpa.max_replicas, int) else None
+        verdict = judge(
+            observed,
+            target,
+            scale,
+            per_object=_per_object(evidence),
+            max_replicas=max_replicas,
+            sums_judged=metric.type == "Pods",
+        )
+        if verdict is Verdict.RATIO_TARGET:
             fix = ratio_target_fix(field, target)
             summed = ""
             if high > 1 and metric.type == "Pods":
@@ -105,7 +115,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
                 fix,
                 related=links,
             )
-        elif scale == Scale.PERCENT and high > 100 and metric.type == "Pods":
+        elif verdict is Verdict.SUMMED_PERCENT:
             yield ctx.finding(
                 hpa.manifest,
                 path,
@@ -117,22 +127,22 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
                 "# one value per pod on the 0-100 scale",
                 related=links,
             )
-        elif _never_scales_out(target, high):
+        elif verdict is Verdict.NEVER_REACHED:
             yield ctx.finding(
                 hpa.manifest,
                 path,
                 f"{head}, above anything observed ({seen}): the HPA never scales out",
-                f'{field}: "{paste_quantity(_between(median, high))}"   # between the median '
+                f'{field}: "{paste_quantity(between(median, high))}"   # between the median '
                 "and the peak observed; pick the load you want to scale at",
                 related=links,
             )
-        elif _sits_at_max(evidence, target, low, hpa):
+        elif verdict is Verdict.ALWAYS_EXCEEDED:
             yield ctx.finding(
                 hpa.manifest,
                 path,
                 f"{head}, below anything observed ({seen}): the HPA sits at maxReplicas "
                 f"({hpa.max_replicas})",
-                f'{field}: "{paste_quantity(_between(median, high))}"   # between the median '
+                f'{field}: "{paste_quantity(between(median, high))}"   # between the median '
                 "and the peak observed; pick the load you want to scale at",
                 related=links,
             )
@@ -151,21 +161,3 @@ def _per_object(evidence: HpaEvidence) -> bool:
     """Is the target compared with each value as it is (no division by replicas)?"""
     target = evidence.metric.target
     return evidence.metric.type == "Pods" or (target is not None and target.value is not None)
-
-
-def _never_scales_out(target: float, high: float) -> bool:
-    # Per pod, or a total divided by the replicas: at one replica the value itself must
-    # pass the target.
-    return high < target
-
-
-def _sits_at_max(evidence: HpaEvidence, target: float, low: float, hpa: HPA) -> bool:
-    if _per_object(evidence):
-        return low > target
-    # averageValue on an External/Object metric: the HPA divides the total by the target.
-    replicas = hpa.max_replicas if isinstance(hpa.max_replicas, int) else None
-    return replicas is not None and low > target * replicas
-
-
-def _between(median: float, high: float) -> float:
-    return median + (high - median) / 2

@@ -14,9 +14,9 @@ refresh takes the live rules out until the next one succeeds, and the operator s
 ``/readyz`` (which stays ready) and the logs.
 
 ## Why is this bad?
-When Prometheus does not answer, GL801-GL805 cannot run, and a clean report would say nothing
-about the autoscaling path. The finding makes the gap visible; ``--require-prometheus`` makes
-CI fail on it.
+When Prometheus does not answer, GL801-GL805 and GL810-GL812 cannot run, and a clean report
+would say nothing about the autoscaling path. The finding makes the gap visible;
+``--require-prometheus`` makes CI fail on it.
 
 ## Example
 ```
@@ -59,7 +59,8 @@ def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]
     severity = Severity.ERROR if live.required else SEVERITY
     message = (
         f"Prometheus at {live.url} could not be used: {live.error}; the live rules "
-        "GL801-GL805 were skipped, so the adapter rules and HPAs were not checked against it"
+        "GL801-GL805 and GL810-GL812 were skipped, so the adapter rules, HPAs and KEDA "
+        "prometheus triggers were not checked against it"
     )
     if live.required:
         message += " (--require-prometheus)"
@@ -80,7 +81,8 @@ def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]
 
 def _anchor(inventory: Inventory) -> tuple[Document, Path] | None:
     """Where the check would have started: the adapter's own Prometheus URL (Helm values),
-    else the first seriesQuery, else the first HPA metric served by an adapter."""
+    else the first seriesQuery, else the first HPA metric served by an adapter, else the
+    first KEDA prometheus trigger's serverAddress."""
     for config in inventory.adapter_configs:
         if config.prometheus_url is not None:
             return config.document, (*config.base, "prometheus", "url")
@@ -91,4 +93,7 @@ def _anchor(inventory: Inventory) -> tuple[Document, Path] | None:
         for metric in hpa.metrics:
             if metric.is_custom:
                 return hpa.manifest, metric.name_path
+    for scaled_object in inventory.scaled_objects:
+        for trigger in scaled_object.prometheus_triggers:
+            return trigger.manifest, (*trigger.path, "metadata", "serverAddress")
     return None

@@ -54,6 +54,21 @@ externalRules:
       service: {resource: service}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
 """
+# A KEDA ScaledObject whose one prometheus trigger reads QUERY (a block scalar, line 10).
+KEDA_TRIGGER = """\
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: llm, namespace: ml}
+spec:
+  scaleTargetRef: {name: llm}
+  triggers:
+  - type: prometheus
+    metadata:
+      serverAddress: http://prometheus-operated.monitoring.svc:9090
+      query: |
+        QUERY
+      threshold: "70"
+"""
 NAMED_VALUES = SEED_VALUES.replace("    metricsQuery", NAME_BLOCK + "    metricsQuery")
 LEGACY_RULE = POD_RULE.replace("DCGM_FI_DEV_GPU_UTIL{namespace", "nvidia_gpu_duty_cycle{namespace")
 CONTRADICTING_RULE = POD_RULE.replace('namespace!="",pod!=""', 'exported_pod!=""').replace(
@@ -222,6 +237,48 @@ CASES = [
         ),
         "seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=\"\"}'",
         id="GL402-typo",
+    ),
+    pytest.param(
+        "GL402",
+        KEDA_TRIGGER.replace("QUERY", 'sum(DCGM_FI_DEV_FB_USE{exported_namespace="ml"})'),
+        (11, 9),
+        (
+            "prometheus trigger 0 of ScaledObject ml/llm: the query reads DCGM_FI_DEV_FB_USE, "
+            "which is no DCGM or dcgm-exporter field, so no exporter emits it and the query "
+            "finds nothing, which KEDA reads as 0 (ignoreNullValues defaults to true): the "
+            "trigger never activates or scales out. Did you mean DCGM_FI_DEV_FB_USED, "
+            "framebuffer memory used (MiB)?"
+        ),
+        "query: 'sum(DCGM_FI_DEV_FB_USED{exported_namespace=\"ml\"})'",
+        id="GL402-keda-typo",
+    ),
+    pytest.param(
+        "GL402",
+        KEDA_TRIGGER.replace("QUERY", 'container_accelerator_duty_cycle{namespace="ml"}'),
+        (11, 9),
+        (
+            "prometheus trigger 0 of ScaledObject ml/llm: the query reads "
+            "container_accelerator_duty_cycle, which comes from the kubelet's cAdvisor "
+            "accelerator metrics, which Kubernetes removed in 1.28 (feature gate "
+            "DisableAcceleratorUsageMetrics): newer clusters have no such series. Use "
+            "DCGM_FI_DEV_GPU_UTIL (same scale (percent); kubelet stopped exporting it (gate "
+            "removed in 1.28))."
+        ),
+        "query: 'DCGM_FI_DEV_GPU_UTIL{namespace=\"ml\"}'",
+        id="GL402-keda-legacy",
+    ),
+    pytest.param(
+        "GL402",
+        KEDA_TRIGGER.replace("QUERY", "vector(1) * 80"),
+        (11, 9),
+        (
+            "prometheus trigger 0 of ScaledObject ml/llm: the query `vector(1) * 80` reads no "
+            "series, so it returns the same value whatever the GPUs do and the trigger never "
+            "follows the load"
+        ),
+        'query: \'avg(DCGM_FI_DEV_GPU_UTIL{exported_namespace="ml",exported_pod=~"llm-.*"})\''
+        "   # a GPU series of its pods",
+        id="GL402-keda-constant",
     ),
     pytest.param(
         "GL403",
@@ -448,6 +505,19 @@ def test_main_cases(
     assert (finding.location.line, finding.location.column) == position
     assert finding.message == message
     assert finding.fix == fix
+
+
+def test_a_constant_trigger_query_is_judged_only_for_a_workload_that_may_use_gpus() -> None:
+    constant = KEDA_TRIGGER.replace("QUERY", "vector(1) * 80").replace(
+        "name: llm}", "name: inference}"
+    )
+
+    def judged(text: str) -> list[str]:
+        return [f.message for f in lint_text(text, select=["GL402"]) if f.rule == "GL402"]
+
+    assert judged(constant + deployment("cpu", 4)) == []
+    assert len(judged(constant + deployment("nvidia.com/gpu", 1))) == 1
+    assert len(judged(constant)) == 1  # the target is not in the input: it may use GPUs
 
 
 def test_cross_object_findings_name_the_other_end() -> None:

@@ -110,6 +110,9 @@ class _Collector:
             self.add(spec.scope, view)
             if spec.role == AUTOSCALER:
                 self.add("autoscaler", view)
+            if isinstance(view, ScaledObject):
+                for trigger in view.prometheus_triggers:
+                    self.add("prometheus-query", trigger)
 
     def add_group(self, group: TargetGroup | None) -> None:
         """A workload's target group and every autoscaler in it."""
@@ -135,6 +138,7 @@ class _Collector:
     def add_adapter_rules(self, rules: list[AdapterRule]) -> None:
         for rule in rules:
             self.add("adapter-rule", rule)
+            self.add("prometheus-query", rule)
 
     def add_readers(self, rules: list[AdapterRule]) -> None:
         """HPAs that read a metric one of ``rules`` can expose: a few of each way of reading

@@ -36,6 +36,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 import requests
 from prometheus_api_client import PrometheusConnect
+from urllib3.exceptions import MaxRetryError, ReadTimeoutError
 from urllib3.util.retry import Retry
 
 from gpulint.live.snapshot import BAD_ANSWER, HTTP_ERROR, TIMEOUT, UNREACHABLE
@@ -84,6 +85,13 @@ class Deadline:
     def expired(self) -> bool:
         return self.remaining() <= 0
 
+    def within(self, seconds: float) -> Deadline:
+        """A budget of ``seconds`` for one request, ending no later than this one."""
+        sooner = Deadline(seconds)
+        if self.end < sooner.end:
+            sooner.seconds, sooner.end = self.seconds, self.end
+        return sooner
+
 
 class PrometheusAPI:
     def __init__(self, url: str, headers: dict[str, str], deadline: Deadline) -> None:
@@ -126,39 +134,69 @@ class PrometheusAPI:
             raise PrometheusError("/api/v1/labels answered without a list")
         return [v for v in data if isinstance(v, str)]
 
-    def query(self, promql: str, at: float) -> dict[str, Any]:
-        """An instant query; raises QueryRejected when Prometheus refuses the PromQL."""
-        data = self._call("/api/v1/query", [("query", promql), ("time", _stamp(at))])
+    def query(
+        self,
+        promql: str,
+        at: float,
+        params: list[tuple[str, str]] | None = None,
+        headers: dict[str, str] | None = None,
+        within: float | None = None,
+    ) -> dict[str, Any]:
+        """An instant query; raises QueryRejected when Prometheus refuses the PromQL.
+
+        ``params`` go after ``query`` and ``time`` (a KEDA trigger's ``namespace`` and
+        ``queryParameters``); ``headers`` are sent too, except those ``--prometheus-header``
+        already sets; ``within`` bounds this request to that many seconds."""
+        deadline = self.deadline if within is None else self.deadline.within(within)
+        data = self._call(
+            "/api/v1/query",
+            [("query", promql), ("time", _stamp(at)), *(params or [])],
+            headers,
+            deadline,
+        )
         if not isinstance(data, dict) or not isinstance(data.get("result"), list):
             raise PrometheusError("/api/v1/query answered without a result")
         return data
 
     # --- transport ---------------------------------------------------------------------------
 
-    def _call(self, path: str, params: list[tuple[str, str]]) -> Any:
-        if self.deadline.remaining() <= 0:
-            raise PrometheusError(
-                f"no answer within the {self.deadline.seconds:g} s timeout", TIMEOUT
-            )
+    def _call(
+        self,
+        path: str,
+        params: list[tuple[str, str]],
+        extra: dict[str, str] | None = None,
+        deadline: Deadline | None = None,
+    ) -> Any:
+        deadline = deadline or self.deadline
+        if deadline.remaining() <= 0:
+            raise PrometheusError(f"no answer within the {deadline.seconds:g} s timeout", TIMEOUT)
         with self._lock:
             self.requests += 1
         encoded = urlencode(params)
         try:
-            status, body = self._send(path, encoded)
+            status, body = self._send(path, encoded, extra or {}, deadline)
         except requests.exceptions.Timeout:
             raise PrometheusError(
-                f"no answer within the {self.deadline.seconds:g} s timeout ({path})", TIMEOUT
+                f"no answer within the {deadline.seconds:g} s timeout ({path})", TIMEOUT
             ) from None
         except requests.exceptions.ConnectionError as error:
+            if _read_timed_out(error):
+                raise PrometheusError(
+                    f"no answer within the {deadline.seconds:g} s timeout ({path})", TIMEOUT
+                ) from None
             raise PrometheusError(f"cannot connect: {_reason(error)}", UNREACHABLE) from None
         except requests.exceptions.RequestException as error:
             raise PrometheusError(f"request failed: {_reason(error)}", UNREACHABLE) from None
         return _unwrap(path, status, body)
 
-    def _send(self, path: str, encoded: str) -> tuple[int, str]:
+    def _send(
+        self, path: str, encoded: str, extra: dict[str, str], deadline: Deadline
+    ) -> tuple[int, str]:
         """Send one request, following redirects within the origin; (status, body text)."""
         url = self.url + path
         headers = dict(self.connect.headers or {})
+        given = {name.lower() for name in headers}
+        headers.update((k, v) for k, v in extra.items() if k.lower() not in given)
         method = "GET"
         query: str | None = encoded
         data: str | None = None
@@ -173,13 +211,13 @@ class PrometheusAPI:
                 params=query,
                 data=data,
                 headers=headers,
-                timeout=max(self.deadline.remaining(), 0.001),
+                timeout=max(deadline.remaining(), 0.001),
                 stream=True,
                 allow_redirects=False,
             )
             with response:
                 if not response.is_redirect:
-                    return response.status_code, self._read(response, path)
+                    return response.status_code, self._read(response, path, deadline)
                 status = response.status_code
                 target = urljoin(response.url, response.headers["location"])
             if _origin(target) != _origin(self.url):
@@ -198,7 +236,7 @@ class PrometheusAPI:
             url, query = target, None  # the new location carries its own query string
         raise PrometheusError(f"{path}: more than {MAX_REDIRECTS} redirects", HTTP_ERROR)
 
-    def _read(self, response: requests.Response, path: str) -> str:
+    def _read(self, response: requests.Response, path: str, deadline: Deadline) -> str:
         too_large = PrometheusError(
             f"{path} answered more than {MAX_ANSWER_BYTES >> 20} MiB; narrow the seriesQuery"
         )
@@ -210,9 +248,9 @@ class PrometheusAPI:
             body += chunk
             if len(body) > MAX_ANSWER_BYTES:
                 raise too_large
-            if self.deadline.expired:
+            if deadline.expired:
                 raise PrometheusError(
-                    f"no complete answer within the {self.deadline.seconds:g} s timeout ({path})",
+                    f"no complete answer within the {deadline.seconds:g} s timeout ({path})",
                     TIMEOUT,
                 )
         # A character of four bytes in UTF-8 takes four in a Python string (and makes every
@@ -227,6 +265,13 @@ class PrometheusAPI:
                 f"(byte {error.start})",
                 _status_reason(response.status_code),
             ) from None
+
+
+def _read_timed_out(error: requests.exceptions.ConnectionError) -> bool:
+    """A connection that was made, then no answer in time: with retries off, urllib3 wraps
+    the read timeout in MaxRetryError, which requests raises as a ConnectionError."""
+    wrapped = error.args[0] if error.args else None
+    return isinstance(wrapped, MaxRetryError) and isinstance(wrapped.reason, ReadTimeoutError)
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:

@@ -1,6 +1,6 @@
 """Ask Prometheus what the live rules need to know, and store it on ``inventory.live``.
 
-The plan, for the adapter rules and HPAs in the inventory:
+The plan, for the adapter rules, HPAs and KEDA ScaledObjects in the inventory:
 
 1. one ``/api/v1/series`` call per distinct seriesQuery, over the window the adapter itself
    discovers series in (its ``--metrics-max-age``, 10 minutes by default), as the adapter
@@ -12,10 +12,16 @@ The plan, for the adapter rules and HPAs in the inventory:
    taken from those series, run as an instant query;
 4. for each HPA metric that an adapter rule serves: where the HPA target's pods appear in any
    series, the rendered query for that namespace and those pods, and the values it returned
-   over the look-back window.
+   over the look-back window;
+5. for each KEDA prometheus trigger: its query as KEDA's scaler sends it (namespace,
+   queryParameters, customHeaders), within what KEDA waits for it; when it gives one value,
+   its values over the look-back window; when it gives none, why (names gone or stale, the
+   label matcher that excludes every series).
 
-Steps 2-4 run a few requests at a time; everything shares one deadline. A failure to reach
-or read Prometheus becomes ``snapshot.error`` (GL809), never an exception.
+Steps 2-5 run a few requests at a time; everything shares one deadline. A failure to reach
+or read Prometheus becomes ``snapshot.error`` (GL809), never an exception. The triggers are
+checked each on its own (``workers.run_each``): a query that fails, times out or gets an
+unreadable answer is that trigger's evidence (GL810), and the others still run.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 from gpulint.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
 from gpulint.hpa import HPA, HpaMetric
 from gpulint.inventory import Inventory
+from gpulint.keda import PrometheusTrigger
 from gpulint.live.adapterquery import (
     QueryLabels,
     go_quote,
@@ -39,12 +46,15 @@ from gpulint.live.adapterquery import (
     render_query,
 )
 from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError, QueryRejected
+from gpulint.live.kedaquery import Answer, TriggerRequest, read_answer, request_for, same_server
 from gpulint.live.names import alternatives_for
 from gpulint.live.options import LiveOptions, format_duration
 from gpulint.live.series import sightings, summarize
 from gpulint.live.snapshot import (
     BAD_ANSWER,
+    HTTP_ERROR,
     POD_LABELS,
+    UNREACHABLE,
     HpaEvidence,
     LiveSnapshot,
     MissingSeries,
@@ -52,16 +62,26 @@ from gpulint.live.snapshot import (
     RuleEvidence,
     Sample,
     SeriesSummary,
+    TriggerEvidence,
 )
-from gpulint.live.workers import run_all
-from gpulint.promql import metric_names_in_query
+from gpulint.live.workers import run_all, run_each
+from gpulint.promql import metric_names_in_query, selectors_in_query
 from gpulint.querytemplate import RenderUnsupported, TemplateError
 
-LIVE_RULES = ("GL801", "GL802", "GL803", "GL804", "GL805", "GL809")
+LIVE_RULES = ("GL801", "GL802", "GL803", "GL804", "GL805", "GL809", "GL810", "GL811", "GL812")
 # Objects a rendered query asks for when checking a rule on its own (GL803).
 _SAMPLE_OBJECTS = 5
 # Pods an HPA query asks for at most (a Deployment at maxReplicas).
 _MAX_PODS = 200
+# A KEDA trigger's query may take what KEDA waits for it and this much more (the way from
+# here to Prometheus may be longer than KEDA's) before gpulint stops waiting for it.
+_TRIGGER_GRACE = 2.0
+# The look-back values of a trigger's query: one subquery, bounded on its own.
+_HISTORY_WITHIN = 10.0
+# Selectors of a query that finds nothing, looked at one by one.
+_MAX_SELECTORS = 4
+# Valid JSON in a shape no Prometheus-compatible API sends.
+_NOT_THE_API = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
 
 
 def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
@@ -76,11 +96,12 @@ def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
         _Collector(inventory, options, api, snapshot).run()
     except PrometheusError as error:
         _fail(snapshot, str(error), error.reason)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as error:
-        # Valid JSON in a shape no Prometheus-compatible API sends.
-        shown = repr(error)
-        shown = shown if len(shown) <= 300 else shown[:297] + "..."
-        _fail(snapshot, f"answered something that is not the Prometheus API ({shown})", BAD_ANSWER)
+    except _NOT_THE_API as error:
+        _fail(
+            snapshot,
+            f"answered something that is not the Prometheus API ({_shown(error)})",
+            BAD_ANSWER,
+        )
     finally:
         api.close()
         snapshot.requests = api.requests
@@ -93,6 +114,7 @@ def _fail(snapshot: LiveSnapshot, message: str, reason: str) -> None:
     snapshot.error_reason = reason
     snapshot.rules.clear()
     snapshot.hpas.clear()
+    snapshot.triggers.clear()
 
 
 class _Collector:
@@ -126,13 +148,46 @@ class _Collector:
                 "the prometheus-adapter chart's default rules (rules.default) are not checked "
                 "live: they match every series with a namespace label"
             )
-        if not rules:
+        triggers = self._plan_triggers()
+        if not rules and not triggers:
             # Nothing to check, but --require-prometheus still needs an answer.
-            self.api.query("vector(1)", self.now)
+            self._probe()
             self.snapshot.notes.append(
-                "no prometheus-adapter rule in the input: nothing to check against Prometheus"
+                "no prometheus-adapter rule or KEDA prometheus trigger in the input: nothing "
+                "to check against Prometheus"
             )
             return
+        if rules:
+            self._check_adapter(rules)
+        else:
+            # A Prometheus that does not answer at all is GL809, not a finding per trigger.
+            self._probe()
+        if triggers:
+            self._check_triggers(triggers)
+        checked = []
+        if rules:
+            hpas = len(self.snapshot.hpas)
+            checked.append(f"{len(rules)} adapter rule{'s' * (len(rules) != 1)}")
+            checked.append(f"{hpas} HPA metric{'s' * (hpas != 1)}")
+        if triggers:
+            checked.append(f"{len(triggers)} KEDA prometheus trigger{'s' * (len(triggers) != 1)}")
+        listed = (
+            checked[0] if len(checked) == 1 else ", ".join(checked[:-1]) + " and " + checked[-1]
+        )
+        self.snapshot.notes.append(
+            f"live check: {listed} checked against {self.options.url} "
+            f"(look-back {format_duration(self.options.lookback)})"
+        )
+
+    def _probe(self) -> None:
+        """Does the server answer the API at all? A refusal of ``vector(1)`` is no PromQL
+        problem: it is the server's (GL809)."""
+        try:
+            self.api.query("vector(1)", self.now)
+        except QueryRejected as error:
+            raise PrometheusError(f"/api/v1/query refused vector(1): {error}", HTTP_ERROR) from None
+
+    def _check_adapter(self, rules: list[AdapterRule]) -> None:
         by_query: dict[str, list[AdapterRule]] = {}
         for rule in rules:
             by_query.setdefault((rule.series_query or "").strip(), []).append(rule)
@@ -155,11 +210,6 @@ class _Collector:
             tasks.append(self._hpa_task(hpa_evidence))
         run_all(tasks, self.options.concurrency, self.api.deadline)
         self.snapshot.hpas = hpas
-        self.snapshot.notes.append(
-            f"live check: {len(rules)} adapter rule{'s' * (len(rules) != 1)} and {len(hpas)} "
-            f"HPA metric{'s' * (len(hpas) != 1)} checked against {self.options.url} "
-            f"(look-back {format_duration(self.options.lookback)})"
-        )
 
     def _series_task(self, query: str, rules: list[AdapterRule]) -> Callable[[], SeriesSummary]:
         objects: list[str] = []
@@ -521,6 +571,141 @@ class _Collector:
             current = [sum(current)]
         evidence.observed = [v for v in (*history, *current) if math.isfinite(v)]
 
+    # --- KEDA prometheus triggers ------------------------------------------------------------
+
+    def _plan_triggers(self) -> list[PrometheusTrigger]:
+        """The triggers KEDA can build a scaler for; a note for each it cannot."""
+        planned = []
+        for scaled_object in self.inventory.scaled_objects:
+            for trigger in scaled_object.prometheus_triggers:
+                refused = _refused(trigger)
+                if refused:
+                    self.snapshot.notes.append(
+                        f"{trigger.describe()} is not checked live: KEDA refuses it ({refused})"
+                    )
+                else:
+                    planned.append(trigger)
+        return planned
+
+    def _check_triggers(self, triggers: list[PrometheusTrigger]) -> None:
+        """Each trigger's query on its own: one that fails, answers slowly or answers
+        something unreadable is that trigger's finding, and the others are still checked."""
+        outcomes = run_each(
+            [self._trigger_task(t) for t in triggers], self.options.concurrency, self.api.deadline
+        )
+        elsewhere: dict[str, int] = {}
+        for trigger, outcome in zip(triggers, outcomes, strict=True):
+            error = outcome.error
+            if isinstance(error, PrometheusError) and error.reason == UNREACHABLE:
+                raise error
+            evidence = outcome.value
+            if evidence is None:
+                evidence = TriggerEvidence(trigger, self.options.url, trigger.timeout)
+                if isinstance(error, PrometheusError):
+                    evidence.failure, evidence.failure_reason = str(error), error.reason
+                elif isinstance(error, _NOT_THE_API):
+                    evidence.failure = (
+                        f"answered something that is not the Prometheus API ({_shown(error)})"
+                    )
+                    evidence.failure_reason = BAD_ANSWER
+                elif error is not None:
+                    raise error
+            self.snapshot.triggers[trigger] = evidence
+            address = trigger.server_address or ""
+            if not same_server(self.options.url, address):
+                elsewhere[address] = elsewhere.get(address, 0) + 1
+        for address, count in sorted(elsewhere.items()):
+            self.snapshot.notes.append(
+                f"{count} KEDA trigger{'s name' if count != 1 else ' names'} serverAddress "
+                f"{address}: {'their queries were' if count != 1 else 'its query was'} sent "
+                f"to {self.options.url} (--prometheus) in its place"
+            )
+
+    def _trigger_task(self, trigger: PrometheusTrigger) -> Callable[[], TriggerEvidence]:
+        def task() -> TriggerEvidence:
+            request = request_for(trigger)
+            evidence = TriggerEvidence(trigger, self.options.url, trigger.timeout, request.dropped)
+            query = trigger.query or ""
+            started = time.monotonic()
+            try:
+                data = self.api.query(
+                    query,
+                    self.now,
+                    request.params,
+                    request.headers,
+                    within=trigger.timeout + _TRIGGER_GRACE,
+                )
+            except QueryRejected as error:
+                evidence.elapsed, evidence.error = time.monotonic() - started, str(error)
+                return evidence
+            except PrometheusError as error:
+                if error.reason == UNREACHABLE:
+                    raise
+                evidence.elapsed = time.monotonic() - started
+                evidence.failure, evidence.failure_reason = str(error), error.reason
+                return evidence
+            evidence.elapsed = time.monotonic() - started
+            reading = evidence.reading = read_answer(data)
+            try:
+                if reading.answer is Answer.VALUE and reading.value is not None:
+                    evidence.observed = [*self._trigger_history(query, request), reading.value]
+                elif reading.answer in (Answer.EMPTY, Answer.NOT_FINITE):
+                    self._explain_no_data(evidence, query)
+            except (QueryRejected, PrometheusError, *_NOT_THE_API) as error:
+                # What more gpulint asks is its own question: the answer above stands.
+                if isinstance(error, PrometheusError) and error.reason == UNREACHABLE:
+                    raise
+            return evidence
+
+        return task
+
+    def _trigger_history(self, query: str, request: TriggerRequest) -> list[float]:
+        """The query's values over the look-back window, as KEDA would have read them."""
+        window = self.options.lookback
+        step = int(max(15, window / 240))
+        # On lines of its own: a query may end in a # comment.
+        expression = f"(\n{query}\n)[{int(window)}s:{step}s]"
+        data = self.api.query(
+            expression, self.now, request.params, request.headers, within=_HISTORY_WITHIN
+        )
+        values: list[float] = []
+        for item in data.get("result", []):
+            if isinstance(item, dict):
+                values.extend(_number(point) for point in item.get("values") or [])
+        return [v for v in values if math.isfinite(v)]
+
+    def _explain_no_data(self, evidence: TriggerEvidence, query: str) -> None:
+        """Why a query finds nothing: a name with no series (did you mean, last seen), a
+        name that went stale, or else matchers and functions that filter everything out."""
+        names = metric_names_in_query(query)
+        if not names:
+            return
+        present = self.present_names()
+        known = set(present)
+        evidence.absent_names = [n for n in names if n not in known]
+        for name in evidence.absent_names:
+            found = alternatives_for(name, present)
+            if found:
+                evidence.alternatives[name] = found
+        seen = [n for n in names if n in known]
+        current = self.current_names(seen)
+        evidence.stale_names = [n for n in seen if n not in current]
+        wanted = [*evidence.absent_names, *evidence.stale_names]
+        window = max(self.options.lookback, self.options.max_age)
+        evidence.last_seen = self.last_seen(wanted, None, window)
+        if wanted:
+            return
+        # Every metric has current series: which label matcher drops them all?
+        for selector in selectors_in_query(query, _MAX_SELECTORS):
+            by_name, matchers = selector.name_matchers(), selector.label_matchers()
+            if not by_name or not matchers:
+                continue
+            name_only = "{" + ",".join(str(m) for m in by_name) + "}"
+            series = self.api.series([name_only], self.start, self.now)
+            summary = summarize(series, matchers=matchers)
+            if summary.count:
+                evidence.filtered.append((selector, summary))
+
 
 def _real_objects(
     labels: QueryLabels, summary: SeriesSummary
@@ -589,3 +774,29 @@ def _samples(data: dict[str, Any]) -> list[Sample]:
             for point in item.get("values") or []:
                 found.append(Sample(labels, _number(point)))
     return found
+
+
+def _refused(trigger: PrometheusTrigger) -> str:
+    """Why KEDA cannot build a scaler for the trigger ('' when it can)."""
+    if trigger.query is None:
+        return "no query"
+    if trigger.server_address is None:
+        return "no serverAddress"
+    if trigger.text("threshold") is None:
+        return "no threshold"
+    if trigger.threshold is None:
+        return "threshold is no number"
+    if trigger.activation_threshold is None:
+        return "activationThreshold is no number"
+    if trigger.ignore_null_values is None:
+        return "ignoreNullValues is no boolean"
+    if not trigger.timeout_readable:
+        return "timeout is neither a duration nor milliseconds"
+    if trigger.custom_headers is None or trigger.query_parameters is None:
+        return "customHeaders or queryParameters is not a list of key=value"
+    return ""
+
+
+def _shown(error: BaseException) -> str:
+    shown = repr(error)
+    return shown if len(shown) <= 300 else shown[:297] + "..."

@@ -1,8 +1,8 @@
 """What the live check learned from Prometheus, as typed values the live rules read.
 
 The collector (``gpulint.live.collector``) fills a ``LiveSnapshot`` and stores it on
-``inventory.live``; rules GL801-GL805 and GL809 only read it. Nothing here talks to the
-network, so rules can import it freely.
+``inventory.live``; rules GL801-GL812 only read it. Nothing here talks to the network, so
+rules can import it freely.
 
 Evidence is filed under the ``AdapterRule`` and ``HPA`` objects of the inventory the collector
 read, and ``for_rule``/``for_hpa`` look those objects up first: ``gpulint lint --prometheus``
@@ -25,6 +25,11 @@ events). For any other object the evidence is found by stable keys:
 
 A key includes the file, so evidence never crosses from one file (or cluster object) to
 another.
+
+The queries of KEDA prometheus triggers (GL810-GL812) are run by ``gpulint lint --prometheus``
+only, and their evidence is filed under the very ``PrometheusTrigger`` objects collected: the
+webhook does not run them (whoever may create a ScaledObject writes its query, and the
+webhook's Prometheus credentials are the operator's).
 """
 
 from __future__ import annotations
@@ -37,9 +42,12 @@ from typing import TYPE_CHECKING, Any
 
 from gpulint.adapter import AdapterRule
 from gpulint.hpa import HPA, HpaMetric
+from gpulint.keda import PrometheusTrigger
+from gpulint.promql import Selector
 
 if TYPE_CHECKING:
     from gpulint.inventory import Inventory
+    from gpulint.live.kedaquery import Reading
 
 # Why a live check could not use Prometheus (``LiveSnapshot.error_reason``): no connection,
 # no (complete) answer within the timeout, an HTTP error status, an answer that is not the
@@ -218,12 +226,43 @@ class HpaEvidence:
     skipped: str | None = None
 
     def observed_stats(self) -> tuple[float, float, float] | None:
-        values = sorted(v for v in self.observed if math.isfinite(v))
-        if not values:
-            return None
-        middle = len(values) // 2
-        median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-        return values[0], median, values[-1]
+        return observed_stats(self.observed)
+
+
+def observed_stats(observed: list[float]) -> tuple[float, float, float] | None:
+    """(minimum, median, maximum) of the finite values; None when there are none."""
+    values = sorted(v for v in observed if math.isfinite(v))
+    if not values:
+        return None
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return values[0], median, values[-1]
+
+
+@dataclass
+class TriggerEvidence:
+    """A KEDA prometheus trigger's query, sent as KEDA sends it, and what came back."""
+
+    trigger: PrometheusTrigger
+    url: str  # where it was sent (--prometheus)
+    wait: float  # seconds KEDA waits for the answer (the trigger's timeout, else its default)
+    dropped: list[str] = field(default_factory=list)  # parts of the request not sent
+    elapsed: float | None = None  # seconds the answer took, measured here
+    error: str | None = None  # Prometheus refused the PromQL (syntax or execution error)
+    failure: str | None = None  # no usable answer: a timeout, an HTTP error, an unreadable body
+    failure_reason: str | None = None  # one of FAILURE_REASONS when ``failure`` is set
+    reading: Reading | None = None
+    absent_names: list[str] = field(default_factory=list)  # names with no series now
+    alternatives: dict[str, list[Alternative]] = field(default_factory=dict)
+    stale_names: list[str] = field(default_factory=list)  # names with series but no sample now
+    last_seen: dict[str, float] = field(default_factory=dict)  # name -> unix time, in look-back
+    # The query's selectors whose metric has series, with those series (label matchers
+    # dropped) checked against the selector's label matchers.
+    filtered: list[tuple[Selector, SeriesSummary]] = field(default_factory=list)
+    observed: list[float] = field(default_factory=list)  # look-back history and the value now
+
+    def observed_stats(self) -> tuple[float, float, float] | None:
+        return observed_stats(self.observed)
 
 
 # --- stable keys ----------------------------------------------------------------------------
@@ -295,6 +334,7 @@ class LiveSnapshot:
     error_reason: str | None = None  # one of FAILURE_REASONS when ``error`` is set
     rules: dict[AdapterRule, RuleEvidence] = field(default_factory=dict)
     hpas: list[HpaEvidence] = field(default_factory=list)
+    triggers: dict[PrometheusTrigger, TriggerEvidence] = field(default_factory=dict)
     requests: int = 0
     elapsed: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -338,6 +378,11 @@ class LiveSnapshot:
             if rule is not None:
                 rebound.append(replace(evidence, hpa=hpa, metric=metric, rule=rule))
         return rebound
+
+    def for_trigger(self, trigger: PrometheusTrigger) -> TriggerEvidence | None:
+        """The evidence about a trigger of the inventory collected (no stable keys: see the
+        module's docstring)."""
+        return self.triggers.get(trigger) if self.available else None
 
     def index(self) -> tuple[dict[RuleKey, RuleEvidence], dict[HpaKey, list[HpaEvidence]]]:
         """The evidence by stable keys, built on first use (the webhook builds it before it

@@ -6,7 +6,9 @@ import time
 from collections.abc import Iterable, Sequence
 
 from gpulint.adapter import EXTERNAL, AdapterRule
+from gpulint.live.kedaquery import request_for, same_server
 from gpulint.live.options import format_duration
+from gpulint.live.snapshot import NAMESPACE_LABELS, POD_LABELS, SeriesSummary, TriggerEvidence
 
 
 def rule_label(rule: AdapterRule) -> str:
@@ -47,6 +49,15 @@ def code(text: str, limit: int = 400) -> str:
     return f"`{flat}`"
 
 
+def labels_carried(series: SeriesSummary) -> str:
+    """The labels a user needs to see: those that name pods and namespaces, else all."""
+    labels = sorted(label for label in series.label_counts if not label.startswith("__"))
+    naming = [label for label in labels if label in POD_LABELS or label in NAMESPACE_LABELS]
+    if naming:
+        return f"{' and '.join(naming)}, no other pod or namespace label"
+    return listing(labels, 8)
+
+
 def number(value: float) -> str:
     """``0.4``, ``84``, ``1.5e+09``: as short as a reader needs."""
     if value == int(value) and abs(value) < 1e15:
@@ -56,3 +67,59 @@ def number(value: float) -> str:
 
 def stats(values: Sequence[float]) -> str:
     return "min {} / median {} / max {}".format(*(number(v) for v in values))
+
+
+def sent_to(evidence: TriggerEvidence) -> str:
+    """`` (answered by <url> from --prometheus, not by the trigger's serverAddress
+    <address>)`` when KEDA asks another address, and what of the request was not sent."""
+    parts = []
+    address = evidence.trigger.server_address
+    if not same_server(evidence.url, address):
+        parts.append(
+            f" (answered by {evidence.url} from --prometheus, not by the trigger's "
+            f"serverAddress {_clipped(address or '')})"
+        )
+    if evidence.dropped:
+        parts.append(f"; not sent: {listing(evidence.dropped)}")
+    return "".join(parts)
+
+
+def target_of(evidence: TriggerEvidence) -> str:
+    """``Deployment llm``: what the trigger's ScaledObject scales."""
+    ref = evidence.trigger.scaled_object.target_ref
+    return f"{ref.kind} {ref.name}" if ref is not None else "its target"
+
+
+def _clipped(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def failing_poll(evidence: TriggerEvidence) -> str:
+    """What a failing poll does: the HPA gets no value for the trigger, and ``spec.fallback``
+    (when set) takes over after ``failureThreshold`` failures (kedacore/keda pkg/fallback)."""
+    spec = evidence.trigger.scaled_object.spec
+    fallback = spec.get("fallback")
+    said = "the HPA gets no value for this trigger (FailedGetExternalMetric)"
+    if isinstance(fallback, dict) and "replicas" in fallback:
+        failures = fallback.get("failureThreshold", "?")
+        return (
+            f"{said}; spec.fallback sets {fallback['replicas']} replicas after {failures} failures"
+        )
+    return f"{said}, and no spec.fallback stands in"
+
+
+def curl_for(evidence: TriggerEvidence) -> str:
+    """The instant query KEDA sends for a trigger, as a curl command a user can run."""
+    trigger = evidence.trigger
+    request = request_for(trigger)
+    parts = [f"curl -sG '{evidence.url}/api/v1/query'"]
+    query = " ".join((trigger.query or "").split())
+    for key, value in [("query", query), *request.params]:
+        parts.append(f"--data-urlencode {_shell_quoted(f'{key}={value}')}")
+    for name, value in request.headers.items():
+        parts.append(f"-H {_shell_quoted(f'{name}: {value}')}")
+    return " ".join(parts)
+
+
+def _shell_quoted(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"

@@ -133,6 +133,37 @@ def test_the_focus_of_an_object_holds_its_relations() -> None:
     assert focus("pod-owner") == []
 
 
+def test_an_admitted_scaled_object_has_its_prometheus_queries_judged() -> None:
+    world = big_world(100)
+    scaled = next(copy.deepcopy(o) for o in world if o["kind"] == "ScaledObject")
+    scaled["spec"]["triggers"].append(
+        {
+            "type": "prometheus",
+            "metadata": {
+                "serverAddress": "http://prometheus-operated.monitoring.svc:9090",
+                "query": 'avg(DCGM_FI_DEV_GPU_UTILIZATION{exported_namespace="team-000"})',
+                "threshold": "70",
+            },
+        }
+    )
+    world = [scaled if o is not scaled and _same(o, scaled) else o for o in world]
+    inventory = _inventory(world)
+    manifest = next(
+        s.manifest
+        for s in inventory.scaled_objects
+        if s.manifest.name == scaled["metadata"]["name"]
+    )
+    focus = related_items(inventory, manifest)
+    assert [t.index for t in focus("prometheus-query")] == [1]
+    findings = focus.select(run(inventory, items_for=focus))
+    assert [(f.rule, f.location.file) for f in findings] == [("GL402", manifest.file)]
+    assert "Did you mean DCGM_FI_DEV_GPU_UTIL" in findings[0].message
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (a["kind"], a["metadata"]) == (b["kind"], b["metadata"])
+
+
 def test_findings_of_a_focused_run_are_those_of_a_full_run_about_the_object(
     calls: Counter[str],
 ) -> None:

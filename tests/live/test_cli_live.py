@@ -41,6 +41,15 @@ def test_lint_with_prometheus_reports_live_findings_as_text(world: World) -> Non
     assert f"checked against {world.stack.url}" in result.stdout
 
 
+def test_scaled_objects_alone_are_checked_live(world: World) -> None:
+    """No adapter config and no HPA in the input: the KEDA triggers still get their check."""
+    case = LIVE_FIXTURES / "GL810" / "fail_multiple_series.yaml"
+    result = gpulint("lint", "--prometheus", world.stack.url, str(case))
+    assert result.returncode == 1, result.stderr
+    assert "fail_multiple_series.yaml:19:14: GL810 [error] prometheus trigger 0" in result.stdout
+    assert "live check: 2 KEDA prometheus triggers checked against" in result.stdout
+
+
 def test_check_adapter_is_lint_with_the_adapter_file_first(world: World) -> None:
     adapter, hpa = BROKEN / "adapter.yaml", BROKEN / "hpa.yaml"
     checked = gpulint(
@@ -93,7 +102,7 @@ def test_ignoring_the_live_rules_skips_the_live_check(down_url: str) -> None:
     adapter = LIVE_FIXTURES / "GL809" / "fail_connection_refused.yaml"
     result = gpulint("lint", "--prometheus", down_url, "--ignore", "GL8", str(adapter))
     assert result.returncode == 0
-    assert "no live rule (GL801-GL809) is selected" in result.stdout
+    assert "no live rule (GL801-GL812) is selected" in result.stdout
 
 
 @pytest.mark.parametrize(

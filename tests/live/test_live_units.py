@@ -6,13 +6,17 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
+import yaml
 
 from gpulint.adapter import AdapterConfig
 from gpulint.config import Settings
 from gpulint.document import Document
+from gpulint.engine import Selection, run
 from gpulint.inventory import Inventory
+from gpulint.keda import PrometheusTrigger
 from gpulint.live.adapterquery import (
     mapping_for,
     matches_pattern,
@@ -20,6 +24,8 @@ from gpulint.live.adapterquery import (
     render_query,
     selector_matchers,
 )
+from gpulint.live.client import Deadline, PrometheusError
+from gpulint.live.kedaquery import Answer, read_answer, request_for, same_server
 from gpulint.live.names import alternatives_for
 from gpulint.live.options import (
     OptionError,
@@ -29,9 +35,17 @@ from gpulint.live.options import (
     parse_url,
 )
 from gpulint.live.series import summarize
-from gpulint.live.snapshot import HpaEvidence, LiveSnapshot, RuleEvidence, SeriesSummary
+from gpulint.live.snapshot import (
+    TIMEOUT,
+    HpaEvidence,
+    LiveSnapshot,
+    RuleEvidence,
+    SeriesSummary,
+    TriggerEvidence,
+)
+from gpulint.live.workers import run_each
 from gpulint.loader import load_file
-from gpulint.promql import parse_selector
+from gpulint.promql import parse_selector, reads_no_series, selectors_in_query
 
 from .conftest import LIVE_FIXTURES
 from .harness import ROOT
@@ -319,3 +333,246 @@ def test_an_edited_or_moved_rule_gets_no_evidence() -> None:
     (rule,) = elsewhere.adapter_rules()
     (hpa,) = elsewhere.hpas
     assert snapshot.for_rule(rule) is None and snapshot.for_hpa(hpa, elsewhere) == []
+
+
+# --- KEDA prometheus triggers ---------------------------------------------------------------
+
+KEDA_TRIGGERS = """\
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: llm, namespace: ml}
+spec:
+  scaleTargetRef: {name: llm}
+  triggers:
+  - type: cpu
+    metadata: {value: "70"}
+  - type: prometheus
+    metricType: Value
+    metadata:
+      serverAddress: http://prometheus-operated.monitoring.svc:9090/
+      query: avg(DCGM_FI_DEV_GPU_UTIL)
+      threshold: 70
+      activationThreshold: "1e1"
+      ignoreNullValues: "F"
+      timeout: 1m30s
+      customHeaders: "X-Scope-OrgID=team-a, X-Other = b"
+      queryParameters: dedup=true
+  - type: prometheus
+    metadata:
+      query: up
+      threshold: "600m"
+      ignoreNullValues: "no"
+      timeout: "2500"
+      customHeaders: "a=b=c"
+"""
+
+
+def _triggers() -> list[PrometheusTrigger]:
+    inventory = Inventory(Settings())
+    loaded = load_file("keda.yaml", KEDA_TRIGGERS.encode())
+    inventory.add_file(loaded)
+    (scaled_object,) = inventory.scaled_objects
+    return scaled_object.prometheus_triggers
+
+
+def test_trigger_metadata_reads_as_keda_parses_it() -> None:
+    good, refused = _triggers()
+    assert (good.index, refused.index) == (1, 2)  # the trigger's place among all of them
+    assert good.threshold == 70.0 and good.activation_threshold == 10.0
+    assert good.ignore_null_values is False and good.metric_type == "Value"
+    assert good.timeout == 90.0
+    assert good.custom_headers == [("X-Scope-OrgID", "team-a"), ("X-Other", "b")]
+    assert good.query_parameters == [("dedup", "true")]
+    assert request_for(good).params == [("dedup", "true")]
+    # KEDA refuses these: a Kubernetes quantity is no float, "no" is no Go boolean, a
+    # header with two "=".
+    assert refused.threshold is None and refused.ignore_null_values is None
+    assert refused.custom_headers is None
+    assert refused.timeout == 2.5  # milliseconds
+    assert refused.server_address is None and refused.metric_type == "AverageValue"
+
+
+def test_trigger_values_are_trimmed_and_refused_as_keda_refuses_them() -> None:
+    text = KEDA_TRIGGERS.replace('threshold: "600m"', 'threshold: " 0.6 "')
+    text = text.replace('timeout: "2500"', 'timeout: "2,5s"').replace("query: up", "query: ' up '")
+    text = text.replace('activationThreshold: "1e1"', 'activationThreshold: "+10"')
+    inventory = _inventory(text, "keda.yaml")
+    (scaled_object,) = inventory.scaled_objects
+    good, other = scaled_object.prometheus_triggers
+    assert other.threshold == 0.6 and other.query == "up"  # KEDA trims every value
+    assert not other.timeout_readable and other.timeout == 3.0
+    assert good.timeout_readable
+    # A JSON number has no "+" (KEDA reads floats with json.Unmarshal).
+    assert good.activation_threshold is None
+
+
+def test_the_server_address_is_compared_by_place_not_by_spelling() -> None:
+    assert same_server("http://prometheus:9090", "http://Prometheus:9090/")
+    assert same_server("https://mimir.example/prometheus", "https://mimir.example:443/prometheus")
+    assert same_server("http://localhost:9090", "http://localhost:9090/api/v1")
+    assert not same_server("http://localhost:9090", "http://prometheus-operated:9090")
+    assert not same_server("http://localhost:9090", "http://localhost:9090/select/0/prometheus")
+    assert not same_server("http://localhost:9090", None)
+
+
+def _vector(*values: str, metric: dict[str, str] | None = None) -> dict[str, object]:
+    return {
+        "resultType": "vector",
+        "result": [
+            {"metric": metric or {"i": str(i)}, "value": [1.0, v]} for i, v in enumerate(values)
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("data", "answer", "with_ignore", "without_ignore"),
+    [
+        # kedacore/keda pkg/scalers/prometheus_scaler_test.go testPromQueryResult, case by case
+        ({"resultType": "vector", "result": []}, Answer.EMPTY, 0.0, None),
+        ({"resultType": "vector", "result": [{"value": []}]}, Answer.NO_VALUE, 0.0, None),
+        (_vector("2"), Answer.VALUE, 2.0, 2.0),
+        ({"resultType": "vector", "result": [{"value": ["1"]}]}, Answer.UNDECODABLE, None, None),
+        (_vector("1", "2"), Answer.MULTIPLE, None, None),
+        (_vector("+Inf"), Answer.NOT_FINITE, 0.0, None),
+        (_vector("-Inf"), Answer.NOT_FINITE, 0.0, None),
+        (_vector("NaN"), Answer.NOT_FINITE, 0.0, None),
+        # what Prometheus sends for other queries
+        ({"resultType": "scalar", "result": [1.0, "3"]}, Answer.UNDECODABLE, None, None),
+        ({"resultType": "string", "result": [1.0, "x"]}, Answer.UNDECODABLE, None, None),
+        (
+            {"resultType": "matrix", "result": [{"metric": {}, "values": [[1.0, "3"]]}]},
+            Answer.NO_VALUE,
+            0.0,
+            None,
+        ),
+        # and what a hostile server may
+        ({"resultType": "vector", "result": 42}, Answer.UNDECODABLE, None, None),
+        ({"resultType": "vector", "result": [{"value": [1, 3]}]}, Answer.UNDECODABLE, None, None),
+        (_vector("1_000"), Answer.UNDECODABLE, None, None),
+    ],
+)
+def test_answers_read_as_keda_reads_them(
+    data: dict[str, object], answer: Answer, with_ignore: float | None, without_ignore: float | None
+) -> None:
+    reading = read_answer(data)
+    assert reading.answer is answer
+    assert reading.keda_value(True) == with_ignore
+    assert reading.keda_value(False) == without_ignore
+
+
+def test_many_series_are_counted_and_told_apart_in_bounded_memory() -> None:
+    result = [
+        {"metric": {"exported_pod": f"llm-{i}", "gpu": "0", "job": "dcgm"}, "value": [1.0, "5"]}
+        for i in range(100_000)
+    ]
+    reading = read_answer({"resultType": "vector", "result": result})
+    assert reading.answer is Answer.MULTIPLE and reading.count == 100_000
+    assert len(reading.shown) == 3 and reading.varying == ("exported_pod",)
+
+
+def test_queries_that_read_no_series_and_the_selectors_of_a_query() -> None:
+    assert reads_no_series("vector(1) * 80") and reads_no_series("time() % 3600")
+    for query in ("up", '{__name__=~"DCGM_.*"}', "sum by (pod) (vector(1))", "Inf", "<<.Series>>"):
+        assert not reads_no_series(query), query
+    (selector,) = selectors_in_query(
+        'avg(DCGM_FI_DEV_GPU_UTIL{namespace="ml",pod=~"a}b"}) by (pod)'
+    )
+    assert selector.metric == "DCGM_FI_DEV_GPU_UTIL"
+    assert [str(m) for m in selector.label_matchers()] == ['namespace="ml"', 'pod=~"a}b"']
+    assert selectors_in_query("avg(<<.Series>>{<<.LabelMatchers>>})") == []
+
+
+def test_run_each_keeps_every_outcome_within_the_deadline() -> None:
+    def fails() -> int:
+        raise ValueError("broken")
+
+    def hangs() -> int:
+        time.sleep(5)
+        return 2
+
+    started = time.monotonic()
+    outcomes = run_each([lambda: 1, fails, hangs], 3, Deadline(0.5))
+    assert time.monotonic() - started < 2
+    assert outcomes[0].value == 1 and outcomes[0].error is None
+    assert isinstance(outcomes[1].error, ValueError)
+    late = outcomes[2].error
+    assert isinstance(late, PrometheusError) and late.reason == TIMEOUT
+
+
+IDLE_TRIGGER = """\
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: llm, namespace: ml}
+spec:
+  scaleTargetRef: {name: llm}
+  triggers:
+  - type: prometheus
+    metadata:
+      serverAddress: http://prometheus-operated.monitoring.svc:9090
+      query: avg(DCGM_FI_DEV_GPU_UTIL{exported_namespace="ml"})
+      threshold: "40"
+      activationThreshold: "95"
+"""
+
+
+@pytest.mark.parametrize(
+    ("observed", "expected"),
+    [
+        # Busy GPUs below activationThreshold: never active, kept at zero.
+        ([12.0, 55.0, 80.0], ["GL812"]),
+        # A query that returned 0 throughout saw no load: nothing to say of its thresholds.
+        ([0.0, 0.0, 0.0], []),
+    ],
+)
+def test_activation_is_judged_only_against_values_that_saw_load(
+    observed: list[float], expected: list[str]
+) -> None:
+    inventory = _inventory(IDLE_TRIGGER, "keda.yaml")
+    (scaled_object,) = inventory.scaled_objects
+    (trigger,) = scaled_object.prometheus_triggers
+    snapshot = LiveSnapshot("http://prometheus:9090")
+    evidence = TriggerEvidence(trigger, snapshot.url, trigger.timeout)
+    evidence.reading = read_answer(_vector(str(observed[-1])))
+    evidence.observed = observed
+    snapshot.triggers[trigger] = evidence
+    inventory.live = snapshot
+    found = [f for f in run(inventory, Selection(["GL812"])) if f.rule == "GL812"]
+    assert [f.rule for f in found] == expected, [f.message for f in found]
+    if found:
+        assert "activationThreshold 95 is at or above every value" in found[0].message
+
+
+def test_an_empty_answer_says_where_the_workload_stays_when_its_minimum_is_templated() -> None:
+    text = IDLE_TRIGGER.replace(
+        "  scaleTargetRef: {name: llm}\n",
+        '  scaleTargetRef: {name: llm}\n  minReplicaCount: "{{ .Values.min }}"\n',
+    )
+    inventory = _inventory(text, "keda.yaml")
+    (scaled_object,) = inventory.scaled_objects
+    (trigger,) = scaled_object.prometheus_triggers
+    snapshot = LiveSnapshot("http://prometheus:9090")
+    evidence = TriggerEvidence(trigger, snapshot.url, trigger.timeout)
+    evidence.reading = read_answer({"resultType": "vector", "result": []})
+    snapshot.triggers[trigger] = evidence
+    inventory.live = snapshot
+    (found,) = [f for f in run(inventory, Selection(["GL811"])) if f.rule == "GL811"]
+    assert "so Deployment llm stays at its minReplicaCount, whatever its load" in found.message
+
+
+def test_a_suggested_query_stays_valid_yaml_whatever_its_quotes() -> None:
+    query = """max by (pod) (DCGM_FI_DEV_GPU_UTIL{exported_pod=~'llm-\\\\d+',namespace="ml"})"""
+    text = IDLE_TRIGGER.replace(
+        'query: avg(DCGM_FI_DEV_GPU_UTIL{exported_namespace="ml"})', f"query: >-\n        {query}"
+    )
+    inventory = _inventory(text, "keda.yaml")
+    (scaled_object,) = inventory.scaled_objects
+    (trigger,) = scaled_object.prometheus_triggers
+    assert trigger.query == query
+    snapshot = LiveSnapshot("http://prometheus:9090")
+    evidence = TriggerEvidence(trigger, snapshot.url, trigger.timeout)
+    evidence.reading = read_answer(_vector("40", "60"))
+    snapshot.triggers[trigger] = evidence
+    inventory.live = snapshot
+    (found,) = [f for f in run(inventory, Selection(["GL810"])) if f.rule == "GL810"]
+    suggested = found.fix.split("   #")[0]
+    assert yaml.safe_load(suggested) == {"query": f"avg({query})"}
