@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 
 from gpulint.gpumetrics import Scale
-from gpulint.quantity import format_number
 
 
 class Verdict(enum.Enum):
