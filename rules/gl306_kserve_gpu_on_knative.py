@@ -68,7 +68,7 @@ from gpulint.knative import CLASS_ANNOTATION, HPA_CLASS, METRIC_ANNOTATION, TARG
 from gpulint.kserve import CLASS_ANNOTATION as KSERVE_CLASS_ANNOTATION
 from gpulint.kserve import KNATIVE, MODE_ANNOTATION, InferenceService
 from gpulint.model import Finding, Severity
-from gpulint.rule import Context, related
+from gpulint.rule import Context, claim_links, related
 
 ID = "GL306"
 NAME = "kserve-gpu-on-knative"
@@ -124,6 +124,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
                 "for a GPU pod to start and load its model"
             )
         links = [related(configmap, ("data", "deploy"), "cluster default")] if configmap else []
+        links += claim_links(gpus)
         yield ctx.finding(
             isvc.manifest,
             ("metadata", "annotations", MODE_ANNOTATION),
