@@ -29,6 +29,8 @@ What the API says (kubernetes/api at 10b39a3, ``resource/v1*/types.go`` and
   ``{name, source: {resourceClaimName | resourceClaimTemplateName}}``). Containers use them
   in ``resources.claims[]``: ``{name}``, optionally with the ``request`` of the claim they
   use.
+* A claim the control plane made from a template for one pod carries the annotation
+  ``resource.kubernetes.io/pod-claim-name`` (``PodResourceClaimAnnotation``).
 
 NVIDIA/k8s-dra-driver-gpu (deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-*)
 installs the classes ``gpu.nvidia.com`` (``type == 'gpu'``), ``mig.nvidia.com``
@@ -59,6 +61,8 @@ MAX_DEVICES = 32  # AllocationResultsMaxSize: devices one claim can be allocated
 # Entries read of a pod's resourceClaims and of a container's resources.claims: the API sets
 # no maximum, but a pod that names more claims than this is not one gpulint can judge.
 MAX_POD_CLAIMS = 64
+
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 
 
 class Alternative(NamedTuple):
@@ -198,3 +202,12 @@ def _claim_source(entry: dict[str, Any]) -> tuple[str, str]:
         if isinstance(value, str) and value:
             return kind, "" if looks_templated(value) else value
     return "", ""
+
+
+def made_for_one_pod(obj: Any) -> bool:
+    """A ResourceClaim the control plane made from a template for one pod: pods name the
+    template, never it, so no rule reads it (and a cluster holds one per pod)."""
+    if not isinstance(obj, dict) or obj.get("kind") != CLAIM:
+        return False
+    metadata = as_dict(obj.get("metadata"))
+    return POD_CLAIM_ANNOTATION in as_dict(metadata.get("annotations"))

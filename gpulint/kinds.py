@@ -207,13 +207,17 @@ KINDS: tuple[KindSpec, ...] = (
     _workload("DeploymentConfig", "apps.openshift.io", "deploymentconfigs"),
     _workload("CloneSet", "apps.kruise.io", "clonesets", ("v1alpha1",)),
     # What pods claim devices through (Dynamic Resource Allocation, gpulint.dra): a claim for
-    # a GPU device class makes its pods' owner a GPU workload.
+    # a GPU device class makes its pods' owner a GPU workload. A new template can change that
+    # for a Deployment already there, so templates are evaluated; ResourceClaims are only
+    # read (the control plane makes one per pod from a template; gpulint reads none of those).
     KindSpec(
         "ResourceClaimTemplate",
         "resource.k8s.io",
         ("v1", "v1beta2", "v1beta1"),
         "resourceclaimtemplates",
         DEVICE_CLAIM,
+        evaluated=True,
+        watched=True,
     ),
     KindSpec(
         "ResourceClaim",
@@ -221,6 +225,7 @@ KINDS: tuple[KindSpec, ...] = (
         ("v1", "v1beta2", "v1beta1"),
         "resourceclaims",
         DEVICE_CLAIM,
+        watched=True,
     ),
     # Configuration: ConfigMaps hold the prometheus-adapter config and KServe's
     # inferenceservice-config; PrometheusRules create series (record:).

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from gpulint.cluster.kinds import RESOURCES
+from gpulint.cluster.reading import cluster_file, cluster_manifest
 from gpulint.config import ConfigError, Settings, settings_from_data
 from gpulint.document import Manifest
 from gpulint.dra import Alternative, DeviceRequest, PodClaim, device_requests, pod_claims
@@ -389,7 +391,7 @@ def test_who_names_a_claim_is_indexed_as_objects_come_and_go() -> None:
     assert len(inventory.device_claim_users(template)) == 2
 
 
-# --- through the rules -----------------------------
+# --- through the rules, the cluster reader and the watched kinds -----------------------------
 
 
 def test_gl101_names_the_template_its_gpu_comes_through() -> None:
@@ -429,3 +431,21 @@ def test_gl101_names_the_template_its_gpu_comes_through() -> None:
         ("Deployment", "llm", 10),
         ("ResourceClaimTemplate", "gpus", 8),
     ]
+
+
+def test_claims_made_for_one_pod_are_not_kept_from_a_cluster() -> None:
+    (stream,) = [k for k in RESOURCES if k.kind == "ResourceClaim"]
+    made = {
+        "metadata": {
+            "name": "llm-7d9f-gpus-x2k4p",
+            "namespace": "ml",
+            "annotations": {"resource.kubernetes.io/pod-claim-name": "gpus"},
+        },
+        "spec": {"devices": {"requests": []}},
+    }
+    assert cluster_manifest(copy.deepcopy(made), stream, "v1") is None
+    shared = copy.deepcopy(made)
+    shared["metadata"] = {"name": "shared", "namespace": "ml"}
+    manifest = cluster_manifest(shared, stream, "v1")
+    assert manifest is not None and manifest.api_version == "resource.k8s.io/v1"
+    assert manifest.file == cluster_file(shared)
