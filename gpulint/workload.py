@@ -76,7 +76,6 @@ class GpuNames:
         claims: ClaimSource | None = None,
     ) -> None:
         self.exact, self.prefix_tuple = _names(GPU_RESOURCE_NAMES, GPU_RESOURCE_PREFIXES, extra)
-        self.prefixes = list(self.prefix_tuple)
         self.classes, self.class_prefixes = _names(GPU_DEVICE_CLASSES, (), device_classes)
         self.claims = claims
 
