@@ -8,6 +8,7 @@ Example::
         min-scale-down-stabilization-seconds: 600
       GL110: off
     gpu-resources: ["example.com/gpu", "vendor.example/*"]
+    gpu-device-classes: ["gpu.example.com"]
     metric-aliases:
       gpu_busy_percent: DCGM_FI_DEV_GPU_UTIL
     kserve:
@@ -72,6 +73,7 @@ class Settings:
 
     __slots__ = (
         "exclude",
+        "gpu_device_classes",
         "gpu_resources",
         "kserve_default_mode",
         "kserve_version",
@@ -90,9 +92,14 @@ class Settings:
         exclude: list[str] | None = None,
         source: str | None = None,
         units: list[str] | None = None,
+        gpu_device_classes: list[str] | None = None,
     ) -> None:
         self.rules: dict[str, RuleSettings] = {} if rules is None else rules
         self.gpu_resources: list[str] = [] if gpu_resources is None else gpu_resources
+        # DRA device classes of GPUs, besides gpu.nvidia.com and mig.nvidia.com.
+        self.gpu_device_classes: list[str] = (
+            [] if gpu_device_classes is None else gpu_device_classes
+        )
         self.metric_aliases: dict[str, str] = {} if metric_aliases is None else metric_aliases
         self.kserve_default_mode = kserve_default_mode
         # The KServe release of the clusters (major, minor): decides how modes are spelled.
@@ -154,6 +161,7 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "properties": {
             "rules": {"type": "object", "properties": rule_entries, "additionalProperties": False},
             "gpu-resources": {"type": "array", "items": {"type": "string", "minLength": 1}},
+            "gpu-device-classes": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "metric-aliases": {
                 "type": "object",
                 "additionalProperties": {"type": "string", "minLength": 1},
@@ -267,6 +275,7 @@ def settings_from_data(
             severity = Severity.parse(entry["severity"]) if "severity" in entry else None
             settings.rules[rule_id] = RuleSettings(entry.get("enabled", True), severity, options)
     settings.gpu_resources = list(data.get("gpu-resources") or [])
+    settings.gpu_device_classes = list(data.get("gpu-device-classes") or [])
     settings.metric_aliases = dict(data.get("metric-aliases") or {})
     version = (data.get("kserve") or {}).get("version")
     if isinstance(version, str):

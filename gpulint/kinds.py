@@ -35,6 +35,7 @@ WORKLOAD, AUTOSCALER, GENERATOR, CONFIG, MONITORING = (
     "config",
     "monitoring",
 )
+DEVICE_CLAIM = "device-claim"  # what pods claim devices through (DRA, gpulint.dra)
 
 
 class ViewContext(NamedTuple):
@@ -49,7 +50,7 @@ class KindSpec(NamedTuple):
     group: str  # "" for the core group
     versions: tuple[str, ...]  # served versions gpulint reads, preferred first
     plural: str
-    role: str  # workload | autoscaler | generator | config | monitoring
+    role: str  # workload | autoscaler | generator | config | monitoring | device-claim
     # The rule scope whose items are this kind's view, and how to build the view.
     scope: str | None = None
     view: Callable[[Manifest, ViewContext], Any] | None = None
@@ -206,6 +207,27 @@ KINDS: tuple[KindSpec, ...] = (
     ),
     _workload("DeploymentConfig", "apps.openshift.io", "deploymentconfigs"),
     _workload("CloneSet", "apps.kruise.io", "clonesets", ("v1alpha1",)),
+    # What pods claim devices through (Dynamic Resource Allocation, gpulint.dra): a claim for
+    # a GPU device class makes its pods' owner a GPU workload. A new template can change that
+    # for a Deployment already there, so templates are evaluated; ResourceClaims are only
+    # read (the control plane makes one per pod from a template; gpulint reads none of those).
+    KindSpec(
+        "ResourceClaimTemplate",
+        "resource.k8s.io",
+        ("v1", "v1beta2", "v1beta1"),
+        "resourceclaimtemplates",
+        DEVICE_CLAIM,
+        evaluated=True,
+        watched=True,
+    ),
+    KindSpec(
+        "ResourceClaim",
+        "resource.k8s.io",
+        ("v1", "v1beta2", "v1beta1"),
+        "resourceclaims",
+        DEVICE_CLAIM,
+        watched=True,
+    ),
     # Configuration: ConfigMaps hold the prometheus-adapter config and KServe's
     # inferenceservice-config; PrometheusRules create series (record:).
     KindSpec("ConfigMap", "", ("v1",), "configmaps", CONFIG),

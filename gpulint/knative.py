@@ -119,7 +119,7 @@ class KnativeService(ManifestView):
         self.manifest = manifest
         self.template_path: Path = ("spec", "template")
         self.template: PodTemplate | None = pod_template_at(
-            manifest.data, self.template_path, "revision template"
+            manifest.data, self.template_path, "revision template", manifest
         )
         template_meta = as_dict(
             as_dict(as_dict(manifest.data.get("spec")).get("template")).get("metadata")

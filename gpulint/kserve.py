@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpulint import knative
 from gpulint.document import Manifest, ManifestView, Path, as_dict
+from gpulint.dra import pod_claims
 from gpulint.knative import AutoscalingSetting, RevisionAutoscaling, annotation_text
 
 if TYPE_CHECKING:
@@ -169,10 +170,15 @@ class InferenceService(ManifestView):
                 item = data.get(key)
                 if isinstance(item, dict):
                     containers.append(Container(key, (*path, key), item))
+            # A component is a pod spec (its containers, resourceClaims ...), and so is the
+            # multi-node predictor's workerSpec.
+            claims = pod_claims(data, path, containers)
             worker = data.get("workerSpec")
             if isinstance(worker, dict):
-                containers.extend(containers_of(worker, (*path, "workerSpec")))
-            template = PodTemplate(path, {}, containers, f"{name} component")
+                workers = containers_of(worker, (*path, "workerSpec"))
+                containers.extend(workers)
+                claims.extend(pod_claims(worker, (*path, "workerSpec"), workers))
+            template = PodTemplate(path, {}, containers, f"{name} component", claims, self.manifest)
             found.append(Component(name, path, data, template))
         return found
 

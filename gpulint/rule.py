@@ -14,7 +14,7 @@ A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
@@ -22,6 +22,7 @@ from gpulint.document import Document, Manifest, Path
 from gpulint.edits import FixPlan
 from gpulint.kinds import VIEW_SCOPES
 from gpulint.model import Finding, Location, ObjectRef, Related, Severity
+from gpulint.workload import ClaimedGpu, GpuRequest
 
 # What a rule iterates over; the engine hands it one item at a time. The views of kinds
 # (gpulint.kinds: "hpa" HPA, "scaledobject" ScaledObject, "isvc" InferenceService, "knative"
@@ -208,3 +209,16 @@ class Context:
 
 def related(document: Document, path: Sequence[str | int] = (), role: str = "") -> Related:
     return Related(describe_document(document), document.location(tuple(path)), role)
+
+
+def claim_links(gpus: Iterable[GpuRequest]) -> list[Related]:
+    """The DRA ResourceClaims and ResourceClaimTemplates GPUs are claimed through, as related
+    objects at their requests: a finding about a GPU workload names what made it one (and an
+    admitted template is judged by the findings that name it)."""
+    found: dict[tuple[int, Path], Related] = {}
+    for gpu in gpus:
+        if isinstance(gpu, ClaimedGpu) and gpu.source is not None:
+            key = (id(gpu.source), gpu.source_path)
+            if key not in found:
+                found[key] = related(gpu.source, gpu.source_path, "DRA claim")
+    return list(found.values())

@@ -10,6 +10,16 @@ is the same pitfall: KEDA's HPA scales on those alone. The target is followed th
 (``<isvc>-predictor``) and Knative revision Deployments. An autoscaler whose range cannot scale
 out (``minReplicas`` equal to ``maxReplicas``, or at most one replica) is left to GL110.
 
+Pods that get their GPUs through Dynamic Resource Allocation (``resource.k8s.io`` v1, v1beta2
+or v1beta1) name a ResourceClaimTemplate or ResourceClaim in ``spec.resourceClaims``; it
+counts when it is in the input, in the pod's namespace, and one of its requests (``exactly``
+or a ``firstAvailable`` choice) names a GPU device class: ``gpu.nvidia.com`` or
+``mig.nvidia.com`` (NVIDIA's DRA driver), or one listed under ``gpu-device-classes`` in
+``.gpulint.yaml``. A claim whose object is not in the input (or that does not write its
+device class out) still counts when a container uses it (``resources.claims``), and the
+message says that its device class could not be told. The finding names the claim's object
+as a related location.
+
 ## Why is this bad?
 GPU inference is bound by the GPU: the CPU can idle while the GPU is saturated and requests
 queue, so a CPU HPA never scales out when it should. Worse, model loading bursts the CPU at
@@ -43,6 +53,7 @@ Keep the CPU metric next to the GPU one if you like: the HPA takes the largest p
 ## References
 - Kubernetes autoscaling/v2 defaults.go: no metrics means CPU 80% utilization.
 - Kubernetes HPA docs, "Scaling on multiple metrics".
+- Kubernetes docs, "Dynamic Resource Allocation"; kubernetes/api resource/v1/types.go.
 """
 
 from __future__ import annotations
@@ -53,7 +64,7 @@ from gpulint.hpa import HPA
 from gpulint.inventory import Inventory, is_generated_autoscaler
 from gpulint.keda import ScaledObject
 from gpulint.model import Finding, Severity
-from gpulint.rule import Context, related
+from gpulint.rule import Context, claim_links, related
 
 ID = "GL101"
 NAME = "hpa-cpu-on-gpu-workload"
@@ -91,6 +102,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
     resources = ", ".join(sorted({g.resource for g in gpus}))
     owner = target.owner or target.manifest
     links = [related(owner, ())] if owner is not None else []
+    links += claim_links(gpus)
     if hpa.defaults_to_cpu:
         path: tuple[str | int, ...] = ("spec",)
         what = "has no metrics, so the API server defaults it to CPU 80% utilization"
@@ -146,5 +158,5 @@ def _check_scaled_object(
         f"({resources}), on {names} triggers only: KEDA's HPA follows CPU or memory load, "
         "which does not follow GPU load, so it will not scale when the GPU saturates",
         fix,
-        related=[related(owner, ())] if owner is not None else [],
+        related=([related(owner, ())] if owner is not None else []) + claim_links(gpus),
     )

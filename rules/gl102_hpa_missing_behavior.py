@@ -75,7 +75,7 @@ from gpulint.inventory import Inventory, is_generated_autoscaler
 from gpulint.keda import ScaledObject
 from gpulint.model import Finding, Related, Severity
 from gpulint.quantity import is_unknown
-from gpulint.rule import Context, related
+from gpulint.rule import Context, claim_links, related
 
 ID = "GL102"
 NAME = "hpa-missing-behavior"
@@ -129,6 +129,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
     resources = ", ".join(sorted({g.resource for g in gpus}))
     owner = target.owner or target.manifest
     links: list[Related] = [related(owner)] if owner is not None else []
+    links += claim_links(gpus)
     if isinstance(view, ScaledObject):
         yield from _check_scaled_object(view, target.describe(), resources, links, ctx)
         return

@@ -68,7 +68,7 @@ from gpulint.knative import (
     annotation_text,
 )
 from gpulint.model import Finding, Severity
-from gpulint.rule import Context
+from gpulint.rule import Context, claim_links
 
 ID = "GL204"
 NAME = "knative-gpu-on-kpa"
@@ -127,4 +127,5 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
         "GPU pods "
         f"when requests per pod pass the target, never on GPU load{idle}",
         FIX,
+        related=claim_links(gpus),
     )

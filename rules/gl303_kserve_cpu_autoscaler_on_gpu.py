@@ -84,7 +84,7 @@ from gpulint.kserve import (
     generated_hpa_metrics,
 )
 from gpulint.model import Finding, Severity
-from gpulint.rule import Context
+from gpulint.rule import Context, claim_links
 
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 
@@ -121,6 +121,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             f"{' and '.join(m.description for m in metrics)}: CPU and memory do not follow GPU "
             f"load, so it will not scale out when the GPU saturates{_legacy_note(isvc)}",
             _fix(isvc, component, hpa_name, inventory),
+            related=claim_links(gpus),
         )
 
 

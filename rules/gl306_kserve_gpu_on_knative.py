@@ -75,7 +75,7 @@ from gpulint.kserve import (
     mode_spelling,
 )
 from gpulint.model import Finding, Severity
-from gpulint.rule import Context, related
+from gpulint.rule import Context, claim_links, related
 
 ID = "GL306"
 NAME = "kserve-gpu-on-knative"
@@ -138,6 +138,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
                 "for a GPU pod to start and load its model"
             )
         links = [related(configmap, ("data", "deploy"), "cluster default")] if configmap else []
+        links += claim_links(gpus)
         yield ctx.finding(
             isvc.manifest,
             ("metadata", "annotations", MODE_ANNOTATION),

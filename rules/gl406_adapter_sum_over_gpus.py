@@ -7,7 +7,9 @@ An HPA ``Pods`` metric served by a prometheus-adapter rule whose ``metricsQuery`
 sum too), when the pods of the HPA's target hold more than one GPU and the HPA's
 ``averageValue`` is still on the scale of one GPU (at most 100, or 1 for a ratio). The GPU
 count per pod comes from the target's pod template (Deployment, StatefulSet, KServe
-component ...).
+component ...), DRA claims included: a request for a GPU device class with
+``allocationMode: ExactCount`` counts its ``count`` (1 by default); ``All`` leaves the count
+unknown, and the rule silent.
 
 ## Why is this bad?
 dcgm-exporter writes one series per GPU, labelled with the pod that holds it. Summed per pod,

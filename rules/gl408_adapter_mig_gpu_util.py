@@ -1,7 +1,8 @@
 """An HPA scales MIG pods on DCGM_FI_DEV_GPU_UTIL, which MIG instances do not report.
 
 ## What it checks
-An HPA whose target's pods ask for MIG slices (``nvidia.com/mig-1g.10gb`` ...) and whose
+An HPA whose target's pods ask for MIG slices (``nvidia.com/mig-1g.10gb`` ..., or a DRA
+claim for the ``mig.nvidia.com`` device class) and whose
 metric reads ``DCGM_FI_DEV_GPU_UTIL`` (or the other NVML utilization fields
 ``DCGM_FI_DEV_MEM_COPY_UTIL``, ``DCGM_FI_DEV_ENC_UTIL``, ``DCGM_FI_DEV_DEC_UTIL``): through
 the prometheus-adapter rule that serves the metric, or directly by its name when the name is

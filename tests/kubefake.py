@@ -90,6 +90,8 @@ BUILTIN = (
     Resource("apps", "v1", "Deployment", "deployments"),
     Resource("apps", "v1", "StatefulSet", "statefulsets"),
     Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
+    Resource("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
+    Resource("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
 )
 CRDS = {
     "keda": (Resource("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects", False),),

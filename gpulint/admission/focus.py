@@ -4,9 +4,11 @@ An admission request brings one object; the cluster inventory around it may hold
 ``related_items`` picks, for every scope the engine runs, only the items that can produce a
 finding about that object: its own views, the autoscalers that claim the same workload (a
 Deployment that gains GPUs under a CPU-only HPA is caught from the Deployment's side), the
-InferenceService components and Knative revisions it generates and the HPAs on them, and for
-a prometheus-adapter ConfigMap its rules and the HPAs whose metrics go through them. The cost
-follows the number of related objects, not the size of the cluster.
+InferenceService components and Knative revisions it generates and the HPAs on them, for
+a prometheus-adapter ConfigMap its rules and the HPAs whose metrics go through them, and for
+a DRA ResourceClaimTemplate or ResourceClaim what the objects whose pods name it relate to
+(a template for a GPU device class makes a CPU-only HPA on them wrong). The cost follows the
+number of related objects, not the size of the cluster.
 
 ``Focus.concerns`` then keeps the findings about the object itself or naming it as a related
 object: a problem of a neighbour that the object has no part in is not its author's to fix.
@@ -19,6 +21,7 @@ from typing import Any
 from gpulint.adapter import AdapterConfig, AdapterRule, requested_metric_name
 from gpulint.classify import classify_manifest
 from gpulint.document import Manifest, as_dict
+from gpulint.dra import is_device_claim
 from gpulint.engine import PodOwner, pod_owner
 from gpulint.hpa import HPA
 from gpulint.inventory import Inventory, Key, TargetGroup, key_of
@@ -189,6 +192,10 @@ def related_items(
     subject = manifest if manifest is not None else previous
     if subject is not None and subject.kind == "ConfigMap":
         _collect_configmap(collector, inventory, manifest, previous)
+    elif subject is not None and is_device_claim(subject):
+        # Findings name the claim they come through (rule.claim_links): those are kept.
+        for user in inventory.device_claim_users(subject):
+            _collect(collector, inventory, user, member=True)
     elif manifest is not None:
         _collect(collector, inventory, manifest, member=True)
     elif previous is not None:

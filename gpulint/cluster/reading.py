@@ -12,6 +12,7 @@ from typing import Any
 from gpulint.cluster.api import ApiError, KubeApi
 from gpulint.cluster.kinds import WatchedKind
 from gpulint.document import Manifest
+from gpulint.dra import made_for_one_pod
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PAGE_SIZE = 500
@@ -113,7 +114,9 @@ def list_objects(
 
 
 def cluster_manifest(obj: Any, kind: WatchedKind, version: str) -> Manifest | None:
-    """An API object as the inventory holds it; None for something that is not an object.
+    """An API object as the inventory holds it; None for something that is not an object,
+    or that no rule reads and a cluster holds by the thousand (a ResourceClaim made for one
+    pod from a template: pods name the template).
 
     Items of a list of built-in kinds carry no apiVersion and kind: they are set from the
     list. The file is ``cluster://<namespace>/<kind>/<name>``: findings point there, at line
@@ -128,6 +131,8 @@ def cluster_manifest(obj: Any, kind: WatchedKind, version: str) -> Manifest | No
         obj["apiVersion"] = kind.api_version(version)
     if not isinstance(obj.get("kind"), str):
         obj["kind"] = kind.kind
+    if made_for_one_pod(obj):
+        return None
     metadata.pop("managedFields", None)
     annotations = metadata.get("annotations")
     if isinstance(annotations, dict):

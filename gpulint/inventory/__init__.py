@@ -8,7 +8,8 @@ ask for GPUs?" or "which autoscalers claim this Deployment?". Its parts, one job
 * ``store``: the objects, by kind/namespace/name and by rule scope;
 * ``targets``: what a scaleTargetRef points at (through KServe and Knative);
 * ``claims``: which autoscalers claim each workload;
-* ``exposure``: which prometheus-adapter rules serve each metric name, and who reads it.
+* ``exposure``: which prometheus-adapter rules serve each metric name, and who reads it;
+* ``devices``: the DRA ResourceClaims and ResourceClaimTemplates pods name, and who names each.
 
 Every question is answered from an index, so a run costs what its objects relate to, not the
 product of their numbers; and objects can come and go (a cluster cache, an admission
@@ -26,6 +27,7 @@ from gpulint.config import Settings
 from gpulint.document import Document, Manifest, Path, as_dict
 from gpulint.hpa import HPA, TargetRef
 from gpulint.inventory.claims import Autoscaler, Claims, TargetGroup, is_generated_autoscaler
+from gpulint.inventory.devices import DeviceClaims
 from gpulint.inventory.exposure import Consumer, Exposure
 from gpulint.inventory.nearest import nearest
 from gpulint.inventory.store import Key, ObjectStore, key_of
@@ -58,8 +60,11 @@ __all__ = [
 class Inventory:
     def __init__(self, settings: Settings | None = None, *, by_directory: bool = True) -> None:
         self.settings = settings or Settings()
-        self.gpu_names = GpuNames(self.settings.gpu_resources)
         self.store = ObjectStore()
+        self.device_claims = DeviceClaims(self.store)
+        self.gpu_names = GpuNames(
+            self.settings.gpu_resources, self.settings.gpu_device_classes, self.device_claims
+        )
         self.resolver = TargetResolver(self.store)
         self.claims = Claims(self.store, self.resolver)
         self.exposure = Exposure(lambda: self.hpas, by_directory)
@@ -156,6 +161,7 @@ class Inventory:
             (spec is not None and spec.role == WORKLOAD) or bool(pod_templates(manifest))
         )
         self.store.add(manifest, view, scope, workload)
+        self.device_claims.added(manifest, view)
         if classified.adapter_configs:
             self.exposure.add_configs(classified.adapter_configs)
         if classified.scrapes:
@@ -205,6 +211,7 @@ class Inventory:
         present, view = self.store.remove(manifest)
         if not present:
             return False
+        self.device_claims.removed(manifest)
         self.claims.changed()
         if view is not None:
             self._unindex_view(view)
@@ -253,6 +260,10 @@ class Inventory:
 
     def of_kind(self, kind: str) -> list[Manifest]:
         return self.store.of_kind(kind)
+
+    def device_claim_users(self, claim: Manifest) -> list[Manifest]:
+        """The objects whose pods name a ResourceClaim or ResourceClaimTemplate."""
+        return self.device_claims.users_of(claim)
 
     def view_of(
         self, manifest: Manifest

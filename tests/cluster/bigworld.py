@@ -7,18 +7,34 @@ from typing import Any
 GPU = {"limits": {"nvidia.com/gpu": 1}}
 
 
-def _deployment(namespace: str, name: str, gpu: bool) -> dict[str, Any]:
-    resources = GPU if gpu else {"requests": {"cpu": "250m"}}
+def _deployment(namespace: str, name: str, gpu: bool, claim: str | None = None) -> dict[str, Any]:
+    resources: dict[str, Any] = GPU if gpu and claim is None else {"requests": {"cpu": "250m"}}
+    pod: dict[str, Any] = {"containers": [{"name": "app", "image": name, "resources": resources}]}
+    if claim is not None:  # the GPU through DRA
+        pod["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": claim}]
+        resources["claims"] = [{"name": "gpu"}]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
         "spec": {
             "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": name, "resources": resources}]},
-            },
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod},
+        },
+    }
+
+
+def _claim_template(namespace: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
+                }
+            }
         },
     }
 
@@ -60,8 +76,9 @@ def _hpa(namespace: str, name: str, target: str, gpu_metric: bool) -> dict[str, 
 
 def big_world(objects: int) -> list[dict[str, Any]]:
     """About ``objects`` objects in namespaces of 50: Deployments with their HPAs (GPU and
-    CPU), ScaledObjects, StatefulSets, InferenceServices, Knative Services, and one adapter
-    ConfigMap. Clean: gpulint finds nothing to report in it."""
+    CPU; some GPUs claimed through a ResourceClaimTemplate), ScaledObjects, StatefulSets,
+    InferenceServices, Knative Services, and one adapter ConfigMap. Clean: gpulint finds
+    nothing to report in it."""
     found: list[dict[str, Any]] = [
         {
             "apiVersion": "v1",
@@ -93,7 +110,10 @@ def big_world(objects: int) -> list[dict[str, Any]]:
         shape = index % 10
         if shape < 6:  # a GPU or CPU Deployment with its HPA
             gpu = shape < 3
-            found.append(_deployment(namespace, name, gpu))
+            claim = f"{name}-gpu" if shape == 2 else None
+            if claim is not None:
+                found.append(_claim_template(namespace, claim))
+            found.append(_deployment(namespace, name, gpu, claim))
             found.append(_hpa(namespace, name, name, gpu))
         elif shape == 6:  # a Deployment scaled by KEDA
             found.append(_deployment(namespace, name, False))

@@ -62,12 +62,16 @@ def _admitted(world: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], st
     configmap["data"]["config.yaml"] = configmap["data"]["config.yaml"].replace(
         "as: gpu_utilization", "as: gpu_util"
     )
+    template = next(copy.deepcopy(o) for o in world if o["kind"] == "ResourceClaimTemplate")
+    requests = template["spec"]["spec"]["devices"]["requests"]
+    requests[0]["exactly"]["deviceClassName"] = "sriov.example.com"  # no GPU after all
     return [
         ("hpa update", hpa, "UPDATE"),
         ("deployment gains gpus", deployment, "UPDATE"),
         ("second hpa", second, "CREATE"),
         ("scaledobject update", scaled, "UPDATE"),
         ("adapter rename", configmap, "UPDATE"),
+        ("claim template update", template, "UPDATE"),
     ]
 
 
@@ -104,6 +108,7 @@ def test_evaluate_hands_the_rules_the_same_items_in_a_small_and_a_large_cluster(
         "second hpa": ["GL103"],
         "scaledobject update": [],
         "adapter rename": ["GL401", "GL401", "GL401"],
+        "claim template update": [],
     }
 
 

@@ -27,7 +27,14 @@ def test_watched_kinds_and_their_paths() -> None:
         "inferenceservices.serving.kserve.io",
         "services.serving.knative.dev",
         "configurations.serving.knative.dev",
+        "resourceclaimtemplates.resource.k8s.io",
+        "resourceclaims.resource.k8s.io",
     }
+    templates = kinds["resourceclaimtemplates.resource.k8s.io"]
+    assert templates.versions == ("v1", "v1beta2", "v1beta1")
+    assert templates.collection_path("v1beta1", None) == (
+        "/apis/resource.k8s.io/v1beta1/resourceclaimtemplates"
+    )
     hpa = kinds["horizontalpodautoscalers.autoscaling"]
     assert hpa.versions == ("v2", "v2beta2")
     assert hpa.collection_path("v2", "ml") == (

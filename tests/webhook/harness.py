@@ -42,6 +42,8 @@ RESOURCES = {
     "Configuration": "configurations",
     "ConfigMap": "configmaps",
     "Pod": "pods",
+    "ResourceClaimTemplate": "resourceclaimtemplates",
+    "ResourceClaim": "resourceclaims",
     "Secret": "secrets",
 }
 

@@ -296,6 +296,64 @@ def test_forbidden_and_absent_kinds_do_not_hold_readiness_back(
         kube.stop()
 
 
+def test_a_resourceclaimtemplate_that_gives_gpus_to_a_cpu_scaled_deployment_is_refused(
+    certificates: Certificates, tmp_path: Path
+) -> None:
+    """The Deployment names a template that is not there yet; the template that comes makes
+    it a GPU workload under a CPU HPA. ResourceClaims are not evaluated."""
+    deployment = objects.deployment("dra-server", "llm", gpus=None)
+    pod = deployment["spec"]["template"]["spec"]
+    pod["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}]
+    pod["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
+    cluster = FakeCluster()
+    for obj in (deployment, objects.cpu_hpa("dra-server", "llm", "dra-server")):
+        cluster.apply(copy.deepcopy(obj))
+    kube = KubeFake(cluster).start()
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    hook = Webhook(certificates, tmp_path / "serve.log", [f"--kubeconfig={kubeconfig}"])
+    template: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "two-gpus", "namespace": "llm"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpus",
+                            "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2},
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    try:
+        caches = hook.wait_ready()["caches"]
+        assert caches["resourceclaimtemplates.resource.k8s.io"] == "synced"
+        response = hook.review(admission_review(template))
+        assert response["allowed"] is False
+        message = response["status"]["message"]
+        assert "\nGL101 hpa-cpu-on-gpu-workload: HPA dra-server scales only on cpu" in message
+        assert "(DRA device class gpu.nvidia.com of ResourceClaimTemplate two-gpus)" in message
+        nic = copy.deepcopy(template)
+        requests = nic["spec"]["spec"]["devices"]["requests"]
+        requests[0]["exactly"]["deviceClassName"] = "sriov.example.com"
+        assert hook.review(admission_review(nic))["allowed"] is True
+        claim = {**template, "kind": "ResourceClaim", "spec": template["spec"]["spec"]}
+        review = admission_review(claim)
+        assert hook.review(review) == {"uid": review["request"]["uid"], "allowed": True}
+        (decision,) = [
+            r
+            for r in hook.log_records()
+            if r.get("event") == "decision" and r.get("uid") == review["request"]["uid"]
+        ]
+        assert (decision["verdict"], decision["reason"]) == ("skipped", "kind")
+    finally:
+        hook.stop()
+        kube.stop()
+
+
 def test_decisions_are_logged_once_each(served: Webhook) -> None:
     review = admission_review(objects.cpu_hpa("llm-server", "llm", "llm-server"), uid="one")
     served.review(review)
