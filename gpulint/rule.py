@@ -30,6 +30,9 @@ SCOPES = (
     "adapter-rule",  # gpulint.adapter.AdapterRule
     "adapter-config",  # gpulint.adapter.AdapterConfig
     "target-group",  # gpulint.inventory.TargetGroup
+    "monitor",  # gpulint.monitors.Monitor: dcgm-exporter's ServiceMonitors and PodMonitors
+    "exporter",  # gpulint.exporter.Exporter: dcgm-exporter DaemonSets
+    "prometheus-url",  # gpulint.promurl.PrometheusUrl: where the adapter (or KEDA) queries
     "inventory",  # the Inventory itself (load problems, duplicate keys)
 )
 
