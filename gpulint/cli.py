@@ -315,7 +315,13 @@ class _Live:
         """Collect what the live rules read, for one unit's inventory."""
         from gpulint.live.collector import collect
 
-        if not inventory.adapter_configs and not inventory.hpas:
+        pipeline = inventory.pipeline
+        if (
+            not inventory.adapter_configs
+            and not inventory.hpas
+            and not pipeline.all_monitors()
+            and not pipeline.all_exporters()
+        ):
             return
         inventory.live = collect(inventory, self.options)
         self.notes.extend(n for n in inventory.live.notes if n not in self.notes)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from gpulint.adapter import AdapterRule
 from gpulint.chartvalues import GPU_OPERATOR
 from gpulint.document import Document, Path, yaml_text
 from gpulint.exporter import (
@@ -23,6 +24,8 @@ from gpulint.exporter import (
     Taint,
     ignored_placement,
 )
+from gpulint.gpumetrics import Exporter as MetricSource
+from gpulint.gpumetrics import is_dcgm_field, lookup
 from gpulint.model import Related
 from gpulint.monitors import POD_MONITOR, Monitor, MonitorEndpoint
 from gpulint.prometheus import (
@@ -39,6 +42,16 @@ from gpulint.services import ServiceView
 
 if TYPE_CHECKING:
     from gpulint.inventory import Inventory
+
+
+def dcgm_series_read(rule: AdapterRule) -> list[str]:
+    """The dcgm-exporter series an adapter rule's seriesQuery names."""
+    found = []
+    for name in rule.series_names() or []:
+        known = lookup(name)
+        if is_dcgm_field(name) or (known is not None and known.exporter is MetricSource.DCGM):
+            found.append(name)
+    return found
 
 
 class Problem(NamedTuple):

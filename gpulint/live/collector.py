@@ -12,7 +12,9 @@ The plan, for the adapter rules and HPAs in the inventory:
    taken from those series, run as an instant query;
 4. for each HPA metric that an adapter rule serves: where the HPA target's pods appear in any
    series, the rendered query for that namespace and those pods, and the values it returned
-   over the look-back window.
+   over the look-back window;
+5. when the unit deploys or scrapes dcgm-exporter (or reads its series): the active scrape
+   targets (``/api/v1/targets``), for GL806.
 
 Steps 2-4 run a few requests at a time; everything shares one deadline. A failure to reach
 or read Prometheus becomes ``snapshot.error`` (GL809), never an exception.
@@ -44,6 +46,8 @@ from gpulint.live.options import LiveOptions, format_duration
 from gpulint.live.series import sightings, summarize
 from gpulint.live.snapshot import (
     BAD_ANSWER,
+    HTTP_ERROR,
+    MAX_TARGETS,
     POD_LABELS,
     HpaEvidence,
     LiveSnapshot,
@@ -51,13 +55,15 @@ from gpulint.live.snapshot import (
     QueryCheck,
     RuleEvidence,
     Sample,
+    ScrapeTarget,
     SeriesSummary,
 )
 from gpulint.live.workers import run_all
 from gpulint.promql import metric_names_in_query
 from gpulint.querytemplate import RenderUnsupported, TemplateError
+from gpulint.scrape import dcgm_series_read
 
-LIVE_RULES = ("GL801", "GL802", "GL803", "GL804", "GL805", "GL809")
+LIVE_RULES = ("GL801", "GL802", "GL803", "GL804", "GL805", "GL806", "GL809")
 # Objects a rendered query asks for when checking a rule on its own (GL803).
 _SAMPLE_OBJECTS = 5
 # Pods an HPA query asks for at most (a Deployment at maxReplicas).
@@ -93,6 +99,7 @@ def _fail(snapshot: LiveSnapshot, message: str, reason: str) -> None:
     snapshot.error_reason = reason
     snapshot.rules.clear()
     snapshot.hpas.clear()
+    snapshot.targets = None
 
 
 class _Collector:
@@ -115,6 +122,11 @@ class _Collector:
     # --- plan --------------------------------------------------------------------------------
 
     def run(self) -> None:
+        self._run_rules()
+        if wants_targets(self.inventory):
+            self._collect_targets()
+
+    def _run_rules(self) -> None:
         rules = [
             r
             for r in self.inventory.adapter_rules()
@@ -160,6 +172,40 @@ class _Collector:
             f"HPA metric{'s' * (len(hpas) != 1)} checked against {self.options.url} "
             f"(look-back {format_duration(self.options.lookback)})"
         )
+
+    def _collect_targets(self) -> None:
+        """The active scrape targets, asked last; a front-end that does not serve them
+        (Thanos Query, Mimir: an error status, or another answer) leaves GL806 out, with a
+        note, and what was learned stands. No answer in time is the check's failure."""
+        try:
+            answer = self.api.active_targets()
+        except PrometheusError as error:
+            if error.reason not in (HTTP_ERROR, BAD_ANSWER):
+                raise
+            self.snapshot.targets_error = str(error)
+            self.snapshot.notes.append(
+                f"{self.options.url} does not list its scrape targets ({error}): GL806 skipped"
+            )
+            return
+        targets = []
+        for item in answer[:MAX_TARGETS]:
+            labels = item.get("labels")
+            targets.append(
+                ScrapeTarget(
+                    str(item.get("scrapePool") or ""),
+                    str(item.get("scrapeUrl") or ""),
+                    str(item.get("health") or "unknown"),
+                    str(item.get("lastError") or "")[:300],
+                    tuple(
+                        sorted(
+                            (str(k), str(v))
+                            for k, v in (labels.items() if isinstance(labels, dict) else [])
+                        )
+                    ),
+                )
+            )
+        self.snapshot.targets = targets
+        self.snapshot.targets_total = len(answer)
 
     def _series_task(self, query: str, rules: list[AdapterRule]) -> Callable[[], SeriesSummary]:
         objects: list[str] = []
@@ -510,6 +556,14 @@ class _Collector:
         if external:
             current = [sum(current)]
         evidence.observed = [v for v in (*history, *current) if math.isfinite(v)]
+
+
+def wants_targets(inventory: Inventory) -> bool:
+    """Does the unit deploy or scrape dcgm-exporter, or read its series?"""
+    pipeline = inventory.pipeline
+    if pipeline.all_monitors() or pipeline.all_exporters():
+        return True
+    return any(dcgm_series_read(rule) for rule in inventory.adapter_rules() if not rule.generated)
 
 
 def _real_objects(
