@@ -602,7 +602,7 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
             url.path,
             f"{url.client} queries Prometheus at {url.url}, which no HTTP client can use. "
             f"{_capital(problem)}",
-            _url_fix(url, right),
+            url_fix(url, right),
         )
     target = url_target(url, inventory)
     if target.problem is None:
@@ -617,12 +617,12 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
         url.port_path if url.port_path is not None and "port" in target.problem else url.path,
         f"{url.client} queries Prometheus at {url.url}, which reaches no Prometheus of the "
         f"unit. {_capital(target.problem)}",
-        _url_fix(url, target.fix_url or "http://<service>.<namespace>.svc:9090"),
+        url_fix(url, target.fix_url or "http://<service>.<namespace>.svc:9090"),
         links,
     )
 
 
-def _url_fix(url: PrometheusUrl, right: str) -> str:
+def url_fix(url: PrometheusUrl, right: str) -> str:
     if url.source == "adapter-values":
         parsed = parse_url(right)
         if isinstance(parsed, ParsedUrl):
