@@ -42,6 +42,7 @@ from gpulint.services import ServiceView
 
 if TYPE_CHECKING:
     from gpulint.inventory import Inventory
+    from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 
 
 def dcgm_series_read(rule: AdapterRule) -> list[str]:
@@ -52,6 +53,28 @@ def dcgm_series_read(rule: AdapterRule) -> list[str]:
         if is_dcgm_field(name) or (known is not None and known.exporter is MetricSource.DCGM):
             found.append(name)
     return found
+
+
+def dcgm_targets(live: LiveSnapshot, monitors: list[Monitor]) -> list[ScrapeTarget]:
+    """The targets that are dcgm-exporter: in the pools of the unit's monitors, or named so."""
+    targets = live.targets or []
+    pools = {
+        pool
+        for monitor in monitors
+        for endpoint in monitor.endpoints
+        if (pool := monitor.scrape_pool(endpoint.position)) is not None
+    }
+    found = [t for t in targets if t.scrape_pool in pools]
+    if found:
+        return found
+    return [
+        t
+        for t in targets
+        if "dcgm"
+        in " ".join(
+            (t.scrape_pool, t.label("job"), t.label("service"), t.label("container"))
+        ).lower()
+    ]
 
 
 class Problem(NamedTuple):

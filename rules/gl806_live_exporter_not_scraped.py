@@ -45,39 +45,17 @@ from collections.abc import Iterator
 
 from gpulint.document import Document, Path
 from gpulint.inventory import Inventory
-from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
+from gpulint.live.snapshot import LiveSnapshot
 from gpulint.model import Finding, Severity
 from gpulint.monitors import Monitor
 from gpulint.rule import Context
-from gpulint.scrape import dcgm_series_read, endpoint_problems, selection_problem
+from gpulint.scrape import dcgm_series_read, dcgm_targets, endpoint_problems, selection_problem
 
 ID = "GL806"
 NAME = "live-exporter-not-scraped"
 SEVERITY = Severity.ERROR
 SCOPE = "inventory"
 REQUIRES = "live"  # runs only with --prometheus
-
-
-def dcgm_targets(live: LiveSnapshot, monitors: list[Monitor]) -> list[ScrapeTarget]:
-    """The targets that are dcgm-exporter: in the pools of the unit's monitors, or named so."""
-    targets = live.targets or []
-    pools = {
-        pool
-        for monitor in monitors
-        for endpoint in monitor.endpoints
-        if (pool := monitor.scrape_pool(endpoint.position)) is not None
-    }
-    found = [t for t in targets if t.scrape_pool in pools]
-    if found:
-        return found
-    return [
-        t
-        for t in targets
-        if "dcgm"
-        in " ".join(
-            (t.scrape_pool, t.label("job"), t.label("service"), t.label("container"))
-        ).lower()
-    ]
 
 
 def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:
