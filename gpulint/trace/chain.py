@@ -162,7 +162,7 @@ def _link(
         ref,
         location,
         status,
-        tuple(dict.fromkeys(f.rule for f in findings)),
+        tuple(sorted({f.rule for f in findings})),
         detail,
         severity,
         label or (str(ref) if ref is not None else ""),
@@ -189,6 +189,15 @@ def _is_dcgm(names: Iterable[str]) -> bool:
         if is_dcgm_field(name) or (known is not None and known.exporter is MetricSource.DCGM):
             return True
     return False
+
+
+def _gpu_metric(series: list[str], served: bool, name: str) -> bool:
+    """Is the metric dcgm-exporter's? Its series say, when an adapter rule of the input
+    serves it; without one, a name that says GPU is taken to be (an adapter elsewhere, or
+    the cluster's, renames DCGM_FI_DEV_GPU_UTIL as gpu_utilization)."""
+    if _is_dcgm(series):
+        return True
+    return not served and ("gpu" in name.lower() or "dcgm" in name.lower())
 
 
 class _Chain:
@@ -333,25 +342,30 @@ class _Chain:
         )
 
     def _scrape(self, monitors: list[Monitor]) -> Link:
+        live = self.inventory.live
+        targets_text, status = "", OK
+        if live is not None and live.available and live.targets is not None:
+            targets = dcgm_targets(live, monitors)
+            up = sum(1 for t in targets if t.health == "up")
+            targets_text = f"Prometheus has {up} of {len(targets)} dcgm-exporter targets up"
+            status = OK if up else BROKEN
         if not monitors:
+            if targets_text:
+                return _link("scrape", None, status, targets_text, self.findings.on("scrape", []))
             return _link(
                 "scrape",
                 None,
                 UNKNOWN,
-                "no ServiceMonitor or PodMonitor for dcgm-exporter in the input",
+                "no ServiceMonitor or PodMonitor for dcgm-exporter in the input "
+                "(--prometheus tells whether Prometheus scrapes it)",
                 self.findings.on("scrape", []),
             )
         monitor = monitors[0]
-        detail = monitor.describe()
-        live = self.inventory.live
-        if live is not None and live.available and live.targets is not None:
-            targets = dcgm_targets(live, monitors)
-            up = sum(1 for t in targets if t.health == "up")
-            detail += f"; Prometheus scrapes {up} of {len(targets)} dcgm-exporter targets up"
+        detail = monitor.describe() + (f"; {targets_text}" if targets_text else "")
         return _link(
             "scrape",
             monitor.document,
-            OK,
+            status,
             detail,
             self.findings.on("scrape", [_anchor(m.document) for m in monitors]),
             obj=_made("monitoring.coreos.com/v1", monitor.kind, monitor.namespace, monitor.name)
@@ -576,7 +590,7 @@ def _hpa_traces(chain: _Chain, hpa: HPA, unit: str) -> list[Trace]:
             series = rules[0].series_for(requested_metric_name(metric.name, api)) or series
         links = [
             chain.workload(hpa.namespace, hpa.target_ref, hpa.manifest),
-            *chain.scrape_links(_is_dcgm(series), hpa.manifest),
+            *chain.scrape_links(_gpu_metric(series, bool(rules), metric.name), hpa.manifest),
             chain.prometheus(chain.adapter_url(rules[0] if rules else None), hpa.manifest),
             chain.adapter(metric.name, api, hpa.manifest, rules),
             chain.metrics_api(hpa, metric),
@@ -662,7 +676,7 @@ def _revision_trace(chain: _Chain, owner: Manifest, metric: str, setting: Any, u
     path: Path = setting.path or () if setting is not None else ()
     links = [
         chain.workload_of(owner, f"{describe_document(owner)}: its revisions' pods"),
-        *chain.scrape_links(_is_dcgm(series), owner),
+        *chain.scrape_links(_gpu_metric(series, bool(rules), metric), owner),
         chain.prometheus(chain.adapter_url(rules[0] if rules else None), owner),
         chain.adapter(metric, CUSTOM, owner, rules),
         chain.unknown_metrics_api(
