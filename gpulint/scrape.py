@@ -285,10 +285,8 @@ def _selects_no_service(monitor: Monitor, inventory: Inventory) -> Problem | Non
     exporters = pipeline.exporters_near(monitor.document)
     dcgm_services = [
         s
-        for s in pipeline.all_services()
-        if s.name_known
-        and "dcgm" in s.name.lower()
-        and monitor.namespaces.covers(s.namespace, monitor.namespace) is not False
+        for s in pipeline.dcgm_services()
+        if monitor.namespaces.covers(s.namespace, monitor.namespace) is not False
     ]
     if not exporters and not dcgm_services:
         return None

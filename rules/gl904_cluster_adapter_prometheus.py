@@ -1,5 +1,4 @@
-"""In the cluster, the Service the adapter's Prometheus URL names is missing, has no ready
-endpoints, or lacks the port.
+"""In the cluster, the adapter's Prometheus Service is missing, not ready, or lacks the port.
 
 ## What it checks
 In cluster mode, the ``--prometheus-url`` of every prometheus-adapter Deployment (and the

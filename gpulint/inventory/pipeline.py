@@ -139,6 +139,9 @@ class Pipeline:
         self._by_label: dict[tuple[str, str], list[ServiceView]] = {}
         self._by_namespace: dict[str, list[ServiceView]] = {}
         self._unnamed = [s for s in self.services if not s.name_known]
+        self._dcgm_services = [
+            s for s in self.services if s.name_known and "dcgm" in s.name.lower()
+        ]
         for service in self.services:
             if not service.name_known:
                 continue
@@ -232,6 +235,11 @@ class Pipeline:
     def all_services(self) -> list[ServiceView]:
         self._build()
         return self.services
+
+    def dcgm_services(self) -> list[ServiceView]:
+        """Services named after dcgm-exporter (written out or made by a chart)."""
+        self._build()
+        return self._dcgm_services
 
     def servers_near(self, document: Document) -> list[PrometheusServer]:
         """The Prometheus servers that scrape what ``document`` declares: the nearest to its
