@@ -2,8 +2,10 @@
 
 A document is a Kubernetes object (``kind: List`` items are unwrapped), or a configuration
 gpulint reads by its content: a prometheus-adapter config (its own file format, or Helm
-values of its chart, also nested under ``prometheus-adapter:``), or dcgm-exporter and
-gpu-operator chart values that say how dcgm-exporter is scraped. Objects can carry more
+values of its chart, also nested under ``prometheus-adapter:``), dcgm-exporter and
+gpu-operator chart values that say how dcgm-exporter is scraped and placed,
+kube-prometheus-stack values (``gpulint.chartvalues``), or a helmfile whose releases install
+those charts. Objects can carry more
 documents: a ConfigMap's data may hold the adapter's config as embedded YAML, parsed here
 (with the positions of the file it is written in) so that the inventory never parses YAML.
 Anything else is not gpulint's business and is dropped.
@@ -18,8 +20,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gpulint.adapter import AdapterConfig, looks_like_adapter_config, looks_like_adapter_values
+from gpulint.chartvalues import ChartValues, chart_values_in, cluster_policy_values
 from gpulint.document import Document, Manifest, Path, as_dict, as_list
-from gpulint.gitops import is_wrapper, wrapped_values
+from gpulint.gitops import (
+    ReleaseFile,
+    helmfile_releases,
+    is_helmfile,
+    is_wrapper,
+    wrapped_values,
+)
 from gpulint.keda import is_scaled_object
 from gpulint.kserve import default_mode_from_configmap
 from gpulint.loader import LoadProblem
@@ -39,12 +48,23 @@ class Classified:
     """One document as the inventory files it: an object (with what it embeds) or a
     configuration document."""
 
-    __slots__ = ("adapter_configs", "document", "duplicates", "kserve_mode", "problems", "scrapes")
+    __slots__ = (
+        "adapter_configs",
+        "charts",
+        "document",
+        "duplicates",
+        "kserve_mode",
+        "problems",
+        "release_files",
+        "scrapes",
+    )
 
     def __init__(self, document: Document) -> None:
         self.document = document
         self.adapter_configs: list[AdapterConfig] = []
         self.scrapes: list[DcgmScrape] = []
+        self.charts: list[ChartValues] = []  # kube-prometheus-stack, gpu-operator, dcgm-exporter
+        self.release_files: list[ReleaseFile] = []  # values files a helmfile installs
         self.problems: list[LoadProblem] = []  # an embedded config that does not parse
         self.duplicates: list[tuple[Document | None, DuplicateKey]] = []
         self.kserve_mode: str | None = None  # inferenceservice-config's default mode
@@ -59,7 +79,9 @@ class Classified:
     @property
     def relevant(self) -> bool:
         """Is there anything for the inventory in it?"""
-        return self.manifest is not None or bool(self.adapter_configs or self.scrapes)
+        return self.manifest is not None or bool(
+            self.adapter_configs or self.scrapes or self.charts or self.release_files
+        )
 
 
 def classify_document(
@@ -96,6 +118,11 @@ def classify_document(
         yield classify_manifest(manifest, text, embedded)
         return
     found = Classified(document)
+    if is_helmfile(data):
+        _helmfile(found, document)
+        if found.relevant:
+            yield found
+        return
     if looks_like_adapter_config(data):
         found.adapter_configs.append(AdapterConfig(document, AdapterConfig.CONFIG))
         yield found
@@ -109,8 +136,32 @@ def classify_document(
                     AdapterConfig(document, AdapterConfig.HELM_VALUES, (key,))
                 )
     found.scrapes.extend(scrapes_in_values(document))
+    found.charts.extend(chart_values_in(document))
     if found.relevant:
         yield found
+
+
+def _helmfile(found: Classified, document: Document) -> None:
+    """A helmfile: the charts its releases install with inline values, and the values files
+    they list."""
+    inline, files = helmfile_releases(document)
+    found.release_files.extend(files)
+    for values in inline:
+        if values.chart == "prometheus-adapter" or looks_like_adapter_values(values.document.data):
+            config = AdapterConfig(values.document, AdapterConfig.HELM_VALUES)
+            config.release, config.release_namespace = values.release, values.namespace
+            found.adapter_configs.append(config)
+        for scrape in scrapes_in_values(values.document, values.chart):
+            found.scrapes.append(scrape._replace(release=values.release))
+        found.charts.extend(
+            chart_values_in(
+                values.document,
+                values.chart,
+                values.release,
+                values.namespace,
+                values.installed_by,
+            )
+        )
 
 
 def classify_manifest(
@@ -128,6 +179,9 @@ def classify_manifest(
         found.scrapes.extend(scrapes_in_manifest(manifest))
         if text is not None and is_scaled_object(manifest):
             _trigger_query_starts(manifest, text)
+        policy = cluster_policy_values(manifest)
+        if policy is not None:
+            found.charts.append(policy)
     return found
 
 
@@ -184,6 +238,17 @@ def _wrapped_values(
             found.adapter_configs.append(config)
         for scrape in scrapes_in_values(values.document, chart):
             found.scrapes.append(scrape._replace(release=values.release))
+        where = f"{manifest.namespace}/" if manifest.namespace else ""
+        found.charts.extend(
+            chart_values_in(
+                values.document,
+                chart,
+                values.release,
+                values.namespace,
+                f"{manifest.kind} {where}{manifest.name}",
+                manifest,
+            )
+        )
 
 
 def _embedded_configs(

@@ -100,6 +100,56 @@ def build_parser() -> argparse.ArgumentParser:
     add_render_options(check)
     add_live_options(check, required=True)
 
+    trace = commands.add_parser(
+        "trace",
+        help="follow each autoscaler metric from the GPU workload to the autoscaler",
+        description="For every autoscaler metric of the input (HPA Pods/Object/External "
+        "metrics, KEDA prometheus triggers, Knative and KServe autoscalers on custom metrics), "
+        "show each link of the chain workload -> exporter -> service -> scrape -> prometheus "
+        "-> adapter-rule -> metrics-api -> autoscaler as ok, broken (with the findings that "
+        "break it) or unknown. Exit code 1 when a chain has a broken link at or above "
+        "--fail-on.",
+    )
+    trace.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories, as for lint; - reads stdin; default: the current directory",
+    )
+    trace.add_argument(
+        "--format",
+        "-f",
+        choices=("text", "json", "mermaid"),
+        default="text",
+        help="text (a tree per metric), json (version 1) or mermaid (Markdown with a "
+        "flowchart per metric); default: text",
+    )
+    trace.add_argument(
+        "--autoscaler",
+        metavar="[NAMESPACE/]NAME",
+        help="only the metrics of this HPA, ScaledObject, Knative Service or InferenceService",
+    )
+    trace.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info", "never"),
+        default="error",
+        help="a broken link of this severity or above fails the run (exit code 1; default: error)",
+    )
+    trace.add_argument("--output", "-o", metavar="FILE", help="write the traces to FILE")
+    trace.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    trace.add_argument("--config", "-c", metavar="FILE", help="configuration file")
+    trace.add_argument("--no-config", action="store_true", help="ignore any .gpulint.yaml")
+    trace.add_argument(
+        "--max-file-size",
+        type=_size,
+        default=64 * 1024 * 1024,
+        metavar="BYTES",
+        help="as for lint (default: 64Mi)",
+    )
+    add_render_options(trace)
+    add_live_options(trace)
+    add_cluster_options(trace)
+
     rules = commands.add_parser("rules", help="list the rule catalog")
     shape = rules.add_mutually_exclusive_group()
     shape.add_argument("--markdown", action="store_true", help="as the README's Markdown table")
@@ -338,7 +388,14 @@ class _Live:
         from gpulint.live.collector import collect
 
         triggers = any(s.prometheus_triggers for s in inventory.scaled_objects)
-        if not inventory.adapter_configs and not inventory.hpas and not triggers:
+        pipeline = inventory.pipeline
+        if (
+            not inventory.adapter_configs
+            and not inventory.hpas
+            and not triggers
+            and not pipeline.all_monitors()
+            and not pipeline.all_exporters()
+        ):
             return
         inventory.live = collect(inventory, self.options)
         self.notes.extend(n for n in inventory.live.notes if n not in self.notes)
@@ -616,6 +673,93 @@ def _lint_once(
     return result
 
 
+def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """``gpulint trace``: the chains of every unit (or of the cluster), rendered."""
+    from gpulint.engine import Selection, run
+    from gpulint.loader import InputError
+    from gpulint.model import Severity
+    from gpulint.trace.chain import Trace, select, traces
+
+    gc.disable()
+    settings = _settings(args, stderr)
+    if settings is None:
+        return EXIT_USAGE
+    selection = Selection()
+    live = _live_check(args, settings, selection, stderr)
+    if live is None:
+        return EXIT_USAGE
+    prepare = live if isinstance(live, _Live) else None
+    found: list[Trace] = []
+    if args.cluster:
+        problem = missing_extra("cluster", "--cluster")
+        if problem is not None:
+            stderr.write(f"gpulint: error: {problem}\n")
+            return EXIT_USAGE
+        try:
+            inventory, _ = _cluster_inventory(args, settings, selection)
+        except InputError as error:
+            stderr.write(f"gpulint: error: {error}\n")
+            return EXIT_USAGE
+        if prepare is not None:
+            prepare(inventory)
+        found.extend(traces(inventory, run(inventory, selection), "cluster"))
+    else:
+        from gpulint.lint import build_units, plan_units, unit_inventory
+        from gpulint.units import RenderOptions
+
+        options = RenderOptions(
+            args.kustomize, args.helm, args.helm_values, args.max_file_size, args.stdin_filename
+        )
+        try:
+            units = build_units(
+                plan_units(args.paths or ["."], settings, args.max_file_size), options
+            )
+        except InputError as error:
+            stderr.write(f"gpulint: error: {error}\n")
+            return EXIT_USAGE
+        for unit in units:
+            inventory = unit_inventory(unit, settings)
+            if prepare is not None:
+                prepare(inventory)
+            found.extend(traces(inventory, run(inventory, selection), unit.name))
+    found = select(found, args.autoscaler)
+    if args.autoscaler and not found:
+        stderr.write(f"gpulint: error: --autoscaler {args.autoscaler}: no such autoscaler metric\n")
+        return EXIT_USAGE
+    out = stdout
+    handle = None
+    if args.output:
+        handle = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        out = handle
+    try:
+        from gpulint.trace import render
+
+        if args.format == "json":
+            render.render_json(found, out)
+        elif args.format == "mermaid":
+            render.render_mermaid(found, out)
+        else:
+            color = args.color == "always" or (
+                args.color == "auto" and out.isatty() and "NO_COLOR" not in os.environ
+            )
+            render.render_text(found, out, color)
+    finally:
+        if handle is not None:
+            handle.close()
+    if isinstance(live, _Live) and live.failed_required:
+        return EXIT_FINDINGS
+    if args.fail_on == "never":
+        return EXIT_OK
+    threshold = Severity.parse(args.fail_on)
+    broken = [
+        link.severity
+        for trace in found
+        for link in trace.links
+        if link.status == "broken" and link.severity is not None
+    ]
+    return EXIT_FINDINGS if any(s >= threshold for s in broken) else EXIT_OK
+
+
 def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
     import json
 
@@ -675,6 +819,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_lint(args, stdout, stderr)
         if args.command == "check-adapter":
             return run_check_adapter(args, stdout, stderr)
+        if args.command == "trace":
+            return run_trace(args, stdout, stderr)
         if args.command == "rules":
             return run_rules(args, stdout)
         if args.command == "explain":

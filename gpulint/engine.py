@@ -295,6 +295,12 @@ def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
         return [*inventory.adapter_rules(), *triggers]
     if scope == "target-group":
         return list(inventory.target_groups().values())
+    if scope == "monitor":
+        return inventory.pipeline.all_monitors()
+    if scope == "exporter":
+        return inventory.pipeline.all_exporters()
+    if scope == "prometheus-url":
+        return inventory.pipeline.all_urls()
     if scope == "inventory":
         return [inventory]
     raise ValueError(f"unknown scope {scope}")

@@ -7,15 +7,22 @@ values as it reads a values file of the same chart (prometheus-adapter, dcgm-exp
 gpu-operator), at their lines in the wrapper, with the release name and namespace the
 wrapper gives the install.
 
+A helmfile (``releases: [{name, namespace, chart, values: [...]}]``) installs charts the same
+way: its inline values are read like a wrapper's, and the values files it lists get the
+release's name and namespace (``ReleaseFile``; the inventory joins them with the files).
+
 Facts: Flux helm-controller names the release ``spec.releaseName``, else
 ``[<spec.targetNamespace>-]<metadata.name>``, and installs into ``spec.targetNamespace``,
 else the HelmRelease's namespace (fluxcd/helm-controller api/v2 ``GetReleaseName``,
 ``GetReleaseNamespace``). Argo CD names it ``spec.source.helm.releaseName``, else the
-Application's name, in ``spec.destination.namespace``.
+Application's name, in ``spec.destination.namespace``. helmfile names the release
+``releases[].name`` in ``releases[].namespace``; relative values paths are relative to the
+helmfile (helmfile docs, "The helmfile.yaml").
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -96,7 +103,65 @@ def wrapped_values(manifest: Manifest, parse_string: ValuesParser) -> list[Wrapp
     return found
 
 
-def _values_document(manifest: Manifest, values: dict[str, Any], prefix: Path) -> Document:
+class ReleaseFile(NamedTuple):
+    """A values file a helmfile release lists, and the install it is for."""
+
+    file: str  # normalized path of the values file
+    chart: str | None
+    release: str
+    namespace: str | None
+    installed_by: str  # "helmfile.yaml release kps"
+
+
+class HelmfileValues(NamedTuple):
+    """Inline values of a helmfile release."""
+
+    document: Document
+    chart: str | None
+    release: str
+    namespace: str | None
+    installed_by: str
+
+
+def is_helmfile(data: Any) -> bool:
+    """A helmfile: ``releases`` with at least one entry naming its chart."""
+    if not isinstance(data, dict) or "apiVersion" in data or "kind" in data:
+        return False
+    releases = data.get("releases")
+    return isinstance(releases, list) and any(
+        isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("chart"), str)
+        for r in releases
+    )
+
+
+def helmfile_releases(document: Document) -> tuple[list[HelmfileValues], list[ReleaseFile]]:
+    """What a helmfile's releases install: inline values, and the values files they list."""
+    inline: list[HelmfileValues] = []
+    files: list[ReleaseFile] = []
+    base = os.path.dirname(document.file)
+    shown = os.path.basename(document.file)
+    for index, item in enumerate(as_list(as_dict(document.data).get("releases"))):
+        release = as_dict(item)
+        name, chart = release.get("name"), release.get("chart")
+        if not isinstance(name, str) or not name or "{{" in name:
+            continue
+        chart_name = chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else None
+        namespace = release.get("namespace")
+        namespace = namespace if isinstance(namespace, str) and "{{" not in namespace else None
+        installed_by = f"{shown} release {name}"
+        for v, entry in enumerate(as_list(release.get("values"))):
+            if isinstance(entry, str) and entry and "{{" not in entry:
+                path = os.path.normpath(os.path.join(base, entry))
+                files.append(ReleaseFile(path, chart_name, name, namespace or None, installed_by))
+            elif isinstance(entry, dict):
+                values = _values_document(document, entry, ("releases", index, "values", v))
+                inline.append(
+                    HelmfileValues(values, chart_name, name, namespace or None, installed_by)
+                )
+    return inline, files
+
+
+def _values_document(manifest: Document, values: dict[str, Any], prefix: Path) -> Document:
     """The values node as a document of its own: its keys keep their lines in the file."""
     document = Document(
         values, manifest.file, manifest.index, manifest.line, manifest.rendered_from

@@ -28,12 +28,13 @@ if TYPE_CHECKING:
 
     View = HPA | ScaledObject | InferenceService | KnativeService
 
-WORKLOAD, AUTOSCALER, GENERATOR, CONFIG, MONITORING = (
+WORKLOAD, AUTOSCALER, GENERATOR, CONFIG, MONITORING, NETWORK = (
     "workload",
     "autoscaler",
     "generator",
     "config",
     "monitoring",
+    "network",
 )
 DEVICE_CLAIM = "device-claim"  # what pods claim devices through (DRA, gpulint.dra)
 
@@ -50,7 +51,7 @@ class KindSpec(NamedTuple):
     group: str  # "" for the core group
     versions: tuple[str, ...]  # served versions gpulint reads, preferred first
     plural: str
-    role: str  # workload | autoscaler | generator | config | monitoring | device-claim
+    role: str  # workload | autoscaler | generator | config | monitoring | network | device-claim
     # The rule scope whose items are this kind's view, and how to build the view.
     scope: str | None = None
     view: Callable[[Manifest, ViewContext], Any] | None = None
@@ -61,6 +62,9 @@ class KindSpec(NamedTuple):
     claim_rank: int | None = None
     evaluated: bool = False  # the admission webhook evaluates it
     watched: bool = False  # cluster mode and the webhook list and watch it
+    # Cluster mode lists it once (the scrape chain before the adapter); the webhook does
+    # not watch it (gpulint.cluster.kinds.cluster_kinds).
+    read: bool = False
     any_group: bool = False  # matched by kind alone (workloads)
 
     @property
@@ -105,6 +109,7 @@ def _workload(
     template_paths: tuple[Path, ...] = (),
     *,
     watched: bool = False,
+    read: bool = False,
 ) -> KindSpec:
     return KindSpec(
         kind,
@@ -115,6 +120,7 @@ def _workload(
         template_paths=template_paths,
         evaluated=watched,
         watched=watched,
+        read=read,
         any_group=True,
     )
 
@@ -185,7 +191,7 @@ KINDS: tuple[KindSpec, ...] = (
     _workload("Deployment", "apps", "deployments", watched=True),
     _workload("StatefulSet", "apps", "statefulsets", watched=True),
     _workload("ReplicaSet", "apps", "replicasets"),
-    _workload("DaemonSet", "apps", "daemonsets"),
+    _workload("DaemonSet", "apps", "daemonsets", read=True),  # dcgm-exporter
     _workload("ReplicationController", "", "replicationcontrollers"),
     _workload("Pod", "", "pods"),  # the pod spec is the object's own (workload.pod_templates)
     _workload("Job", "batch", "jobs"),
@@ -235,9 +241,22 @@ KINDS: tuple[KindSpec, ...] = (
     # GitOps wrappers whose chart values gpulint reads (gpulint.gitops).
     KindSpec("HelmRelease", "helm.toolkit.fluxcd.io", ("v2", "v2beta2"), "helmreleases", CONFIG),
     KindSpec("Application", "argoproj.io", ("v1alpha1",), "applications", CONFIG),
-    # How dcgm-exporter is scraped.
-    KindSpec("ServiceMonitor", "monitoring.coreos.com", ("v1",), "servicemonitors", MONITORING),
-    KindSpec("PodMonitor", "monitoring.coreos.com", ("v1",), "podmonitors", MONITORING),
+    # gpu-operator's ClusterPolicy: its spec is the chart's values (dcgmExporter, daemonsets).
+    KindSpec("ClusterPolicy", "nvidia.com", ("v1",), "clusterpolicies", CONFIG, read=True),
+    # How dcgm-exporter is scraped: monitors, the Prometheus servers that select them (Prometheus
+    # Operator), and the Services, endpoints and namespaces between them. Cluster mode reads
+    # them; the webhook does not watch them (it evaluates autoscalers and adapter configs).
+    # Endpoints and EndpointSlices are read only for the Services the chain names
+    # (gpulint.cluster.endpoints), never listed whole.
+    KindSpec(
+        "ServiceMonitor", "monitoring.coreos.com", ("v1",), "servicemonitors", MONITORING, read=True
+    ),
+    KindSpec("PodMonitor", "monitoring.coreos.com", ("v1",), "podmonitors", MONITORING, read=True),
+    KindSpec("Prometheus", "monitoring.coreos.com", ("v1",), "prometheuses", MONITORING, read=True),
+    KindSpec("Service", "", ("v1",), "services", NETWORK, read=True),
+    KindSpec("Endpoints", "", ("v1",), "endpoints", NETWORK),
+    KindSpec("EndpointSlice", "discovery.k8s.io", ("v1",), "endpointslices", NETWORK),
+    KindSpec("Namespace", "", ("v1",), "namespaces", CONFIG, read=True),
     KindSpec("PodMonitoring", "monitoring.googleapis.com", ("v1",), "podmonitorings", MONITORING),
     KindSpec(
         "ClusterPodMonitoring",
@@ -282,6 +301,11 @@ def template_paths(kind: str, api_version: str = "") -> tuple[Path, ...]:
 def evaluated_kinds() -> frozenset[tuple[str, str]]:
     """(API group, kind) of the objects the admission webhook evaluates, any version."""
     return frozenset((s.group, s.kind) for s in KINDS if s.evaluated)
+
+
+def read_specs() -> tuple[KindSpec, ...]:
+    """The kinds cluster mode lists once besides the watched ones (the scrape chain)."""
+    return tuple(s for s in KINDS if s.read and not s.watched)
 
 
 def watched_specs() -> tuple[KindSpec, ...]:

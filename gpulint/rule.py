@@ -36,6 +36,9 @@ SCOPES = (
     # gpulint.adapter.AdapterRule and gpulint.keda.PrometheusTrigger: what sends PromQL
     "prometheus-query",
     "target-group",  # gpulint.inventory.TargetGroup
+    "monitor",  # gpulint.monitors.Monitor: dcgm-exporter's ServiceMonitors and PodMonitors
+    "exporter",  # gpulint.exporter.Exporter: dcgm-exporter DaemonSets
+    "prometheus-url",  # gpulint.promurl.PrometheusUrl: where the adapter (or KEDA) queries
     "inventory",  # the Inventory itself (load problems, duplicate keys)
 )
 

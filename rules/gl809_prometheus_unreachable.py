@@ -14,7 +14,7 @@ refresh takes the live rules out until the next one succeeds, and the operator s
 ``/readyz`` (which stays ready) and the logs.
 
 ## Why is this bad?
-When Prometheus does not answer, GL801-GL805 and GL810-GL812 cannot run, and a clean report
+When Prometheus does not answer, GL801-GL806 and GL810-GL812 cannot run, and a clean report
 would say nothing about the autoscaling path. The finding makes the gap visible;
 ``--require-prometheus`` makes CI fail on it.
 
@@ -59,7 +59,7 @@ def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]
     severity = Severity.ERROR if live.required else SEVERITY
     message = (
         f"Prometheus at {live.url} could not be used: {live.error}; the live rules "
-        "GL801-GL805 and GL810-GL812 were skipped, so the adapter rules, HPAs and KEDA "
+        "GL801-GL806 and GL810-GL812 were skipped, so the adapter rules, HPAs and KEDA "
         "prometheus triggers were not checked against it"
     )
     if live.required:

@@ -74,6 +74,7 @@ class Resource(NamedTuple):
     kind: str
     plural: str
     builtin: bool = True  # list items of built-in kinds are encoded without apiVersion/kind
+    namespaced: bool = True  # Namespaces and ClusterPolicies are not
 
     @property
     def key(self) -> str:
@@ -87,8 +88,13 @@ class Resource(NamedTuple):
 BUILTIN = (
     Resource("", "v1", "ConfigMap", "configmaps"),
     Resource("", "v1", "Pod", "pods"),
+    Resource("", "v1", "Service", "services"),
+    Resource("", "v1", "Endpoints", "endpoints"),
+    Resource("", "v1", "Namespace", "namespaces", namespaced=False),
+    Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
     Resource("apps", "v1", "Deployment", "deployments"),
     Resource("apps", "v1", "StatefulSet", "statefulsets"),
+    Resource("apps", "v1", "DaemonSet", "daemonsets"),
     Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
     Resource("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
     Resource("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
@@ -102,6 +108,14 @@ CRDS = {
         Resource("serving.knative.dev", "v1", "Service", "services", False),
         Resource("serving.knative.dev", "v1", "Configuration", "configurations", False),
         Resource("serving.knative.dev", "v1", "Revision", "revisions", False),
+    ),
+    "prometheus-operator": (
+        Resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors", False),
+        Resource("monitoring.coreos.com", "v1", "PodMonitor", "podmonitors", False),
+        Resource("monitoring.coreos.com", "v1", "Prometheus", "prometheuses", False),
+    ),
+    "gpu-operator": (
+        Resource("nvidia.com", "v1", "ClusterPolicy", "clusterpolicies", False, namespaced=False),
     ),
 }
 
@@ -119,6 +133,11 @@ def status(code: int, reason: str, message: str, details: dict[str, Any] | None 
     if details:
         body["details"] = details
     return body
+
+
+def _key(resource: Resource, meta: dict) -> tuple[str, str]:
+    namespace = (meta.get("namespace") or "default") if resource.namespaced else ""
+    return (namespace, meta.get("name", ""))
 
 
 class ApiFailure(Exception):
@@ -212,7 +231,9 @@ class _Watcher:
 class FakeCluster:
     """The API server's state: objects, history, watchers, RBAC, metrics."""
 
-    def __init__(self, crds: Iterable[str] = ("keda", "kserve", "knative")) -> None:
+    def __init__(
+        self, crds: Iterable[str] = ("keda", "kserve", "knative", "prometheus-operator")
+    ) -> None:
         self.lock = threading.RLock()
         self.resources: dict[str, Resource] = {}
         for resource in BUILTIN:
@@ -252,7 +273,8 @@ class FakeCluster:
         self.revision += 1
         meta = obj.setdefault("metadata", {})
         meta["resourceVersion"] = str(self.revision)
-        meta.setdefault("namespace", "default")
+        if self.resource_of(obj).namespaced:
+            meta.setdefault("namespace", "default")
         if previous is None:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -276,7 +298,7 @@ class FakeCluster:
         with self.lock:
             resource = self.resource_of(obj)
             meta = obj.setdefault("metadata", {})
-            key = (meta.get("namespace") or "default", meta.get("name", ""))
+            key = _key(resource, meta)
             if key in self.objects[resource.key]:
                 raise ApiFailure(409, "AlreadyExists", f'{resource.key} "{key[1]}" already exists')
             self._stamp(obj, None)
@@ -289,7 +311,7 @@ class FakeCluster:
         with self.lock:
             resource = self.resource_of(obj)
             meta = obj.setdefault("metadata", {})
-            key = (meta.get("namespace") or "default", meta.get("name", ""))
+            key = _key(resource, meta)
             previous = self.objects[resource.key].get(key)
             if previous is None:
                 raise ApiFailure(404, "NotFound", f'{resource.key} "{key[1]}" not found')
@@ -318,7 +340,7 @@ class FakeCluster:
         with self.lock:
             resource = self.resource_of(obj)
             meta = obj.get("metadata", {})
-            key = (meta.get("namespace") or "default", meta.get("name", ""))
+            key = _key(resource, meta)
             if key not in self.objects[resource.key]:
                 return self.create(obj)
             stored = self.replace(obj)
@@ -585,7 +607,7 @@ class KubeFake:
                 {
                     "name": r.plural,
                     "singularName": r.kind.lower(),
-                    "namespaced": True,
+                    "namespaced": r.namespaced,
                     "kind": r.kind,
                     "verbs": verbs,
                 }

@@ -4,6 +4,9 @@ Exactly what the rules read: autoscalers (HPA, KEDA ScaledObject), the workloads
 (Deployment, StatefulSet), what generates workloads (KServe InferenceService, Knative Service
 and Configuration), and two kinds of ConfigMap: the prometheus-adapter configuration and
 KServe's ``inferenceservice-config`` (its ``deploy`` key sets the default deployment mode).
+Cluster mode also lists the scrape chain once (``cluster_kinds``): DaemonSets, Services,
+ServiceMonitors, PodMonitors, Prometheus objects, Namespaces and ClusterPolicies; and reads
+the endpoints of the few Services the chain names.
 ConfigMaps are read through server-side selectors, never all of them, and only in a few
 namespaces (``--configmap-namespaces``), so that RBAC can grant them there alone.
 """
@@ -13,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from gpulint.kinds import KindSpec, watched_specs
+from gpulint.kinds import KindSpec, read_specs, watched_specs
 
 KSERVE_CONFIGMAP = "inferenceservice-config"
 # prometheus-community/prometheus-adapter chart: its ConfigMap carries the chart's name
@@ -58,13 +61,37 @@ class WatchedKind(NamedTuple):
         return None if self.settings else namespace
 
 
+# Kinds without a namespace: listed cluster-wide even with --namespace.
+CLUSTER_SCOPED = ("Namespace", "ClusterPolicy")
+
+
 def _resource(spec: KindSpec) -> WatchedKind:
-    return WatchedKind(spec.resource, spec.kind, spec.group, spec.versions, spec.plural)
+    return WatchedKind(
+        spec.resource,
+        spec.kind,
+        spec.group,
+        spec.versions,
+        spec.plural,
+        settings=spec.kind in CLUSTER_SCOPED,
+    )
 
 
 # The kinds gpulint.kinds marks as watched, each in the versions it reads (autoscaling/v2beta2
 # only where v2 is not served, before Kubernetes 1.23).
 RESOURCES: tuple[WatchedKind, ...] = tuple(_resource(spec) for spec in watched_specs())
+# What cluster mode lists besides: the scrape chain (dcgm-exporter's DaemonSets, Services,
+# monitors, Prometheus objects, namespaces, gpu-operator's ClusterPolicy). The webhook does not
+# watch these: it evaluates autoscalers and adapter configs, which do not read them.
+READ_RESOURCES: tuple[WatchedKind, ...] = tuple(_resource(spec) for spec in read_specs())
+# Endpoints are read per Service the chain names (gpulint.cluster.endpoints), never listed.
+ENDPOINT_SLICES = WatchedKind(
+    "endpointslices.discovery.k8s.io",
+    "EndpointSlice",
+    "discovery.k8s.io",
+    ("v1",),
+    "endpointslices",
+)
+ENDPOINTS = WatchedKind("endpoints", "Endpoints", "", ("v1",), "endpoints")
 
 
 class AdapterConfigMapSelector:
@@ -220,6 +247,14 @@ def watched_kinds(
             if all(s.key != stream.key for s in streams):
                 streams.append(stream)
     return streams
+
+
+def cluster_kinds(
+    adapter: AdapterConfigMapSelector | None = None,
+    configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES,
+) -> list[WatchedKind]:
+    """What ``gpulint lint --cluster`` lists once: the watched streams, then the scrape chain."""
+    return [*watched_kinds(adapter, configmap_namespaces), *READ_RESOURCES]
 
 
 def is_kserve_config(obj: dict[str, Any]) -> bool:

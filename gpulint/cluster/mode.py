@@ -15,8 +15,8 @@ from gpulint.cluster.api import ApiError, KubeApi
 from gpulint.cluster.kinds import (
     DEFAULT_CONFIGMAP_NAMESPACES,
     AdapterConfigMapSelector,
+    cluster_kinds,
     configmap_scopes,
-    watched_kinds,
 )
 from gpulint.cluster.reading import Discovery, ObjectKey, cluster_manifest, list_objects
 from gpulint.cluster.snapshot import ClusterSnapshot
@@ -66,13 +66,14 @@ def read_cluster(
     adapter_configmaps: AdapterConfigMapSelector | None = None,
     configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES,
 ) -> tuple[Inventory, dict[str, str], list[str]]:
-    """Every watched kind, listed once: the inventory, each stream's state and notes."""
+    """Every kind cluster mode reads, listed once: the inventory, each stream's state and
+    notes."""
     inventory = Inventory(settings)
     discovery = Discovery(api)
     states: dict[str, str] = {}
     notes: list[str] = []
     seen: set[ObjectKey] = set()
-    for kind in watched_kinds(adapter_configmaps, configmap_namespaces):
+    for kind in cluster_kinds(adapter_configmaps, configmap_namespaces):
         try:
             version = discovery.version(kind)
             if version is None:
@@ -131,6 +132,10 @@ def cluster_inventory(
             configmap_namespaces=configmap_namespaces,
         )
         snapshot = ClusterSnapshot(api.server, states, notes=notes)
+        from gpulint.cluster.endpoints import read_endpoints
+
+        snapshot.endpoints_read, endpoint_notes = read_endpoints(api, inventory, Discovery(api))
+        notes.extend(endpoint_notes)
         if any(
             info.id in PROBING_RULES and selection.allows(info) and settings.rule(info.id).enabled
             for info in rule_index()

@@ -46,7 +46,7 @@ class MetricProbe(NamedTuple):
 class ClusterSnapshot:
     """The cluster as cluster mode read it."""
 
-    __slots__ = ("apis", "notes", "probes", "server", "states")
+    __slots__ = ("apis", "endpoints_read", "notes", "probes", "server", "states")
 
     def __init__(
         self,
@@ -61,6 +61,8 @@ class ClusterSnapshot:
         self.apis: dict[str, str] = {} if apis is None else apis  # custom/external -> outcome
         self.probes: dict[tuple[str, str, int], MetricProbe] = {} if probes is None else probes
         self.notes: list[str] = [] if notes is None else notes
+        # (namespace, name) of the Services whose endpoints were read (gpulint.cluster.endpoints)
+        self.endpoints_read: set[tuple[str, str]] = set()
 
     def __repr__(self) -> str:
         return f"ClusterSnapshot({self.server!r}, {len(self.probes)} probes)"

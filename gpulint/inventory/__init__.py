@@ -10,6 +10,8 @@ ask for GPUs?" or "which autoscalers claim this Deployment?". Its parts, one job
 * ``claims``: which autoscalers claim each workload;
 * ``exposure``: which prometheus-adapter rules serve each metric name, and who reads it;
 * ``devices``: the DRA ResourceClaims and ResourceClaimTemplates pods name, and who names each.
+* ``pipeline``: the scrape chain before the adapter (exporters, Services, monitors, Prometheus
+  servers, the URLs that query them).
 
 Every question is answered from an index, so a run costs what its objects relate to, not the
 product of their numbers; and objects can come and go (a cluster cache, an admission
@@ -22,14 +24,17 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from gpulint.adapter import AdapterConfig, AdapterRule
+from gpulint.chartvalues import ChartValues
 from gpulint.classify import Classified, classify_document, classify_manifest
 from gpulint.config import Settings
 from gpulint.document import Document, Manifest, Path, as_dict
+from gpulint.gitops import ReleaseFile
 from gpulint.hpa import HPA, TargetRef
 from gpulint.inventory.claims import Autoscaler, Claims, TargetGroup, is_generated_autoscaler
 from gpulint.inventory.devices import DeviceClaims
 from gpulint.inventory.exposure import Consumer, Exposure
 from gpulint.inventory.nearest import nearest
+from gpulint.inventory.pipeline import Pipeline
 from gpulint.inventory.store import Key, ObjectStore, key_of
 from gpulint.inventory.targets import ResolvedTarget, TargetResolver
 from gpulint.keda import ScaledObject
@@ -39,7 +44,7 @@ from gpulint.kserve import InferenceService, default_mode_from_configmap
 from gpulint.loader import IgnoreComment, LoadedFile, LoadProblem
 from gpulint.monitoring import DcgmScrape
 from gpulint.scaling import ScalingRange, replicas_range
-from gpulint.workload import GpuNames, pod_templates
+from gpulint.workload import GpuNames, PodTemplate, pod_templates
 from gpulint.yamlparse import DuplicateKey
 
 if TYPE_CHECKING:
@@ -68,6 +73,17 @@ class Inventory:
         self.resolver = TargetResolver(self.store)
         self.claims = Claims(self.store, self.resolver)
         self.exposure = Exposure(lambda: self.hpas, by_directory)
+        self.charts: list[ChartValues] = []  # kube-prometheus-stack, gpu-operator, dcgm-exporter
+        self.release_files: dict[str, ReleaseFile] = {}  # values file -> the helmfile release
+        self.pipeline = Pipeline(
+            self.store,
+            lambda: self.charts,
+            lambda: self.release_files,
+            lambda: self.adapter_configs,
+            self.gpu_names,
+            self._pod_owners,
+            by_directory,
+        )
         self.problems: list[LoadProblem] = []
         self.duplicates: list[tuple[Document | None, DuplicateKey]] = []
         self.ignore_comments: list[IgnoreComment] = []
@@ -143,6 +159,11 @@ class Inventory:
 
     def add(self, classified: Classified) -> None:
         manifest = classified.manifest
+        self.pipeline.changed()
+        if classified.charts:
+            self.charts.extend(classified.charts)
+        for release in classified.release_files:
+            self.release_files.setdefault(release.file, release)
         if manifest is None:
             self.store.add_document(classified.document)
             self.exposure.add_configs(classified.adapter_configs)
@@ -212,6 +233,11 @@ class Inventory:
         if not present:
             return False
         self.device_claims.removed(manifest)
+        self.pipeline.changed()
+        if any(values.document is manifest or values.owner is manifest for values in self.charts):
+            self.charts = [
+                v for v in self.charts if v.document is not manifest and v.owner is not manifest
+            ]
         self.claims.changed()
         if view is not None:
             self._unindex_view(view)
@@ -400,6 +426,18 @@ class Inventory:
                     if isinstance(record, str) and record not in found:
                         found[record] = (manifest, ("spec", "groups", g, "rules", r, "record"))
         return found
+
+    def _pod_owners(self) -> Iterator[tuple[Manifest, list[PodTemplate]]]:
+        """Every object with pods: workloads, and views with pod templates of their own."""
+        for manifest in self.workloads:
+            templates = pod_templates(manifest)
+            if templates:
+                yield manifest, templates
+        for scope in ("isvc", "knative"):
+            for view in self.items_of(scope):
+                templates = view.pod_templates()
+                if templates:
+                    yield view.manifest, templates
 
     def kserve_mode_source(self) -> Manifest | None:
         return self._kserve_mode_source

@@ -136,6 +136,22 @@ class ObjectStore:
         unnamespaced = [m for m in candidates if m.namespace is None]
         return unnamespaced[0] if len(unnamespaced) == 1 else None
 
+    def find_in_group(
+        self, group: str, kind: str, namespace: str | None, name: str, near: Document | None = None
+    ) -> Manifest | None:
+        """``find`` among the objects of one API group: a core Service and a Knative Service
+        may share a namespace and name (Knative makes one for each of its Services)."""
+        exact = [m for m in self.by_key.get(key_of(kind, namespace, name), []) if m.group == group]
+        if exact:
+            if near is not None and len(exact) > 1:
+                return nearest(exact, near.file, lambda manifest: manifest.file)[0]
+            return exact[0]
+        candidates = [m for m in self.by_name.get((kind, name), []) if m.group == group]
+        if namespace is None:
+            return candidates[0] if len(candidates) == 1 else None
+        unnamespaced = [m for m in candidates if m.namespace is None]
+        return unnamespaced[0] if len(unnamespaced) == 1 else None
+
 
 def _remove_identical(index: dict[Any, list[Manifest]], key: Any, manifest: Manifest) -> None:
     remaining = [m for m in index.get(key, []) if m is not manifest]

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 from gpulint.document import Document, Manifest
 from gpulint.hpa import TargetRef
 from gpulint.inventory.store import Key, ObjectStore, key_of
-from gpulint.knative import KnativeService, is_knative_service, revision_deployment_parent
+from gpulint.knative import (
+    KNATIVE_SERVING_GROUP,
+    KnativeService,
+    is_knative_service,
+    revision_deployment_parent,
+)
 from gpulint.kserve import InferenceService
 from gpulint.workload import GpuNames, GpuRequest, PodTemplate, pod_templates
 
@@ -126,7 +131,7 @@ class TargetResolver:
 
     def knative_service(self, namespace: str | None, name: str) -> KnativeService | None:
         for kind in ("Service", "Configuration"):
-            manifest = self.store.find(kind, namespace, name)
+            manifest = self.store.find_in_group(KNATIVE_SERVING_GROUP, kind, namespace, name)
             if manifest is not None and is_knative_service(manifest):
                 view = self.store.view_of(manifest)
                 if isinstance(view, KnativeService):

@@ -2,7 +2,9 @@
 
 Only the documented, stable endpoints are used (``/api/v1/series``, ``/api/v1/query``,
 ``/api/v1/labels``, ``/api/v1/label/<name>/values`` with ``match[]``, ``start``, ``end``), so
-Thanos Query, Mimir, Cortex and VictoriaMetrics answer as Prometheus does.
+Thanos Query, Mimir, Cortex and VictoriaMetrics answer as Prometheus does; and
+``/api/v1/targets?state=active`` (the scrape targets), which a Prometheus serves and some
+query front-ends do not.
 
 ``PrometheusConnect`` provides the session, the base URL and the headers. Its helpers raise
 one exception type for every non-200 answer with the body folded into the message, read
@@ -133,6 +135,14 @@ class PrometheusAPI:
         if not isinstance(data, list):
             raise PrometheusError("/api/v1/labels answered without a list")
         return [v for v in data if isinstance(v, str)]
+
+    def active_targets(self) -> list[dict[str, Any]]:
+        """``/api/v1/targets?state=active``: the targets Prometheus scrapes (Prometheus HTTP
+        API, "Targets": scrapePool, scrapeUrl, labels, health, lastError)."""
+        data = self._call("/api/v1/targets", [("state", "active")])
+        if not isinstance(data, dict) or not isinstance(data.get("activeTargets"), list):
+            raise PrometheusError("/api/v1/targets answered without activeTargets")
+        return [t for t in data["activeTargets"] if isinstance(t, dict)]
 
     def query(
         self,

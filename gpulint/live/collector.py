@@ -17,6 +17,8 @@ The plan, for the adapter rules, HPAs and KEDA ScaledObjects in the inventory:
    queryParameters, customHeaders), within what KEDA waits for it; when it gives one value,
    its values over the look-back window; when it gives none, why (names gone or stale, the
    label matcher that excludes every series).
+6. when the unit deploys or scrapes dcgm-exporter (or reads its series): the active scrape
+   targets (``/api/v1/targets``), for GL806.
 
 Steps 2-5 run a few requests at a time; everything shares one deadline. A failure to reach
 or read Prometheus becomes ``snapshot.error`` (GL809), never an exception. The triggers are
@@ -53,6 +55,7 @@ from gpulint.live.series import sightings, summarize
 from gpulint.live.snapshot import (
     BAD_ANSWER,
     HTTP_ERROR,
+    MAX_TARGETS,
     POD_LABELS,
     UNREACHABLE,
     HpaEvidence,
@@ -61,14 +64,27 @@ from gpulint.live.snapshot import (
     QueryCheck,
     RuleEvidence,
     Sample,
+    ScrapeTarget,
     SeriesSummary,
     TriggerEvidence,
 )
 from gpulint.live.workers import run_all, run_each
 from gpulint.promql import metric_names_in_query, selectors_in_query
 from gpulint.querytemplate import RenderUnsupported, TemplateError
+from gpulint.scrape import dcgm_series_read
 
-LIVE_RULES = ("GL801", "GL802", "GL803", "GL804", "GL805", "GL809", "GL810", "GL811", "GL812")
+LIVE_RULES = (
+    "GL801",
+    "GL802",
+    "GL803",
+    "GL804",
+    "GL805",
+    "GL806",
+    "GL809",
+    "GL810",
+    "GL811",
+    "GL812",
+)
 # Objects a rendered query asks for when checking a rule on its own (GL803).
 _SAMPLE_OBJECTS = 5
 # Pods an HPA query asks for at most (a Deployment at maxReplicas).
@@ -115,6 +131,7 @@ def _fail(snapshot: LiveSnapshot, message: str, reason: str) -> None:
     snapshot.rules.clear()
     snapshot.hpas.clear()
     snapshot.triggers.clear()
+    snapshot.targets = None
 
 
 class _Collector:
@@ -137,6 +154,11 @@ class _Collector:
     # --- plan --------------------------------------------------------------------------------
 
     def run(self) -> None:
+        self._run_rules()
+        if wants_targets(self.inventory):
+            self._collect_targets()
+
+    def _run_rules(self) -> None:
         rules = [
             r
             for r in self.inventory.adapter_rules()
@@ -210,6 +232,40 @@ class _Collector:
             tasks.append(self._hpa_task(hpa_evidence))
         run_all(tasks, self.options.concurrency, self.api.deadline)
         self.snapshot.hpas = hpas
+
+    def _collect_targets(self) -> None:
+        """The active scrape targets, asked last; a front-end that does not serve them
+        (Thanos Query, Mimir: an error status, or another answer) leaves GL806 out, with a
+        note, and what was learned stands. No answer in time is the check's failure."""
+        try:
+            answer = self.api.active_targets()
+        except PrometheusError as error:
+            if error.reason not in (HTTP_ERROR, BAD_ANSWER):
+                raise
+            self.snapshot.targets_error = str(error)
+            self.snapshot.notes.append(
+                f"{self.options.url} does not list its scrape targets ({error}): GL806 skipped"
+            )
+            return
+        targets = []
+        for item in answer[:MAX_TARGETS]:
+            labels = item.get("labels")
+            targets.append(
+                ScrapeTarget(
+                    str(item.get("scrapePool") or ""),
+                    str(item.get("scrapeUrl") or ""),
+                    str(item.get("health") or "unknown"),
+                    str(item.get("lastError") or "")[:300],
+                    tuple(
+                        sorted(
+                            (str(k), str(v))
+                            for k, v in (labels.items() if isinstance(labels, dict) else [])
+                        )
+                    ),
+                )
+            )
+        self.snapshot.targets = targets
+        self.snapshot.targets_total = len(answer)
 
     def _series_task(self, query: str, rules: list[AdapterRule]) -> Callable[[], SeriesSummary]:
         objects: list[str] = []
@@ -705,6 +761,14 @@ class _Collector:
             summary = summarize(series, matchers=matchers)
             if summary.count:
                 evidence.filtered.append((selector, summary))
+
+
+def wants_targets(inventory: Inventory) -> bool:
+    """Does the unit deploy or scrape dcgm-exporter, or read its series?"""
+    pipeline = inventory.pipeline
+    if pipeline.all_monitors() or pipeline.all_exporters():
+        return True
+    return any(dcgm_series_read(rule) for rule in inventory.adapter_rules() if not rule.generated)
 
 
 def _real_objects(

@@ -265,6 +265,28 @@ class TriggerEvidence:
         return observed_stats(self.observed)
 
 
+@dataclass(frozen=True, slots=True)
+class ScrapeTarget:
+    """One active target of ``/api/v1/targets``, as much of it as the rules read."""
+
+    scrape_pool: str
+    scrape_url: str
+    health: str  # up | down | unknown
+    last_error: str
+    labels: tuple[tuple[str, str], ...]
+
+    def label(self, name: str) -> str:
+        for key, value in self.labels:
+            if key == name:
+                return value
+        return ""
+
+
+# Targets kept from one answer (a Prometheus scraping every pod of a large cluster has tens of
+# thousands; the dcgm-exporter ones are what the rules look for).
+MAX_TARGETS = 20000
+
+
 # --- stable keys ----------------------------------------------------------------------------
 
 RuleKey = tuple[str, int, str, tuple[Any, ...], str, int, Hashable]
@@ -338,6 +360,10 @@ class LiveSnapshot:
     requests: int = 0
     elapsed: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # The active scrape targets (GL806); None when not asked or not served (targets_error).
+    targets: list[ScrapeTarget] | None = None
+    targets_total: int = 0
+    targets_error: str | None = None
     _rules_by_key: dict[RuleKey, RuleEvidence] | None = field(
         default=None, init=False, repr=False, compare=False
     )

@@ -175,8 +175,10 @@ def test_kinds_the_cluster_does_not_serve_and_kinds_it_forbids(
         fake.stop()
     assert code == 1, err
     absent = (
-        "configurations.serving.knative.dev, inferenceservices.serving.kserve.io, "
-        "scaledobjects.keda.sh, services.serving.knative.dev"
+        "clusterpolicies.nvidia.com, configurations.serving.knative.dev, "
+        "inferenceservices.serving.kserve.io, podmonitors.monitoring.coreos.com, "
+        "prometheuses.monitoring.coreos.com, scaledobjects.keda.sh, "
+        "servicemonitors.monitoring.coreos.com, services.serving.knative.dev"
     )
     assert f"not served there: {absent}" in out
     assert "note: statefulsets.apps not read: statefulsets.apps is forbidden: User" in out

@@ -123,7 +123,7 @@ class Target:
 
     name: str
     node: str
-    kind: str = "dcgm"  # dcgm | dcgm-1x | nvidia-gpu-exporter
+    kind: str = "dcgm"  # dcgm | dcgm-1x | nvidia-gpu-exporter | vllm
     gpus: list[Gpu] = field(default_factory=list)
     hostname_label: str = "Hostname"
     # The scrape target's own labels (what Prometheus Operator sets on a ServiceMonitor job).
@@ -132,6 +132,8 @@ class Target:
     counters: list[Counter] = field(default_factory=dcgm_counters)
 
     def exposition(self, scrape: int) -> str:
+        if self.kind == "vllm":
+            return _vllm_exposition(scrape)
         if self.kind == "nvidia-gpu-exporter":
             return _legacy_exposition(self, scrape)
         if self.kind == "dcgm-1x":
@@ -263,6 +265,15 @@ def _legacy_exposition(target: Target, scrape: int) -> str:
             ]
             lines.append(f"{name}{_labels(labels)} {value:g}")
     return "\n".join(lines) + "\n"
+
+
+def _vllm_exposition(scrape: int) -> str:
+    """A vLLM server's queue gauge: an application target, no GPU series."""
+    return (
+        "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
+        "# TYPE vllm:num_requests_waiting gauge\n"
+        f'vllm:num_requests_waiting{{model_name="llama-3.1-8b"}} {scrape % 5}\n'
+    )
 
 
 # --- servers ----------------------------------------------------------------------------------

@@ -81,6 +81,7 @@ def test_every_live_rule_has_failing_and_passing_fixtures() -> None:
         "GL803",
         "GL804",
         "GL805",
+        "GL806",
         "GL809",
         "GL810",
         "GL811",

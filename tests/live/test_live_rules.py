@@ -291,7 +291,7 @@ CASES = [
         0,
         3,
         "Prometheus at http://127.0.0.1:<*> could not be used: cannot connect: Connection "
-        "refused; the live rules GL801-GL805 and GL810-GL812 were skipped, so the adapter "
+        "refused; the live rules GL801-GL806 and GL810-GL812 were skipped, so the adapter "
         "rules, HPAs and KEDA prometheus triggers were not checked against it",
         "curl -s 'http://127.0.0.1:<*>/api/v1/query?query=up'   # must answer "
         '"status":"success"\n<*>',

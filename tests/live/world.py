@@ -19,6 +19,13 @@ exported_container.
 * history: Triton's nv_gpu_utilization for namespace ml, from three days ago until two days
   ago (backfilled with promtool).
 
+``noexporter``: a Prometheus whose scrape config leaves dcgm-exporter out: it scrapes only a
+vLLM server (``vllm:num_requests_waiting``) as ``serviceMonitor/llm/vllm/0``.
+
+``exporterdown``: a Prometheus whose dcgm-exporter job (``serviceMonitor/gpu-operator/
+nvidia-dcgm-exporter/0``) points at a port nothing listens on: the target is down with
+"connection refused".
+
 ``gmp``: a Prometheus that keeps the exporter's labels (``honor_labels: true``, like GKE
 managed collection): pod/namespace name the workload. gke-gpu-node-1 runs Deployment whisper
 in namespace speech (GPU_UTIL 45 and 71) and pod trainer-0 of StatefulSet trainer in research
@@ -27,6 +34,7 @@ in namespace speech (GPU_UTIL 45 and 71) and pod trainer-0 of StatefulSet traine
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +45,7 @@ from .harness import (
     Job,
     PrometheusServer,
     Target,
+    free_port,
     openmetrics_history,
     prometheus_config,
 )
@@ -163,14 +172,57 @@ class World:
     exporter: ExporterServer
     stack: PrometheusServer
     gmp: PrometheusServer
+    noexporter: PrometheusServer
+    exporterdown: PrometheusServer
 
     def url(self, name: str) -> str:
-        return {"stack": self.stack.url, "gmp": self.gmp.url}[name]
+        return {
+            "stack": self.stack.url,
+            "gmp": self.gmp.url,
+            "noexporter": self.noexporter.url,
+            "exporterdown": self.exporterdown.url,
+        }[name]
 
     def stop(self) -> None:
-        for server in (self.stack, self.gmp):
+        for server in (self.stack, self.gmp, self.noexporter, self.exporterdown):
             server.stop()
         self.exporter.stop()
+
+
+DCGM_JOB = "serviceMonitor/gpu-operator/nvidia-dcgm-exporter/0"
+
+
+def vllm_target() -> Target:
+    return Target(
+        "vllm-server",
+        "cpu-node-1",
+        kind="vllm",
+        target_labels=_operator_labels("llm-7c9d8b6f5-q2w4e", "llm", "10.0.5.21", "vllm"),
+    )
+
+
+def down_config(port: int, interval: str) -> str:
+    """A dcgm-exporter job whose only target is a loopback port nothing listens on."""
+    config = {
+        "global": {"scrape_interval": interval, "scrape_timeout": interval},
+        "scrape_configs": [
+            {
+                "job_name": DCGM_JOB,
+                "static_configs": [
+                    {
+                        "targets": [f"127.0.0.1:{port}"],
+                        "labels": _operator_labels(
+                            "nvidia-dcgm-exporter-z8x2c",
+                            "gpu-operator",
+                            "10.0.1.12",
+                            "nvidia-dcgm-exporter",
+                        ),
+                    }
+                ],
+            }
+        ],
+    }
+    return json.dumps(config, indent=2)
 
 
 def start_world(
@@ -180,10 +232,10 @@ def start_world(
 
     ``ports``: fixed ports for (stack, gmp); free loopback ports by default.
     """
-    stack, gmp = stack_targets(), gmp_targets()
-    exporter = ExporterServer([*stack, *gmp]).start()
+    stack, gmp, vllm = stack_targets(), gmp_targets(), vllm_target()
+    exporter = ExporterServer([*stack, *gmp, vllm]).start()
     stack_jobs = [
-        Job("gpu-operator/nvidia-dcgm-exporter/0", False, stack[:2]),
+        Job(DCGM_JOB, False, stack[:2]),
         Job("monitoring/dcgm-exporter-1x/0", False, stack[2:3]),
         Job("monitoring/nvidia-gpu-exporter/0", False, stack[3:]),
     ]
@@ -197,21 +249,33 @@ def start_world(
     gmp_server = PrometheusServer(
         workdir / "gmp", prometheus_config(gmp_jobs, exporter, interval), port=ports[1]
     )
+    noexporter_server = PrometheusServer(
+        workdir / "noexporter",
+        prometheus_config([Job("serviceMonitor/llm/vllm/0", False, [vllm])], exporter, interval),
+    )
+    exporterdown_server = PrometheusServer(
+        workdir / "exporterdown", down_config(free_port(), interval)
+    )
+    servers = (stack_server, gmp_server, noexporter_server, exporterdown_server)
     try:
-        stack_server.launch()
-        gmp_server.launch()
-        stack_server.wait()
-        gmp_server.wait()
+        for server in servers:
+            server.launch()
+        for server in servers:
+            server.wait()
         stack_server.wait_for_scrapes(len(stack), STOP_AFTER + 2)
         gmp_server.wait_for_scrapes(len(gmp), 2)
+        noexporter_server.wait_for_scrapes(1, 1)
+        exporterdown_server.wait_until(
+            lambda: bool(exporterdown_server.query("up == 0")), 15, "the exporter target down"
+        )
         stack_server.wait_until(
             lambda: not stack_server.query(STOPPING_METRIC),
             15,
             f"{STOPPING_METRIC} went stale",
         )
     except BaseException:
-        for server in (stack_server, gmp_server):
+        for server in servers:
             server.stop()
         exporter.stop()
         raise
-    return World(exporter, stack_server, gmp_server)
+    return World(exporter, stack_server, gmp_server, noexporter_server, exporterdown_server)

@@ -1,0 +1,165 @@
+"""Traces as text, JSON (version 1, a contract) and Mermaid flowcharts.
+
+* text: a tree per autoscaler metric, one line per link: its status in words (``ok``,
+  ``BROKEN``, ``?`` for unknown), the stage, what the link is and where it is written; the
+  first broken link is marked ``<- first break``. Readable without colour.
+* json: ``{"version": 1, "traces": [{"autoscaler": {apiVersion, kind, namespace, name, file,
+  line}, "metric", "unit", "links": [{"stage", "object", "file", "line", "status",
+  "findings", "detail"}]}]}``.
+* mermaid: Markdown with one fenced ``flowchart LR`` per trace, which GitHub renders in a PR
+  comment, a job summary (``$GITHUB_STEP_SUMMARY``) or a README; broken links are red, unknown
+  ones dashed grey.
+
+Text from the input (object names, details) is escaped as the lint reporters escape it, and
+Mermaid's own characters are written as entities, so no label can end its node or the block.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from gpulint.model import Location, ObjectRef
+from gpulint.paths import display_path
+from gpulint.report.escape import escape_controls, safe_line, write_json
+from gpulint.trace.chain import BROKEN, OK, UNKNOWN, Link, Trace
+
+_WORDS = {OK: "ok", BROKEN: "BROKEN", UNKNOWN: "?"}
+_COLORS = {OK: "\x1b[32m", BROKEN: "\x1b[1;31m", UNKNOWN: "\x1b[2m"}
+_RESET = "\x1b[0m"
+
+
+def _where(location: Location | None) -> str:
+    if location is None:
+        return ""
+    return f"{display_path(location.file)}:{location.line}"
+
+
+def _shown(ref: ObjectRef | None) -> str:
+    return str(ref) if ref is not None else ""
+
+
+def render_text(traces: list[Trace], stream: TextIO, color: bool = False) -> None:
+    if not traces:
+        stream.write("gpulint trace: no autoscaler metric to trace in the input\n")
+        return
+    units = {t.unit for t in traces}
+    for number, trace in enumerate(traces):
+        if number:
+            stream.write("\n")
+        unit = f" [unit {trace.unit}]" if len(units) > 1 and trace.unit else ""
+        head = f"{_shown(trace.autoscaler)}, metric {trace.metric} ({_where(trace.location)}){unit}"
+        stream.write(safe_line(escape_controls(head)) + "\n")
+        first = trace.first_broken()
+        width = max(len(stage) for stage in (link.stage for link in trace.links))
+        for position, link in enumerate(trace.links):
+            branch = "└─" if position == len(trace.links) - 1 else "├─"
+            word = f"{_WORDS[link.status]:<6}"
+            if color:
+                word = f"{_COLORS[link.status]}{word}{_RESET}"
+            text = escape_controls(link.detail)
+            where = _where(link.location)
+            if where:
+                text += f"  ({escape_controls(where)})"
+            if link.findings:
+                text += f"  [{', '.join(link.findings)}]"
+            if link is first:
+                text += "  <- first break"
+            stream.write(f"{branch} {word} {link.stage:<{width}}  {text}\n")
+    broken = sum(1 for t in traces if t.first_broken() is not None)
+    stream.write(
+        f"\ngpulint trace: {len(traces)} chain{'s' * (len(traces) != 1)}, {broken} broken\n"
+    )
+
+
+def _object(ref: ObjectRef | None) -> dict[str, Any] | None:
+    if ref is None:
+        return None
+    return {
+        "apiVersion": ref.api_version,
+        "kind": ref.kind,
+        "namespace": ref.namespace,
+        "name": ref.name,
+    }
+
+
+def _link_dict(link: Link) -> dict[str, Any]:
+    return {
+        "stage": link.stage,
+        "object": _object(link.object),
+        "file": display_path(link.location.file) if link.location else None,
+        "line": link.location.line if link.location else None,
+        "status": link.status,
+        "findings": list(link.findings),
+        "detail": link.detail,
+    }
+
+
+def traces_to_dict(traces: list[Trace]) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "traces": [
+            {
+                "autoscaler": {
+                    **(_object(t.autoscaler) or {}),
+                    "file": display_path(t.location.file),
+                    "line": t.location.line,
+                },
+                "metric": t.metric,
+                "unit": t.unit,
+                "links": [_link_dict(link) for link in t.links],
+            }
+            for t in traces
+        ],
+    }
+
+
+def render_json(traces: list[Trace], stream: TextIO) -> None:
+    write_json(traces_to_dict(traces), stream)
+
+
+# Mermaid labels are quoted strings: quotes, angle brackets and the characters Mermaid reads
+# as markup are written as its entities (#quot; ...).
+_MERMAID_ENTITIES = {
+    '"': "#quot;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "`": "#96;",
+    "#": "#35;",
+    "&": "#amp;",
+    "|": "#124;",
+}
+
+
+def _label(text: str) -> str:
+    escaped = escape_controls(text)
+    return "".join(_MERMAID_ENTITIES.get(char, char) for char in escaped)
+
+
+def render_mermaid(traces: list[Trace], stream: TextIO) -> None:
+    if not traces:
+        stream.write("_gpulint trace: no autoscaler metric to trace in the input._\n")
+        return
+    for number, trace in enumerate(traces):
+        if number:
+            stream.write("\n")
+        first = trace.first_broken()
+        title = f"{_shown(trace.autoscaler)}: {trace.metric}"
+        if first is not None:
+            title += f" (broken at {first.stage})"
+        stream.write(f"**{_label(title)}**\n\n```mermaid\nflowchart LR\n")
+        for position, link in enumerate(trace.links):
+            lines = [f"{link.stage}: {_WORDS[link.status]}"]
+            if link.label:
+                lines.append(link.label)
+            if link.findings:
+                lines.append(", ".join(link.findings))
+            label = "<br/>".join(_label(line) for line in lines)
+            stream.write(f'  n{position}["{label}"]:::{link.status}\n')
+        for position in range(1, len(trace.links)):
+            stream.write(f"  n{position - 1} --> n{position}\n")
+        stream.write(
+            "  classDef ok fill:#e6f4ea,stroke:#2e7d32\n"
+            "  classDef broken fill:#fdecea,stroke:#c62828,stroke-width:3px\n"
+            "  classDef unknown fill:#f5f5f5,stroke:#9e9e9e,stroke-dasharray:4 3\n"
+            "```\n"
+        )
