@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
+from gpulint.message import split_message
+
 
 class Severity(enum.IntEnum):
     """Ordered so that ``finding.severity >= Severity.WARNING`` reads naturally."""
@@ -79,6 +81,17 @@ class Finding(NamedTuple):
     related: tuple[Related, ...] = ()
     # The lint units it was found in, when a run has several (overlays/prod, clusters/us).
     units: tuple[str, ...] = ()
+
+    @property
+    def headline(self) -> str:
+        """The message's first sentence: the problem, naming the objects (reporters show it
+        on the finding's first line)."""
+        return split_message(self.message)[0]
+
+    @property
+    def detail(self) -> str:
+        """The rest of the message: why, and what follows from it ("" when none)."""
+        return split_message(self.message)[1]
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         loc = self.location

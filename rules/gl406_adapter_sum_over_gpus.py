@@ -158,12 +158,12 @@ def _finding(
     if target.owner is not None and target.manifest is None:
         where += f" (from {target.owner.kind} {target.owner.name})"
     message = (
-        f"HPA {hpa.name} reads {metric.name}, computed by {rule.describe()} as a sum per pod "
-        f"of {series}, one series per GPU on a {scale} scale; the pods of {where} hold "
-        f"{gpus} GPUs, so a pod with every GPU at {format_number(example)}{unit} reads "
-        f"{format_number(example * gpus)}{unit}, while the target {shown} is on the scale of one "
-        "GPU: "
-        f"the HPA scales out at 1/{gpus} of the load it was meant for"
+        f"HPA {hpa.name} reads {metric.name} summed over the {gpus} GPUs of each pod. "
+        f"It is computed by {rule.describe()} as a sum per pod of {series}, one series per "
+        f"GPU on a {scale} scale, and the pods of {where} hold {gpus} GPUs: a pod with every "
+        f"GPU at {format_number(example)}{unit} reads {format_number(example * gpus)}{unit}, "
+        f"while the target {shown} is on the scale of one GPU, so the HPA scales out at "
+        f"1/{gpus} of the load it was meant for."
     )
     averaged = query[:start] + "avg" + query[start + 3 :]
     quoted = f"'{averaged}'" if "'" not in averaged else json.dumps(averaged)

@@ -381,11 +381,12 @@ CASES = [
         SUM_VALUES + deployment("nvidia.com/gpu", 2) + hpa("DCGM_FI_DEV_GPU_UTIL"),
         (33, 5),
         (
-            "HPA inference reads DCGM_FI_DEV_GPU_UTIL, computed by rule rules.custom[0] in "
-            "Helm values input.yaml as a sum per pod of DCGM_FI_DEV_GPU_UTIL, one series per "
-            "GPU on a 0-100 scale; the pods of Deployment ml/inference hold 2 GPUs, so a pod "
-            "with every GPU at 60% reads 120%, while the target 60 is on the scale of one "
-            "GPU: the HPA scales out at 1/2 of the load it was meant for"
+            "HPA inference reads DCGM_FI_DEV_GPU_UTIL summed over the 2 GPUs of each pod. "
+            "It is computed by rule rules.custom[0] in Helm values input.yaml as a sum per pod "
+            "of DCGM_FI_DEV_GPU_UTIL, one series per GPU on a 0-100 scale, and the pods of "
+            "Deployment ml/inference hold 2 GPUs: a pod with every GPU at 60% reads 120%, "
+            "while the target 60 is on the scale of one GPU, so the HPA scales out at 1/2 of "
+            "the load it was meant for."
         ),
         (
             "# in rule rules.custom[0] in Helm values input.yaml:\n"
