@@ -72,9 +72,9 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     api_version = hpa.manifest.api_version
     message = (
         f"HorizontalPodAutoscaler {hpa.name} is written in {api_version}, which Kubernetes "
-        f"stopped serving in {since}: applying it fails with "
+        f"stopped serving in {since}. Applying it fails with "
         f'\'no matches for kind "HorizontalPodAutoscaler" in version "{api_version}"\' and the '
-        "workload is left without an autoscaler"
+        "workload is left without an autoscaler."
     )
     if hpa.version == "v2beta2" or not hpa.metrics_in_v2():
         fix = "apiVersion: autoscaling/v2"

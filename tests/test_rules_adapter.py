@@ -417,12 +417,12 @@ CASES = [
         SEED_VALUES + deployment("nvidia.com/mig-1g.10gb", 1) + hpa("DCGM_FI_DEV_GPU_UTIL"),
         (33, 5),
         (
-            "HPA inference scales Deployment ml/inference, whose pods run on MIG slices "
-            "(nvidia.com/mig-1g.10gb), on DCGM_FI_DEV_GPU_UTIL (served by rule "
-            "rules.custom[0] in Helm values input.yaml); DCGM does not report "
-            "DCGM_FI_DEV_GPU_UTIL for MIG instances (the series is missing or 0), so the HPA "
-            "never sees the slices get busy. DCGM_FI_PROF_GR_ENGINE_ACTIVE is reported per "
-            "MIG instance, as a ratio (0-1)"
+            "HPA inference scales Deployment ml/inference, whose pods run on MIG slices, on "
+            "DCGM_FI_DEV_GPU_UTIL. It is served by rule rules.custom[0] in Helm values "
+            "input.yaml. DCGM does not report DCGM_FI_DEV_GPU_UTIL for MIG instances "
+            "(nvidia.com/mig-1g.10gb): the series is missing or 0, so the HPA never sees the "
+            "slices get busy. DCGM_FI_PROF_GR_ENGINE_ACTIVE is reported per MIG instance, as a "
+            "ratio (0-1)."
         ),
         (
             "# in rule rules.custom[0] in Helm values input.yaml:\n"

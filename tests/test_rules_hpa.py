@@ -70,13 +70,13 @@ spec:
                 15,
                 1,
                 Severity.WARNING,
-                "HorizontalPodAutoscaler vllm scales Deployment ml/vllm, which asks for GPUs "
-                "(nvidia.com/gpu), but sets no behavior, so Kubernetes' defaults apply: scale-up "
-                "adds 4 pods or 100% of the replicas, whichever is more, every 15 s with no "
-                "stabilization window, so a burst can double the GPU pods every 15 s while the "
-                "new ones are still loading the model; scale-down waits 300 s and then may "
-                "remove every surplus pod at once (100% per 15 s), each of which needs minutes "
-                "to come back",
+                "HorizontalPodAutoscaler vllm scales Deployment ml/vllm, which asks for GPUs, but "
+                "sets no behavior. The pods ask for nvidia.com/gpu, and Kubernetes' defaults "
+                "apply: scale-up adds 4 pods or 100% of the replicas, whichever is more, every "
+                "15 s with no stabilization window, so a burst can double the GPU pods every 15 s "
+                "while the new ones are still loading the model; scale-down waits 300 s and then "
+                "may remove every surplus pod at once (100% per 15 s), each of which needs "
+                "minutes to come back.",
                 "behavior:\n"
                 "  scaleUp:\n"
                 "    stabilizationWindowSeconds: 0\n"
@@ -113,11 +113,11 @@ spec:
                 20,
                 17,
                 Severity.WARNING,
-                "HorizontalPodAutoscaler vllm scales Deployment ml/vllm, which asks for GPUs "
-                "(nvidia.com/gpu), and its behavior.scaleDown has stabilizationWindowSeconds 0, "
-                "less than the 60 s of option min-scale-down-stabilization-seconds: a GPU pod is "
-                "removed as soon as the load dips, and bringing it back when the load returns "
-                "takes minutes of scheduling and model loading",
+                "HorizontalPodAutoscaler vllm removes GPU pods of Deployment ml/vllm as soon as "
+                "the load dips. Its behavior.scaleDown has stabilizationWindowSeconds 0, less "
+                "than the 60 s of option min-scale-down-stabilization-seconds, and bringing a pod "
+                "(nvidia.com/gpu) back when the load returns takes minutes of scheduling and "
+                "model loading.",
                 "stabilizationWindowSeconds: 300",
             )
         ],
@@ -261,13 +261,13 @@ spec:
                 5,
                 59,
                 Severity.ERROR,
-                "HorizontalPodAutoscaler llm targets Deployment llm-predictor-00001-deployment, "
-                "which Knative created for revision llm-predictor-00001 of Knative Service "
+                "HorizontalPodAutoscaler llm targets Deployment llm-predictor-00001-deployment "
+                "of Knative revision llm-predictor-00001. Knative created it for Knative Service "
                 "llm-predictor (KServe's name for an InferenceService component in Knative "
                 "mode): the next change of the revision template makes a new revision and "
                 "Deployment and leaves this autoscaler on one that is scaled to zero and "
                 "deleted, and while it serves, Knative's autoscaler writes its replicas too, so "
-                "the two overwrite each other",
+                "the two overwrite each other.",
                 "# delete HorizontalPodAutoscaler llm and let Knative scale every revision; on "
                 "Knative Service llm-predictor, spec.template.metadata.annotations (for KServe, "
                 "on the InferenceService's metadata.annotations):\n"
@@ -293,12 +293,11 @@ spec:
                 5,
                 59,
                 Severity.WARNING,
-                "HorizontalPodAutoscaler triton-gpu targets Deployment "
-                "triton-gpu-predictor-default, the name KServe 0.10 and earlier gave the "
-                "predictor of InferenceService triton-gpu; since KServe 0.11 it is "
-                "triton-gpu-predictor (0.11 to 0.15 kept the old name only for objects that "
-                "already existed, 0.16 dropped it), so on a current KServe no Deployment "
-                "triton-gpu-predictor-default exists and the autoscaler never scales",
+                "HorizontalPodAutoscaler triton-gpu targets triton-gpu-predictor-default, the "
+                "name KServe 0.10 gave the predictor of InferenceService triton-gpu. Since KServe "
+                "0.11 the Deployment is triton-gpu-predictor (0.11 to 0.15 kept the old name only "
+                "for objects that already existed, 0.16 dropped it), so on a current KServe no "
+                "Deployment triton-gpu-predictor-default exists and the autoscaler never scales.",
                 "scaleTargetRef:\n  name: triton-gpu-predictor",
             )
         ],
@@ -444,9 +443,9 @@ spec:
                 1,
                 Severity.ERROR,
                 "HorizontalPodAutoscaler triton is written in autoscaling/v2beta2, which "
-                "Kubernetes stopped serving in 1.26: applying it fails with 'no matches for kind "
+                "Kubernetes stopped serving in 1.26. Applying it fails with 'no matches for kind "
                 '"HorizontalPodAutoscaler" in version "autoscaling/v2beta2"\' and the workload '
-                "is left without an autoscaler",
+                "is left without an autoscaler.",
                 "apiVersion: autoscaling/v2   # the rest of the object is the same in v2",
             )
         ],
@@ -471,9 +470,9 @@ spec:
                 1,
                 Severity.ERROR,
                 "HorizontalPodAutoscaler triton is written in autoscaling/v2beta1, which "
-                "Kubernetes stopped serving in 1.25: applying it fails with 'no matches for kind "
+                "Kubernetes stopped serving in 1.25. Applying it fails with 'no matches for kind "
                 '"HorizontalPodAutoscaler" in version "autoscaling/v2beta1"\' and the workload '
-                "is left without an autoscaler",
+                "is left without an autoscaler.",
                 "apiVersion: autoscaling/v2\n"
                 "# and spec.metrics in the v2 shape (the other fields stay as they are):\n"
                 "spec:\n"
@@ -544,9 +543,9 @@ def _settings(rule: str, **options: object) -> Settings:
 
 def test_gl102_reports_the_missing_scale_up_and_accepts_the_default_window() -> None:
     findings = _only(lint_text(SCALE_DOWN_ONLY, select=["GL102"]), "GL102")
-    assert [f.message.split(", so ")[0] for f in findings] == [
-        "HorizontalPodAutoscaler vllm scales Deployment ml/vllm, which asks for GPUs "
-        "(nvidia.com/gpu), but sets no behavior.scaleUp"
+    assert [f.headline for f in findings] == [
+        "HorizontalPodAutoscaler vllm scales Deployment ml/vllm, which asks for GPUs, but "
+        "sets no behavior.scaleUp."
     ]
     assert (findings[0].location.line, findings[0].location.column) == (18, 3)
 
@@ -745,7 +744,7 @@ spec:
     assert finding.message.endswith(
         "and while it serves, Knative's own HPA for the revision (class "
         "hpa.autoscaling.knative.dev) claims it too, so Kubernetes >= 1.26 stops both "
-        "(AmbiguousSelector)"
+        "(AmbiguousSelector)."
     )
     assert [r.ref.name for r in finding.related] == ["hello"]
 
@@ -768,8 +767,9 @@ spec:
 """
     (finding,) = _only(lint_text(text, select=["GL106"]), "GL106")
     assert finding.message.endswith(
-        "; InferenceService flowers runs in Knative mode, where KServe creates no Deployment "
-        "flowers-predictor either (its revisions are flowers-predictor-NNNNN-deployment)"
+        "never scales. InferenceService flowers runs in Knative mode, where KServe creates no "
+        "Deployment flowers-predictor either (its revisions are "
+        "flowers-predictor-NNNNN-deployment)."
     )
     assert "#     serving.kserve.io/deploymentMode: Standard" in finding.fix
 
