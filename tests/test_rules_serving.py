@@ -65,11 +65,12 @@ CASES = [
         15,
         3,
         Severity.ERROR,
-        "HorizontalPodAutoscaler llm scales Deployment llm-00003-deployment, a revision of "
-        "Knative Service llm, whose revisions are scaled by the KPA (the default class): the KPA "
-        "patches the Deployment's spec.replicas itself every 2 seconds from concurrency, the HPA "
-        "sets it from its own metric every 15 seconds, so the replica count flaps between the "
-        "two and GPU pods, each loading its model, are started and killed over and over",
+        "HorizontalPodAutoscaler llm scales Deployment llm-00003-deployment, which Knative's KPA "
+        "scales too. The Deployment is a revision of Knative Service llm, whose revisions are "
+        "scaled by the KPA (the default class): the KPA patches the Deployment's spec.replicas "
+        "itself every 2 seconds from concurrency, the HPA sets it from its own metric every 15 "
+        "seconds, so the replica count flaps between the two and GPU pods, each loading its "
+        "model, are started and killed over and over.",
         "# delete HorizontalPodAutoscaler llm; Knative then creates and owns one HPA per "
         "revision\nspec:\n  template:\n    metadata:\n      annotations:\n"
         + KNATIVE_HPA_ANNOTATIONS,
@@ -94,9 +95,9 @@ CASES = [
         5,
         Severity.ERROR,
         "Knative Service llm has autoscaling.knative.dev/max-scale in its own "
-        "metadata.annotations: the Knative webhook rejects it there (autoscaling annotations "
+        "metadata.annotations. The Knative webhook rejects it there (autoscaling annotations "
         'must be put under "spec.template.metadata.annotations" to work), because the '
-        "autoscaler reads only the revision template's annotations",
+        "autoscaler reads only the revision template's annotations.",
         "spec:\n  template:\n    metadata:\n      annotations:\n        autoscaling.knative.dev/"
         'max-scale: "4"\n# and delete autoscaling.knative.dev/max-scale from metadata.annotations',
     ),
@@ -204,9 +205,10 @@ CASES = [
         7,
         7,
         Severity.WARNING,
-        "Knative Service llm asks for GPUs (nvidia.com/gpu, 1 per pod) and its revisions are "
-        "scaled by the KPA (the default class) on concurrency (target 10 requests in flight per "
-        "pod): it adds GPU pods when requests per pod pass the target, never on GPU load",
+        "Knative Service llm asks for GPUs (nvidia.com/gpu, 1 per pod), but its revisions are "
+        "scaled on requests, not GPU load. The KPA (the default class) scales them on "
+        "concurrency (target 10 requests in flight per pod): it adds GPU pods when requests per "
+        "pod pass the target, never on GPU load.",
         "spec:\n  template:\n    metadata:\n      annotations:\n"
         "        autoscaling.knative.dev/class: hpa.autoscaling.knative.dev   # needs Knative's "
         "serving-hpa extension\n"
@@ -231,11 +233,11 @@ CASES = [
         6,
         5,
         Severity.ERROR,
-        "InferenceService triton sets spec.predictor.deploymentMode, which KServe never reads: "
-        "the mode comes only from the serving.kserve.io/deploymentMode annotation in "
+        "InferenceService triton sets spec.predictor.deploymentMode, which KServe never reads. "
+        "The mode comes only from the serving.kserve.io/deploymentMode annotation in "
         "metadata.annotations (the CRD has deploymentMode only in status); it runs in Knative "
         "mode (no serving.kserve.io/deploymentMode annotation: the cluster default applies, "
-        "Knative on a default install)",
+        "Knative on a default install).",
         "metadata:\n  annotations:\n    serving.kserve.io/deploymentMode: RawDeployment\n"
         "# and delete spec.predictor.deploymentMode",
     ),
