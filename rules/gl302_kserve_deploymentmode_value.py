@@ -69,9 +69,9 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
         yield ctx.finding(
             isvc.manifest,
             path,
-            f"InferenceService {isvc.name} uses the deprecated deployment mode {value}: "
+            f"InferenceService {isvc.name} uses the deprecated deployment mode {value}. "
             f"KServe 0.16 and later rewrite it to {canonical}; KServe before 0.16 does not "
-            f"know {canonical}, so switch only when every cluster runs 0.16 or later",
+            f"know {canonical}, so switch only when every cluster runs 0.16 or later.",
             f"{MODE_ANNOTATION}: {canonical}   # once every cluster runs KServe 0.16 or later",
             severity=Severity.INFO,
         )
@@ -87,13 +87,13 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
     configmap = inventory.kserve_mode_source()
     source = isvc.default_mode_source(configmap)
     links = [related(configmap, ("data", "deploy"), "cluster default")] if configmap else []
-    meant = f"; did you mean {meant_text}?" if meant_text else ""
+    meant = f". Did you mean {meant_text}?" if meant_text else ""
     yield ctx.finding(
         isvc.manifest,
         path,
         f"InferenceService {isvc.name} sets {MODE_ANNOTATION} to {value!r}, which KServe does "
-        f"not know (values are case-sensitive: {_KNOWN}); KServe ignores it without a "
-        f"warning and {source}, so it runs in {isvc.mode} mode{meant}",
+        f"not know. Values are case-sensitive ({_KNOWN}); KServe ignores it without a "
+        f"warning and {source}, so it runs in {isvc.mode} mode{meant or '.'}",
         f"{MODE_ANNOTATION}: {suggestion or 'Standard'}" + _version_note(suggestion),
         related=links,
     )

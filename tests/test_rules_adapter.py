@@ -400,10 +400,10 @@ CASES = [
         BYTES_VALUES,
         (9, 27),
         (
-            "rule rules.custom[0] in Helm values input.yaml: exposes DCGM_FI_DEV_FB_USED "
-            "(framebuffer memory used (MiB)) as gpu_memory_bytes, a name that promises bytes "
-            "while the series counts MiB (1 MiB = 1048576 bytes); HPA targets written for "
-            "the name are off by that factor"
+            "Rule rules.custom[0] in Helm values input.yaml exposes DCGM_FI_DEV_FB_USED as "
+            "gpu_memory_bytes, a name that promises bytes. The series, DCGM_FI_DEV_FB_USED "
+            "(framebuffer memory used (MiB)), counts MiB (1 MiB = 1048576 bytes), so HPA "
+            "targets written for the name are off by that factor."
         ),
         (
             "metricsQuery: '(avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)) * "

@@ -257,9 +257,9 @@ CASES = [
         17,
         Severity.ERROR,
         "InferenceService triton sets serving.kserve.io/deploymentMode to 'standard', which "
-        "KServe does not know (values are case-sensitive: Standard, RawDeployment, Knative, "
+        "KServe does not know. Values are case-sensitive (Standard, RawDeployment, Knative, "
         "Serverless, ModelMesh); KServe ignores it without a warning and the cluster default "
-        "applies, Knative on a default install, so it runs in Knative mode; did you mean "
+        "applies, Knative on a default install, so it runs in Knative mode. Did you mean "
         "Standard?",
         "serving.kserve.io/deploymentMode: Standard   # RawDeployment before KServe 0.16",
     ),
@@ -278,9 +278,9 @@ CASES = [
         5,
         17,
         Severity.INFO,
-        "InferenceService sklearn uses the deprecated deployment mode RawDeployment: KServe 0.16 "
+        "InferenceService sklearn uses the deprecated deployment mode RawDeployment. KServe 0.16 "
         "and later rewrite it to Standard; KServe before 0.16 does not know Standard, so switch "
-        "only when every cluster runs 0.16 or later",
+        "only when every cluster runs 0.16 or later.",
         "serving.kserve.io/deploymentMode: Standard   # once every cluster runs KServe 0.16 or "
         "later",
     ),
@@ -335,9 +335,10 @@ CASES = [
         7,
         3,
         Severity.WARNING,
-        "the predictor of InferenceService llm has no maxReplicas in Standard mode (annotation "
-        "serving.kserve.io/deploymentMode: Standard) with autoscalerClass hpa (the default): "
-        "KServe creates HPA llm-predictor with maxReplicas = minReplicas = 1, so it never scales",
+        "The predictor of InferenceService llm has no maxReplicas, so KServe's HPA llm-predictor "
+        "never scales it. In Standard mode (annotation serving.kserve.io/deploymentMode: "
+        "Standard) with autoscalerClass hpa (the default), KServe creates that HPA with "
+        "maxReplicas = minReplicas = 1.",
         "spec:\n  predictor:\n    minReplicas: 1\n    maxReplicas: 4   # the most the HPA may run"
         "\n# or, to keep a fixed count of 1 without an HPA: serving.kserve.io/autoscalerClass: "
         "none in metadata.annotations",
@@ -419,12 +420,13 @@ CASES = [
         3,
         1,
         Severity.WARNING,
-        "InferenceService llm asks for GPUs in its predictor (nvidia.com/gpu, 2 per pod) and "
-        "runs in Knative mode (no serving.kserve.io/deploymentMode annotation: the cluster "
-        "default applies, Knative on a default install): Knative's KPA (KServe's default class) "
-        "scales it on concurrency (Knative's default target, 100 requests in flight per pod), "
-        "never on GPU load; minReplicas 0 also scales it to zero when idle, so the next request "
-        "waits for a GPU pod to start and load its model",
+        "InferenceService llm asks for GPUs in its predictor, but runs in Knative mode, which "
+        "does not scale on GPU load. The predictor asks for nvidia.com/gpu, 2 per pod and runs "
+        "in Knative mode (no serving.kserve.io/deploymentMode annotation: the cluster default "
+        "applies, Knative on a default install): Knative's KPA (KServe's default class) scales "
+        "it on concurrency (Knative's default target, 100 requests in flight per pod), never on "
+        "GPU load; minReplicas 0 also scales it to zero when idle, so the next request waits for "
+        "a GPU pod to start and load its model.",
         "metadata:\n  annotations:\n    serving.kserve.io/deploymentMode: Standard   # "
         "RawDeployment before KServe 0.16; recreate the InferenceService: the mode cannot "
         "change on update\n    serving.kserve.io/autoscalerClass: external   # then add your "
