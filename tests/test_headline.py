@@ -124,10 +124,9 @@ LONG_HEADLINES = frozenset(
     {
         "GL107", "GL108",
         "GL203",
-        "GL303", "GL305",
+        "GL305",
         "GL401", "GL402", "GL403", "GL404", "GL405",
         "GL501",
-        "GL704", "GL705",
     }
 )  # fmt: skip
 

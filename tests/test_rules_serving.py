@@ -305,11 +305,11 @@ CASES = [
         8,
         3,
         Severity.ERROR,
-        "InferenceService llm runs in Standard mode (annotation serving.kserve.io/deploymentMode:"
-        " Standard) with autoscalerClass hpa (the default), so KServe creates HPA llm-predictor "
-        "for its predictor, which asks for GPUs (nvidia.com/gpu, 1 per pod), on CPU 80% "
-        "utilization: CPU and memory do not follow GPU load, so it will not scale out when the "
-        "GPU saturates",
+        "KServe scales the GPU predictor of InferenceService llm on CPU 80% utilization. It runs "
+        "in Standard mode (annotation serving.kserve.io/deploymentMode: Standard) with "
+        "autoscalerClass hpa (the default), so KServe creates HPA llm-predictor for its "
+        "predictor, which asks for GPUs (nvidia.com/gpu, 1 per pod); CPU and memory do not "
+        "follow GPU load, so it will not scale out when the GPU saturates.",
         "metadata:\n  annotations:\n    serving.kserve.io/autoscalerClass: external   # KServe "
         "deletes its HPA and leaves scaling to you\n---\napiVersion: autoscaling/v2\n"
         "kind: HorizontalPodAutoscaler\nmetadata:\n  name: llm-predictor-gpu   # not "
