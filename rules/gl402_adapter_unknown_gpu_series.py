@@ -65,16 +65,16 @@ SCOPE = "adapter-rule"
 _LEGACY = (Exporter.MINDPRINCE, Exporter.CADVISOR, Exporter.DCGM_1X)
 _LEGACY_NOTE = {
     Exporter.MINDPRINCE: (
-        "comes from the retired nvidia_gpu_prometheus_exporter, whose series carry no pod or "
+        "comes from the retired nvidia_gpu_prometheus_exporter. Its series carry no pod or "
         "namespace label (only uuid and name): the rule cannot attach them to pods, and "
         "clusters that run dcgm-exporter have no such series"
     ),
     Exporter.CADVISOR: (
-        "comes from the kubelet's cAdvisor accelerator metrics, which Kubernetes removed in "
+        "is a cAdvisor accelerator metric. The kubelet stopped serving them in Kubernetes "
         "1.28 (feature gate DisableAcceleratorUsageMetrics): newer clusters have no such series"
     ),
     Exporter.DCGM_1X: (
-        "is dcgm-exporter 1.x's name; today's dcgm-exporter emits it only when it runs with "
+        "is dcgm-exporter 1.x's name. Today's dcgm-exporter emits it only when it runs with "
         "etc/1.x-compatibility-metrics.csv, otherwise there is no such series"
     ),
 }
@@ -162,8 +162,8 @@ def _legacy(rule: AdapterRule, use: _Use, metric: GpuMetric, ctx: Context) -> Fi
 def _unknown_dcgm(rule: AdapterRule, use: _Use, ctx: Context) -> Finding:
     nearest = nearest_dcgm_name(use.name)
     message = (
-        f"{rule.describe()}: {_reads(use)}, which is no DCGM or dcgm-exporter field, so no "
-        "exporter emits it and the rule exposes nothing"
+        f"{rule.describe()}: {_reads(use)}, which is no DCGM or dcgm-exporter field. No "
+        "exporter emits it, so the rule exposes nothing"
     )
     if nearest:
         target = lookup(nearest)

@@ -202,7 +202,7 @@ CASES = [
         (
             "rule rules[0] in config file input.yaml: seriesQuery reads "
             "nvidia_gpu_duty_cycle, which comes from the retired "
-            "nvidia_gpu_prometheus_exporter, whose series carry no pod or namespace label "
+            "nvidia_gpu_prometheus_exporter. Its series carry no pod or namespace label "
             "(only uuid and name): the rule cannot attach them to pods, and clusters that "
             "run dcgm-exporter have no such series. Use DCGM_FI_DEV_GPU_UTIL (same scale "
             "(percent); note this exporter has no pod labels)."
@@ -216,8 +216,8 @@ CASES = [
         (4, 5),
         (
             "rule rules.custom[0] in Helm values input.yaml: seriesQuery reads "
-            "DCGM_FI_DEV_GPU_UTILIZATION, which is no DCGM or dcgm-exporter field, so no "
-            "exporter emits it and the rule exposes nothing. Did you mean "
+            "DCGM_FI_DEV_GPU_UTILIZATION, which is no DCGM or dcgm-exporter field. No "
+            "exporter emits it, so the rule exposes nothing. Did you mean "
             "DCGM_FI_DEV_GPU_UTIL, GPU utilization (%)?"
         ),
         "seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=\"\"}'",
