@@ -125,7 +125,7 @@ LONG_HEADLINES = frozenset(
         "GL107", "GL108",
         "GL203",
         "GL305",
-        "GL401", "GL403", "GL404", "GL405",
+        "GL401", "GL403", "GL405",
         "GL501",
     }
 )  # fmt: skip

@@ -299,7 +299,7 @@ CASES = [
         (9, 5),
         (
             "rule rules.custom[0] in Helm values input.yaml: metricsQuery's avg(...) has no "
-            "`by` clause, so its result keeps no label and the adapter cannot match it to "
+            "`by` clause, so its result keeps no label. The adapter cannot match it to "
             'any object: the HPA gets "no metrics returned from custom metrics API"'
         ),
         "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'",
@@ -311,8 +311,8 @@ CASES = [
         (9, 5),
         (
             "rule rules.custom[0] in Helm values input.yaml: metricsQuery is not a valid "
-            "template: '<<' inside another action (missing '>>'?), at character 16 "
-            '("<<.LabelMatchers>>}) by (<<.Gr"). Go\'s text/template refuses it and the '
+            "template. At character 16 (\"<<.LabelMatchers>>}) by (<<.Gr\"): '<<' inside "
+            "another action (missing '>>'?). Go's text/template refuses it and the "
             'adapter exits at start-up ("unable to parse metrics query template")'
         ),
         "metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'",
@@ -323,9 +323,9 @@ CASES = [
         EXTERNAL_SERVICE_RULE,
         (3, 3),
         (
-            "external rule externalRules[0] in config file input.yaml: is namespaced "
-            "(resources.namespaced is not false), so the adapter adds the HPA's namespace to "
-            "<<.LabelMatchers>>, but no label maps to namespaces: every request fails "
+            "external rule externalRules[0] in config file input.yaml: is namespaced, but no "
+            "label maps to namespaces. The adapter adds the HPA's namespace to "
+            "<<.LabelMatchers>> (resources.namespaced is not false), so every request fails "
             '("unable to fetch metrics")'
         ),
         (
