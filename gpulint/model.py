@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from gpulint.edits import FixPlan
 
+from gpulint.message import split_message
+
 
 class Severity(enum.IntEnum):
     """Ordered so that ``finding.severity >= Severity.WARNING`` reads naturally."""
@@ -84,6 +86,17 @@ class Finding(NamedTuple):
     units: tuple[str, ...] = ()
     # The fix as edits of the source (gpulint.edits.FixPlan); None: the fix is prose only.
     plan: FixPlan | None = None
+
+    @property
+    def headline(self) -> str:
+        """The message's first sentence: the problem, naming the objects (reporters show it
+        on the finding's first line)."""
+        return split_message(self.message)[0]
+
+    @property
+    def detail(self) -> str:
+        """The rest of the message: why, and what follows from it ("" when none)."""
+        return split_message(self.message)[1]
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         loc = self.location

@@ -37,6 +37,7 @@ from gpulint.prometheus import (
     stack_fullname,
 )
 from gpulint.promurl import ParsedUrl, PrometheusUrl, parse_url
+from gpulint.quantity import abbreviated
 from gpulint.rule import describe_document, related
 from gpulint.services import ServiceView
 
@@ -120,8 +121,9 @@ def selection_problem(monitor: Monitor, inventory: Inventory) -> Problem | None:
     reasons = "; ".join(f"{server.describe()}: {v.reason}" for server, v in found.verdicts)
     what = "PodMonitor" if monitor.kind == POD_MONITOR else "ServiceMonitor"
     message = (
-        f"{monitor.describe()} is selected by no Prometheus of the unit. {_capital(reasons)}. "
-        "So Prometheus never scrapes dcgm-exporter and no GPU series reaches the adapter"
+        f"No Prometheus selects the dcgm-exporter {what}. {_capital(monitor.describe())} is "
+        f"selected by no Prometheus of the unit. {_capital(reasons)}. So Prometheus never "
+        "scrapes dcgm-exporter and no GPU series reaches the adapter"
     )
     server, verdict = found.verdicts[0]
     links = tuple(
@@ -223,8 +225,11 @@ def endpoint_problems(monitor: Monitor, inventory: Inventory) -> list[Problem]:
                 Problem(
                     monitor.document,
                     (*endpoint.path, "port"),
-                    f"{monitor.describe()} endpoint {endpoint.position} scrapes the Service port "
-                    f"named {endpoint.port}, which no Service it selects has ({shown}), so it "
+                    "A dcgm-exporter scrape names a port no Service has: "
+                    f"{abbreviated(str(endpoint.port))}. "
+                    f"{_capital(monitor.describe())} endpoint {endpoint.position} scrapes the "
+                    f"Service port named {endpoint.port}, which no Service it selects has "
+                    f"({shown}), so it "
                     "has no target",
                     f"port: {names[0]}"
                     if len(names) == 1
@@ -272,8 +277,8 @@ def _portless(
     return Problem(
         monitor.document,
         endpoint.path,
-        f"{monitor.describe()} endpoint {endpoint.position} names no port (neither port nor "
-        f"targetPort): {consequence}",
+        f"A dcgm-exporter scrape endpoint names no port. {_capital(monitor.describe())} "
+        f"endpoint {endpoint.position} has neither port nor targetPort: {consequence}",
         fix,
     )
 
@@ -316,7 +321,8 @@ def _selects_no_service(monitor: Monitor, inventory: Inventory) -> Problem | Non
     return Problem(
         monitor.document,
         monitor.selector_path,
-        f"{monitor.describe()} selects no Service {where} (selector "
+        "A dcgm-exporter ServiceMonitor selects no Service. "
+        f"{_capital(monitor.describe())} selects no Service {where} (selector "
         f"`{monitor.selector if monitor.selector is not None else 'none'}`), so it has no "
         f"targets: {detail}",
         fix or "# select the labels of dcgm-exporter's Service",
@@ -345,7 +351,8 @@ def _service_problems(
             Problem(
                 service.document,
                 service.selector_path,
-                f"{service.describe()}, which {monitor.describe()} scrapes, selects no "
+                "The Service a dcgm-exporter monitor scrapes selects no exporter pod. "
+                f"{_capital(service.describe())}, which {monitor.describe()} scrapes, selects no "
                 f"dcgm-exporter pod (selector `{service.selector}`; the pods of "
                 f"{exporter.describe()} are labelled {shown}), so it has no endpoints to scrape",
                 "selector:\n" + _indent(yaml_text(labels), 2) if labels else "",
@@ -376,7 +383,9 @@ def _service_problems(
             Problem(
                 service.document,
                 path,
-                f"{service.describe()} port {port.describe()} forwards to {_target_text(target)}"
+                "The dcgm-exporter Service forwards to a port the exporter does not expose. "
+                f"{_capital(service.describe())} port {port.describe()} forwards to "
+                f"{_target_text(target)}"
                 f", which {exporter.describe()} does not expose (its container ports: {offered}), "
                 "so the scrape of it fails",
                 f"targetPort: {fix_value}",
@@ -403,8 +412,9 @@ def _pod_monitor_problems(monitor: Monitor, inventory: Inventory) -> list[Proble
                 Problem(
                     monitor.document,
                     endpoint.path,
-                    f"{monitor.describe()} endpoint {endpoint.position} names no port (port, "
-                    "portNumber or targetPort): Prometheus Operator keeps every container port "
+                    f"A dcgm-exporter scrape endpoint names no port. "
+                    f"{_capital(monitor.describe())} endpoint {endpoint.position} has no port, "
+                    "portNumber or targetPort: Prometheus Operator keeps every container port "
                     "of the selected pods for it",
                     f"- port: {port}   # the name of the exporter's container port",
                 )
@@ -417,7 +427,8 @@ def _pod_monitor_problems(monitor: Monitor, inventory: Inventory) -> list[Proble
             Problem(
                 monitor.document,
                 monitor.selector_path,
-                f"{monitor.describe()} selects no dcgm-exporter pod (selector "
+                "A dcgm-exporter PodMonitor selects no exporter pod. "
+                f"{_capital(monitor.describe())} selects no dcgm-exporter pod (selector "
                 f"`{monitor.selector}`; the pods of {exporter.describe()} are labelled "
                 f"{', '.join(f'{k}: {v}' for k, v in sorted(labels.items())) or 'nothing'}), so "
                 "it has no targets",
@@ -439,8 +450,10 @@ def _pod_monitor_problems(monitor: Monitor, inventory: Inventory) -> list[Proble
                 Problem(
                     monitor.document,
                     (*endpoint.path, "port"),
-                    f"{monitor.describe()} endpoint {endpoint.position} scrapes the container "
-                    f"port named {endpoint.port}, which {exporter.describe()} does not have "
+                    "A dcgm-exporter PodMonitor names a port the exporter does not have. "
+                    f"{_capital(monitor.describe())} endpoint {endpoint.position} scrapes the "
+                    f"container port named {endpoint.port}, which {exporter.describe()} does not "
+                    "have "
                     f"(its ports: {', '.join(names) or 'unnamed'}), so it has no target",
                     f"port: {names[0]}" if names else "# name the exporter's container port",
                     (related(exporter.document, exporter.path, "dcgm-exporter"),),
@@ -621,8 +634,8 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
         return Problem(
             url.document,
             url.path,
-            f"{url.client} queries Prometheus at {url.url}, which no HTTP client can use. "
-            f"{_capital(problem)}",
+            f"The Prometheus URL {abbreviated(url.url)} is not a URL an HTTP client can use. "
+            f"{_capital(url.client)} queries Prometheus there. {_capital(problem)}",
             url_fix(url, right),
         )
     target = url_target(url, inventory)
@@ -636,8 +649,8 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
     return Problem(
         url.document,
         url.port_path if url.port_path is not None and "port" in target.problem else url.path,
-        f"{url.client} queries Prometheus at {url.url}, which reaches no Prometheus of the "
-        f"unit. {_capital(target.problem)}",
+        f"The Prometheus URL {abbreviated(url.url)} reaches no Prometheus of the unit. "
+        f"{_capital(url.client)} queries it. {_capital(target.problem)}",
         url_fix(url, target.fix_url or "http://<service>.<namespace>.svc:9090"),
         links,
     )
@@ -674,8 +687,9 @@ def placement_problems(exporter: DcgmExporter, inventory: Inventory) -> list[Pro
                 Problem(
                     exporter.document,
                     path,
-                    f"{exporter.chart.describe()} set {section}.{key}, which places nothing: "
-                    f"gpu-operator's ClusterPolicy has no {key} for {section}"
+                    f"gpu-operator values set {section}.{key}, which places nothing. "
+                    f"{_capital(exporter.chart.describe())} set it, but gpu-operator's "
+                    f"ClusterPolicy has no {key} for {section}"
                     + (
                         " (dcgm is the standalone DCGM host engine, off by default, not the "
                         "exporter)"
@@ -721,8 +735,9 @@ def placement_problems(exporter: DcgmExporter, inventory: Inventory) -> list[Pro
             Problem(
                 exporter.document,
                 placement.tolerations_path,
-                f"{exporter.describe()} does not tolerate {shown}, which the nodes of the "
-                f"unit's GPU workloads carry (tolerated by {_owners(tainted_owners)}). No "
+                f"dcgm-exporter does not tolerate the GPU nodes' taint {abbreviated(shown)}. "
+                f"{_capital(exporter.describe())} does not tolerate {shown}, which the nodes of "
+                f"the unit's GPU workloads carry (tolerated by {_owners(tainted_owners)}). No "
                 "exporter pod runs on those nodes, so their GPUs report no metrics",
                 _tolerations_fix(exporter, missing),
                 tuple(related(d, p, "GPU workload") for d, p in tainted_owners[:3]),
@@ -733,7 +748,9 @@ def placement_problems(exporter: DcgmExporter, inventory: Inventory) -> list[Pro
             Problem(
                 exporter.document,
                 placement.node_selector_path,
-                f"{exporter.describe()} is kept off the nodes of the unit's GPU workloads: "
+                "dcgm-exporter is kept off the GPU nodes by its nodeSelector. "
+                f"{_capital(exporter.describe())} is kept off the nodes of the unit's GPU "
+                "workloads: "
                 f"{'; '.join(conflicts)} ({_owners(conflicting_owners)}). No exporter pod runs "
                 "where those GPUs are, so they report no metrics",
                 _selector_fix(wanted),

@@ -134,10 +134,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         yield from _check_scaled_object(view, target.describe(), resources, links, ctx)
         return
     hpa = view
-    subject = (
-        f"HorizontalPodAutoscaler {hpa.name} scales {target.describe()}, which asks for GPUs "
-        f"({resources}),"
-    )
+    subject = f"HorizontalPodAutoscaler {hpa.name} scales {target.describe()}, which asks for GPUs,"
     minimum = _minimum_window(ctx)
     suggested_window = max(minimum, DEFAULT_SCALE_DOWN_WINDOW)
     wanted = {
@@ -178,7 +175,8 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         yield ctx.finding(
             hpa.manifest,
             path,
-            f"{subject} but {what}, so Kubernetes' defaults apply: {consequence}",
+            f"{subject} but {what}. The pods ask for {resources}, and Kubernetes' defaults "
+            f"apply: {consequence}.",
             fix,
             related=links,
             plan=plan,
@@ -205,10 +203,10 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
             yield ctx.finding(
                 hpa.manifest,
                 down_path,
-                f"{subject} and its behavior.scaleDown {said}, less than the {minimum} s of "
-                f"option min-scale-down-stabilization-seconds: a GPU pod is removed {lull}, and "
-                "bringing it back when the load returns takes minutes of scheduling and model "
-                "loading",
+                f"HorizontalPodAutoscaler {hpa.name} removes GPU pods of {target.describe()} "
+                f"{lull}. Its behavior.scaleDown {said}, less than the {minimum} s of option "
+                f"min-scale-down-stabilization-seconds, and bringing a pod ({resources}) back "
+                "when the load returns takes minutes of scheduling and model loading.",
                 f"stabilizationWindowSeconds: {suggested_window}",
                 related=links,
                 plan=edits.safe(
@@ -262,9 +260,9 @@ def _check_scaled_object(
     yield ctx.finding(
         scaled.manifest,
         KEDA_BEHAVIOR,  # placed at the deepest part of it that is written
-        f"KEDA ScaledObject {scaled.name} scales {target}, which asks for GPUs ({resources}), "
-        f"but {what} in advanced.horizontalPodAutoscalerConfig, so KEDA's HPA has Kubernetes' "
-        f"defaults: {consequence}",
+        f"KEDA ScaledObject {scaled.name} scales {target}, which asks for GPUs, but {what} in "
+        f"advanced.horizontalPodAutoscalerConfig. The pods ask for {resources}, and KEDA's HPA "
+        f"has Kubernetes' defaults: {consequence}.",
         fix,
         related=links,
         plan=plan,

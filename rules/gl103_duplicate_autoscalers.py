@@ -220,9 +220,9 @@ def _finding(
     if controller is not None and controller is not autoscaler and both_keda:
         parts.append(
             f"{_describe(autoscaler)} asks KEDA for the HPA name {autoscaler.hpa_name}, which "
-            f"ScaledObject {controller.manifest.name} already uses: KEDA's webhook rejects it "
+            f"ScaledObject {controller.manifest.name} already uses. KEDA's webhook rejects it "
             "('the HPA is already managed by the ScaledObject'), and without the webhook the "
-            f"two overwrite the same HPA, so neither reliably scales {target}"
+            f"two overwrite the same HPA, so neither reliably scales {target}."
         )
     elif controller is not None and controller is not autoscaler:
         generated = "ScaledObject" if autoscaler.kind == "ScaledObject" else "HPA"
@@ -238,8 +238,8 @@ def _finding(
         )
         parts.append(
             f"{_describe(autoscaler)} has the name of the {generated} {maker} in the same "
-            f"namespace: the controller takes it over and overwrites its spec with its own{own}, "
-            f"so what is written here never applies to {target}"
+            f"namespace. The controller takes it over and overwrites its spec with its own{own}, "
+            f"so what is written here never applies to {target}."
         )
     if len(order) > 1:
         others = [name for i, name in enumerate(names) if i != index][:NAMED]
@@ -247,13 +247,13 @@ def _finding(
         more = len(order) - len(shown)
         listed = _join(shown) if not more else f"{', '.join(shown)} and {more:,} more"
         parts.append(
-            f"{target} is scaled by {len(order):,} autoscalers: {listed}; Kubernetes >= 1.26 "
-            "sets ScalingActive=False (AmbiguousSelector) on every HPA of it and none scales, "
-            "older versions let them overwrite each other's replica count"
+            f"{target} is scaled by {len(order):,} autoscalers. They are {listed}; Kubernetes "
+            ">= 1.26 sets ScalingActive=False (AmbiguousSelector) on every HPA of it and none "
+            "scales, older versions let them overwrite each other's replica count."
         )
     shown_links = [link for other, link in links if other is not autoscaler][:LINKED]
     return ctx.finding(
-        autoscaler.manifest, autoscaler.path, "; ".join(parts), fix, related=shown_links, plan=plan
+        autoscaler.manifest, autoscaler.path, " ".join(parts), fix, related=shown_links, plan=plan
     )
 
 

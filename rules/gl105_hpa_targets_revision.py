@@ -180,10 +180,10 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
             "(for KServe, on the InferenceService's metadata.annotations)"
         )
     message = (
-        f"{autoscaler.describe()} targets Deployment {ref.name}, which Knative created for "
-        f"revision {revision} of {parent}: the next change of the revision template makes a "
-        "new revision and Deployment and leaves this autoscaler on one that is scaled to zero "
-        f"and deleted, and while it serves, {fight}"
+        f"{autoscaler.describe()} targets Deployment {ref.name} of Knative revision "
+        f"{revision}. Knative created it for {parent}: the next change of the revision template "
+        "makes a new revision and Deployment and leaves this autoscaler on one that is scaled "
+        f"to zero and deleted, and while it serves, {fight}."
     )
     metric, value = _knative_metric(autoscaler, inventory)
     fix = (

@@ -81,8 +81,8 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
     isvc_name = isvc.name if isvc else match.group("isvc")
     links: list[Related] = [related(isvc.manifest)] if isvc else []
     message = (
-        f"{autoscaler.describe()} targets Deployment {ref.name}, the name KServe 0.10 and "
-        f"earlier gave the {component} of InferenceService {isvc_name}; since KServe 0.11 it is "
+        f"{autoscaler.describe()} targets {ref.name}, the name KServe 0.10 gave the {component} "
+        f"of InferenceService {isvc_name}. Since KServe 0.11 the Deployment is "
         f"{new_name} (0.11 to 0.15 kept the old name only for objects that already existed, "
         f"0.16 dropped it), so on a current KServe no Deployment {ref.name} exists and the "
         "autoscaler never scales"
@@ -90,7 +90,7 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
     fix = f"scaleTargetRef:\n  name: {new_name}"
     if isvc is not None and isvc.mode == KNATIVE:
         message += (
-            f"; InferenceService {isvc.name} runs in Knative mode, where KServe creates no "
+            f". InferenceService {isvc.name} runs in Knative mode, where KServe creates no "
             f"Deployment {new_name} either (its revisions are {new_name}-NNNNN-deployment)"
         )
         fix += (
@@ -105,4 +105,5 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
             f"too; on InferenceService {isvc.name}:\n# metadata:\n#   annotations:\n"
             "#     serving.kserve.io/autoscalerClass: external"
         )
+    message += "."
     return ctx.finding(autoscaler.manifest, (*ref.path, "name"), message, fix, related=links)

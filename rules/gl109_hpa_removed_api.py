@@ -74,9 +74,9 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     api_version = hpa.manifest.api_version
     message = (
         f"HorizontalPodAutoscaler {hpa.name} is written in {api_version}, which Kubernetes "
-        f"stopped serving in {since}: applying it fails with "
+        f"stopped serving in {since}. Applying it fails with "
         f'\'no matches for kind "HorizontalPodAutoscaler" in version "{api_version}"\' and the '
-        "workload is left without an autoscaler"
+        "workload is left without an autoscaler."
     )
     api = edits.Replace(hpa.manifest, ("apiVersion",), "autoscaling/v2")
     converted = hpa.metrics_in_v2()

@@ -110,11 +110,12 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
         yield ctx.finding(
             autoscaler.manifest,
             ref.path,
-            f"{autoscaler.describe()} scales Deployment {ref.name}, a revision of {parent}, "
-            f"whose revisions are scaled by the {settings.describe_class()}: the KPA patches the "
-            f"Deployment's spec.replicas itself every 2 seconds from {metric}, the {kind} sets "
-            "it from its own metric every 15 seconds, so the replica count flaps between the "
-            f"two and {pods} are started and killed over and over",
+            f"{autoscaler.describe()} scales Deployment {ref.name}, which Knative's KPA scales "
+            f"too. The Deployment is a revision of {parent}, whose revisions are scaled by the "
+            f"{settings.describe_class()}: the KPA patches the Deployment's spec.replicas itself "
+            f"every 2 seconds from {metric}, the {kind} sets it from its own metric every 15 "
+            f"seconds, so the replica count flaps between the two and {pods} are started and "
+            "killed over and over.",
             _fix(autoscaler, inventory, on_isvc),
             related=links,
         )

@@ -130,9 +130,9 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
         yield ctx.finding(
             ksvc.manifest,
             ("metadata", "annotations", key),
-            f"Knative {kind} {name} has {key} in its own metadata.annotations: the Knative "
+            f"Knative {kind} {name} has {key} in its own metadata.annotations. The Knative "
             f"webhook rejects it there ({REJECTION}), because the autoscaler reads only the "
-            f"revision template's annotations{where}",
+            f"revision template's annotations{where}.",
             fix,
             related=links,
             plan=plan if plan is not None else (plan := _plan(ksvc)),

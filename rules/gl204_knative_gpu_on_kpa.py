@@ -122,10 +122,10 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
     yield ctx.finding(
         ksvc.manifest,
         ksvc.annotation_path(CLASS_ANNOTATION),
-        f"Knative {ksvc.manifest.kind} {ksvc.name} asks for GPUs ({asks}) and its revisions "
-        f"are scaled by the {settings.describe_class()} on {settings.describe_metric()}: it adds "
-        "GPU pods "
-        f"when requests per pod pass the target, never on GPU load{idle}",
+        f"Knative {ksvc.manifest.kind} {ksvc.name} asks for GPUs ({asks}), but its revisions "
+        f"are scaled on requests, not GPU load. The {settings.describe_class()} scales them on "
+        f"{settings.describe_metric()}: it adds GPU pods when requests per pod pass the target, "
+        f"never on GPU load{idle}.",
         FIX,
         related=claim_links(gpus),
     )

@@ -106,9 +106,9 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
         yield ctx.finding(
             isvc.manifest,
             path,
-            f"InferenceService {isvc.name} sets {written}, which KServe never reads: the mode "
+            f"InferenceService {isvc.name} sets {written}, which KServe never reads. The mode "
             f"comes only from the {MODE_ANNOTATION} annotation in metadata.annotations"
-            f"{status_note}; {outcome}",
+            f"{status_note}; {outcome}.",
             _fix(value, written, inventory.settings.kserve_version),
             related=links,
             plan=plan,

@@ -88,9 +88,9 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             yield ctx.finding(
                 isvc.manifest,
                 path,
-                f"InferenceService {isvc.name} uses the deprecated deployment mode {value}: "
+                f"InferenceService {isvc.name} uses the deprecated deployment mode {value}. "
                 f"KServe 0.16 and later rewrite it to {spelled}, the name to write on "
-                f"{mode_note(version)}",
+                f"{mode_note(version)}.",
                 f"{MODE_ANNOTATION}: {spelled}",
                 severity=Severity.INFO,
             )
@@ -100,9 +100,10 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
         yield ctx.finding(
             isvc.manifest,
             path,
-            f"InferenceService {isvc.name} sets {MODE_ANNOTATION} to {value}, a name KServe "
-            f"knows only from 0.16, and the clusters run {mode_note(version)}: KServe ignores "
-            f"it without a warning and {source}, so it runs in {isvc.mode} mode",
+            f"InferenceService {isvc.name} sets deployment mode {value}, which its KServe "
+            f"release does not know. The name exists from KServe 0.16, and the clusters run "
+            f"{mode_note(version)}: KServe ignores it without a warning and {source}, so it "
+            f"runs in {isvc.mode} mode.",
             f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
             related=links,
         )
@@ -112,15 +113,15 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
     if suggestion:
         written = mode_spelling(suggestion, version)
         also = f" ({written}: {mode_note(version)})" if written != suggestion else ""
-        meant = f"; did you mean {suggestion}{also}?"
+        meant = f". Did you mean {suggestion}{also}?"
     spelled = mode_spelling(suggestion or STANDARD, version)
     source = isvc.default_mode_source(configmap)
     yield ctx.finding(
         isvc.manifest,
         path,
         f"InferenceService {isvc.name} sets {MODE_ANNOTATION} to {value!r}, which KServe does "
-        f"not know (values are case-sensitive: {_KNOWN}); KServe ignores it without a "
-        f"warning and {source}, so it runs in {isvc.mode} mode{meant}",
+        f"not know. Values are case-sensitive ({_KNOWN}); KServe ignores it without a "
+        f"warning and {source}, so it runs in {isvc.mode} mode{meant or '.'}",
         f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
         related=links,
     )

@@ -115,11 +115,12 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
         yield ctx.finding(
             isvc.manifest,
             path,
-            f"InferenceService {isvc.name} runs in Standard mode ({source}) with "
-            f"autoscalerClass hpa ({chosen}), so KServe creates HPA {hpa_name} for its "
-            f"{component.name}, which asks for GPUs ({asks}), on "
-            f"{' and '.join(m.description for m in metrics)}: CPU and memory do not follow GPU "
-            f"load, so it will not scale out when the GPU saturates{_legacy_note(isvc)}",
+            f"KServe scales the GPU {component.name} of InferenceService {isvc.name} on "
+            f"{' and '.join(m.description for m in metrics)}. It runs in Standard mode "
+            f"({source}) with autoscalerClass hpa ({chosen}), so KServe creates HPA {hpa_name} "
+            f"for its {component.name}, which asks for GPUs ({asks}); CPU and memory do not "
+            f"follow GPU load, so it will not scale out when the GPU saturates"
+            f"{_legacy_note(isvc)}.",
             _fix(isvc, component, hpa_name, inventory),
             related=claim_links(gpus),
         )

@@ -69,9 +69,9 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
         yield ctx.finding(
             isvc.manifest,
             path,
-            f"the {component.name} of InferenceService {isvc.name} has {written} in Standard "
-            f"mode ({source}) with autoscalerClass hpa ({chosen}): KServe creates HPA "
-            f"{hpa_name} with maxReplicas = minReplicas = {pinned}, so it never scales",
+            f"The {component.name} of InferenceService {isvc.name} has {written}, so KServe's "
+            f"HPA {hpa_name} never scales it. In Standard mode ({source}) with autoscalerClass "
+            f"hpa ({chosen}), KServe creates that HPA with maxReplicas = minReplicas = {pinned}.",
             _nested(
                 component.path,
                 [

@@ -142,8 +142,9 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
         yield ctx.finding(
             isvc.manifest,
             ("metadata", "annotations", MODE_ANNOTATION),
-            f"InferenceService {isvc.name} asks for GPUs in its {component.name} ({asks}) and "
-            f"runs in Knative mode ({source}): {how}{zero}",
+            f"InferenceService {isvc.name} asks for GPUs in its {component.name}, but runs in "
+            f"Knative mode, which does not scale on GPU load. The {component.name} asks for "
+            f"{asks} and runs in Knative mode ({source}): {how}{zero}.",
             _fix(isvc, inventory),
             related=links,
         )

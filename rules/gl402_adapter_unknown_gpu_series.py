@@ -85,6 +85,7 @@ from gpulint.inventory import Inventory
 from gpulint.keda import PrometheusTrigger
 from gpulint.model import Finding, Severity
 from gpulint.promql import mention, metric_names_in_query, reads_no_series
+from gpulint.quantity import abbreviated
 from gpulint.rule import Context
 
 ID = "GL402"
@@ -95,16 +96,16 @@ SCOPE = "prometheus-query"
 _LEGACY = (Exporter.MINDPRINCE, Exporter.CADVISOR, Exporter.DCGM_1X)
 _LEGACY_NOTE = {
     Exporter.MINDPRINCE: (
-        "comes from the retired nvidia_gpu_prometheus_exporter, whose series carry no pod or "
+        "comes from the retired nvidia_gpu_prometheus_exporter. Its series carry no pod or "
         "namespace label (only uuid and name): the rule cannot attach them to pods, and "
         "clusters that run dcgm-exporter have no such series"
     ),
     Exporter.CADVISOR: (
-        "comes from the kubelet's cAdvisor accelerator metrics, which Kubernetes removed in "
+        "is a cAdvisor accelerator metric. The kubelet stopped serving them in Kubernetes "
         "1.28 (feature gate DisableAcceleratorUsageMetrics): newer clusters have no such series"
     ),
     Exporter.DCGM_1X: (
-        "is dcgm-exporter 1.x's name; today's dcgm-exporter emits it only when it runs with "
+        "is dcgm-exporter 1.x's name. Today's dcgm-exporter emits it only when it runs with "
         "etc/1.x-compatibility-metrics.csv, otherwise there is no such series"
     ),
 }
@@ -212,8 +213,8 @@ def _legacy(rule: AdapterRule, use: _Use, metric: GpuMetric, ctx: Context) -> Fi
 def _unknown_dcgm(rule: AdapterRule, use: _Use, ctx: Context) -> Finding:
     nearest = nearest_dcgm_name(use.name)
     message = (
-        f"{rule.describe()}: {_reads(use)}, which is no DCGM or dcgm-exporter field, so no "
-        "exporter emits it and the rule exposes nothing"
+        f"{rule.describe()}: {_reads(use)}, which is no DCGM or dcgm-exporter field. No "
+        "exporter emits it, so the rule exposes nothing"
     )
     if nearest:
         target = lookup(nearest)
@@ -241,7 +242,8 @@ def _check_trigger(
         yield _trigger_finding(
             trigger,
             ctx,
-            f"{trigger.describe()}: the query {_shown(query)} reads no series, so it returns the "
+            "A KEDA trigger's query reads no series. In "
+            f"{trigger.describe()}, the query {_shown(query)} reads no series, so it returns the "
             "same value whatever the GPUs do and the trigger never follows the load",
             _query_line(trigger, _example_query(trigger)) + "   # a GPU series of its pods",
         )
@@ -261,12 +263,14 @@ def _check_trigger(
             yield _trigger_finding(
                 trigger,
                 ctx,
-                f"{trigger.describe()}: the query reads {name}, which {note}. {advice}",
+                f"A KEDA trigger reads the legacy GPU series {name}. In "
+                f"{trigger.describe()}, {name} {note}. {advice}",
                 fix,
             )
         elif unknown:
             message = (
-                f"{trigger.describe()}: the query reads {name}, which is no DCGM or "
+                f"A KEDA trigger reads {abbreviated(name)}, which no exporter emits. In "
+                f"{trigger.describe()}, the query reads {name}, which is no DCGM or "
                 f"dcgm-exporter field, so no exporter emits it and the query {_empty(trigger)}"
             )
             nearest = nearest_dcgm_name(name)

@@ -128,7 +128,7 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
     if query is None or not query.strip():
         yield report(
             None,
-            "has no metricsQuery, so the adapter renders an empty query for every request "
+            "has no metricsQuery. The adapter renders an empty query for every request "
             '("empty query produced by metrics query template")',
             EXTERNAL_QUERY if rule.kind == EXTERNAL else CUSTOM_QUERY,
         )
@@ -149,8 +149,8 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
             )
         yield report(
             "metricsQuery",
-            f"metricsQuery is not a valid template: {error}, at character {error.offset + 1} "
-            f"({json.dumps(near)}). {consequence}",
+            f"metricsQuery is not a valid template. At character {error.offset + 1} "
+            f"({json.dumps(near)}): {error}. {consequence}",
             EXTERNAL_QUERY if rule.kind == EXTERNAL else CUSTOM_QUERY,
         )
         return
@@ -217,7 +217,7 @@ def _series_query(rule: AdapterRule, report: Report) -> Iterator[Finding]:
     if series is None or series == "":
         yield report(
             "seriesQuery" if "seriesQuery" in rule.data else None,
-            "has no seriesQuery, so the adapter asks Prometheus for an empty series selector; "
+            "has no seriesQuery. The adapter asks Prometheus for an empty series selector, and "
             'the rejected query fails its whole discovery round ("unable to update list of all '
             "metrics\"), every other rule's metrics included",
             "seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=\"\"}'",
@@ -225,9 +225,10 @@ def _series_query(rule: AdapterRule, report: Report) -> Iterator[Finding]:
     elif rule.selector_error is not None:
         yield report(
             "seriesQuery",
-            f"seriesQuery {json.dumps(series)} is not a series selector Prometheus accepts "
-            f"({rule.selector_error}). The rejected query fails the adapter's whole discovery "
-            'round ("unable to update list of all metrics"), every other rule\'s metrics included',
+            f"seriesQuery {json.dumps(series)} is not a series selector Prometheus accepts. "
+            f"Reason: {rule.selector_error}. The rejected query fails the adapter's whole "
+            'discovery round ("unable to update list of all metrics"), every other rule\'s '
+            "metrics included",
             'seriesQuery: \'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}\'',
         )
 
@@ -257,9 +258,9 @@ def _grouping(
                     True,
                     report(
                         "metricsQuery",
-                        f"metricsQuery's {shown} removes {', '.join(dropped)}, the label the "
-                        f"adapter matches results to objects by{_for_whom(needs, dropped)}: "
-                        f"nothing matches and the HPA gets {NO_METRICS}",
+                        f"metricsQuery's {shown} removes {', '.join(dropped)}. The adapter "
+                        f"matches results to objects by that label, so nothing matches"
+                        f"{_for_whom(needs, dropped)}, and the HPA gets {NO_METRICS}",
                         regrouped,
                     ),
                 )
@@ -268,8 +269,8 @@ def _grouping(
                 True,
                 report(
                     "metricsQuery",
-                    f"metricsQuery's {shown} has no `by` clause, so its result keeps no label and "
-                    f"the adapter cannot match it to any object: the HPA gets {NO_METRICS}",
+                    f"metricsQuery's {shown} has no `by` clause, so its result keeps no label. "
+                    f"The adapter cannot match it to any object: the HPA gets {NO_METRICS}",
                     regrouped,
                 ),
             )
@@ -286,9 +287,9 @@ def _grouping(
                     True,
                     report(
                         "metricsQuery",
-                        f"metricsQuery's {shown} drops {' and '.join(lost)}, the label the adapter "
-                        f"matches results to objects by{_for_whom(needs, lost)}: nothing matches "
-                        f"and the HPA gets {NO_METRICS}",
+                        f"metricsQuery's {shown} drops {' and '.join(lost)}. The adapter matches "
+                        f"results to objects by that label, so nothing matches"
+                        f"{_for_whom(needs, lost)}, and the HPA gets {NO_METRICS}",
                         regrouped,
                     ),
                 )
@@ -308,7 +309,7 @@ def _extra_labels(query: str, item: PlacedAggregation, extra: list[str], report:
     return report(
         "metricsQuery",
         f"metricsQuery's {_show(item)} also keeps {', '.join(extra)}, so each object gets one "
-        "series per value of it and the adapter keeps only one of them, whichever it reads last",
+        "series per value of it. The adapter keeps only one of them, whichever it reads last",
         f"metricsQuery: {_yaml_string(_regroup(query, item))}",
     )
 
@@ -319,8 +320,8 @@ def _external_namespace(rule: AdapterRule, report: Report) -> Iterator[Finding]:
         return
     yield report(
         "resources" if "resources" in rule.data else None,
-        "is namespaced (resources.namespaced is not false), so the adapter adds the HPA's "
-        "namespace to <<.LabelMatchers>>, but no label maps to namespaces: every request fails "
+        "is namespaced, but no label maps to namespaces. The adapter adds the HPA's namespace "
+        "to <<.LabelMatchers>> (resources.namespaced is not false), so every request fails "
         '("unable to fetch metrics")',
         "resources:\n  overrides:\n    namespace: {resource: namespace}\n"
         "# or, for a metric that belongs to no namespace:\n"

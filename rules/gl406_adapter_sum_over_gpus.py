@@ -159,11 +159,12 @@ def _finding(
     if target.owner is not None and target.manifest is None:
         where += f" (from {target.owner.kind} {target.owner.name})"
     message = (
-        f"HPA {hpa.name} compares a per-pod sum over {gpus} GPUs with a one-GPU target: "
-        f"{_what(metric.name, series)} summed per pod by {rule.describe()}, one series per GPU "
-        f"on a {scale} scale, and the pods of {where} hold {gpus} GPUs, so the sum reaches the "
-        f"target {shown} when each GPU is at {format_number(value / gpus)}{unit}: the HPA "
-        f"scales out at 1/{gpus} of the load it was meant for"
+        f"HPA {hpa.name} compares a per-pod sum over {gpus} GPUs with a one-GPU target. "
+        f"The metric {_subject(metric.name, series)} is summed per pod by {rule.describe()}, "
+        f"one series per GPU on a {scale} scale, and the pods of {where} hold {gpus} GPUs, so "
+        f"the sum reaches the target {shown} when each GPU is at "
+        f"{format_number(value / gpus)}{unit}: the HPA scales out at 1/{gpus} of the load it "
+        "was meant for."
     )
     averaged = query[:start] + "avg" + query[start + 3 :]
     quoted = f"'{averaged}'" if "'" not in averaged else json.dumps(averaged)
@@ -191,5 +192,5 @@ def _finding(
     )
 
 
-def _what(name: str | None, series: str) -> str:
-    return f"{name} is" if name == series else f"{name} is {series}"
+def _subject(name: str | None, series: str) -> str:
+    return series if name == series else f"{name} ({series})"

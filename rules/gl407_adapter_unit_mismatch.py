@@ -81,11 +81,15 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
         what, fix = problem
         key = "as" if "as" in rule.name_block else "matches" if rule.name_block else None
         path = ("name", key) if key else ("name",) if rule.name_block else ("seriesQuery",)
+        promised, _, actual = what.partition(" while the series ")
+        promised = promised.split(" (")[0]  # the series' range is said in the next sentence
+        where = rule.describe()
         yield ctx.finding(
             rule.document,
             rule.path_for(*path),
-            f"{rule.describe()}: exposes {series} ({metric.help}) as {exposed}, a name that "
-            f"promises {what}; HPA targets written for the name are off by that factor",
+            f"{where[:1].upper()}{where[1:]} exposes {series} as {exposed}, a name that "
+            f"promises {promised}. The series, {series} ({metric.help}), {actual}, so HPA "
+            "targets written for the name are off by that factor.",
             _render_fix(fix, query.strip()),
             obj=rule.config.ref,
         )

@@ -127,19 +127,18 @@ def _finding(
 ) -> Finding:
     resources = ", ".join(sorted({r.resource for r in migs}))
     if rule is not None and metric.name == series.name:
-        reads = f" (served by {rule.describe()})"
+        reads = f"It is served by {rule.describe()}. "
     elif rule is not None:
-        reads = f", which reads {series.name} through {rule.describe()}"
+        reads = f"It reads {series.name} through {rule.describe()}. "
     elif canonical_metric_name(metric.name or "").lower() != series.name.lower():
-        reads = f", which reads {series.name}"
+        reads = f"It reads {series.name}. "
     else:
         reads = ""
     message = (
-        f"HPA {hpa.name} scales {where}, whose pods run on MIG slices ({resources}), on "
-        f"{metric.name}{reads}; DCGM does not report "
-        f"{series.name} for MIG instances (the series is missing or 0), so the HPA never "
-        f"sees the slices get busy. {REPLACEMENT} is reported per MIG instance, as a ratio "
-        "(0-1)"
+        f"HPA {hpa.name} scales {where}, whose pods run on MIG slices, on {metric.name}. "
+        f"{reads}DCGM does not report {series.name} for MIG instances ({resources}): the "
+        "series is missing or 0, so the HPA never sees the slices get busy. "
+        f"{REPLACEMENT} is reported per MIG instance, as a ratio (0-1)."
     )
     new_target = ""
     target = metric.target

@@ -174,8 +174,8 @@ def _finding(
     assert metric.target is not None
     message = (
         f"HPA {hpa.name} compares Object metric {metric.name} with a Value target that more "
-        f"replicas cannot lower: {why}. Above the target the HPA scales to maxReplicas and "
-        "stays there"
+        f"replicas cannot lower. {why[:1].upper()}{why[1:]}. Above the target the HPA scales to "
+        "maxReplicas and stays there."
     )
     return ctx.finding(
         hpa.manifest,

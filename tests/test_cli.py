@@ -100,6 +100,9 @@ def test_rules_and_explain() -> None:
     assert explained.returncode == 0
     assert "Why is this bad?" in explained.stdout
     assert "Use instead" in explained.stdout
+    assert explained.stdout.rstrip().endswith(
+        "Documentation: docs/rules.md#gl101 in gpulint's repository"
+    )
     data = json.loads(run_cli("rules", "--json").stdout)
     assert {"id", "name", "severity", "summary", "options"} <= set(data[0])
 

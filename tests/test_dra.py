@@ -424,7 +424,7 @@ def test_gl101_names_the_template_its_gpu_comes_through() -> None:
         """,
         select=["GL101"],
     )
-    assert "asks for GPUs (DRA device class gpu.nvidia.com of ResourceClaimTemplate gpus)" in (
+    assert "asks for DRA device class gpu.nvidia.com of ResourceClaimTemplate gpus)" in (
         finding.message
     )
     assert [(r.ref.kind, r.ref.name, r.location and r.location.line) for r in finding.related] == [

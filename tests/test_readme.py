@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 
 from gpulint.engine import all_rules
-from gpulint.ruledocs import TABLE_BEGIN, TABLE_END, rules_document, rules_table
+from gpulint.ruledocs import (
+    RULES_DOC,
+    TABLE_BEGIN,
+    TABLE_END,
+    rule_doc_link,
+    rules_document,
+    rules_table,
+)
 
 from .conftest import ROOT
 
@@ -20,6 +27,37 @@ def test_readme_rule_table_matches_the_catalog() -> None:
 
 def test_docs_rules_matches_the_catalog() -> None:
     assert (ROOT / "docs" / "rules.md").read_text() == rules_document(all_rules()), REGENERATE
+
+
+def _github_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a Markdown page: each ``<a id>`` and each heading's slug
+    (lower case, punctuation but hyphens dropped, spaces as hyphens, ``-1``, ``-2`` for
+    repeats)."""
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', markdown))
+    counts: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6} (.+)$", markdown, re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        seen = counts.get(slug, 0)
+        counts[slug] = seen + 1
+        anchors.add(slug if not seen else f"{slug}-{seen}")
+    return anchors
+
+
+def test_every_link_to_a_rule_reaches_its_section() -> None:
+    """The README's table, `gpulint explain`, SARIF and the webhook's warnings link
+    docs/rules.md#<anchor>; each anchor must be on the page, just before the rule's heading."""
+    page = (ROOT / RULES_DOC).read_text()
+    anchors = _github_anchors(page)
+    readme = (ROOT / "README.md").read_text()
+    linked = re.findall(rf"\]\({re.escape(RULES_DOC)}#([\w-]+)\)", readme)
+    assert len(linked) == len(all_rules())
+    assert set(linked) <= anchors
+    for spec in all_rules():
+        link = rule_doc_link(spec.id)
+        assert link.startswith(f"{RULES_DOC}#")
+        anchor = link.partition("#")[2]
+        assert anchor in anchors
+        assert f'<a id="{anchor}"></a>\n## {spec.id} {spec.name} ' in page
 
 
 def test_every_rule_is_in_the_readme_exactly_once() -> None:

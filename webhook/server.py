@@ -196,11 +196,13 @@ def _warm_up(settings: Settings, selection: Selection, log: JsonLog) -> None:
     fatal: requests then fail open with the reason ``error`` and the cause in the log."""
     from gpulint.cluster.cache import evaluate_alone
     from gpulint.engine import all_rules
+    from gpulint.ruledocs import rules_doc_url
 
     from .logs import where_raised
 
     try:
         all_rules()
+        rules_doc_url()  # the package metadata, read once: every warning links the docs
         for obj in _WARM_UP_OBJECTS:
             evaluate_alone(obj, "CREATE", settings, selection, None)
     except Exception as error:

@@ -1,6 +1,9 @@
 """GitHub Actions workflow commands: each finding becomes an annotation on the pull request.
 
-A command is one line: ``::error file=F,line=L,col=C,title=T::message``. The runner reads
+A command is one line: ``::error file=F,line=L,col=C,title=T::message``. The title is the
+rule and the finding's headline (``GL406: HPA web ...``), the message its detail, the units
+it was found in and the fix; a finding whose message is one sentence repeats it as the
+message, which an annotation cannot leave empty. The runner reads
 ``%25``, ``%0D`` and ``%0A`` in the message as ``%``, CR and LF, and also ``%3A`` and ``%2C``
 in properties (actions/toolkit, command.ts), so every newline of a message or fix is encoded
 and no input can end the line and start a command of its own. Control characters from the
@@ -12,6 +15,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from gpulint.engine import Result
+from gpulint.message import split_message
 from gpulint.model import Severity
 from gpulint.paths import display_path
 from gpulint.report.escape import escape_controls
@@ -30,7 +34,8 @@ def _property(text: str) -> str:
 def render_github(result: Result, stream: TextIO) -> None:
     for finding in result.findings:
         location = finding.location
-        message = escape_controls(finding.message)
+        headline, detail = split_message(finding.message)
+        message = escape_controls(detail or headline)
         if finding.units:
             message += f"\nin: {', '.join(escape_controls(u) for u in finding.units)}"
         if finding.fix:
@@ -40,5 +45,5 @@ def render_github(result: Result, stream: TextIO) -> None:
         stream.write(
             f"::{_COMMANDS[finding.severity]} file={_property(display_path(location.file))},"
             f"line={location.line},col={location.column},"
-            f"title={_property(f'{finding.rule} {finding.name}')}::{_data(message)}\n"
+            f"title={_property(f'{finding.rule}: {headline}')}::{_data(message)}\n"
         )

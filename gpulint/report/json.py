@@ -1,4 +1,7 @@
-"""The JSON report (version 1): a contract for tools, documented in the README."""
+"""The JSON report (version 1): a contract for tools, documented in the README.
+
+``message`` is a finding's full text; ``headline`` its first sentence (``Finding.headline``),
+for tools that show one line per finding."""
 
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ def finding_to_dict(finding: Finding, edits: list[Edit] | None = None) -> dict[s
         "name": finding.name,
         "severity": str(finding.severity),
         "message": finding.message,
+        "headline": finding.headline,
         "file": display_path(location.file),
         "line": location.line,
         "column": location.column,

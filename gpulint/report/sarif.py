@@ -1,7 +1,15 @@
 """SARIF 2.1.0 for GitHub code scanning and other SARIF consumers.
 
-One reportingDescriptor per rule (with the help text generated from the rule's docstring),
-results with real line/column regions, related locations for cross-object findings.
+One reportingDescriptor per rule, generated from the rule's docstring: ``shortDescription``
+its summary line, ``fullDescription`` what it checks, ``help`` the whole documentation,
+``helpUri`` its section of docs/rules.md when gpulint knows where that is published
+(``gpulint.ruledocs.rules_doc_url``; SARIF wants an absolute URI there). Results have real
+line/column regions and related locations for cross-object findings.
+
+A result's ``message.text`` is the whole message, then the fix: its first sentence is the
+headline, which is what SARIF viewers show where room is short (GitHub code scanning titles
+an alert with it, and reads no ``markdown``), so the detail and the fix stay in the alert.
+``properties.headline`` has the headline alone, for tools.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from gpulint.engine import Result, all_rules
 from gpulint.model import Finding, Location, Severity
 from gpulint.paths import is_file_path, sarif_root
 from gpulint.report.escape import write_json
-from gpulint.ruledocs import rule_markdown
+from gpulint.ruledocs import rule_help_uri, rule_markdown
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -75,19 +83,21 @@ def sarif_log(result: Result) -> dict[str, Any]:
     index = {spec.id: i for i, spec in enumerate(specs)}
     rules = []
     for spec in specs:
-        rules.append(
-            {
-                "id": spec.id,
-                "name": spec.name,
-                "shortDescription": {"text": spec.doc.summary},
-                "fullDescription": {
-                    "text": spec.doc.section("Description", "What it checks") or spec.doc.summary
-                },
-                "help": {"text": spec.doc.summary, "markdown": rule_markdown(spec)},
-                "defaultConfiguration": {"level": _LEVELS[spec.severity]},
-                "properties": {"tags": ["kubernetes", "gpu", "autoscaling"]},
-            }
-        )
+        descriptor: dict[str, Any] = {
+            "id": spec.id,
+            "name": spec.name,
+            "shortDescription": {"text": spec.doc.summary},
+            "fullDescription": {
+                "text": spec.doc.section("Description", "What it checks") or spec.doc.summary
+            },
+            "help": {"text": spec.doc.summary, "markdown": rule_markdown(spec)},
+            "defaultConfiguration": {"level": _LEVELS[spec.severity]},
+            "properties": {"tags": ["kubernetes", "gpu", "autoscaling"]},
+        }
+        help_uri = rule_help_uri(spec.id)
+        if help_uri is not None:
+            descriptor["helpUri"] = help_uri
+        rules.append(descriptor)
     edits = {id(f): result.edits_of(f) for f in result.findings}
     root = sarif_root(
         [f.location.file for f in result.findings]
@@ -119,13 +129,12 @@ def sarif_log(result: Result) -> dict[str, Any]:
         fix = _fix(finding, edits[id(finding)], root)
         if fix is not None:
             entry["fixes"] = [fix]
-        properties: dict[str, Any] = {}
+        properties: dict[str, Any] = {"headline": finding.headline}
         if finding.units:
             properties["units"] = list(finding.units)
         if finding.location.rendered_from:
             properties["renderedFrom"] = finding.location.rendered_from
-        if properties:
-            entry["properties"] = properties
+        entry["properties"] = properties
         results.append(entry)
     return {
         "$schema": SARIF_SCHEMA,

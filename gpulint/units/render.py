@@ -149,8 +149,8 @@ def _build_kustomization(
     if remote:
         shown = ", ".join(r.path for r in remote[:3])
         unavailable(
-            f"kustomization {unit.name} uses remote resources ({shown}), which gpulint does "
-            "not download; its local files are linted one by one instead",
+            f"kustomization {unit.name} uses remote resources, which gpulint does not download. "
+            f"They are {shown}; its local files are linted one by one instead.",
             f"build it where the remote resources can be fetched and pipe the output: "
             f"`kustomize build {kustomization.directory} | gpulint lint --stdin-filename "
             f"{kustomization.file} -`",
@@ -166,7 +166,8 @@ def _build_kustomization(
                 where.line,
                 where.column,
                 f"kustomization {display_path(owner.directory)} names {reference.path}, which "
-                f"does not exist: kustomize refuses to build {unit.name}, so no cluster can get it",
+                f"does not exist. Kustomize refuses to build {unit.name}, so no cluster can get "
+                "it.",
                 f"create {reference.path} or remove it from {os.path.basename(owner.file)}",
             )
         )
@@ -205,7 +206,7 @@ def _build_kustomization(
         if helm_charts and _needs_download(message):
             unavailable(
                 f"kustomization {unit.name} inflates Helm charts that are not on this "
-                f"machine: {message}",
+                f"machine. Building it fails with: {message}",
                 "vendor the charts (helmGlobals.chartHome) or render them with "
                 "`helm template` and lint that",
             )
@@ -225,7 +226,8 @@ def _build_kustomization(
                 where.file,
                 where.line,
                 where.column,
-                f"kustomization {unit.name} does not build, so no cluster can get it: {message}",
+                f"kustomization {unit.name} does not build, so no cluster can get it. "
+                f"Building it fails with: {message}",
                 f"fix what `{tool.name} {kustomization.directory}` reports",
             )
         )
@@ -465,8 +467,8 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
                     chart_yaml,
                     1,
                     1,
-                    f"chart {unit.name} needs its dependencies, which are not downloaded: "
-                    f"{message}",
+                    f"chart {unit.name} needs its dependencies, which are not downloaded. "
+                    f"Rendering it fails with: {message}",
                     f"run `helm dependency build {chart}` before linting",
                 )
             )
@@ -479,7 +481,8 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
                 chart_yaml,
                 1,
                 1,
-                f"chart {unit.name} does not render, so no cluster can get it: {message}",
+                f"chart {unit.name} does not render, so no cluster can get it. "
+                f"Rendering it fails with: {message}",
                 f"fix what `helm template {chart}` reports" + (f" (line {line})" if line else ""),
             )
         )

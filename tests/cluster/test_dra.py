@@ -137,7 +137,7 @@ def test_a_template_is_judged_by_the_cpu_hpas_on_the_pods_that_name_it(
         ("GL101", "cluster://ml/HorizontalPodAutoscaler/vllm")
     ]
     (gl101,) = findings
-    assert "asks for GPUs (DRA device class gpu.nvidia.com of ResourceClaimTemplate tp2)" in (
+    assert "asks for DRA device class gpu.nvidia.com of ResourceClaimTemplate tp2)" in (
         gl101.message
     )
     assert [(r.ref.kind, r.ref.name) for r in gl101.related] == [

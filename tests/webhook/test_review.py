@@ -17,11 +17,13 @@ from gpulint.webhook.review import (
     one_line,
     parse_review,
     review_response,
+    rule_warning,
     warning_text,
 )
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpulint import ruledocs
 from gpulint.model import Finding, Location, ObjectRef, Severity
 
 from . import objects
@@ -71,10 +73,50 @@ def test_a_warning_is_one_line_clipped_on_a_rune_boundary() -> None:
     assert short == "GL102: a b c d"
 
 
-def test_warning_text_puts_the_rule_first_and_a_note_before_the_message() -> None:
-    assert warning_text(finding("GL102", "no behavior\nset")) == "GL102: no behavior set"
+def test_a_long_warning_is_cut_between_words() -> None:
+    (warning,) = fit_warnings(["GL102: " + "scale-down " * 40])
+    assert warning.endswith("scale-down…") and len(warning) <= WARNING_RUNES
+
+
+POINTER = " (gpulint explain {rule}; docs/rules.md#{anchor})"
+
+
+def test_warning_is_the_headline_with_a_pointer_to_the_rule() -> None:
+    message = "HPA ml/web has no behavior. Pods take minutes to load a model, so the default..."
+    assert warning_text(finding("GL102", message)) == (
+        "GL102: HPA ml/web has no behavior." + POINTER.format(rule="GL102", anchor="gl102")
+    )
+    assert warning_text(finding("GL102", "no behavior\nset")) == (
+        "GL102: no behavior set" + POINTER.format(rule="GL102", anchor="gl102")
+    )
+    # The note comes before the headline, so that cutting it never drops the note.
     assert warning_text(finding("GL101", "cpu"), "already present") == (
-        "GL101 (already present): cpu"
+        "GL101 (already present): cpu" + POINTER.format(rule="GL101", anchor="gl101")
+    )
+
+
+def test_a_long_headline_is_cut_between_words_and_keeps_the_pointer() -> None:
+    headline = "HPA ml/web reads " + " ".join(f"metric_{i}" for i in range(60)) + "."
+    warning = rule_warning("GL401", headline + " Detail.", "already present")
+    pointer = POINTER.format(rule="GL401", anchor="gl401")
+    # Cut between words: at most one word short of the limit.
+    assert WARNING_RUNES - len(" metric_00") <= len(warning) <= WARNING_RUNES
+    assert warning.startswith("GL401 (already present): HPA ml/web reads metric_0 ")
+    assert warning.endswith("…" + pointer)
+    cut = warning[len("GL401 (already present): ") : -len(pointer) - 1]
+    assert headline.startswith(cut) and headline[len(cut)] == " "
+
+
+def test_a_published_rules_page_is_linked(monkeypatch: pytest.MonkeyPatch) -> None:
+    published = "https://git.example.com/platform/gpulint/blob/main/docs/rules.md"
+    monkeypatch.setattr(ruledocs, "rules_doc_url", lambda: published)
+    assert warning_text(finding("GL102", "No behavior. More.")) == (
+        f"GL102: No behavior. (gpulint explain GL102; {published}#gl102)"
+    )
+    # A link so long it would leave the headline no room is dropped, the command stays.
+    monkeypatch.setattr(ruledocs, "rules_doc_url", lambda: "https://x.example/" + "a" * 200)
+    assert warning_text(finding("GL102", "No behavior. More.")) == (
+        "GL102: No behavior. (gpulint explain GL102)"
     )
 
 

@@ -335,7 +335,9 @@ def test_a_resourceclaimtemplate_that_gives_gpus_to_a_cpu_scaled_deployment_is_r
         assert response["allowed"] is False
         message = response["status"]["message"]
         assert "\nGL101 hpa-cpu-on-gpu-workload: HPA dra-server scales only on cpu" in message
-        assert "(DRA device class gpu.nvidia.com of ResourceClaimTemplate two-gpus)" in message
+        assert (
+            "asks for DRA device class gpu.nvidia.com of ResourceClaimTemplate two-gpus" in message
+        )
         nic = copy.deepcopy(template)
         requests = nic["spec"]["spec"]["devices"]["requests"]
         requests[0]["exactly"]["deviceClassName"] = "sriov.example.com"

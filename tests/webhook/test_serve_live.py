@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from aiohttp import web
-from gpulint.webhook.review import fit_warnings
+from gpulint.webhook.review import fit_warnings, rule_warning
 
 from ..kubefake import FakeCluster, KubeFake
 from ..live.conftest import require_prometheus
@@ -195,7 +195,7 @@ def cluster_lint(kubeconfig: Path, url: str) -> list[dict[str, Any]]:
 
 def as_warning(rule: str, message: str) -> str:
     """A finding as the webhook's warnings carry it (one line, within the API's limits)."""
-    (warning,) = fit_warnings([f"{rule}: {message}"])
+    (warning,) = fit_warnings([rule_warning(rule, message)])
     return warning
 
 
