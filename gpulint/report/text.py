@@ -63,6 +63,11 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     if suppressed:
         by_rule = ", ".join(f"{rule} {count}" for rule, count in sorted(result.suppressed.items()))
         summary += f", {suppressed} suppressed ({by_rule})"
+    if result.baseline is not None:
+        baselined, stale = result.baseline
+        summary += f", {baselined} baselined"
+        if stale:
+            summary += f" ({stale} baseline entr{'ies' if stale != 1 else 'y'} fixed since)"
     if len(result.units) > 1:
         summary += f"; {len(result.units)} units"
     if any(unit.rendered_by for unit in result.units):
