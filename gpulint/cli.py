@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from gpulint import __version__
 
 if TYPE_CHECKING:
+    from gpulint.baseline import Baseline
+    from gpulint.changed import Changes
     from gpulint.config import Settings
     from gpulint.engine import Result, Selection
     from gpulint.inventory import Inventory
@@ -81,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_render_options(lint)
     add_live_options(lint)
     add_cluster_options(lint)
+    add_adoption_options(lint)
 
     check = commands.add_parser(
         "check-adapter",
@@ -175,7 +178,7 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         "-f",
-        choices=("text", "json", "sarif", "github"),
+        choices=("text", "json", "sarif", "github", "markdown"),
         default="text",
         help="report format (default: text)",
     )
@@ -307,6 +310,96 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "(--cluster; default: monitoring,kserve; * for every namespace; the namespace of "
         "--adapter-configmap NS/NAME is added)",
     )
+
+
+def add_adoption_options(parser: argparse.ArgumentParser) -> None:
+    adoption = parser.add_argument_group(
+        "adopting gpulint in an existing repository (baseline, changed objects)"
+    )
+    adoption.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record every finding of this run in FILE (JSON) and exit 0",
+    )
+    adoption.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="report only findings not recorded in FILE by --write-baseline",
+    )
+    adoption.add_argument(
+        "--changed-since",
+        metavar="REF",
+        help="lint everything, report only findings in objects changed since `git merge-base "
+        "REF HEAD` (working tree and untracked files included)",
+    )
+    adoption.add_argument(
+        "--report-only",
+        action="store_true",
+        help="the file PATHS are reported, the directory PATHS (default: the current "
+        "directory) are linted with them as context; for the gpulint-changed pre-commit hook",
+    )
+
+
+class _Adoption:
+    """``--baseline``, ``--write-baseline``, ``--changed-since``, ``--report-only``: which
+    findings of a run are reported (gpulint.baseline, gpulint.changed)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        """Raises ValueError (a BaselineError, a ChangedError) for a usage error."""
+        self.write_to: str | None = getattr(args, "write_baseline", None)
+        self.baseline: Baseline | None = None
+        self.changes: Changes | None = None
+        path = getattr(args, "baseline", None)
+        if path:
+            from gpulint.baseline import load_baseline
+
+            self.baseline = load_baseline(path)
+        ref = getattr(args, "changed_since", None)
+        report_only = getattr(args, "report_only", False)
+        if (ref or report_only) and getattr(args, "cluster", False):
+            raise ValueError("--changed-since and --report-only narrow a run over files")
+        if ref and report_only:
+            raise ValueError("give --changed-since or --report-only, not both")
+        if ref:
+            from gpulint.changed import changes_since
+
+            self.changes = changes_since(ref)
+        elif report_only:
+            from gpulint.changed import whole_files
+
+            paths = args.paths or []
+            if "-" in paths:
+                raise ValueError("--report-only reports files: it cannot read stdin")
+            directories = [p for p in paths if os.path.isdir(p)] or ["."]
+            files = [p for p in paths if not os.path.isdir(p)]
+            self.changes = whole_files(files)
+            outside = [f for f in files if not any(_inside(f, d) for d in directories)]
+            args.paths = directories + outside
+
+    def narrow(self, result: Result) -> None:
+        """Write the baseline, then keep the findings the baseline and the changes leave."""
+        if self.write_to:
+            from gpulint.baseline import Baseline
+
+            Baseline.of(result.findings).write(self.write_to)
+        findings = result.findings
+        if self.baseline is not None:
+            comparison = self.baseline.split(findings)
+            findings = comparison.new
+            result.baseline = (comparison.baselined, comparison.stale)
+        if self.changes is not None:
+            findings, outside = self.changes.narrow(findings)
+            if outside:
+                result.notes.append(
+                    f"{outside} finding{'s' * (outside != 1)} outside the changes "
+                    f"{self.changes.description} not reported"
+                )
+        result.findings = findings
+
+
+def _inside(path: str, directory: str) -> bool:
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(directory))
+    return relative != ".." and not relative.startswith(".." + os.sep)
 
 
 def _cluster_inventory(
@@ -532,14 +625,32 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     live = _live_check(args, settings, selection, stderr)
     if live is None:
         return EXIT_USAGE
-    result: Result | int = _lint_once(args, settings, selection, live, stderr)
+    try:
+        adoption = _Adoption(args)
+    except ValueError as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return EXIT_USAGE
+
+    def reported() -> Result | int:
+        """One lint, narrowed to what is reported (baseline, changes)."""
+        linted = _lint_once(args, settings, selection, live, stderr)
+        if isinstance(linted, int):
+            return linted
+        try:
+            adoption.narrow(linted)
+        except ValueError as error:
+            stderr.write(f"gpulint: error: {error}\n")
+            return EXIT_USAGE
+        return linted
+
+    result: Result | int = reported()
     if fixing and isinstance(result, Result):
         from gpulint.fixing import Writable, fix
 
         write = not args.diff
         result, outcome = fix(
             result,
-            lambda: _lint_once(args, settings, selection, live, stderr),
+            reported,
             Writable(args.paths or ["."]),
             unsafe=args.unsafe_fixes,
             write=write,
@@ -578,7 +689,7 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             handle.close()
     if isinstance(live, _Live) and live.failed_required:
         return EXIT_FINDINGS
-    if args.fail_on == "never":
+    if args.fail_on == "never" or adoption.write_to:
         return EXIT_OK
     threshold = Severity.parse(args.fail_on)
     return EXIT_FINDINGS if any(f.severity >= threshold for f in result.findings) else EXIT_OK

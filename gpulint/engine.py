@@ -218,6 +218,7 @@ class UnitSummary(NamedTuple):
 class Result:
     __slots__ = (
         "_edits",
+        "baseline",
         "config",
         "files",
         "findings",
@@ -251,6 +252,8 @@ class Result:
         self.suppressed: dict[str, int] = {}  # rule -> findings silenced by suppressions
         self.lint_seconds = 0.0
         self.render_wall: float | None = None
+        # With --baseline: (findings it absorbed, its entries that matched nothing).
+        self.baseline: tuple[int, int] | None = None
         # The texts edits are placed in (files are read when first asked; stdin is given).
         self.sources = Sources()
         self._edits: dict[int, list[Edit] | None] = {}

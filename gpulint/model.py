@@ -86,6 +86,9 @@ class Finding(NamedTuple):
     units: tuple[str, ...] = ()
     # The fix as edits of the source (gpulint.edits.FixPlan); None: the fix is prose only.
     plan: FixPlan | None = None
+    # The offending node inside the object (("spec", "metrics", 0)): where it is, whatever
+    # line it moves to; () for findings placed at a location without a document.
+    path: tuple[str | int, ...] = ()
 
     @property
     def headline(self) -> str:

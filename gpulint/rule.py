@@ -184,6 +184,7 @@ class Context:
             obj or describe_document(document),
             tuple(related),
             plan=plan,
+            path=tuple(path),
         )
         self.anchors[id(finding)] = Anchor(document, tuple(path))
         return finding

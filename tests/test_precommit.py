@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -100,3 +101,91 @@ def test_changed_files_hook_sees_only_staged_files(tmp_path: Path, pre_commit_ho
     result = _try_repo(repo, "gpulint-changed-files", pre_commit_home)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "GL101" in result.stdout + result.stderr
+
+
+OTHER_APP = BROKEN_HPA.replace("triton", "bert")
+
+
+@pytest.fixture(scope="module")
+def this_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A repository holding one commit of this checkout's files as they are now (edits not
+    committed yet included), and that commit's SHA: what a README reader pins with ``rev:``.
+    Its own git directory, so this checkout's repository is left as it is."""
+    source = tmp_path_factory.mktemp("gpulint-source")
+    git_dir = str(source / ".git")
+    subprocess.run(["git", "init", "-q", "--bare", git_dir], check=True, capture_output=True)
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", f"--git-dir={git_dir}", f"--work-tree={ROOT}", *args],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout.strip()
+
+    git("config", "core.bare", "false")
+    git("add", "-A")
+    git("-c", "user.email=ci@example.invalid", "-c", "user.name=ci", "commit", "-q", "-m", "tree")
+    return source, git("rev-parse", "HEAD")
+
+
+def _readme_config(source: Path, sha: str, enable: str | None = None) -> str:
+    """The README's pre-commit snippet, pointed at ``source`` and ``sha``; ``enable``
+    uncomments that hook's line."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### pre-commit") :]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    snippet = section[start : section.index("\n```", start)]
+    repo = re.search(r"repo: (\S+)", snippet)
+    rev = re.search(r"rev: (\S+)", snippet)
+    assert repo and rev and re.fullmatch(r"[0-9a-f]{40}", rev.group(1)), snippet
+    snippet = snippet.replace(repo.group(1), str(source)).replace(rev.group(1), sha)
+    if enable is not None:
+        snippet, count = re.subn(rf"# (- id: {enable})\s", r"\1 ", snippet)
+        assert count == 1, snippet
+    return snippet
+
+
+def _run(repo: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*_pre_commit(), "run", *args],
+        cwd=repo,
+        env={**os.environ, "PRE_COMMIT_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_readme_snippet_pinned_to_a_commit_runs_the_hook(
+    tmp_path: Path, pre_commit_home: Path, this_tree: tuple[Path, str]
+) -> None:
+    source, sha = this_tree
+    repo = _repo(tmp_path, {"app.yaml": BROKEN_HPA})
+    (repo / ".pre-commit-config.yaml").write_text(_readme_config(source, sha))
+    _git(repo, "add", ".")
+    result = _run(repo, pre_commit_home, "--all-files")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "app.yaml:" in output and "GL101" in output
+
+
+def test_changed_hook_reports_staged_files_judged_with_the_repository(
+    tmp_path: Path, pre_commit_home: Path, this_tree: tuple[Path, str]
+) -> None:
+    source, sha = this_tree
+    deployment, hpa = BROKEN_HPA.split("---\n")
+    repo = _repo(tmp_path, {"deployment.yaml": deployment, "hpa.yaml": hpa, "bert.yaml": OTHER_APP})
+    (repo / ".pre-commit-config.yaml").write_text(
+        _readme_config(source, sha, enable="gpulint-changed")
+    )
+    _git(repo, "add", ".")
+    # The HPA alone says nothing about GPUs: its Deployment is in a file not being committed.
+    result = _run(repo, pre_commit_home, "gpulint-changed", "--files", "hpa.yaml")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "hpa.yaml:" in output and "GL101" in output
+    assert "bert.yaml" not in output
+    result = _run(repo, pre_commit_home, "gpulint-changed", "--files", "README.md")
+    assert "Skipped" in result.stdout or result.returncode == 0, result.stdout

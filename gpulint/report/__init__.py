@@ -1,4 +1,5 @@
-"""Reporters: text for people, JSON for tools, SARIF for code scanning, GitHub annotations."""
+"""Reporters: text for people, JSON for tools, SARIF for code scanning, GitHub annotations,
+Markdown for a job summary."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import TextIO
 
 from gpulint.engine import Result
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "json", "sarif", "github", "markdown")
 
 
 def render(result: Result, fmt: str, stream: TextIO, color: bool = False) -> None:
@@ -26,5 +27,9 @@ def render(result: Result, fmt: str, stream: TextIO, color: bool = False) -> Non
         from gpulint.report.github import render_github
 
         render_github(result, stream)
+    elif fmt == "markdown":
+        from gpulint.report.markdown import render_markdown
+
+        render_markdown(result, stream)
     else:  # pragma: no cover - argparse restricts the choices
         raise ValueError(f"unknown format {fmt}")

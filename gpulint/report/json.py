@@ -72,7 +72,7 @@ def finding_to_dict(finding: Finding, edits: list[Edit] | None = None) -> dict[s
 
 
 def result_to_dict(result: Result) -> dict[str, Any]:
-    return {
+    report: dict[str, Any] = {
         "version": 1,
         "findings": [finding_to_dict(f, result.edits_of(f)) for f in result.findings],
         "summary": {
@@ -102,6 +102,10 @@ def result_to_dict(result: Result) -> dict[str, Any]:
             "lintSeconds": round(result.lint_seconds, 3),
         },
     }
+    if result.baseline is not None:
+        baselined, stale = result.baseline
+        report["summary"]["baseline"] = {"baselined": baselined, "stale": stale}
+    return report
 
 
 def render_json(result: Result, stream: TextIO) -> None:

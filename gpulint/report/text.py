@@ -111,6 +111,11 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         most_first = sorted(result.suppressed.items(), key=lambda item: (-item[1], item[0]))
         by_rule = ", ".join(f"{rule} {count}" for rule, count in most_first)
         summary += f", {suppressed} suppressed ({by_rule})"
+    if result.baseline is not None:
+        baselined, stale = result.baseline
+        summary += f", {baselined} baselined"
+        if stale:
+            summary += f" ({stale} baseline entr{'ies' if stale != 1 else 'y'} fixed since)"
     if len(result.units) > 1:
         summary += f"; {len(result.units)} units"
     if any(unit.rendered_by for unit in result.units):

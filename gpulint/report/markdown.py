@@ -1,0 +1,79 @@
+"""Markdown for a CI job summary (GitHub's ``$GITHUB_STEP_SUMMARY``): counts, then a table
+of the findings with their fixes.
+
+Input text (file and object names, messages) is escaped for Markdown and HTML, so that a
+manifest cannot add links, images or markup to the summary: control characters as escapes
+(``gpulint.report.escape``), then ``&``, ``<``, ``>`` as entities and every character that
+starts markup inside a line behind a backslash. The table stops at ``MAX_ROWS`` findings (a
+summary is limited to 1 MiB); the counts are always complete.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TextIO
+
+from gpulint.engine import Result
+from gpulint.model import Severity
+from gpulint.paths import display_path
+from gpulint.report.escape import escape_controls
+
+MAX_ROWS = 500
+# What starts markup inside a line: emphasis, code, links and images, tables, strikethrough.
+_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def markdown_text(text: str) -> str:
+    """Input text as literal Markdown, on one line of a table cell."""
+    text = escape_controls(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def _cell(text: str) -> str:
+    """Lines joined by ``<br>``, their indentation kept (a fix is YAML)."""
+    lines = []
+    for line in text.rstrip("\n").split("\n"):
+        stripped = line.lstrip(" ")
+        lines.append("&nbsp;" * (len(line) - len(stripped)) + markdown_text(stripped))
+    return "<br>".join(lines)
+
+
+def render_markdown(result: Result, stream: TextIO) -> None:
+    errors, warnings, infos = (
+        result.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
+    )
+    stream.write("## gpulint\n\n")
+    counts = (
+        f"**{errors}** error{'s' * (errors != 1)}, **{warnings}** warning"
+        f"{'s' * (warnings != 1)}, **{infos}** info in {result.files} "
+        f"file{'s' * (result.files != 1)} ({result.objects} object"
+        f"{'s' * (result.objects != 1)})"
+    )
+    if result.baseline is not None:
+        baselined, stale = result.baseline
+        counts += f"; {baselined} baselined, {stale} stale baseline entr"
+        counts += "y" if stale == 1 else "ies"
+    suppressed = sum(result.suppressed.values())
+    if suppressed:
+        counts += f"; {suppressed} suppressed"
+    stream.write(counts + "\n\n")
+    if result.findings:
+        stream.write("| where | rule | severity | finding | fix |\n|---|---|---|---|---|\n")
+        for finding in result.findings[:MAX_ROWS]:
+            location = finding.location
+            where = f"{display_path(location.file)}:{location.line}:{location.column}"
+            message = finding.message
+            if finding.units:
+                message += f"\nin: {', '.join(finding.units)}"
+            stream.write(
+                f"| {_cell(where)} | {finding.rule} {finding.name} | {finding.severity} | "
+                f"{_cell(message)} | {_cell(finding.fix)} |\n"
+            )
+        if len(result.findings) > MAX_ROWS:
+            more = len(result.findings) - MAX_ROWS
+            stream.write(f"\n{more} more finding{'s' * (more != 1)} not shown.\n")
+        stream.write("\n")
+    for note in result.notes:
+        stream.write(f"> {markdown_text(note)}\n>\n")
+    if result.notes:
+        stream.write("\n")

@@ -1,0 +1,349 @@
+"""Adopting gpulint in a repository that already has findings: a baseline of them, and
+reports narrowed to what a change touched, in real git repositories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpulint.baseline import Baseline, fingerprint, load_baseline, node_path
+from gpulint.changed import changed_lines, document_spans
+from gpulint.cli import main
+from gpulint.model import Finding, Location, ObjectRef, Severity
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+      - {{name: main, image: triton, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}
+"""
+
+# GL101 (CPU metric on a GPU workload) at spec.metrics[0], GL102 (no behavior) at spec.
+CPU_HPA = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: {name}}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: {name}}}
+  maxReplicas: {replicas}
+  metrics:
+  - type: Resource
+    resource: {{name: cpu, target: {{type: Utilization, averageUtilization: 70}}}}
+"""
+
+
+def app(name: str, replicas: int = 3) -> str:
+    return DEPLOYMENT.format(name=name) + "---\n" + CPU_HPA.format(name=name, replicas=replicas)
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, timeout=60
+    )
+    return done.stdout
+
+
+def make_repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "ci@example.invalid")
+    git(repo, "config", "user.name", "ci")
+    write(repo, files)
+    commit(repo, "initial")
+    return repo
+
+
+def write(repo: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def commit(repo: Path, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+def lint_json(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, dict[str, Any]]:
+    monkeypatch.chdir(repo)
+    capsys.readouterr()
+    code = main(["lint", "--format", "json", *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def reported(report: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return sorted((f["rule"], f["object"]["name"], f["file"]) for f in report["findings"])
+
+
+# --- baseline ------------------------------------------------------------------------------
+
+
+def test_baseline_survives_a_rename_and_a_moved_block_and_reports_what_is_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path, {"apps/triton.yaml": app("triton")})
+    code, report = lint_json(repo, monkeypatch, capsys, "--write-baseline", "baseline.json", ".")
+    assert code == 0  # writing a baseline accepts what is there
+    assert reported(report) == [
+        ("GL101", "triton", "apps/triton.yaml"),
+        ("GL102", "triton", "apps/triton.yaml"),
+    ]
+    commit(repo, "baseline")
+
+    # Renamed, the HPA moved above the Deployment and pushed down by a comment: same findings.
+    git(repo, "mv", "apps/triton.yaml", "apps/serving.yaml")
+    hpa, deployment = CPU_HPA.format(name="triton", replicas=3), DEPLOYMENT.format(name="triton")
+    write(repo, {"apps/serving.yaml": "# serving\n\n" + hpa + "---\n" + deployment})
+    code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", ".")
+    assert (code, report["findings"]) == (0, [])
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0}
+
+    # A second app brings two new findings; the run fails on them alone.
+    write(repo, {"apps/llm.yaml": app("llm")})
+    code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", ".")
+    assert code == 1
+    assert reported(report) == [
+        ("GL101", "llm", "apps/llm.yaml"),
+        ("GL102", "llm", "apps/llm.yaml"),
+    ]
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0}
+
+    # Fixing old findings leaves their entries stale, said in the text summary too.
+    (repo / "apps/llm.yaml").unlink()
+    cpu_only = deployment.replace("nvidia.com/gpu: 1", "cpu: 500m")
+    write(repo, {"apps/serving.yaml": hpa + "---\n" + cpu_only})
+    code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", ".")
+    assert (code, report["findings"]) == (0, [])
+    assert report["summary"]["baseline"] == {"baselined": 0, "stale": 2}
+    capsys.readouterr()
+    main(["lint", "--baseline", "baseline.json", "."])
+    summary = capsys.readouterr().out.splitlines()[-1]
+    assert "0 baselined (2 baseline entries fixed since)" in summary
+
+
+def test_baseline_file_is_sorted_versioned_and_counts_identical_findings(tmp_path: Path) -> None:
+    ref = ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", "ml", "triton")
+
+    def at(line: int, rule: str = "GL101", api: str = "autoscaling/v2") -> Finding:
+        return Finding(
+            rule,
+            "name",
+            Severity.ERROR,
+            f"message at {line}",
+            Location("a.yaml", line, 1),
+            object=ref._replace(api_version=api),
+            path=("spec", "metrics", 0, "resource", "name"),
+        )
+
+    path = tmp_path / "baseline.json"
+    Baseline.of([at(30), at(9, "GL102"), at(10)]).write(str(path))
+    data = json.loads(path.read_text())
+    assert data["version"] == 1
+    assert [(e["rule"], e["count"], e["path"]) for e in data["entries"]] == [
+        ("GL101", 2, "spec.metrics[0].resource.name"),
+        ("GL102", 1, "spec.metrics[0].resource.name"),
+    ]
+    baseline = load_baseline(str(path))
+    # Lines, messages and the API version do not matter; a third identical one is new.
+    comparison = baseline.split([at(1), at(2, api="autoscaling/v2beta2"), at(3), at(4, "GL102")])
+    assert (len(comparison.new), comparison.baselined, comparison.stale) == (1, 3, 0)
+    assert comparison.new[0].location.line == 3
+    # Rewriting the same findings gives the same bytes.
+    again = tmp_path / "again.json"
+    Baseline.of([at(10), at(9, "GL102"), at(30)]).write(str(again))
+    assert again.read_bytes() == path.read_bytes()
+
+
+def test_findings_about_no_object_fall_back_to_file_rule_and_message() -> None:
+    def syntax(file: str, message: str) -> Finding:
+        return Finding("GL702", "yaml-syntax", Severity.ERROR, message, Location(file, 4, 2))
+
+    one = fingerprint(syntax("a.yaml", "bad indentation"))
+    assert one == fingerprint(
+        syntax("a.yaml", "bad indentation")._replace(location=Location("a.yaml", 9, 1))
+    )
+    assert one != fingerprint(syntax("b.yaml", "bad indentation"))
+    assert one != fingerprint(syntax("a.yaml", "unclosed quote"))
+    assert node_path(("spec", "metrics", 0, "resource")) == "spec.metrics[0].resource"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{\n  "version": 1,\n  oops\n}\n', "baseline.json:3:3: not valid JSON"),
+        ('{"version": 1, "entries": []}', "not a gpulint baseline"),
+        ('{"tool": "gpulint", "version": 7, "entries": []}', "version 7 is not supported"),
+        ('{"tool": "gpulint", "version": 1, "entries": [{"rule": "GL101"}]}', "entries[0]: count"),
+        (
+            '{"tool": "gpulint", "version": 1, "entries": [{"rule": "GL101", "count": 1, '
+            '"kind": "HPA", "namespace": null, "name": "a", "units": [], "paht": "spec"}]}',
+            "entries[0]: unknown key 'paht'",
+        ),
+    ],
+)
+def test_a_malformed_baseline_is_a_usage_error_saying_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    (tmp_path / "app.yaml").write_text(app("triton"))
+    (tmp_path / "baseline.json").write_text(text)
+    code = main(["lint", "--baseline", str(tmp_path / "baseline.json"), str(tmp_path)])
+    assert code == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_a_missing_baseline_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "app.yaml").write_text(app("triton"))
+    assert main(["lint", "--baseline", str(tmp_path / "nope.json"), str(tmp_path)]) == 2
+    assert "cannot read baseline" in capsys.readouterr().err
+
+
+# --- changed since a ref -------------------------------------------------------------------
+
+
+def test_changed_since_reports_changed_objects_with_the_whole_repository_as_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(
+        tmp_path,
+        {
+            "old/triton.yaml": app("triton"),
+            "old/llm.yaml": app("llm"),
+            "split/deployment.yaml": DEPLOYMENT.format(name="vllm"),
+            "split/hpa.yaml": CPU_HPA.format(name="vllm", replicas=3),
+        },
+    )
+    git(repo, "checkout", "-q", "-b", "feature")
+    # Committed on the branch: llm's HPA edited; triton's file renamed without an edit.
+    write(repo, {"old/llm.yaml": app("llm", replicas=5)})
+    git(repo, "mv", "old/triton.yaml", "old/renamed.yaml")
+    commit(repo, "feature work")
+    # Meanwhile main edits triton: that is main's change, not the branch's.
+    git(repo, "checkout", "-q", "main")
+    write(repo, {"old/triton.yaml": app("triton", replicas=7)})
+    commit(repo, "main moves on")
+    git(repo, "checkout", "-q", "feature")
+    # Not committed yet: the vllm Deployment, whose HPA sits in another file; a new file.
+    vllm = DEPLOYMENT.format(name="vllm").replace("image: triton", "image: vllm")
+    write(repo, {"split/deployment.yaml": vllm, "new/bert.yaml": app("bert")})
+
+    code, report = lint_json(repo, monkeypatch, capsys, "--changed-since", "main", ".")
+    assert code == 1
+    names = {f["object"]["name"] for f in report["findings"]}
+    # vllm: its HPA's file is untouched, but the Deployment the findings name changed.
+    assert names == {"llm", "vllm", "bert"}
+    assert any("outside the changes since main" in note for note in report["summary"]["notes"])
+
+    # Nothing changed since the branch itself: nothing reported, the exit code follows.
+    commit(repo, "more")
+    code, report = lint_json(repo, monkeypatch, capsys, "--changed-since", "HEAD", ".")
+    assert (code, report["findings"]) == (0, [])
+
+
+def test_changed_since_and_baseline_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path, {"a.yaml": app("triton")})
+    lint_json(repo, monkeypatch, capsys, "--write-baseline", "baseline.json", ".")
+    commit(repo, "baseline")
+    write(repo, {"a.yaml": app("triton", replicas=4), "b.yaml": app("llm")})
+    code, report = lint_json(
+        repo, monkeypatch, capsys, "--changed-since", "HEAD", "--baseline", "baseline.json", "."
+    )
+    # triton's HPA changed, but its findings are baselined; llm's are new and changed.
+    assert code == 1
+    assert {f["object"]["name"] for f in report["findings"]} == {"llm"}
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0}
+
+
+def test_changed_since_outside_git_or_with_an_unknown_ref_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.yaml").write_text(app("triton"))
+    monkeypatch.chdir(plain)
+    assert main(["lint", "--changed-since", "main", "."]) == 2
+    assert "is not in a git repository" in capsys.readouterr().err
+    repo = make_repo(tmp_path, {"a.yaml": app("triton")})
+    monkeypatch.chdir(repo)
+    assert main(["lint", "--changed-since", "origin/nope", "."]) == 2
+    assert "no commit 'origin/nope'" in capsys.readouterr().err
+
+
+def test_report_only_reports_the_given_files_judged_with_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(
+        tmp_path,
+        {
+            "triton.yaml": app("triton"),
+            "deployment.yaml": DEPLOYMENT.format(name="vllm"),
+            "hpa.yaml": CPU_HPA.format(name="vllm", replicas=3),
+        },
+    )
+    # The HPA alone would find nothing: its GPU Deployment is in another file.
+    code, report = lint_json(repo, monkeypatch, capsys, "--report-only", "hpa.yaml")
+    assert code == 1
+    assert {(f["object"]["name"], f["file"]) for f in report["findings"]} == {("vllm", "hpa.yaml")}
+    code, report = lint_json(repo, monkeypatch, capsys, "--report-only", "deployment.yaml")
+    assert {f["object"]["name"] for f in report["findings"]} == {"vllm"}  # related object
+
+
+def test_diff_lines_and_document_spans(tmp_path: Path) -> None:
+    diff = (
+        "diff --git a/x.yaml b/y.yaml\n"
+        "similarity index 90%\nrename from x.yaml\nrename to y.yaml\n"
+        "--- a/x.yaml\n+++ b/y.yaml\n"
+        "@@ -3 +3,2 @@\n-a\n+b\n+c\n"
+        "@@ -9,2 +10,0 @@\n-d\n-e\n"
+        "diff --git a/gone.yaml b/gone.yaml\n--- a/gone.yaml\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    )
+    lines = changed_lines(diff, str(tmp_path))
+    assert lines == {str((tmp_path / "y.yaml").resolve()): {3, 4, 10, 11}}
+    path = tmp_path / "multi.yaml"
+    path.write_text("a: 1\n---\nb: 2\nc: 3\n--- # next\nd: 4\n")
+    assert document_spans(str(path)) == [(1, 1), (2, 4), (5, 6)]
+
+
+def test_changed_since_counts_an_overlay_edit_for_the_objects_it_renders(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kustomize: list[str],
+) -> None:
+    repo = make_repo(
+        tmp_path,
+        {
+            "base/app.yaml": app("triton"),
+            "base/kustomization.yaml": "resources: [app.yaml]\n",
+            "overlays/prod/kustomization.yaml": "resources: [../../base]\nnamespace: prod\n",
+            "overlays/dev/kustomization.yaml": "resources: [../../base]\nnamespace: dev\n",
+        },
+    )
+    render = ["--kustomize", " ".join(kustomize)]
+    code, report = lint_json(repo, monkeypatch, capsys, *render, "--changed-since", "HEAD", ".")
+    assert (code, report["findings"]) == (0, [])
+    write(repo, {"overlays/prod/kustomization.yaml": "resources: [../../base]\nnamespace: p\n"})
+    code, report = lint_json(repo, monkeypatch, capsys, *render, "--changed-since", "HEAD", ".")
+    assert code == 1
+    # Reported at the base's lines, for the overlay whose kustomization changed.
+    assert {(f["rule"], f["object"]["namespace"]) for f in report["findings"]} == {
+        ("GL101", "p"),
+        ("GL102", "p"),
+    }
