@@ -12,12 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
 from gpulint.cli import build_parser
 
 from .conftest import ROOT
+from .schemastore import schema
 
 SHA = re.compile(r"@?[0-9a-f]{40}$")
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
@@ -227,3 +229,23 @@ def test_readme_yaml_snippets_load_and_their_commands_parse() -> None:
     # Every input the README's Action snippets pass exists.
     for node in changed:
         assert set(node["with"]) <= set(action()["inputs"])
+
+
+def test_action_validates_against_githubs_action_schema() -> None:
+    validator = jsonschema.Draft7Validator(schema("github-action.json"))
+    errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(action())]
+    assert not errors
+
+
+def test_readme_workflows_validate_against_githubs_workflow_schema() -> None:
+    validator = jsonschema.Draft7Validator(schema("github-workflow.json"))
+    workflows = [
+        s for s in map(yaml.safe_load, blocks("yaml")) if isinstance(s, dict) and "jobs" in s
+    ]
+    assert workflows
+    for workflow in workflows:
+        # YAML 1.1 reads the key `on` as true; GitHub reads it as the string.
+        if True in workflow:
+            workflow["on"] = workflow.pop(True)
+        errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(workflow)]
+        assert not errors, workflow

