@@ -93,3 +93,26 @@ def test_every_rule_documents_why_and_how_to_fix() -> None:
             "references",
         ):
             assert needed in sections, f"{spec.id} lacks ## {needed}"
+
+
+def test_every_gpulint_command_in_the_readme_parses() -> None:
+    """What a reader copies from a ``sh`` block is a command gpulint accepts."""
+    import re
+    import shlex
+
+    from gpulint.cli import build_parser
+
+    text = (ROOT / "README.md").read_text()
+    commands = [
+        line.strip()
+        for block in re.findall(r"```sh\n(.*?)\n```", text, re.DOTALL)
+        for line in block.splitlines()
+        if line.strip().startswith("gpulint ")
+    ]
+    assert any(c.startswith("gpulint trace ") for c in commands)
+    for command in commands:
+        words = shlex.split(command, comments=True)
+        for stop in ("|", ">", ">>", "&&"):
+            if stop in words:
+                words = words[: words.index(stop)]
+        build_parser().parse_args(words[1:])  # SystemExit on anything the CLI refuses
