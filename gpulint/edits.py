@@ -19,8 +19,10 @@ their source map places the node in a file of the repository and the text there 
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -210,6 +212,10 @@ def _emptied_parents(ops: tuple[Op, ...]) -> list[Op]:
 
 def _resolve(op: Op, sources: Sources) -> list[Edit]:
     document = op.document
+    if document.rendered_from is not None and document.source is None:
+        # Rendered output (``helm template`` with its ``# Source:`` comments) saved or piped:
+        # the fix belongs in the chart, which gpulint does not map this text back to.
+        raise Unresolvable("rendered output without a source map")
     if isinstance(op, DeleteDocument):
         return [_delete_document(document, sources)]
     rendered = document.source is not None
@@ -622,23 +628,44 @@ def _reads_as(text: str, value: Any) -> bool:
     return isinstance(expected, str) and str(parsed) == expected and text.strip() == expected
 
 
+@functools.lru_cache(maxsize=1024)
 def _check_yaml_value(text: str) -> None:
     yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+# A key YAML reads back as the same string when written bare: no indicator, no number,
+# boolean or null of YAML 1.1 or 1.2.
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_RESOLVED_WORDS = frozenset(
+    ["y", "n", "yes", "no", "on", "off", "true", "false", "null"]
+)  # matched without regard to case
+
+
+@functools.lru_cache(maxsize=4096)
 def _key_text(key: str) -> str:
+    if _PLAIN_KEY.fullmatch(key) and key.lower() not in _RESOLVED_WORDS:
+        return key
     plain = yaml.safe_dump({key: 0}, default_flow_style=True, width=10_000).strip()
     return plain[1 : plain.rindex(":")].strip()
+
+
+@functools.lru_cache(maxsize=256)
+def _block_keys(text: str) -> tuple[str, ...] | None:
+    """The top-level keys of block YAML text, or None when it is not a mapping."""
+    parsed = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    if not isinstance(parsed, dict) or not parsed:
+        return None
+    return tuple(parsed)
 
 
 class _Block:
     """Block YAML text of a mapping, kept as written (comments and all)."""
 
     def __init__(self, text: str) -> None:
-        parsed = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        if not isinstance(parsed, dict) or not parsed:
+        keys = _block_keys(text)
+        if keys is None:
             raise Unresolvable("inserted text that is not a mapping")
-        self.keys = list(parsed)
+        self.keys = list(keys)
         self.text = text.strip("\n") + "\n"
 
     def __iter__(self) -> Any:
@@ -658,6 +685,13 @@ def _indented_yaml(value: Any, indent: int) -> str:
         text = yaml.dump(
             value, Dumper=dumper, sort_keys=False, default_flow_style=False, width=1000
         )
+    return _indented(text, indent)
+
+
+@functools.lru_cache(maxsize=1024)
+def _indented(text: str, indent: int) -> str:
+    """Every non-blank line of ``text`` indented by ``indent`` spaces (the same fix text
+    goes into many files: computed once per text and indentation)."""
     pad = " " * indent
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
 
