@@ -72,30 +72,22 @@ FIXES = ("safe",)
 REJECTION = 'autoscaling annotations must be put under "spec.template.metadata.annotations" to work'
 
 
-def _plan(ksvc: KnativeService) -> edits.FixPlan | None:
-    """One plan for every misplaced annotation of the Service: each leaves metadata, and
-    goes to the revision template unless the template already sets it (its value is what
-    revisions use today)."""
-    misplaced = [key for key in ksvc.manifest.annotations if is_autoscaling_annotation(key)]
-    moved = []
-    for key in misplaced:
-        text = annotation_text(ksvc.manifest.annotations[key])
-        if text is None:
-            return None  # a template action or a structure: by hand
-        if key not in ksvc.template_annotations:
-            moved.append((key, text))
-    ops: list[edits.Op] = [
-        edits.Delete(ksvc.manifest, ("metadata", "annotations", key)) for key in misplaced
-    ]
-    if moved:
+def _plan(ksvc: KnativeService, key: str) -> edits.FixPlan | None:
+    """The annotation leaves metadata and goes to the revision template, unless the template
+    already sets it (its value is what revisions use today). Several misplaced annotations
+    move one per round: their insertions meet at one place."""
+    text = annotation_text(ksvc.manifest.annotations[key])
+    if text is None:
+        return None  # a template action or a structure: by hand
+    ops: list[edits.Op] = [edits.Delete(ksvc.manifest, ("metadata", "annotations", key))]
+    if key not in ksvc.template_annotations:
         template = ("spec", "template", "metadata", "annotations")
-        ops.append(edits.Insert(ksvc.manifest, template, tuple(moved)))
+        ops.append(edits.Insert(ksvc.manifest, template, ((key, text),)))
     return edits.safe(*ops)
 
 
 def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     kind, name = ksvc.manifest.kind, ksvc.name
-    plan: edits.FixPlan | None = None
     for key, value in ksvc.manifest.annotations.items():
         if not is_autoscaling_annotation(key):
             continue
@@ -135,5 +127,5 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
             f"revision template's annotations{where}.",
             fix,
             related=links,
-            plan=plan if plan is not None else (plan := _plan(ksvc)),
+            plan=_plan(ksvc, key),
         )

@@ -150,22 +150,26 @@ def _finding(
 _BARE_LABEL = re.compile(r"\b(?:exported_)?(?:pod|namespace)\b")
 
 
-def _relabel(rule: AdapterRule, renames: dict[str, str]) -> edits.FixPlan | None:
-    """The overrides' keys renamed (``pod`` -> ``exported_pod``) and the seriesQuery's
-    matchers on them with them: safe, because the metricsQuery reaches the labels through
-    ``<<.LabelMatchers>>`` and ``<<.GroupBy>>``, which the adapter renders from the
-    overrides. None when the metricsQuery names the labels itself, or a new key is already
-    there (those are edited by hand)."""
-    if rule.generated:
-        return None
-    if any(new in rule.resources.overrides for new in renames.values()):
-        return None
-    if _BARE_LABEL.search(re.sub(r"<<[^>]*>>", "", rule.metrics_query or "")):
-        return None
+def _relabel(
+    rule: AdapterRule, renames: dict[str, str], written: str
+) -> tuple[str, edits.FixPlan | None]:
+    """The fix that renames the overrides' keys (``pod`` -> ``exported_pod``) and the
+    seriesQuery's matchers on them with them, written out as it edits; safe, because the
+    metricsQuery reaches the labels through ``<<.LabelMatchers>>`` and ``<<.GroupBy>>``,
+    which the adapter renders from the overrides. ``written`` (and no plan) when the
+    metricsQuery names the labels itself or a new key is already there: by hand."""
+    overrides = rule.resources.overrides
+    if (
+        rule.generated
+        or any(new in overrides for new in renames.values())
+        or _BARE_LABEL.search(re.sub(r"<<[^>]*>>", "", rule.metrics_query or ""))
+    ):
+        return written, None
     ops: list[edits.Op] = [
         edits.Rename(rule.document, rule.path_for("resources", "overrides", old), new)
         for old, new in renames.items()
     ]
+    lines = []
     query = rule.data.get("seriesQuery")
     if isinstance(query, str):
         renamed = query
@@ -174,7 +178,13 @@ def _relabel(rule: AdapterRule, renames: dict[str, str]) -> edits.FixPlan | None
         if renamed != query:
             quoted = "'" + renamed.replace("'", "''") + "'"
             ops.append(edits.Replace(rule.document, rule.path_for("seriesQuery"), quoted))
-    return edits.safe(*ops)
+            lines.append(f"seriesQuery: {quoted}")
+    lines += ["resources:", "  overrides:"]
+    for old, new in renames.items():
+        lines.append(f"    {new}: {{resource: {overrides[old]}}}   # instead of {old}")
+    tail = written.split("\n# or ", 1)
+    text = "\n".join(lines) + (f"\n# or {tail[1]}" if len(tail) == 2 else "")
+    return text, edits.safe(*ops)
 
 
 # --- what the rule's own seriesQuery says ----------------------------------------------------
@@ -202,6 +212,11 @@ def _contradictions(rule: AdapterRule, asked: set[str] | None, ctx: Context) -> 
         if not _judged(resource, asked):
             continue
         if exported in present and overrides.get(plain) == resource and exported not in overrides:
+            fix, plan = _relabel(
+                rule,
+                {plain: exported},
+                f"overrides:\n  {exported}: {{resource: {plain}}}   # instead of {plain}",
+            )
             yield _finding(
                 ctx,
                 rule,
@@ -211,8 +226,8 @@ def _contradictions(rule: AdapterRule, asked: set[str] | None, ctx: Context) -> 
                 f"on those series `{plain}` is the scraped exporter's {plain}, yet the overrides "
                 f"map `{plain}` to {resource}, so values attach to the exporter, not to the "
                 "workload",
-                f"overrides:\n  {exported}: {{resource: {plain}}}   # instead of {plain}",
-                plan=_relabel(rule, {plain: exported}),
+                fix,
+                plan=plan,
             )
     for label, resource in overrides.items():
         if label in empty and _judged(resource, asked):
@@ -334,6 +349,12 @@ def _against_scrape(
         if not wrong:
             return
         labels = " and ".join(f"`{p}`" for p in wrong)
+        fix, plan = _relabel(
+            rule,
+            {p: EXPORTED[p] for p in wrong},
+            FIX_EXPORTED.format(series=base)
+            + "\n# or set honorLabels: true on the dcgm-exporter scrape and keep pod/namespace",
+        )
         yield _finding(
             ctx,
             rule,
@@ -342,10 +363,9 @@ def _against_scrape(
             "Prometheus keeps the workload's pod and namespace in exported_pod and "
             f"exported_namespace and sets {labels} to the dcgm-exporter pod, so GPU values "
             "attach to the exporter and the HPA gets no metrics for its own pods",
-            FIX_EXPORTED.format(series=base)
-            + "\n# or set honorLabels: true on the dcgm-exporter scrape and keep pod/namespace",
+            fix,
             links,
-            _relabel(rule, {p: EXPORTED[p] for p in wrong}),
+            plan,
         )
         return
     wrong = [
@@ -356,6 +376,7 @@ def _against_scrape(
     if not wrong:
         return
     labels = " and ".join(f"`{EXPORTED[p]}`" for p in wrong)
+    fix, plan = _relabel(rule, {EXPORTED[p]: p for p in wrong}, FIX_PLAIN.format(series=base))
     yield _finding(
         ctx,
         rule,
@@ -363,9 +384,9 @@ def _against_scrape(
         f"maps {labels} for the dcgm-exporter series {shown}, but {_scrape_text(scrapes[0])}, "
         "so the series carry `pod` and `namespace` and no exported_* label: the adapter never "
         "discovers the metric",
-        FIX_PLAIN.format(series=base),
+        fix,
         links,
-        _relabel(rule, {EXPORTED[p]: p for p in wrong}),
+        plan,
     )
 
 

@@ -298,3 +298,39 @@ def test_rules_json_says_which_rules_are_fixable(capsys: pytest.CaptureFixture[s
     assert listed["GL109"]["fixable"] is True and listed["GL109"]["fixKinds"] == ["safe"]
     assert listed["GL101"]["fixable"] is False
     assert all(set(e["fixKinds"]) <= {"safe", "unsafe"} for e in listed.values())
+
+
+def _scalars(text: str) -> set[str]:
+    """The scalar values an edit writes (its keys and values), as text."""
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return {text.strip()} if text.strip() else set()
+    found: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                found.add(str(key))
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif node is not None:
+            found.add(str(node))
+
+    walk(loaded)
+    return found
+
+
+@pytest.mark.parametrize(("rule", "path"), _fix_cases(), ids=lambda v: str(v)[-60:])
+def test_the_written_fix_says_what_the_edits_do(rule: str, path: Path) -> None:
+    """The fix shown in the report and the edits --fix makes agree: every key and value an
+    edit writes appears in the finding's written fix."""
+    _needs_tools(path)
+    result = lint_result(path, settings=_settings(path))
+    for finding in result.findings:
+        edits = result.edits_of(finding) if finding.rule == rule else None
+        for edit in edits or ():
+            missing = {s for s in _scalars(edit.text) if s not in finding.fix}
+            assert not missing, f"{finding.rule}: {missing} written but not in: {finding.fix}"
