@@ -180,8 +180,10 @@ def _relabel(
             ops.append(edits.Replace(rule.document, rule.path_for("seriesQuery"), quoted))
             lines.append(f"seriesQuery: {quoted}")
     lines += ["resources:", "  overrides:"]
+    written_overrides = as_dict(as_dict(rule.data.get("resources")).get("overrides"))
     for old, new in renames.items():
-        lines.append(f"    {new}: {{resource: {overrides[old]}}}   # instead of {old}")
+        resource = as_dict(written_overrides.get(old)).get("resource", overrides[old])
+        lines.append(f"    {new}: {{resource: {resource}}}   # instead of {old}")
     tail = written.split("\n# or ", 1)
     text = "\n".join(lines) + (f"\n# or {tail[1]}" if len(tail) == 2 else "")
     return text, edits.safe(*ops)

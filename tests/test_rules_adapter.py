@@ -294,12 +294,11 @@ CASES = [
             "the exporter and the HPA gets no metrics for its own pods"
         ),
         (
-            'seriesQuery: \'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}\'\n'
-            "resources:\n"
-            "  overrides:\n"
-            "    exported_namespace: {resource: namespace}\n"
-            "    exported_pod: {resource: pod}\n"
-            "# or set honorLabels: true on the dcgm-exporter scrape and keep pod/namespace"
+            "seriesQuery: "
+            '\'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}\'\nresources:\n  '
+            "overrides:\n    exported_pod: {resource: pod}   # instead of pod\n    "
+            "exported_namespace: {resource: namespace}   # instead of namespace\n# or set "
+            "honorLabels: true on the dcgm-exporter scrape and keep pod/namespace"
         ),
         id="GL403-default-honor",
     ),
@@ -314,7 +313,7 @@ CASES = [
             "exporter's pod, yet the overrides map `pod` to pods, so values attach to the "
             "exporter, not to the workload"
         ),
-        ("overrides:\n  exported_pod: {resource: pod}   # instead of pod"),
+        ("resources:\n  overrides:\n    exported_pod: {resource: pod}   # instead of pod"),
         id="GL403-contradiction",
     ),
     pytest.param(
@@ -329,11 +328,9 @@ CASES = [
             "never discovers the metric"
         ),
         (
-            'seriesQuery: \'DCGM_FI_DEV_GPU_UTIL{namespace!="",pod!=""}\'\n'
-            "resources:\n"
-            "  overrides:\n"
-            "    namespace: {resource: namespace}\n"
-            "    pod: {resource: pod}"
+            "seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{pod!=\"\"}'\nresources:\n  overrides:\n    pod: "
+            "{resource: pod}   # instead of exported_pod\n    namespace: {resource: namespace}   "
+            "# instead of exported_namespace"
         ),
         id="GL403-honor-true",
     ),
