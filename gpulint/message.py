@@ -74,3 +74,9 @@ def _ends_sentence(message: str, at: int) -> bool:
     return not any(
         before.endswith(word) and not before[: -len(word)][-1:].isalnum() for word in _ABBREVIATIONS
     )
+
+
+def capitalized(text: str) -> str:
+    """``text`` with its first letter in upper case, to open a sentence of a message (the
+    splitter ends the headline only before one): ``rule rules[0] in ...`` -> ``Rule ...``."""
+    return text[:1].upper() + text[1:]

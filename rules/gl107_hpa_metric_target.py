@@ -108,6 +108,8 @@ TYPE_OF_FIELD = {field: kind for kind, field in FIELD_OF_TYPE.items()}
 # Arithmetic outside quoted strings in a metricsQuery changes the scale of the series.
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _ARITHMETIC = re.compile(r"[*/]")
+# A metric name in a headline is cut at this many characters (the detail names it whole).
+NAME_CHARS = 32
 
 
 class _Where(NamedTuple):
@@ -121,8 +123,9 @@ class _Where(NamedTuple):
 
     @staticmethod
     def describe(hpa: HPA, metric: HpaMetric) -> str:
-        name = f" {metric.name}" if metric.name else ""
-        return f"HorizontalPodAutoscaler {hpa.name}: {metric.type} metric{name}"
+        """The HPA and its metric for a headline: names cut so that it stays one short line."""
+        name = f" {abbreviated(metric.name, NAME_CHARS)}" if metric.name else ""
+        return f"HPA {abbreviated(hpa.name)}: {metric.type} metric{name}"
 
     def v2_fix(self, text: str) -> str:
         """A fix written in autoscaling/v2 terms, marked so when the HPA is in v2beta1."""
@@ -149,12 +152,16 @@ def _check_metric(
         written = hpa.manifest.get((*metric.path, "type"))
         if is_unknown(written):
             return
-        what = f"has type {_shown(written)}" if written is not None else "has no type"
+        if written is not None:
+            what = "has an unknown type"
+            why = f"Its type {_shown(written)} is none of"
+        else:
+            what, why = "has no type", "The type must be one of"
         yield ctx.finding(
             hpa.manifest,
             (*metric.path, "type") if written is not None else metric.path,
-            f"HorizontalPodAutoscaler {hpa.name}: spec.metrics[{metric.index}] {what}; it must "
-            f"be one of {', '.join(METRIC_TYPES)}, and the API server rejects the object",
+            f"HPA {abbreviated(hpa.name)}: spec.metrics[{metric.index}] {what}. {why} "
+            f"{', '.join(METRIC_TYPES)}, and the API server rejects the object.",
             "type: Pods   # with pods: {metric: {name: ...}, target: {...}}",
         )
         return
@@ -163,7 +170,7 @@ def _check_metric(
         yield ctx.finding(
             hpa.manifest,
             metric.path,
-            f"{_Where.describe(hpa, metric)} has no target; the API server rejects the object",
+            f"{_Where.describe(hpa, metric)} has no target. The API server rejects the object.",
             _target_example(metric),
         )
         return
@@ -172,7 +179,10 @@ def _check_metric(
     where = _Where(hpa, metric, target)
     explicit_type = hpa.version != "v2beta1"  # v2beta1 has no type: its field names say it
     if explicit_type and not is_unknown(target.type) and target.type not in TARGET_TYPES:
-        what = "has no type" if target.type is None else f"has type {target.type!r}"
+        if target.type is None:
+            what, why = "has no target type", "The target type must be"
+        else:
+            what, why = "has an unknown target type", f"Its target type {target.type!r} is none of"
         expected = _expected_type(metric, target)
         # The type the set field names is the one meant; a guess for none or several fields.
         meant = metric.type == "Pods" or len(target.set_fields()) == 1
@@ -184,8 +194,8 @@ def _check_metric(
         yield ctx.finding(
             hpa.manifest,
             target.field_path("type") if target.type is not None else target.path,
-            f"{where.label} {what}; it must be Utilization, Value or AverageValue, and the API "
-            "server rejects the object",
+            f"{where.label} {what}. {why} Utilization, Value or AverageValue, and the API "
+            "server rejects the object.",
             f"type: {expected}",
             plan=edits.safe(replace) if meant else edits.unsafe(replace),
         )
@@ -236,9 +246,9 @@ def _fields(where: _Where, ctx: Context) -> Finding | None:
         return ctx.finding(
             hpa.manifest,
             target.path,
-            f"{where.label} has no target averageValue{also}: a Pods metric is compared as an "
-            f"average per pod, and without averageValue {rejected} ('must specify a positive "
-            "target averageValue')",
+            f"{where.label} has no target averageValue. A Pods metric is compared as an "
+            f"average per pod{also}, and without averageValue {rejected} ('must specify a "
+            "positive target averageValue').",
             where.v2_fix(f"type: AverageValue\naverageValue: {number}   # per pod"),
         )
     if metric.type in RESOURCE_METRIC_TYPES:
@@ -247,22 +257,22 @@ def _fields(where: _Where, ctx: Context) -> Finding | None:
         if len(chosen) == 1:
             return None
         if not chosen:
-            text = "sets neither averageUtilization nor averageValue"
+            text = "has no target value. It sets neither averageUtilization nor averageValue"
             fix = "type: Utilization\naverageUtilization: 80"
         else:
-            text = "sets both averageUtilization and averageValue"
+            text = "has two target values. It sets both averageUtilization and averageValue"
             fix = "# keep one of them, for example:\ntype: Utilization\naverageUtilization: 80"
         path = target.path if not chosen else target.field_path("averageValue")
         return ctx.finding(
-            hpa.manifest, path, f"{where.label} {text}; {rejected}", where.v2_fix(fix)
+            hpa.manifest, path, f"{where.label} {text}; {rejected}.", where.v2_fix(fix)
         )
     chosen = [f for f in fields if f in ("value", "averageValue")]
     if metric.type == "External" and len(chosen) == 2:
         return ctx.finding(
             hpa.manifest,
             target.field_path("value"),
-            f"{where.label} sets both value and averageValue; {rejected} ('may not set both a "
-            "target value for metric and a per-pod target')",
+            f"{where.label} has two target values. It sets both value and averageValue; "
+            f"{rejected} ('may not set both a target value for metric and a per-pod target').",
             where.v2_fix(
                 "# keep one: averageValue (the total divided by the number of pods) or value "
                 "(the total)\ntype: AverageValue\naverageValue: " + _shown(target.average_value)
@@ -272,7 +282,8 @@ def _fields(where: _Where, ctx: Context) -> Finding | None:
         return ctx.finding(
             hpa.manifest,
             target.path,
-            f"{where.label} sets neither value nor averageValue; {rejected}",
+            f"{where.label} has no target value. It sets neither value nor averageValue; "
+            f"{rejected}.",
             where.v2_fix(_target_example(metric)),
         )
     return None
@@ -286,19 +297,19 @@ def _type_mismatch(where: _Where, ctx: Context) -> Finding | None:
             return None
         if kind == "Utilization":
             why = (
-                "type Utilization exists only for Resource metrics (a percentage of the pods' "
+                "Type Utilization exists only for Resource metrics (a percentage of the pods' "
                 "requests); a Pods metric is always compared as an average value per pod"
             )
         else:
             why = (
-                f"type {kind} does not match the field that is set (averageValue); for a Pods "
+                f"Type {kind} does not match the field that is set (averageValue); for a Pods "
                 "metric Kubernetes compares averageValue per pod whatever the type says, so "
                 "the type misleads whoever tunes this target"
             )
         return ctx.finding(
             hpa.manifest,
             target.field_path("type"),
-            f"{where.label}: {why}",
+            f"{where.label} has the wrong target type. {why}.",
             "type: AverageValue",
             plan=edits.safe(edits.Replace(hpa.manifest, target.field_path("type"), "AverageValue")),
         )
@@ -331,8 +342,8 @@ def _type_mismatch(where: _Where, ctx: Context) -> Finding | None:
     return ctx.finding(
         hpa.manifest,
         target.field_path("type"),
-        f"{where.label}: target type {kind} does not match the field that is set ({chosen}); "
-        f"{consequence}",
+        f"{where.label} has the wrong target type. Type {kind} does not match the field that "
+        f"is set ({chosen}); {consequence}.",
         f"type: {expected}",
         plan=edits.safe(edits.Replace(hpa.manifest, target.field_path("type"), expected)),
     )
@@ -345,8 +356,9 @@ def _values(where: _Where, inventory: Inventory, ctx: Context) -> Iterator[Findi
         yield ctx.finding(
             hpa.manifest,
             target.field_path("averageUtilization"),
-            f"{where.label}: averageUtilization {_shown(utilization)} is out of range: it is a "
-            f"32-bit integer, at most {INT32_MAX}; the API server rejects the object",
+            f"{where.label} has a target out of range. Its averageUtilization "
+            f"{_shown(utilization)} is out of range: it is a 32-bit integer, at most {INT32_MAX}; "
+            "the API server rejects the object.",
             "averageUtilization: 80",
         )
     elif utilization is not None and not is_unknown(utilization):
@@ -355,8 +367,9 @@ def _values(where: _Where, inventory: Inventory, ctx: Context) -> Iterator[Findi
             yield ctx.finding(
                 hpa.manifest,
                 target.field_path("averageUtilization"),
-                f"{where.label}: averageUtilization {_shown(utilization)} must be a whole "
-                "percentage of the pods' requests, at least 1; the API server rejects the object",
+                f"{where.label} has an invalid target. Its averageUtilization "
+                f"{_shown(utilization)} must be a whole percentage of the pods' requests, at "
+                "least 1; the API server rejects the object.",
                 f"averageUtilization: {_suggest_utilization(utilization)}",
             )
     read = _field_read(metric, target)
@@ -369,8 +382,8 @@ def _values(where: _Where, inventory: Inventory, ctx: Context) -> Iterator[Findi
             yield ctx.finding(
                 hpa.manifest,
                 target.field_path(field),
-                f"{where.label}: {field} {error}; a larger one is capped or overflows, so the "
-                "target is not the number written",
+                f"{where.label} has a target out of range. Its {field} {error}; a larger one "
+                "is capped or overflows, so the target is not the number written.",
                 f'{field}: "1"',
             )
             continue
@@ -378,7 +391,8 @@ def _values(where: _Where, inventory: Inventory, ctx: Context) -> Iterator[Findi
             yield ctx.finding(
                 hpa.manifest,
                 target.field_path(field),
-                f"{where.label}: {field} {error}; the API server rejects the object",
+                f"{where.label} has an invalid target. Its {field} {error}; the API server "
+                "rejects the object.",
                 f"{field}: {_suggest_quantity(raw)}",
             )
             continue
@@ -386,8 +400,8 @@ def _values(where: _Where, inventory: Inventory, ctx: Context) -> Iterator[Findi
             yield ctx.finding(
                 hpa.manifest,
                 target.field_path(field),
-                f"{where.label}: {field} {_shown(raw)} must be positive; the API server rejects "
-                "the object",
+                f"{where.label} has a target of zero or less. Its {field} {_shown(raw)} must be "
+                "positive; the API server rejects the object.",
                 f'{field}: "1"',
             )
             continue
@@ -432,10 +446,10 @@ def _scale(
             yield ctx.finding(
                 hpa.manifest,
                 path,
-                f"{where.label}: {field} {shown} is {format_number(value)} (the m suffix means "
-                f"thousandths), but {metric.name} is a percentage from 0 to 100{via}: any load "
-                f"at all exceeds the target and the HPA scales out to maxReplicas; {meant} was "
-                "probably meant",
+                f"{where.label} targets less than 1%. Its {field} {shown} is "
+                f"{format_number(value)} (the m suffix means thousandths), but {metric.name} is a "
+                f"percentage from 0 to 100{via}: any load at all exceeds the target and the HPA "
+                f"scales out to maxReplicas; {meant} was probably meant.",
                 f'{field}: "{meant}"',
                 plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{meant}"')),
             )
@@ -444,9 +458,10 @@ def _scale(
             yield ctx.finding(
                 hpa.manifest,
                 path,
-                f"{where.label}: {field} {shown} is below 1, but {metric.name} is a percentage "
-                f"from 0 to 100{via}: almost any load exceeds the target and the HPA scales out "
-                f"to maxReplicas; if {shown} was meant as a fraction, write {meant}",
+                f"{where.label} targets less than 1%. Its {field} {shown} is below 1, but "
+                f"{metric.name} is a percentage from 0 to 100{via}: almost any load exceeds the "
+                f"target and the HPA scales out to maxReplicas; if {shown} was meant as a "
+                f"fraction, write {meant}.",
                 f'{field}: "{meant}"',
                 severity=Severity.WARNING,
                 plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{meant}"')),
@@ -459,9 +474,10 @@ def _scale(
         yield ctx.finding(
             hpa.manifest,
             path,
-            f"{where.label}: {field} {shown} is above 1, but {metric.name} is a ratio from 0 "
-            f"to 1{via}: unless its query adds up several series per pod, the metric never "
-            f"reaches the target, so the HPA never scales out{hint}",
+            f"{where.label} targets above 1 on a 0-1 scale. Its {field} {shown} is above 1, "
+            f"but {metric.name} is a ratio from 0 to 1{via}: unless its query adds up several "
+            f"series per pod, the metric never reaches the target, so the HPA never scales "
+            f"out{hint}.",
             ratio_target_fix(field, float(value)) if ratio else f'{field}: "700m"   # 0.7',
             severity=Severity.WARNING,
             plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{ratio}"')) if ratio else None,

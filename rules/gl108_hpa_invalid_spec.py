@@ -138,8 +138,16 @@ def _meant_integer(value: Any) -> bool:
     return _as_written(value, 0) != 0
 
 
-def _out_of_range(field: str, value: Any) -> str:
-    return f"{field} {_shown(value)} is out of range: it is a 32-bit integer, at most {INT32_MAX}"
+def _out_of_range(where: str, field: str, value: Any) -> str:
+    return (
+        f"{where}{field} is out of range. It is a 32-bit integer, at most {INT32_MAX}, not "
+        f"{_shown(value)}; the API server rejects the object."
+    )
+
+
+def _written(value: Any, rule: str) -> str:
+    """The detail of a value the API server rejects: what it must be and what it is."""
+    return f"It must be {rule}, not {_shown(value)}; the API server rejects the object."
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -152,7 +160,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
 
 
 def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
-    name = hpa.name
+    name = abbreviated(hpa.name)
     minimum: int | None = 1
     raw_min = hpa.min_replicas
     if raw_min is not None and is_unknown(raw_min):
@@ -162,8 +170,7 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             hpa.manifest,
             ("spec", "minReplicas"),
-            f"HorizontalPodAutoscaler {name}: {_out_of_range('minReplicas', raw_min)}; the API "
-            "server rejects the object",
+            _out_of_range(f"HorizontalPodAutoscaler {name}: ", "minReplicas", raw_min),
             "minReplicas: 1",
             plan=_set(hpa, ("spec", "minReplicas"), "1"),
         )
@@ -172,8 +179,8 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             hpa.manifest,
             ("spec", "minReplicas"),
-            f"HorizontalPodAutoscaler {name}: minReplicas {_shown(raw_min)} is not an integer; "
-            "the API server rejects the object",
+            f"HorizontalPodAutoscaler {name}: minReplicas is not an integer. "
+            + _written(raw_min, "an integer"),
             f"minReplicas: {_as_written(raw_min, 1)}",
             plan=_set(
                 hpa, ("spec", "minReplicas"), str(_as_written(raw_min, 1)), _meant_integer(raw_min)
@@ -185,20 +192,21 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         if raw_min < 0 or (raw_min == 0 and not (scales_on_objects and _gate(ctx))):
             if raw_min == 0 and scales_on_objects:
                 why = (
-                    "minReplicas 0 needs the alpha HPAScaleToZero feature gate, which is off "
-                    "unless the cluster turns it on (option scale-to-zero-gate is false)"
+                    "It needs the alpha HPAScaleToZero feature gate, which is off unless the "
+                    "cluster turns it on (option scale-to-zero-gate is false)"
                 )
             elif raw_min == 0:
                 why = (
-                    "minReplicas 0 is accepted only with the alpha HPAScaleToZero feature gate "
-                    "and at least one Object or External metric, and this HPA has none"
+                    "It is accepted only with the alpha HPAScaleToZero feature gate and at least "
+                    "one Object or External metric, and this HPA has none"
                 )
             else:
-                why = f"minReplicas {raw_min} must be greater than or equal to 1"
+                why = "It must be greater than or equal to 1"
             yield ctx.finding(
                 hpa.manifest,
                 ("spec", "minReplicas"),
-                f"HorizontalPodAutoscaler {name}: {why}; the API server rejects the object",
+                f"HorizontalPodAutoscaler {name}: minReplicas {raw_min} is not allowed. {why}; "
+                "the API server rejects the object.",
                 "minReplicas: 1",
                 plan=_set(hpa, ("spec", "minReplicas"), "1"),
             )
@@ -211,8 +219,8 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             hpa.manifest,
             ("spec",),
-            f"HorizontalPodAutoscaler {name} has no maxReplicas, which the API server "
-            "requires: the object is rejected",
+            f"HorizontalPodAutoscaler {name} has no maxReplicas. The API server requires it: "
+            "the object is rejected.",
             f"spec:\n  maxReplicas: {suggested}",
             plan=edits.unsafe(
                 edits.Insert(hpa.manifest, ("spec",), edits.entries(maxReplicas=suggested))
@@ -225,8 +233,7 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             hpa.manifest,
             ("spec", "maxReplicas"),
-            f"HorizontalPodAutoscaler {name}: {_out_of_range('maxReplicas', raw_max)}; the API "
-            "server rejects the object",
+            _out_of_range(f"HorizontalPodAutoscaler {name}: ", "maxReplicas", raw_max),
             f"maxReplicas: {max(minimum or 1, 1) * 2}",
             plan=_set(hpa, ("spec", "maxReplicas"), str(max(minimum or 1, 1) * 2)),
         )
@@ -235,8 +242,8 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             hpa.manifest,
             ("spec", "maxReplicas"),
-            f"HorizontalPodAutoscaler {name}: maxReplicas {_shown(raw_max)} is not an integer; "
-            "the API server rejects the object",
+            f"HorizontalPodAutoscaler {name}: maxReplicas is not an integer. "
+            + _written(raw_max, "an integer"),
             f"maxReplicas: {_as_written(raw_max, max(minimum or 1, 1) * 2)}",
             plan=_set(
                 hpa,
@@ -250,8 +257,8 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             hpa.manifest,
             ("spec", "maxReplicas"),
-            f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} must be greater than 0; "
-            "the API server rejects the object",
+            f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is not allowed. It must be "
+            "greater than 0; the API server rejects the object.",
             f"maxReplicas: {max(minimum or 1, 1) * 2}",
             plan=_set(hpa, ("spec", "maxReplicas"), str(max(minimum or 1, 1) * 2)),
         )
@@ -261,8 +268,8 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
             hpa.manifest,
             ("spec", "maxReplicas"),
             f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is less than minReplicas "
-            f"{minimum}; the API server rejects the object (maxReplicas must be greater than or "
-            "equal to minReplicas)",
+            f"{minimum}. The API server rejects the object (maxReplicas must be greater than or "
+            "equal to minReplicas).",
             f"minReplicas: {raw_max}\nmaxReplicas: {minimum}   # the two were swapped",
             plan=edits.unsafe(
                 edits.Replace(hpa.manifest, ("spec", "minReplicas"), str(raw_max)),
@@ -285,8 +292,9 @@ def _target_ref(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             hpa.manifest,
             ("spec", "scaleTargetRef"),
-            f"HorizontalPodAutoscaler {hpa.name}: scaleTargetRef must be a mapping with "
-            "apiVersion, kind and name; the API server rejects the object",
+            f"HorizontalPodAutoscaler {abbreviated(hpa.name)}: scaleTargetRef is not a mapping. "
+            "It must be a mapping with apiVersion, kind and name; the API server rejects the "
+            "object.",
             "scaleTargetRef:\n  apiVersion: apps/v1\n  kind: Deployment\n  name: <workload>",
         )
         return
@@ -299,8 +307,8 @@ def _target_ref(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             hpa.manifest,
             ("spec", "scaleTargetRef", field) if field in ref else ("spec", "scaleTargetRef"),
-            f"HorizontalPodAutoscaler {hpa.name}: scaleTargetRef has no {field}, which the API "
-            "server requires: the object is rejected",
+            f"HorizontalPodAutoscaler {abbreviated(hpa.name)}: scaleTargetRef has no {field}. "
+            "The API server requires it: the object is rejected.",
             f"scaleTargetRef:\n  {field}: {example}",
         )
 
@@ -319,8 +327,7 @@ def _scaling_rules(
     hpa: HPA, ctx: Context, direction: str, rules: dict[str, Any]
 ) -> Iterator[Finding]:
     base: Path = ("spec", "behavior", direction)
-    where = f"HorizontalPodAutoscaler {hpa.name}: behavior.{direction}"
-    rejected = "the API server rejects the object"
+    where = f"HorizontalPodAutoscaler {abbreviated(hpa.name)}: behavior.{direction}"
     window = rules.get("stabilizationWindowSeconds")
     window_ok = _is_int(window) and 0 <= window <= MAX_STABILIZATION_WINDOW_SECONDS
     if window is not None and not is_unknown(window) and not window_ok:
@@ -330,8 +337,8 @@ def _scaling_rules(
         yield ctx.finding(
             hpa.manifest,
             (*base, "stabilizationWindowSeconds"),
-            f"{where}.stabilizationWindowSeconds {_shown(window)} must be an integer from 0 "
-            f"to {MAX_STABILIZATION_WINDOW_SECONDS}; {rejected}",
+            f"{where}.stabilizationWindowSeconds is out of range. "
+            + _written(window, f"an integer from 0 to {MAX_STABILIZATION_WINDOW_SECONDS}"),
             f"stabilizationWindowSeconds: {suggested}",
             plan=_set(hpa, (*base, "stabilizationWindowSeconds"), str(suggested)),
         )
@@ -344,7 +351,7 @@ def _scaling_rules(
         yield ctx.finding(
             hpa.manifest,
             (*base, "selectPolicy"),
-            f"{where}.selectPolicy {_shown(select)} must be Max, Min or Disabled; {rejected}",
+            f"{where}.selectPolicy is not a policy. " + _written(select, "Max, Min or Disabled"),
             f"selectPolicy: {fixed}",
             plan=_set(
                 hpa,
@@ -360,8 +367,8 @@ def _scaling_rules(
             yield ctx.finding(
                 hpa.manifest,
                 (*base, "tolerance"),
-                f"{where}.tolerance {_shown(tolerance)} must be a quantity greater than or equal "
-                f"to zero; {rejected}",
+                f"{where}.tolerance is not a valid tolerance. "
+                + _written(tolerance, "a quantity greater than or equal to zero"),
                 'tolerance: "0.1"   # the controller default: 10%',
                 plan=_set(hpa, (*base, "tolerance"), '"0.1"'),
             )
@@ -372,9 +379,9 @@ def _scaling_rules(
         yield ctx.finding(
             hpa.manifest,
             (*base, "policies"),
-            f"{where}.policies is an empty list: Kubernetes fills in its default policies only "
+            f"{where}.policies is an empty list. Kubernetes fills in its default policies only "
             "when the field is left out, and the API server rejects an explicit empty list "
-            "('must specify at least one Policy')",
+            "('must specify at least one Policy').",
             "# delete `policies: []` to get the default policies, or list one:\n"
             + _policy_example(direction),
             plan=edits.safe(edits.Delete(hpa.manifest, (*base, "policies"))),
@@ -404,11 +411,14 @@ def _policy(
             (t for t in POLICY_TYPES if isinstance(kind, str) and t.lower() == kind.lower()),
             "Pods",
         )
-        what = f"type {_shown(kind)}" if kind is not None else "no type"
+        if kind is not None:
+            what = f"an unknown type. {_written(kind, 'Pods or Percent')}"
+        else:
+            what = f"no type. It must be Pods or Percent; {rejected}."
         yield ctx.finding(
             hpa.manifest,
             (*path, "type") if "type" in policy else path,
-            f"{where}.policies[{index}] has {what}; it must be Pods or Percent; {rejected}",
+            f"{where}.policies[{index}] has {what}",
             f"type: {fixed}",
             plan=_set(
                 hpa, (*path, "type"), fixed, isinstance(kind, str) and kind.lower() == fixed.lower()
@@ -421,29 +431,35 @@ def _policy(
         yield ctx.finding(
             hpa.manifest,
             (*path, "value"),
-            f"{where}.policies[{index}]: {_out_of_range('value', value)}; {rejected}",
+            _out_of_range(f"{where}.policies[{index}].", "value", value),
             "value: 1",
             plan=_set(hpa, (*path, "value"), "1"),
         )
     elif not is_unknown(value) and (not _is_int(value) or value <= 0):
-        what = f"value {_shown(value)}" if value is not None else "no value"
+        rule = "an integer greater than zero"
+        if value is not None:
+            what = f"an invalid value. {_written(value, rule)}"
+        else:
+            what = f"no value. It must be {rule}; {rejected}."
         yield ctx.finding(
             hpa.manifest,
             (*path, "value") if "value" in policy else path,
-            f"{where}.policies[{index}] has {what}; it must be an integer greater than zero; "
-            f"{rejected}",
+            f"{where}.policies[{index}] has {what}",
             "value: 1",
             plan=_set(hpa, (*path, "value"), "1") if "value" in policy else None,
         )
     period = policy.get("periodSeconds")
     if not is_unknown(period) and (not _is_int(period) or not 1 <= period <= MAX_PERIOD_SECONDS):
-        what = f"periodSeconds {_shown(period)}" if period is not None else "no periodSeconds"
+        rule = f"an integer from 1 to {MAX_PERIOD_SECONDS}"
+        if period is not None:
+            what = f"an invalid periodSeconds. {_written(period, rule)}"
+        else:
+            what = f"no periodSeconds. It must be {rule}; {rejected}."
         suggested = MAX_PERIOD_SECONDS if _is_int(period) and period > MAX_PERIOD_SECONDS else 60
         yield ctx.finding(
             hpa.manifest,
             (*path, "periodSeconds") if "periodSeconds" in policy else path,
-            f"{where}.policies[{index}] has {what}; it must be an integer from 1 to "
-            f"{MAX_PERIOD_SECONDS}; {rejected}",
+            f"{where}.policies[{index}] has {what}",
             f"periodSeconds: {suggested}",
             plan=_set(hpa, (*path, "periodSeconds"), str(suggested))
             if "periodSeconds" in policy

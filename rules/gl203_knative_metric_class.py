@@ -81,6 +81,7 @@ from gpulint.knative import (
 )
 from gpulint.kserve import KNATIVE, InferenceService
 from gpulint.model import Finding, Severity
+from gpulint.quantity import abbreviated
 from gpulint.rule import Context
 
 ID = "GL203"
@@ -96,10 +97,10 @@ def check(owner: PodOwner, inventory: Inventory, ctx: Context) -> Iterator[Findi
     ksvc = inventory.view_of(manifest)
     if isinstance(ksvc, KnativeService):
         if not ksvc.owned_by_kserve:
-            subject = f"Knative {manifest.kind} {_name(manifest)}"
+            subject = f"Knative {manifest.kind} {abbreviated(_name(manifest))}"
             settings = ksvc.revision_autoscaling()
             for problem in _problems(settings):
-                yield from _emit(problem, settings, subject, None, ctx)
+                yield from _emit(problem, settings, subject, "It", None, ctx)
         return
     isvc = inventory.inference_service_of(manifest)
     if isvc is None or isvc.mode != KNATIVE:
@@ -113,8 +114,9 @@ def check(owner: PodOwner, inventory: Inventory, ctx: Context) -> Iterator[Findi
             entry = found.setdefault((problem.path, problem.kind), (problem, settings, []))
             entry[2].append(component.name)
     for problem, settings, components in found.values():
-        subject = f"InferenceService {_name(manifest)} (Knative mode, {' and '.join(components)})"
-        yield from _emit(problem, settings, subject, isvc, ctx)
+        subject = f"InferenceService {abbreviated(_name(manifest))}"
+        who = f"The InferenceService (Knative mode, {' and '.join(components)})"
+        yield from _emit(problem, settings, subject, who, isvc, ctx)
 
 
 class _Problem(NamedTuple):
@@ -150,9 +152,11 @@ def _emit(
     problem: _Problem,
     settings: RevisionAutoscaling,
     subject: str,
+    who: str,
     isvc: InferenceService | None,
     ctx: Context,
 ) -> Iterator[Finding]:
+    """One finding: ``subject`` names the object in the headline, ``who`` opens the detail."""
     metric = settings.metric
     if metric is None:  # _problems only reports settings with a metric
         return
@@ -180,18 +184,19 @@ def _emit(
         yield ctx.finding(
             document,
             problem.path,
-            f"{subject} scales on {metric.value} ({metric.origin}) with the "
-            f"{settings.describe_class()}, which only scales on concurrency or rps: {outcome}",
+            f"{subject} scales on {abbreviated(metric.value)}, which the KPA cannot scale on. "
+            f"{who} scales on {metric.value} ({metric.origin}) with the "
+            f"{settings.describe_class()}, which only scales on concurrency or rps: {outcome}.",
             fix,
         )
     elif problem.kind == "no-target":
         yield ctx.finding(
             document,
             problem.path,
-            f"{subject} scales on the custom metric {metric.value} with the Knative HPA class "
-            f"but sets no {TARGET_ANNOTATION}: Knative's HPA reconciler then creates an HPA "
-            "without metrics, which the API server defaults to CPU 80% utilization, and "
-            'autoscaler-keda refuses it ("no triggers were specified")',
+            f"{subject} sets no {TARGET_ANNOTATION}. {who} scales on the custom metric "
+            f"{metric.value} with the Knative HPA class: without a target, Knative's HPA "
+            "reconciler creates an HPA without metrics, which the API server defaults to CPU "
+            '80% utilization, and autoscaler-keda refuses it ("no triggers were specified").',
             f'{TARGET_ANNOTATION}: "70"   # in the metric\'s own unit, per pod',
         )
     else:
@@ -203,8 +208,9 @@ def _emit(
             yield ctx.finding(
                 document,
                 problem.path,
-                f"{subject} sets {TARGET_ANNOTATION} to {json.dumps(target.value)}, which is "
-                "not a number: Knative rejects the revision template (invalid value)",
+                f"{subject}: {TARGET_ANNOTATION} is not a number. {who} sets it to "
+                f"{json.dumps(target.value)}: Knative rejects the revision template (invalid "
+                "value).",
                 f'{TARGET_ANNOTATION}: "70"   # a plain number in the metric\'s unit',
             )
             return
@@ -224,9 +230,10 @@ def _emit(
         yield ctx.finding(
             document,
             problem.path,
-            f"{subject} targets {target.value} of the custom metric {metric.value} with the "
-            f"Knative HPA class, which uses int64(target) as the Pods averageValue: the target "
-            f"becomes {consequence}",
+            f"{subject}: {TARGET_ANNOTATION} is cut to {truncated}. {who} targets "
+            f"{target.value} of the custom metric {metric.value} with the Knative HPA class, "
+            f"which uses int64(target) as the Pods averageValue: the target becomes "
+            f"{consequence}.",
             _scaled_fix(metric.value, number),
             severity=severity,
         )

@@ -72,6 +72,7 @@ from gpulint.kserve import (
     InferenceService,
 )
 from gpulint.model import Finding, Severity
+from gpulint.quantity import abbreviated
 from gpulint.rule import Context
 
 ID = "GL305"
@@ -112,7 +113,7 @@ def _legacy(isvc: InferenceService, key: str, field: str, ctx: Context) -> Findi
             "from it; the HPA metric is scaleMetric, cpu when unset"
         )
     else:
-        why = "it is not a KServe annotation; the HPA metric is scaleMetric, cpu when unset"
+        why = "It is not a KServe annotation; the HPA metric is scaleMetric, cpu when unset"
     where = "predictor" if isvc.component("predictor") is not None else "<component>"
     if field == "scaleMetric" and value not in ("cpu", "memory"):
         fix = (
@@ -125,7 +126,8 @@ def _legacy(isvc: InferenceService, key: str, field: str, ctx: Context) -> Findi
     return ctx.finding(
         isvc.manifest,
         ("metadata", "annotations", key),
-        f"InferenceService {isvc.name} sets {key}: {value!r}, which changes nothing: {why}",
+        f"InferenceService {abbreviated(isvc.name)} sets {key}, which changes nothing. "
+        f"It is set to {value!r}. {why}.",
         fix,
     )
 
@@ -134,16 +136,16 @@ def _component(
     isvc: InferenceService, component: Component, rejected: bool, ctx: Context
 ) -> Iterator[Finding]:
     base = component.path
-    who = f"the {component.name} of InferenceService {isvc.name}"
+    who = f"The {component.name} of InferenceService {abbreviated(isvc.name)}"
     auto_scaling = component.get("autoScaling")
     if isinstance(auto_scaling, dict):
         if "behavior" in auto_scaling:
             yield ctx.finding(
                 isvc.manifest,
                 (*base, "autoScaling", "behavior"),
-                f"{who} sets autoScaling.behavior, which KServe's HPA reconciler ignores with "
-                "autoscalerClass hpa: the HPA always gets an empty behavior (the API-server "
-                "defaults); only autoscalerClass keda copies it",
+                f"{who} sets autoScaling.behavior, which KServe's HPA ignores. KServe's HPA "
+                "reconciler ignores it with autoscalerClass hpa: the HPA always gets an empty "
+                "behavior (the API-server defaults); only autoscalerClass keda copies it.",
                 KEDA_FIX,
             )
         metrics = auto_scaling.get("metrics")
@@ -165,9 +167,10 @@ def _component(
             yield ctx.finding(
                 isvc.manifest,
                 (*base, "autoScaling", "metrics", index),
-                f"{who} lists a metric of type {kind} in autoScaling.metrics with "
-                f"autoscalerClass hpa: {outcome}; {kind} metrics are read only with "
-                "autoscalerClass keda",
+                f"{who} lists {'an' if kind == 'External' else 'a'} {kind} metric, which "
+                "autoscalerClass hpa does not take. With "
+                f"autoscalerClass hpa, {outcome}; {kind} metrics in autoScaling.metrics are "
+                "read only with autoscalerClass keda.",
                 KEDA_FIX,
             )
         for field in ("scaleMetric", "scaleTarget"):
@@ -175,8 +178,8 @@ def _component(
                 yield ctx.finding(
                     isvc.manifest,
                     (*base, field),
-                    f"{who} sets {field} next to autoScaling: KServe builds the HPA from "
-                    f"autoScaling alone and ignores {field}",
+                    f"{who} sets {field} next to autoScaling, which KServe ignores. KServe "
+                    f"builds the HPA from autoScaling alone and ignores {field}.",
                     f"delete {field} and set the metric in autoScaling.metrics",
                 )
     else:
@@ -189,8 +192,9 @@ def _component(
             yield ctx.finding(
                 isvc.manifest,
                 (*base, "scaleMetric"),
-                f"{who} sets scaleMetric: {metric}, but KServe's HPA in Standard mode scales only "
-                f"on cpu or memory: {outcome}",
+                f"{who} sets a scaleMetric KServe's HPA cannot scale on. It sets scaleMetric: "
+                f"{metric}, but KServe's HPA in Standard mode scales only on cpu or memory: "
+                f"{outcome}.",
                 "scaleMetric: cpu   # concurrency and rps need Knative mode; custom metrics "
                 f"need {CLASS_ANNOTATION}: keda or external",
             )
@@ -198,8 +202,8 @@ def _component(
             yield ctx.finding(
                 isvc.manifest,
                 (*base, "scaleMetric"),
-                f"{who} sets scaleMetric: memory without scaleTarget: KServe makes a memory "
-                f"metric only with a target, so {CPU_DEFAULT}",
+                f"{who} sets scaleMetric: memory without scaleTarget. KServe makes a memory "
+                f"metric only with a target, so {CPU_DEFAULT}.",
                 "scaleTarget: 80   # memory utilization in percent of the request",
             )
     if "scaleMetricType" in component.data:
@@ -207,7 +211,7 @@ def _component(
         yield ctx.finding(
             isvc.manifest,
             path,
-            f"{who} sets scaleMetricType, which KServe reads nowhere (the field exists in the "
-            "CRD only)",
+            f"{who} sets scaleMetricType, which KServe reads nowhere. The field exists in the "
+            "CRD only.",
             "delete scaleMetricType; set target.type in autoScaling.metrics instead",
         )

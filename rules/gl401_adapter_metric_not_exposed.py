@@ -89,7 +89,9 @@ from gpulint.gpumetrics import exporter_of_series, names_a_gpu
 from gpulint.hpa import HPA, HpaMetric
 from gpulint.inventory import Inventory
 from gpulint.keda import scaled_object_of
+from gpulint.message import capitalized
 from gpulint.model import Finding, Related, Severity
+from gpulint.quantity import abbreviated
 from gpulint.rule import Context
 
 ID = "GL401"
@@ -97,6 +99,8 @@ NAME = "adapter-metric-not-exposed"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("unsafe",)
+# HPA and metric names in a headline are cut at this many characters.
+NAME_CHARS = 32
 
 # A GPU device metric as people rename it (gpu_util, avg_gpu_utilization_percent,
 # gpu_memory_used): what dcgm-exporter measures, not what an application counts.
@@ -131,7 +135,10 @@ def _check_metric(
     rules = [r for c in configs for r in c.rules_for_api(api)]
     wanted = requested_metric_name(name, api)
     exposing = [r for r in rules if r.could_expose(wanted)]
-    head = f"HPA {hpa.name} reads {metric.type} metric {name}"
+    # The headline's subject: names cut so that it stays one short line (the detail and the
+    # fix name them whole).
+    head = f"HPA {abbreviated(hpa.name, NAME_CHARS)} reads {metric.type} metric "
+    head += abbreviated(name, NAME_CHARS)
     if exposing and all(r.generated for r in exposing):
         only_defaults = _only_default_rules(hpa, metric, name, wanted, rules, exposing, head, ctx)
         if only_defaults is not None:
@@ -168,11 +175,11 @@ def _not_exposed(
         for exposed_name in rule.exposed_names() or []:
             exposed.setdefault(exposed_name, rule)
     api_text = "external rule" if api == EXTERNAL else "custom rule"
-    parts = [f"{head}, but no prometheus-adapter {api_text} in the input exposes {wanted}"]
+    parts = [f"No prometheus-adapter {api_text} in the input exposes {wanted}"]
     if api == EXTERNAL and wanted != name:
         parts[0] = (
-            f"{head}, which the HPA asks for as {wanted} (its client lowercases External "
-            f"names), but no prometheus-adapter external rule in the input exposes {wanted}"
+            f"The HPA asks for {name} as {wanted} (its client lowercases External names), but "
+            f"no prometheus-adapter external rule in the input exposes {wanted}"
         )
     if any(r.generated for r in rules):
         reason = (
@@ -242,7 +249,12 @@ def _not_exposed(
         symptom = f'"the server could not find the metric {wanted} for {resource}"'
     else:
         symptom = f'"unable to get external metric ...{wanted}"'
-    message = "; ".join(parts) + f". The HPA reports {symptom} and does not scale on it." + question
+    message = (
+        f"{head}, which no adapter rule exposes. "
+        + "; ".join(parts)
+        + f". The HPA reports {symptom} and does not scale on it."
+        + question
+    )
     return ctx.finding(
         hpa.manifest, metric.name_path, message, "\n".join(fix_lines), related=links, plan=plan
     )
@@ -284,8 +296,8 @@ def _only_default_rules(
         return None  # the pods may well export it (NVIDIA NIM's gpu_utilization)
     named = wanted if wanted in candidates or not candidates else candidates[0]
     parts = [
-        f"{head}, which only the prometheus-adapter chart's default rules could expose, "
-        f"from a series named {named}"
+        f"Only the prometheus-adapter chart's default rules could expose {wanted}, from a "
+        f"series named {named}"
     ]
     severity = None if unnamed else Severity.WARNING
     if exporters:
@@ -310,7 +322,8 @@ def _only_default_rules(
     else:
         fix_lines.append(_new_rule_fix(metric.api, wanted))
     message = (
-        "; ".join(parts)
+        f"{head}, which only default rules could expose. "
+        + "; ".join(parts)
         + f'. The HPA reports "the server could not find the metric {wanted}" and does not scale.'
     )
     return ctx.finding(
@@ -346,8 +359,9 @@ def _check_resource(
     yield ctx.finding(
         hpa.manifest,
         metric.name_path,
-        f"{head} for {resource}, but {rule.describe()}, which exposes it, {maps}, and the HPA "
-        f'reports "the server could not find the metric {name} for {resource}"',
+        f"{head}, but its rule maps no label to {abbreviated(resource, NAME_CHARS)}. "
+        f"{capitalized(rule.describe())}, which exposes it, {maps}, and the HPA reports "
+        f'"the server could not find the metric {name} for {resource}".',
         _mapping_fix(resource),
         related=[rule.related()],
     )
@@ -363,8 +377,9 @@ def _wrong_api(
 ) -> Finding:
     rule = rules[0]
     if metric.api == EXTERNAL:
+        served = "custom"
         detail = (
-            f"{rule.describe()} exposes it on the custom metrics API "
+            f"{capitalized(rule.describe())} exposes it on the custom metrics API "
             "(custom.metrics.k8s.io), not on the external one"
         )
         if rule.resources.label_for("pods") is not None:
@@ -384,8 +399,9 @@ def _wrong_api(
             + read_as
         )
     else:
+        served = "external"
         detail = (
-            f"{rule.describe()} exposes it on the external metrics API "
+            f"{capitalized(rule.describe())} exposes it on the external metrics API "
             "(external.metrics.k8s.io), not on the custom one"
         )
         fix = (
@@ -396,7 +412,8 @@ def _wrong_api(
     return ctx.finding(
         hpa.manifest,
         metric.name_path,
-        f"{head}, but {detail}; the HPA never finds it there",
+        f"{head}, but its rule is on the {served} metrics API. {detail}; the HPA never finds "
+        "it there.",
         fix,
         related=[rule.related()],
     )

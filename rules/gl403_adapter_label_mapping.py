@@ -73,9 +73,11 @@ from gpulint.adapter import CUSTOM, AdapterRule, singular
 from gpulint.document import as_dict
 from gpulint.gpumetrics import Exporter, is_dcgm_field, lookup
 from gpulint.inventory import Inventory
+from gpulint.message import capitalized
 from gpulint.model import Finding, Related, Severity
 from gpulint.monitoring import DcgmScrape
 from gpulint.promql import metric_names_in_query
+from gpulint.quantity import abbreviated
 from gpulint.rule import Context, related
 
 ID = "GL403"
@@ -131,7 +133,8 @@ def _finding(
     ctx: Context,
     rule: AdapterRule,
     sub: tuple[str | int, ...],
-    message: str,
+    problem: str,
+    detail: str,
     fix: str,
     links: Sequence[Related] = (),
     plan: edits.FixPlan | None = None,
@@ -139,12 +142,17 @@ def _finding(
     return ctx.finding(
         rule.document,
         rule.path_for(*sub),
-        f"{rule.describe()}: {message}",
+        f"{_subject(rule)} {problem}. {detail}.",
         fix,
         obj=rule.config.ref,
         related=links,
         plan=plan,
     )
+
+
+def _subject(rule: AdapterRule) -> str:
+    """The rule as a headline's subject, cut when its config's name is very long."""
+    return capitalized(abbreviated(rule.describe(), 72))
 
 
 _BARE_LABEL = re.compile(r"\b(?:exported_)?(?:pod|namespace)\b")
@@ -223,7 +231,8 @@ def _contradictions(rule: AdapterRule, asked: set[str] | None, ctx: Context) -> 
                 ctx,
                 rule,
                 ("resources", "overrides", plain),
-                f"its seriesQuery keeps only series with `{exported}`, which exist only when "
+                f"maps the exporter's `{plain}` label to {resource}",
+                f"Its seriesQuery keeps only series with `{exported}`, which exist only when "
                 f"Prometheus renamed the exporter's own `{plain}` label (honorLabels: false); "
                 f"on those series `{plain}` is the scraped exporter's {plain}, yet the overrides "
                 f"map `{plain}` to {resource}, so values attach to the exporter, not to the "
@@ -237,7 +246,8 @@ def _contradictions(rule: AdapterRule, asked: set[str] | None, ctx: Context) -> 
                 ctx,
                 rule,
                 ("resources", "overrides", label),
-                f"the overrides map `{label}` to {resource}, but its seriesQuery keeps only "
+                f"maps `{abbreviated(label, 32)}` to {resource} on series without it",
+                f"The overrides map `{label}` to {resource}, but its seriesQuery keeps only "
                 f"series where `{label}` is empty, so no series names a {singular(resource)} "
                 "and the adapter exposes nothing for it",
                 f"remove the `{label}` matcher from seriesQuery, or map the label that holds "
@@ -264,8 +274,9 @@ def _namespace_mapping(
             ctx,
             rule,
             ("resources",) if "resources" in rule.data else (),
-            "maps no label to any Kubernetes resource (no overrides, no template), so the "
-            "adapter attaches its series to no object and exposes nothing",
+            "maps no label to any Kubernetes resource",
+            "It has no overrides and no template, so the adapter attaches its series to no "
+            "object and exposes nothing",
             "resources:\n  overrides:\n    namespace: {resource: namespace}\n"
             "    pod: {resource: pod}",
         )
@@ -279,8 +290,9 @@ def _namespace_mapping(
             ctx,
             rule,
             ("resources", "overrides"),
-            f"maps `{label}` to {namespaced[0]} but no label to namespaces; {namespaced[0]} "
-            "live in a namespace, so every query needs the namespace label and fails "
+            "maps no label to namespaces",
+            f"It maps `{label}` to {namespaced[0]}, and {namespaced[0]} live in a namespace, "
+            "so every query needs the namespace label and fails "
             '("unable to convert resource namespaces into label: no generic resource label '
             'form specified for this metric")',
             "overrides:\n  namespace: {resource: namespace}   # or exported_namespace",
@@ -361,8 +373,10 @@ def _against_scrape(
             ctx,
             rule,
             ("resources", "overrides", wrong[0]),
-            f"maps {labels} for the dcgm-exporter series {shown}, but {_scrape_text(scrapes[0])}: "
-            "Prometheus keeps the workload's pod and namespace in exported_pod and "
+            f"maps {labels}, which {'name' if len(wrong) > 1 else 'names'} the dcgm-exporter pod",
+            f"It maps {labels} for the dcgm-exporter series {shown}, but "
+            f"{_scrape_text(scrapes[0])}: Prometheus keeps the workload's pod and namespace "
+            "in exported_pod and "
             f"exported_namespace and sets {labels} to the dcgm-exporter pod, so GPU values "
             "attach to the exporter and the HPA gets no metrics for its own pods",
             fix,
@@ -383,9 +397,10 @@ def _against_scrape(
         ctx,
         rule,
         ("resources", "overrides", EXPORTED[wrong[0]]),
-        f"maps {labels} for the dcgm-exporter series {shown}, but {_scrape_text(scrapes[0])}, "
-        "so the series carry `pod` and `namespace` and no exported_* label: the adapter never "
-        "discovers the metric",
+        f"maps {labels}, which the dcgm-exporter series lack",
+        f"It maps {labels} for the dcgm-exporter series {shown}, but "
+        f"{_scrape_text(scrapes[0])}, so the series carry `pod` and `namespace` and no "
+        "exported_* label: the adapter never discovers the metric",
         fix,
         links,
         plan,
@@ -418,9 +433,10 @@ def _default_rules(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Ite
     yield ctx.finding(
         rule.document,
         rule.path,
-        f"{rule.describe()} serve {', '.join(names)} (read by HPA {hpas}) through the series' "
-        f"`pod` and `namespace` labels, but {_scrape_text(scrapes[0])}: those labels name the "
-        "dcgm-exporter pod, so the HPA gets no metrics for its own pods",
+        f"{capitalized(rule.describe())} map dcgm-exporter series to the exporter's pod. They "
+        f"serve {', '.join(names)} (read by HPA {hpas}) through the series' `pod` and "
+        f"`namespace` labels, but {_scrape_text(scrapes[0])}: those labels name the "
+        "dcgm-exporter pod, so the HPA gets no metrics for its own pods.",
         "rules:\n  custom:\n"
         + "\n".join(
             f'  - seriesQuery: \'{n}{{exported_namespace!="",exported_pod!=""}}\'\n'

@@ -84,6 +84,7 @@ from gpulint.adapter import (
 from gpulint.document import Path, as_dict
 from gpulint.inventory import Inventory
 from gpulint.model import Finding, Severity
+from gpulint.quantity import abbreviated
 from gpulint.rule import Context
 
 ID = "GL405"
@@ -159,7 +160,8 @@ class _Schema:
         return self.ctx.finding(self.config.document, path, message, fix, obj=self.config.ref)
 
     def where(self) -> str:
-        return self.config.describe_short()
+        """The config, for a headline: its name cut when very long."""
+        return abbreviated(self.config.describe_short(), 48)
 
     # --- keys and shapes ---------------------------------------------------------------
 
@@ -173,12 +175,12 @@ class _Schema:
             yield self.finding(
                 (*path, first),
                 f"{self.where()}: {rest:,} more keys that {level} does not have, from "
-                f"{json.dumps(str(first))} on. {STRICT}.",
+                f"{json.dumps(abbreviated(str(first), 32))} on. {STRICT}.",
                 f"keep only {', '.join(allowed)} in {level}",
             )
             unknown = unknown[:UNKNOWN_KEYS_LISTED]
         for key in unknown:
-            shown = json.dumps(key) if not isinstance(key, str) else f"`{key}`"
+            shown = json.dumps(key) if not isinstance(key, str) else f"`{abbreviated(key, 32)}`"
             home = [name for name, keys in _LEVELS.items() if key in keys and name != level]
             close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
             if home:
@@ -188,7 +190,7 @@ class _Schema:
                 detail = f"{shown} is not a key of {level} (did you mean `{close[0]}`?)."
                 fix = f"rename `{key}` to `{close[0]}`"
             else:
-                detail = f"{shown} is not a key of {level} (it has {', '.join(allowed)})."
+                detail = f"{shown} is not a key of {level}. It has {', '.join(allowed)}."
                 fix = f"delete `{key}`"
             yield self.finding((*path, key), f"{self.where()}: {detail} {STRICT}.", fix)
 
@@ -283,15 +285,16 @@ class _Schema:
                 if not isinstance(target.get("resource"), str) or not target.get("resource"):
                     yield self.finding(
                         where,
-                        f"{self.where()}: the override for label `{label_name}` names no "
-                        f"`resource`, and an empty resource cannot be mapped. {self.fatal()}.",
+                        f"{self.where()}: the override for label `{abbreviated(label_name, 32)}` "
+                        f"names no `resource`. An empty resource cannot be mapped. "
+                        f"{self.fatal()}.",
                         f"{label_name}: {{resource: pod}}",
                     )
                 continue
             resource = target if isinstance(target, str) and target else "pod"
             yield self.wrong_shape(
                 where,
-                f"the override for label `{label_name}`",
+                f"the override for label `{abbreviated(label_name, 32)}`",
                 "a mapping {group, resource}",
                 target,
                 f"{label_name}: {{resource: {resource}}}",
@@ -319,8 +322,8 @@ class _Schema:
             query = series_query if isinstance(series_query, str) else ""
             yield self.finding(
                 (*path, "matches"),
-                f"{self.where()}: name.matches {json.dumps(matches)} has {compiled.groups} "
-                "capture groups and no `as`, so the adapter cannot tell which one is the name "
+                f"{self.where()}: name.matches has {compiled.groups} capture groups and no "
+                "`as`. The adapter cannot tell which one is the name "
                 f"(\"must specify an 'as' value for name matcher {json.dumps(matches)} "
                 f'associated with series query {json.dumps(query)}"). {self.fatal()}.',
                 f'{path[-1]}:\n  matches: {json.dumps(matches)}\n  as: "${{1}}_${{2}}"',
@@ -354,16 +357,18 @@ class _Schema:
             if has_is and has_not:
                 yield self.finding(
                     where,
-                    f"{self.where()}: seriesFilters[{index}] has both `is` and `isNot` "
-                    f'("cannot have both an `is` ({json.dumps(is_value)}) and `isNot` '
-                    f'({json.dumps(is_not)}) expression in a single filter"). {self.fatal()}.',
+                    f"{self.where()}: seriesFilters[{index}] has both `is` and `isNot`. The "
+                    f'adapter refuses it ("cannot have both an `is` ({json.dumps(is_value)}) '
+                    f'and `isNot` ({json.dumps(is_not)}) expression in a single filter"). '
+                    f"{self.fatal()}.",
                     f"- is: {json.dumps(is_value)}\n- isNot: {json.dumps(is_not)}",
                 )
             elif not has_is and not has_not:
                 yield self.finding(
                     where,
-                    f"{self.where()}: seriesFilters[{index}] has neither `is` nor `isNot` "
-                    '("must have either an `is` or `isNot` expression in a filter"). '
+                    f"{self.where()}: seriesFilters[{index}] has neither `is` nor `isNot`. The "
+                    'adapter refuses it ("must have either an `is` or `isNot` expression in a '
+                    'filter"). '
                     f"{self.fatal()}.",
                     '- isNot: "^container_.*_total$"   # or delete the empty filter',
                 )
@@ -380,8 +385,8 @@ class _Schema:
         if problem is not None:
             yield self.finding(
                 path,
-                f"{self.where()}: {what} {json.dumps(pattern)} is not a valid regular "
-                f"expression ({problem}). {self.fatal()}.",
+                f"{self.where()}: {what} is not a valid regular expression. Go cannot "
+                f"compile {json.dumps(pattern)} ({problem}). {self.fatal()}.",
                 f"rewrite {what} in RE2 syntax (https://github.com/google/re2/wiki/Syntax); "
                 "to exclude names, add a seriesFilters `isNot` entry instead of a look-ahead",
             )
@@ -423,10 +428,10 @@ def _yaml_kind(value: Any) -> str:
     if isinstance(value, bool):
         return f"!!bool `{str(value).lower()}`"
     if isinstance(value, int | float):
-        return f"!!{type(value).__name__} `{value}`"
+        return f"!!{type(value).__name__} `{abbreviated(str(value), 32)}`"
     if value is None:
         return "!!null"
-    return f"!!str `{value}`"
+    return f"!!str `{abbreviated(str(value), 32)}`"
 
 
 # Each shape as the adapter's Go type (pkg/config/config.go), for Go's own error wording.

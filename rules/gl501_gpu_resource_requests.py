@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import ROUND_CEILING
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.engine import PodOwner
 from gpulint.inventory import Inventory
@@ -62,6 +62,7 @@ from gpulint.quantity import (
     Quantity,
     QuantityError,
     QuantityOutOfRange,
+    abbreviated,
     format_number,
     is_unknown,
     parse_quantity,
@@ -77,6 +78,9 @@ SEVERITY = Severity.ERROR
 SCOPE = "pod-owner"
 
 _MISSING = object()
+# Resource and container names in a headline are cut at these many characters.
+NAME_CHARS = 32
+PART_CHARS = 48
 
 
 def check(owner: PodOwner, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -110,6 +114,7 @@ def _check_resource(
     ctx: Context,
 ) -> Iterator[Finding]:
     who = _describe(owner, template, container)
+    res = abbreviated(name, NAME_CHARS)
     base = (*container.path, "resources")
     request_path = (*base, "requests", name)
     limit_path = (*base, "limits", name)
@@ -128,9 +133,10 @@ def _check_resource(
         yield ctx.finding(
             owner.manifest,
             request_path,
-            f"{who} requests {name}: {_shown(request)} without a limit: the API server rejects "
-            f'it ("Limit must be set for non overcommitable resources"); GPUs go in limits and '
-            f"the request defaults to the limit{extra}",
+            f"{who.headline} requests {res} without a limit. The API server rejects a request "
+            f'of {name}: {_shown(request)} without a limit ("Limit must be set for non '
+            f'overcommitable resources"); GPUs go in limits and the request defaults to the '
+            f"limit{extra}.",
             fix,
         )
         return
@@ -153,9 +159,10 @@ def _check_resource(
         yield ctx.finding(
             owner.manifest,
             request_path,
-            f"{who} requests {name}: {_shown(request)} but limits it to {shown_limit}: the API "
-            f'server rejects it ("must be equal to {name} limit of {shown_limit}"); GPUs '
-            "cannot be overcommitted, so the request must equal the limit",
+            f"{who.headline} requests a different {res} count than its limit. It requests "
+            f"{name}: {_shown(request)} but limits it to {shown_limit}: the API server rejects "
+            f'it ("must be equal to {name} limit of {shown_limit}"); GPUs cannot be '
+            "overcommitted, so the request must equal the limit.",
             f"resources:\n  limits:\n    {name}: {shown_limit}\n"
             f"# and delete {name} from resources.requests (it defaults to the limit)",
         )
@@ -163,7 +170,7 @@ def _check_resource(
 
 def _value_finding(
     owner: PodOwner,
-    who: str,
+    who: _Who,
     name: str,
     field: str,
     value: Any,
@@ -172,13 +179,14 @@ def _value_finding(
     ctx: Context,
 ) -> Finding:
     kind, reason = problem
+    headline = f"{who.headline}: {field} {abbreviated(name, NAME_CHARS)} {_SHORT[kind]}."
     if kind == "zero":
         return ctx.finding(
             owner.manifest,
             path,
-            f"{who} sets {field} {name}: {_shown(value)}: this reserves no GPU, yet the "
-            "container is still declared as a GPU consumer, and without a device-plugin "
-            "allocation an image that sets NVIDIA_VISIBLE_DEVICES=all sees every GPU of the node",
+            f"{headline} Its value {_shown(value)} reserves no GPU, yet the container is still "
+            "declared as a GPU consumer, and without a device-plugin allocation an image that "
+            "sets NVIDIA_VISIBLE_DEVICES=all sees every GPU of the node.",
             f"delete {name} from resources.{field} if the container needs no GPU "
             "(and set the env NVIDIA_VISIBLE_DEVICES=void for CUDA images), "
             f"or ask for at least 1",
@@ -188,7 +196,7 @@ def _value_finding(
         return ctx.finding(
             owner.manifest,
             path,
-            f"{who} sets {field} {name}: {_shown(value)}, which {reason}",
+            f"{headline} Its value {_shown(value)} {reason}.",
             f"{name}: 1   # the number of devices each container needs",
         )
     if name.startswith("nvidia.com/mig-"):
@@ -200,10 +208,19 @@ def _value_finding(
     return ctx.finding(
         owner.manifest,
         path,
-        f"{who} sets {field} {name}: {_shown(value)}, which {reason}; a device plugin hands "
-        "out whole devices",
+        f"{headline} Its value {_shown(value)} {reason}; a device plugin hands out whole devices.",
         f"{name}: {_whole(value)}   # {hint}",
     )
+
+
+# What is wrong with a GPU count, in a headline, by the kind ``_problem`` names.
+_SHORT = {
+    "out-of-range": "is out of range",
+    "invalid": "is not a quantity",
+    "negative": "is negative",
+    "fraction": "is not a whole number",
+    "zero": "is zero",
+}
 
 
 def _problem(value: Any) -> tuple[str, str] | None:
@@ -240,14 +257,27 @@ def _shown(value: Any) -> str:
     return shown_value(value)
 
 
-def _describe(owner: PodOwner, template: PodTemplate, container: Container) -> str:
+class _Who(NamedTuple):
+    """The container a finding is about: ``part`` of the object ``kind`` ``name``."""
+
+    kind: str
+    name: str
+    part: str
+
+    @property
+    def headline(self) -> str:
+        """Object first, names cut, for a headline that stays one short line."""
+        return f"{self.kind} {abbreviated(self.name)}: {abbreviated(self.part, PART_CHARS)}"
+
+
+def _describe(owner: PodOwner, template: PodTemplate, container: Container) -> _Who:
     manifest = owner.manifest
     where = f"{manifest.namespace}/" if manifest.namespace else ""
     kind = f"Knative {manifest.kind}" if manifest.group == KNATIVE_SERVING_GROUP else manifest.kind
-    of = f"of {kind} {where}{manifest.name}"
     if isinstance(container.path[-1], str):
         # A KServe model-format shorthand (spec.predictor.model): one container, no name.
-        return f"{'.'.join(str(step) for step in container.path)} {of}"
+        part = ".".join(str(step) for step in container.path)
+        return _Who(kind, f"{where}{manifest.name}", part)
     role = "init container" if container.init else "container"
     name = container.name
     if name.startswith("#"):  # unnamed, as Knative allows: name it by its position
@@ -255,5 +285,5 @@ def _describe(owner: PodOwner, template: PodTemplate, container: Container) -> s
         name = f"[{name[1:]}]"
     else:
         name = f" {name}"
-    part = "" if template.label in ("pod template", "pod") else f" ({template.label})"
-    return f"{role}{name}{part} {of}"
+    label = "" if template.label in ("pod template", "pod") else f" ({template.label})"
+    return _Who(kind, f"{where}{manifest.name}", f"{role}{name}{label}")

@@ -135,11 +135,11 @@ CASES = [
         SEED_VALUES + hpa("gpu_utilization"),
         (23, 9),
         (
-            "HPA inference reads Pods metric gpu_utilization, but no prometheus-adapter "
-            "custom rule in the input exposes gpu_utilization; rule rules.custom[0] in Helm "
-            "values input.yaml has no `name` block, so it exposes its series under their own "
-            'name: DCGM_FI_DEV_GPU_UTIL. The HPA reports "the server could not find the '
-            'metric gpu_utilization for pods" and does not scale on it.'
+            "HPA inference reads Pods metric gpu_utilization, which no adapter rule exposes. No "
+            "prometheus-adapter custom rule in the input exposes gpu_utilization; rule "
+            "rules.custom[0] in Helm values input.yaml has no `name` block, so it exposes its "
+            'series under their own name: DCGM_FI_DEV_GPU_UTIL. The HPA reports "the server could '
+            'not find the metric gpu_utilization for pods" and does not scale on it.'
         ),
         (
             "# in rule rules.custom[0] in Helm values input.yaml:\n"
@@ -157,10 +157,10 @@ CASES = [
         NAMED_VALUES + hpa("gpu_utilisation"),
         (24, 9),
         (
-            "HPA inference reads Pods metric gpu_utilisation, but no prometheus-adapter "
-            'custom rule in the input exposes gpu_utilisation. The HPA reports "the server '
-            'could not find the metric gpu_utilisation for pods" and does not scale on it. '
-            "Did you mean gpu_utilization, which rule rules.custom[0] in Helm values "
+            "HPA inference reads Pods metric gpu_utilisation, which no adapter rule exposes. No "
+            "prometheus-adapter custom rule in the input exposes gpu_utilisation. The HPA reports "
+            '"the server could not find the metric gpu_utilisation for pods" and does not scale '
+            "on it. Did you mean gpu_utilization, which rule rules.custom[0] in Helm values "
             "input.yaml exposes?"
         ),
         ("metric:\n  name: gpu_utilization"),
@@ -171,14 +171,14 @@ CASES = [
         EXTERNAL_RULE + hpa("DCGM_FI_DEV_GPU_UTIL", "External"),
         (20, 9),
         (
-            "HPA inference reads External metric DCGM_FI_DEV_GPU_UTIL, which the HPA asks "
-            "for as dcgm_fi_dev_gpu_util (its client lowercases External names), but no "
-            "prometheus-adapter external rule in the input exposes dcgm_fi_dev_gpu_util; "
-            "external rule externalRules[0] in config file input.yaml exposes "
-            "DCGM_FI_DEV_GPU_UTIL, and prometheus-adapter compares External names exactly: "
-            "an External name with capitals can never be read by an HPA. The HPA reports "
-            '"unable to get external metric ...dcgm_fi_dev_gpu_util" and does not scale on '
-            "it."
+            "HPA inference reads External metric DCGM_FI_DEV_GPU_UTIL, which no adapter rule "
+            "exposes. The HPA asks for DCGM_FI_DEV_GPU_UTIL as dcgm_fi_dev_gpu_util (its client "
+            "lowercases External names), but no prometheus-adapter external rule in the input "
+            "exposes dcgm_fi_dev_gpu_util; external rule externalRules[0] in config file "
+            "input.yaml exposes DCGM_FI_DEV_GPU_UTIL, and prometheus-adapter compares External "
+            "names exactly: an External name with capitals can never be read by an HPA. The HPA "
+            'reports "unable to get external metric ...dcgm_fi_dev_gpu_util" and does not scale '
+            "on it."
         ),
         (
             "# in external rule externalRules[0] in config file input.yaml:\n"
@@ -193,9 +193,10 @@ CASES = [
         SEED_VALUES + hpa("DCGM_FI_DEV_GPU_UTIL", "External"),
         (23, 9),
         (
-            "HPA inference reads External metric DCGM_FI_DEV_GPU_UTIL, but rule "
-            "rules.custom[0] in Helm values input.yaml exposes it on the custom metrics API "
-            "(custom.metrics.k8s.io), not on the external one; the HPA never finds it there"
+            "HPA inference reads External metric DCGM_FI_DEV_GPU_UTIL, but its rule is on the "
+            "custom metrics API. Rule rules.custom[0] in Helm values input.yaml exposes it on the "
+            "custom metrics API (custom.metrics.k8s.io), not on the external one; the HPA never "
+            "finds it there."
         ),
         (
             "move the rule to externalRules (rules.external in chart values), or read it as "
@@ -286,12 +287,13 @@ CASES = [
         POD_RULE + SERVICE_MONITOR,
         (6, 7),
         (
-            "rule rules[0] in config file input.yaml: maps `pod` and `namespace` for the "
-            "dcgm-exporter series DCGM_FI_DEV_GPU_UTIL, but ServiceMonitor dcgm-exporter "
-            "scrapes dcgm-exporter with no honorLabels (false by default): Prometheus keeps "
-            "the workload's pod and namespace in exported_pod and exported_namespace and "
-            "sets `pod` and `namespace` to the dcgm-exporter pod, so GPU values attach to "
-            "the exporter and the HPA gets no metrics for its own pods"
+            "Rule rules[0] in config file input.yaml maps `pod` and `namespace`, which name the "
+            "dcgm-exporter pod. It maps `pod` and `namespace` for the dcgm-exporter series "
+            "DCGM_FI_DEV_GPU_UTIL, but ServiceMonitor dcgm-exporter scrapes dcgm-exporter with no "
+            "honorLabels (false by default): Prometheus keeps the workload's pod and namespace in "
+            "exported_pod and exported_namespace and sets `pod` and `namespace` to the "
+            "dcgm-exporter pod, so GPU values attach to the exporter and the HPA gets no metrics "
+            "for its own pods."
         ),
         (
             "seriesQuery: "
@@ -307,11 +309,11 @@ CASES = [
         CONTRADICTING_RULE,
         (6, 7),
         (
-            "rule rules[0] in config file input.yaml: its seriesQuery keeps only series with "
-            "`exported_pod`, which exist only when Prometheus renamed the exporter's own "
-            "`pod` label (honorLabels: false); on those series `pod` is the scraped "
-            "exporter's pod, yet the overrides map `pod` to pods, so values attach to the "
-            "exporter, not to the workload"
+            "Rule rules[0] in config file input.yaml maps the exporter's `pod` label to pods. Its "
+            "seriesQuery keeps only series with `exported_pod`, which exist only when Prometheus "
+            "renamed the exporter's own `pod` label (honorLabels: false); on those series `pod` "
+            "is the scraped exporter's pod, yet the overrides map `pod` to pods, so values attach "
+            "to the exporter, not to the workload."
         ),
         ("resources:\n  overrides:\n    exported_pod: {resource: pod}   # instead of pod"),
         id="GL403-contradiction",
@@ -321,11 +323,12 @@ CASES = [
         SEED_VALUES + SERVICE_MONITOR + "    honorLabels: true\n",
         (8, 9),
         (
-            "rule rules.custom[0] in Helm values input.yaml: maps `exported_pod` and "
-            "`exported_namespace` for the dcgm-exporter series DCGM_FI_DEV_GPU_UTIL, but "
-            "ServiceMonitor dcgm-exporter scrapes dcgm-exporter with honorLabels: true, so "
-            "the series carry `pod` and `namespace` and no exported_* label: the adapter "
-            "never discovers the metric"
+            "Rule rules.custom[0] in Helm values input.yaml maps `exported_pod` and "
+            "`exported_namespace`, which the dcgm-exporter series lack. It maps `exported_pod` "
+            "and `exported_namespace` for the dcgm-exporter series DCGM_FI_DEV_GPU_UTIL, but "
+            "ServiceMonitor dcgm-exporter scrapes dcgm-exporter with honorLabels: true, so the "
+            "series carry `pod` and `namespace` and no exported_* label: the adapter never "
+            "discovers the metric."
         ),
         (
             "seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{pod!=\"\"}'\nresources:\n  overrides:\n    pod: "
@@ -410,10 +413,10 @@ CASES = [
         RULE_HEAD + "  seriesFilters:\n  - is: ^DCGM_\n    isNot: _TOTAL$\n" + RULE_QUERY,
         (4, 5),
         (
-            'config file input.yaml: seriesFilters[0] has both `is` and `isNot` ("cannot '
-            'have both an `is` ("^DCGM_") and `isNot` ("_TOTAL$") expression in a single '
-            'filter"). The adapter exits at start-up while building its rules: "unable to '
-            'construct custom metrics provider".'
+            "config file input.yaml: seriesFilters[0] has both `is` and `isNot`. The adapter "
+            'refuses it ("cannot have both an `is` ("^DCGM_") and `isNot` ("_TOTAL$") expression '
+            'in a single filter"). The adapter exits at start-up while building its rules: '
+            '"unable to construct custom metrics provider".'
         ),
         ('- is: "^DCGM_"\n- isNot: "_TOTAL$"'),
         id="GL405-filters",

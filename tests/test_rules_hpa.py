@@ -328,20 +328,21 @@ spec:
                 11,
                 36,
                 Severity.ERROR,
-                'HorizontalPodAutoscaler llm: Pods metric DCGM_FI_DEV_GPU_UTIL: averageValue "60m" '
-                "is 0.06 (the m suffix means thousandths), but DCGM_FI_DEV_GPU_UTIL is a "
+                "HPA llm: Pods metric DCGM_FI_DEV_GPU_UTIL targets less than 1%. Its averageValue "
+                '"60m" is 0.06 (the m suffix means thousandths), but DCGM_FI_DEV_GPU_UTIL is a '
                 "percentage from 0 to 100: any load at all exceeds the target and the HPA scales "
-                "out to maxReplicas; 60 was probably meant",
+                "out to maxReplicas; 60 was probably meant.",
                 'averageValue: "60"',
             ),
             Expected(
                 15,
                 36,
                 Severity.WARNING,
-                "HorizontalPodAutoscaler llm: Pods metric DCGM_FI_PROF_PIPE_TENSOR_ACTIVE: "
-                "averageValue 40 is above 1, but DCGM_FI_PROF_PIPE_TENSOR_ACTIVE is a ratio from "
-                "0 to 1: unless its query adds up several series per pod, the metric never "
-                "reaches the target, so the HPA never scales out; if 40% was meant, write 400m",
+                "HPA llm: Pods metric DCGM_FI_PROF_PIPE_TENSOR_ACTIVE targets above 1 on a 0-1 "
+                "scale. Its averageValue 40 is above 1, but DCGM_FI_PROF_PIPE_TENSOR_ACTIVE is a "
+                "ratio from 0 to 1: unless its query adds up several series per pod, the metric "
+                "never reaches the target, so the HPA never scales out; if 40% was meant, write "
+                "400m.",
                 'averageValue: "400m"   # 40% on the 0-1 scale',
             ),
         ],
@@ -367,10 +368,10 @@ spec:
                 11,
                 16,
                 Severity.ERROR,
-                "HorizontalPodAutoscaler nim-llm: Pods metric num_requests_running: type Value "
-                "does not match the field that is set (averageValue); for a Pods metric "
+                "HPA nim-llm: Pods metric num_requests_running has the wrong target type. Type "
+                "Value does not match the field that is set (averageValue); for a Pods metric "
                 "Kubernetes compares averageValue per pod whatever the type says, so the type "
-                "misleads whoever tunes this target",
+                "misleads whoever tunes this target.",
                 "type: AverageValue",
             )
         ],
@@ -394,10 +395,10 @@ spec:
                 9,
                 7,
                 Severity.ERROR,
-                "HorizontalPodAutoscaler embed: behavior.scaleUp.policies is an empty list: "
+                "HorizontalPodAutoscaler embed: behavior.scaleUp.policies is an empty list. "
                 "Kubernetes fills in its default policies only when the field is left out, and "
                 "the API server rejects an explicit empty list ('must specify at least one "
-                "Policy')",
+                "Policy').",
                 "# delete `policies: []` to get the default policies, or list one:\n"
                 "policies:\n- type: Pods\n  value: 2\n  periodSeconds: 60",
             )
@@ -420,9 +421,9 @@ spec:
                 7,
                 3,
                 Severity.ERROR,
-                "HorizontalPodAutoscaler inverted: maxReplicas 2 is less than minReplicas 3; the "
+                "HorizontalPodAutoscaler inverted: maxReplicas 2 is less than minReplicas 3. The "
                 "API server rejects the object (maxReplicas must be greater than or equal to "
-                "minReplicas)",
+                "minReplicas).",
                 "minReplicas: 2\nmaxReplicas: 3   # the two were swapped",
             )
         ],
@@ -895,9 +896,9 @@ def test_gl108_scale_to_zero_depends_on_the_feature_gate_option() -> None:
     settings = _settings("GL108", **{"scale-to-zero-gate": False})
     (finding,) = _only(lint_text(SCALE_TO_ZERO, settings=settings, select=["GL108"]), "GL108")
     assert finding.message == (
-        "HorizontalPodAutoscaler worker: minReplicas 0 needs the alpha HPAScaleToZero feature "
-        "gate, which is off unless the cluster turns it on (option scale-to-zero-gate is "
-        "false); the API server rejects the object"
+        "HorizontalPodAutoscaler worker: minReplicas 0 is not allowed. It needs the alpha "
+        "HPAScaleToZero feature gate, which is off unless the cluster turns it on (option "
+        "scale-to-zero-gate is false); the API server rejects the object."
     )
     assert (finding.location.line, finding.location.column) == (6, 3)
 

@@ -123,10 +123,10 @@ CASES = [
         10,
         9,
         Severity.ERROR,
-        "Knative Service ratio targets 0.6 of the custom metric DCGM_FI_PROF_GR_ENGINE_ACTIVE "
-        "with the Knative HPA class, which uses int64(target) as the Pods averageValue: the "
-        "target becomes 0, an invalid HPA target (averageValue must be positive), so the "
-        "revision never scales on it",
+        "Knative Service ratio: autoscaling.knative.dev/target is cut to 0. It targets 0.6 of the "
+        "custom metric DCGM_FI_PROF_GR_ENGINE_ACTIVE with the Knative HPA class, which uses "
+        "int64(target) as the Pods averageValue: the target becomes 0, an invalid HPA target "
+        "(averageValue must be positive), so the revision never scales on it.",
         'autoscaling.knative.dev/target: "60"   # with a prometheus-adapter rule that exposes '
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE multiplied by 100 (metricsQuery: 100 * ...) under a new "
         "name",
@@ -152,9 +152,10 @@ CASES = [
         10,
         9,
         Severity.WARNING,
-        "Knative Service queue targets 2.5 of the custom metric vllm_num_requests_waiting with "
-        "the Knative HPA class, which uses int64(target) as the Pods averageValue: the target "
-        "becomes 2: the revision scales at 2, not 2.5, without a warning",
+        "Knative Service queue: autoscaling.knative.dev/target is cut to 2. It targets 2.5 of the "
+        "custom metric vllm_num_requests_waiting with the Knative HPA class, which uses "
+        "int64(target) as the Pods averageValue: the target becomes 2: the revision scales at 2, "
+        "not 2.5, without a warning.",
         'autoscaling.knative.dev/target: "3"   # a whole number',
     ),
     Case(
@@ -176,10 +177,11 @@ CASES = [
         6,
         5,
         Severity.ERROR,
-        "InferenceService chat (Knative mode, predictor) scales on gpu_utilization (annotation "
-        "autoscaling.knative.dev/metric) with the KPA (KServe's default class), which only "
-        "scales on concurrency or rps: KServe accepts the InferenceService, but Knative rejects "
-        "the Knative Service KServe creates from it, so the InferenceService never becomes ready",
+        "InferenceService chat scales on gpu_utilization, which the KPA cannot scale on. The "
+        "InferenceService (Knative mode, predictor) scales on gpu_utilization (annotation "
+        "autoscaling.knative.dev/metric) with the KPA (KServe's default class), which only scales "
+        "on concurrency or rps: KServe accepts the InferenceService, but Knative rejects the "
+        "Knative Service KServe creates from it, so the InferenceService never becomes ready.",
         "metadata:\n  annotations:\n    autoscaling.knative.dev/class: "
         "hpa.autoscaling.knative.dev   # needs Knative's HPA extension\n"
         "    autoscaling.knative.dev/metric: gpu_utilization\n"
@@ -376,9 +378,9 @@ CASES = [
         10,
         7,
         Severity.WARNING,
-        "the predictor of InferenceService llm sets autoScaling.behavior, which KServe's HPA "
-        "reconciler ignores with autoscalerClass hpa: the HPA always gets an empty behavior (the "
-        "API-server defaults); only autoscalerClass keda copies it",
+        "The predictor of InferenceService llm sets autoScaling.behavior, which KServe's HPA "
+        "ignores. KServe's HPA reconciler ignores it with autoscalerClass hpa: the HPA always "
+        "gets an empty behavior (the API-server defaults); only autoscalerClass keda copies it.",
         "serving.kserve.io/autoscalerClass: keda   # in metadata.annotations: KEDA reads these",
     ),
     Case(
@@ -406,10 +408,11 @@ CASES = [
         13,
         9,
         Severity.WARNING,
-        "the predictor of InferenceService llm lists a metric of type External in "
-        "autoScaling.metrics with autoscalerClass hpa: KServe's webhook rejects the "
+        "The predictor of InferenceService llm lists an External metric, which autoscalerClass "
+        "hpa does not take. With autoscalerClass hpa, KServe's webhook rejects the "
         'InferenceService ("invalid HPA metric source type with value [External],valid metric '
-        'source types are Resource"); External metrics are read only with autoscalerClass keda',
+        'source types are Resource"); External metrics in autoScaling.metrics are read only with '
+        "autoscalerClass keda.",
         "serving.kserve.io/autoscalerClass: keda   # in metadata.annotations: KEDA reads these",
     ),
     Case(
@@ -465,9 +468,9 @@ CASES = [
         11,
         22,
         Severity.ERROR,
-        "container tgi of Deployment llm/tgi requests nvidia.com/gpu: 2 without a limit: the API "
-        'server rejects it ("Limit must be set for non overcommitable resources"); GPUs go in '
-        "limits and the request defaults to the limit",
+        "Deployment llm/tgi: container tgi requests nvidia.com/gpu without a limit. The API "
+        'server rejects a request of nvidia.com/gpu: 2 without a limit ("Limit must be set for '
+        'non overcommitable resources"); GPUs go in limits and the request defaults to the limit.',
         "resources:\n  limits:\n    nvidia.com/gpu: 2\n# and delete nvidia.com/gpu from "
         "resources.requests",
     ),
@@ -491,9 +494,10 @@ CASES = [
         11,
         22,
         Severity.ERROR,
-        "container tgi of Deployment tgi requests nvidia.com/gpu: 1 but limits it to 2: the API "
-        'server rejects it ("must be equal to nvidia.com/gpu limit of 2"); GPUs cannot be '
-        "overcommitted, so the request must equal the limit",
+        "Deployment tgi: container tgi requests a different nvidia.com/gpu count than its limit. "
+        'It requests nvidia.com/gpu: 1 but limits it to 2: the API server rejects it ("must be '
+        'equal to nvidia.com/gpu limit of 2"); GPUs cannot be overcommitted, so the request must '
+        "equal the limit.",
         "resources:\n  limits:\n    nvidia.com/gpu: 2\n# and delete nvidia.com/gpu from "
         "resources.requests (it defaults to the limit)",
     ),
@@ -516,9 +520,10 @@ CASES = [
         11,
         20,
         Severity.WARNING,
-        "container sidecar of Deployment tgi sets limits nvidia.com/gpu: 0: this reserves no "
-        "GPU, yet the container is still declared as a GPU consumer, and without a device-plugin "
-        "allocation an image that sets NVIDIA_VISIBLE_DEVICES=all sees every GPU of the node",
+        "Deployment tgi: container sidecar: limits nvidia.com/gpu is zero. Its value 0 reserves "
+        "no GPU, yet the container is still declared as a GPU consumer, and without a "
+        "device-plugin allocation an image that sets NVIDIA_VISIBLE_DEVICES=all sees every GPU of "
+        "the node.",
         "delete nvidia.com/gpu from resources.limits if the container needs no GPU (and set the "
         "env NVIDIA_VISIBLE_DEVICES=void for CUDA images), or ask for at least 1",
     ),
@@ -664,9 +669,8 @@ spec:
 """
     findings = lint_text(text, select=["GL203"])
     assert len(findings) == 1
-    assert findings[0].message.startswith(
-        "InferenceService chat (Knative mode, predictor and transformer) scales on cpu"
-    )
+    assert findings[0].headline.startswith("InferenceService chat scales on cpu")
+    assert "(Knative mode, predictor and transformer) scales on cpu" in findings[0].detail
 
 
 MALFORMED = [

@@ -174,10 +174,13 @@ def test_a_huge_gpu_count_in_a_second_container_does_not_allow_a_fraction(
     assert response["allowed"] is False
     message = response["status"]["message"]
     assert message.startswith("gpulint refused Deployment llm/llm-server (2 errors):")
-    assert "container server of Deployment llm/llm-server sets limits nvidia.com/gpu: '0.5'" in (
+    assert (
+        "Deployment llm/llm-server: container server: limits nvidia.com/gpu is not a whole "
+        "number. Its value '0.5'" in message
+    )
+    assert "container sidecar: limits nvidia.com/gpu is out of range. Its value '1e3000000'" in (
         message
     )
-    assert "nvidia.com/gpu: '1e3000000', which is out of range" in message
 
 
 def test_a_raw_huge_integer_gpu_count_is_denied_as_out_of_range(served: Served) -> None:
@@ -189,7 +192,7 @@ def test_a_raw_huge_integer_gpu_count_is_denied_as_out_of_range(served: Served) 
     assert status == 200, text
     response = json.loads(text)["response"]
     assert response["allowed"] is False
-    assert "(5,000 characters)', which is out of range" in response["status"]["message"]
+    assert "(5,000 characters)' is out of range" in response["status"]["message"]
 
 
 # --- metrics and logs -----------------------------------------------------------------------
@@ -247,7 +250,7 @@ def test_a_denial_shows_the_objects_control_characters_as_escapes(served: Served
     for raw in ("\x1b", "\x07", "\x9b"):
         assert raw not in message
     assert message.startswith("gpulint refused Deployment llm/llm\\x1b]0;pwned\\x07 (1 error):")
-    assert "container server\\n::error file=x::y\\x9b of Deployment" in message
+    assert "llm\\x1b]0;pwned\\x07: container server\\n::error file=x::y\\x9b: limits" in message
     assert not [line for line in message.split("\n") if line.lstrip().startswith("::")]
 
 
