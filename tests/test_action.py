@@ -152,6 +152,7 @@ def test_action_lint_step_reports_the_examples_and_fails_after_writing_everythin
     assert "::error file=examples/seed-ja/broken/" in log  # format: github
     summary = (tmp_path / "summary.md").read_text()
     assert summary.startswith("## gpulint\n") and "| GL103 duplicate-autoscalers |" in summary
+    assert "```mermaid\nflowchart LR" in summary  # the trace, after the findings
     verdict = next(s for s in action()["runs"]["steps"] if s.get("id") == "verdict")
     code, _ = run_step(verdict, {"steps.lint.outputs.status": found["status"]}, tmp_path)
     assert code == 1
