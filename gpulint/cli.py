@@ -667,9 +667,11 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             return EXIT_FINDINGS if outcome.diffs else EXIT_OK
         if isinstance(result, Result) and outcome.fixes:
             files = len(outcome.files)
+            names = [os.path.normpath(f) for f in outcome.files]
+            shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if files > 10 else "")
             result.notes.append(
                 f"fixed: {outcome.fixes} {'fix' if outcome.fixes == 1 else 'fixes'} applied to "
-                f"{files} {'file' if files == 1 else 'files'} ({', '.join(outcome.files)})"
+                f"{files} {'file' if files == 1 else 'files'} ({shown})"
             )
     if isinstance(result, int):
         return result

@@ -749,7 +749,11 @@ def apply(lines: list[str], edits: Sequence[Edit]) -> str:
 def unified_diff(file: str, before: list[str], after: str) -> str:
     """``--diff`` output for one file."""
     lines = after.splitlines(keepends=True)
-    diff = difflib.unified_diff(before, lines, fromfile=f"a/{file}", tofile=f"b/{file}")
+    name = os.path.normpath(file)
+    if os.path.isabs(name):
+        relative = os.path.relpath(name)
+        name = name if relative.startswith("..") else relative
+    diff = difflib.unified_diff(before, lines, fromfile=f"a/{name}", tofile=f"b/{name}")
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff
     )

@@ -334,3 +334,16 @@ def test_the_written_fix_says_what_the_edits_do(rule: str, path: Path) -> None:
         for edit in edits or ():
             missing = {s for s in _scalars(edit.text) if s not in finding.fix}
             assert not missing, f"{finding.rule}: {missing} written but not in: {finding.fix}"
+
+
+def test_the_diff_applies_with_git_and_is_what_fix_writes(tmp_path: Path) -> None:
+    for name in ("shown", "fixed"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "app.yaml").write_text(HPA)
+    shown = tmp_path / "shown"
+    subprocess.run(["git", "init", "-q"], cwd=shown, check=True)
+    diff = _cli("lint", "--no-config", "--diff", ".", cwd=shown).stdout
+    assert diff.startswith("--- a/app.yaml\n")
+    subprocess.run(["git", "apply", "-"], cwd=shown, input=diff, text=True, check=True)
+    _cli("lint", "--no-config", "--fix", ".", cwd=tmp_path / "fixed")
+    assert (shown / "app.yaml").read_text() == (tmp_path / "fixed" / "app.yaml").read_text()
