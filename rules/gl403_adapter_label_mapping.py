@@ -118,7 +118,7 @@ def _asked(rule: AdapterRule, inventory: Inventory) -> set[str] | None:
     """The resources the input's HPAs ask this rule about (``pods`` for a Pods metric, the
     described object's for an Object one); None when no HPA of the input reads it, and then
     every resource the rule maps is judged."""
-    resources = {c.resource for c in inventory.consumers_of(rule)}
+    resources = set(inventory.asked_of(rule))
     if not resources or None in resources:
         return None
     return {r for r in resources if r is not None}

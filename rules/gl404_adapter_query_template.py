@@ -171,8 +171,7 @@ def _needs(rule: AdapterRule, inventory: Inventory) -> Needs | None:
     if resources.template is not None or not resources.overrides:
         return None
     labels: dict[str, str] = {}
-    for consumer in inventory.consumers_of(rule):
-        resource = consumer.resource
+    for resource, consumer in inventory.asked_of(rule).items():
         label = resources.label_for(resource) if resource is not None else None
         if label is not None and label not in labels:
             metric = consumer.metric

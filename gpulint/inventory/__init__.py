@@ -404,6 +404,11 @@ class Inventory:
         """The HPA metrics an adapter rule answers (see ``Exposure.consumers``)."""
         return self.exposure.consumers(rule, self.hpas)
 
+    def asked_of(self, rule: AdapterRule) -> dict[str | None, Consumer]:
+        """The resources the HPA metrics an adapter rule answers ask about, each with one
+        HPA metric that asks it (see ``Exposure.asked_of``)."""
+        return self.exposure.asked_of(rule, self.hpas)
+
     def adapter_configs_near(self, document: Document) -> list[AdapterConfig]:
         """The adapter configs that serve objects of ``document``'s file."""
         return self.exposure.configs_near(document)

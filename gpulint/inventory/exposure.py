@@ -149,7 +149,12 @@ class Exposure:
         self._config_index: DirectoryIndex[AdapterConfig] | None = None
         self._scrape_index: DirectoryIndex[DcgmScrape] | None = None
         self._readers: dict[tuple[str, str], dict[int, HPA]] | None = None
-        self._consumers_by_rule: dict[int, list[Consumer]] | None = None
+        # rule id -> resource asked -> HPA id -> consumers; and the keys each HPA is under, so
+        # that an HPA coming or going (an admission review) costs its own metrics only.
+        self._consumers_by_rule: dict[int, dict[str | None, dict[int, list[Consumer]]]] | None = (
+            None
+        )
+        self._keys_of_hpa: dict[int, list[tuple[int, str | None]]] = {}
         # Answers of rules_exposing: several rules ask the same for one HPA.
         self._answers: dict[tuple[str, str, str | None], list[AdapterRule]] = {}
 
@@ -189,7 +194,8 @@ class Exposure:
             self._scrape_index = None
 
     def hpa_added(self, hpa: HPA) -> None:
-        self._consumers_by_rule = None
+        if self._consumers_by_rule is not None:
+            self._add_consumers(hpa, self._consumers_by_rule)
         if self.by_directory:
             self._configs_changed()  # which configs each directory sees may change
         if self._readers is not None:
@@ -197,7 +203,13 @@ class Exposure:
                 self._readers.setdefault(key, {})[id(hpa)] = hpa
 
     def hpa_removed(self, hpa: HPA) -> None:
-        self._consumers_by_rule = None
+        if self._consumers_by_rule is not None:
+            for rule_id, resource in self._keys_of_hpa.pop(id(hpa), ()):
+                per_resource = self._consumers_by_rule.get(rule_id, {})
+                per_hpa = per_resource.get(resource, {})
+                per_hpa.pop(id(hpa), None)
+                if not per_hpa:
+                    per_resource.pop(resource, None)
         if self.by_directory:
             self._configs_changed()
         if self._readers is not None:
@@ -262,21 +274,47 @@ class Exposure:
         return self._readers
 
     def consumers(self, rule: AdapterRule, hpas: list[HPA]) -> list[Consumer]:
-        """The HPA metrics ``rule`` answers for: those it is among the nearest rules exposing.
+        """The HPA metrics ``rule`` answers for: those it is among the nearest rules exposing."""
+        by_resource = self._by_rule(hpas).get(id(rule), {})
+        return [c for per_hpa in by_resource.values() for found in per_hpa.values() for c in found]
 
-        Built once for every rule, from each HPA metric's own lookup (memoised per name and
-        directory), so it costs the metrics read, not rules times HPAs.
-        """
+    def asked_of(self, rule: AdapterRule, hpas: list[HPA]) -> dict[str | None, Consumer]:
+        """The resources the HPA metrics ``rule`` answers ask about (``pods``, ``services``;
+        None when it cannot be told), each with one consumer that asks it. Costs the number
+        of resources, whatever the number of HPAs reading the rule."""
+        by_resource = self._by_rule(hpas).get(id(rule), {})
+        return {
+            resource: next(iter(per_hpa.values()))[0]
+            for resource, per_hpa in by_resource.items()
+            if per_hpa
+        }
+
+    def _by_rule(self, hpas: list[HPA]) -> dict[int, dict[str | None, dict[int, list[Consumer]]]]:
+        """Built once from each HPA metric's own lookup (memoised per name and directory), so
+        it costs the metrics read, not rules times HPAs; kept up to date as HPAs come and go,
+        rebuilt when adapter configs change."""
         if self._consumers_by_rule is None:
-            by_rule: dict[int, list[Consumer]] = {}
+            by_rule: dict[int, dict[str | None, dict[int, list[Consumer]]]] = {}
+            self._keys_of_hpa = {}
             for hpa in hpas:
-                for metric in hpa.metrics:
-                    if not metric.is_custom or not metric.name:
-                        continue
-                    for serving in self.rules_exposing(metric.name, metric.api, hpa.manifest):
-                        by_rule.setdefault(id(serving), []).append(Consumer(hpa, metric))
+                self._add_consumers(hpa, by_rule)
             self._consumers_by_rule = by_rule
-        return list(self._consumers_by_rule.get(id(rule), ()))
+        return self._consumers_by_rule
+
+    def _add_consumers(
+        self, hpa: HPA, by_rule: dict[int, dict[str | None, dict[int, list[Consumer]]]]
+    ) -> None:
+        keys = self._keys_of_hpa.setdefault(id(hpa), [])
+        for metric in hpa.metrics:
+            if not metric.is_custom or not metric.name:
+                continue
+            consumer = Consumer(hpa, metric)
+            resource = consumer.resource
+            for serving in self.rules_exposing(metric.name, metric.api, hpa.manifest):
+                per_hpa = by_rule.setdefault(id(serving), {}).setdefault(resource, {})
+                if id(hpa) not in per_hpa:
+                    keys.append((id(serving), resource))
+                per_hpa.setdefault(id(hpa), []).append(consumer)
 
 
 class Consumer(NamedTuple):

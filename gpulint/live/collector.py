@@ -434,7 +434,7 @@ class _Collector:
         """The resource to render the query for: the one the input's HPAs ask the rule about
         (pods first), so a rule grouped for Services is tried as the HPAs will use it; None
         (the rule's own first mapping) when no HPA reads it or it maps none they ask."""
-        asked = {c.resource for c in self.inventory.consumers_of(rule) if c.resource}
+        asked = {r for r in self.inventory.asked_of(rule) if r}
         mapped = [r for r in sorted(asked) if rule.resources.label_for(r)]
         if "pods" in mapped:
             return "pods"

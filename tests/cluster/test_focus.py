@@ -112,11 +112,11 @@ def test_evaluate_hands_the_rules_the_same_items_in_a_small_and_a_large_cluster(
     }
 
 
-def _inventory(world: list[dict[str, Any]]) -> Inventory:
+def _inventory(world: list[dict[str, Any]], by_directory: bool = True) -> Inventory:
     from gpulint.cluster.reading import cluster_file
     from gpulint.document import Manifest
 
-    inventory = Inventory(Settings())
+    inventory = Inventory(Settings(), by_directory=by_directory)
     for obj in world:
         inventory.add_manifest(Manifest(copy.deepcopy(obj), cluster_file(obj)))
     return inventory
@@ -298,3 +298,47 @@ def test_sync_of_a_large_cluster_lists_in_pages(tmp_path: Any) -> None:
     finally:
         cache.stop()
         fake.stop()
+
+
+def test_an_hpa_coming_or_going_updates_the_rules_consumers_without_a_rebuild(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A review swaps one HPA in the cluster's inventory: the adapter rules' consumers follow
+    it at the cost of that HPA's metrics, and agree with a fresh build."""
+    from gpulint.document import Manifest
+    from gpulint.inventory.exposure import Exposure
+
+    world = big_world(600)
+    inventory = _inventory(world, by_directory=False)  # as the webhook's cache holds it
+    (rule,) = [r for config in inventory.adapter_configs for r in config.rules]
+    before = inventory.asked_of(rule)
+    assert set(before) == {"pods"} and len(inventory.consumers_of(rule)) > 50
+    added: list[object] = []
+    original = Exposure._add_consumers
+
+    def counting(self: Exposure, hpa: object, by_rule: object) -> None:
+        added.append(hpa)
+        original(self, hpa, by_rule)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Exposure, "_add_consumers", counting)
+    hpa = next(h for h in inventory.hpas if h.name == "app-00000")
+    changed = copy.deepcopy(hpa.manifest.data)
+    changed["spec"]["metrics"] = [
+        {
+            "type": "Object",
+            "object": {
+                "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "app-00000"},
+                "metric": {"name": "gpu_utilization"},
+                "target": {"type": "Value", "value": "70"},
+            },
+        }
+    ]
+    inventory.remove_manifest(hpa.manifest)
+    inventory.add_manifest(Manifest(changed, hpa.manifest.file))
+    after = inventory.asked_of(rule)
+    assert len(added) == 1  # the new HPA alone
+    assert set(after) == {"pods", "services"}
+    fresh = _inventory([*(o for o in world if o is not world[2]), changed], by_directory=False)
+    assert set(fresh.asked_of(next(r for c in fresh.adapter_configs for r in c.rules))) == set(
+        after
+    )
