@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Sequence
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from gpulint import __version__
 
@@ -926,7 +926,10 @@ def run_explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    stdout, stderr = sys.stdout, sys.stderr
+    from gpulint.report.escape import SafeStream
+
+    stdout = sys.stdout
+    stderr = cast("TextIO", SafeStream(sys.stderr))
     try:
         if args.command == "lint":
             return run_lint(args, stdout, stderr)

@@ -232,3 +232,15 @@ def test_stdin_filename_names_piped_input(tmp_path: Path) -> None:
     run = json.loads(result.stdout)["runs"][0]
     location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert location == {"uri": "deploy/app.yaml", "uriBaseId": "%SRCROOT%"}
+
+
+def test_error_messages_on_stderr_are_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    """A path (or a configuration value) holding terminal escapes or a CI workflow command
+    is shown escaped on stderr, never acted on."""
+    from gpulint.cli import main
+
+    assert main(["lint", "/nonexistent\x1b]0;title\x07\n::error file=x::owned.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert "\\x1b]0;title\\x07" in err
+    assert not any(line.startswith("::") for line in err.splitlines())

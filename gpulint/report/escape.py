@@ -89,3 +89,23 @@ def write_json(data: Any, stream: TextIO, lines: str | None = None) -> None:
             stream.write(json_text_safe(text.replace("\n", "\n  ")))
         stream.write("\n" if last else ",\n")
     stream.write("}\n")
+
+
+class SafeStream:
+    """A text stream whose every line is written escaped (``safe_lines``): gpulint's
+    messages on stderr quote paths, configuration values and tool output, which may hold
+    terminal escapes or CI workflow commands."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        lines = text.split("\n")
+        self.stream.write("\n".join(safe_line(escape_controls(line)) for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
