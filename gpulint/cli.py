@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gpulint.config import Settings
     from gpulint.engine import Result, Selection
     from gpulint.inventory import Inventory
+    from gpulint.units import Unit
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -738,44 +739,24 @@ def _lint_once(
     """One lint of the input (files and units, or the cluster): the result, or an exit code
     after an error said on stderr."""
     from gpulint.engine import Result, run
-    from gpulint.loader import InputError
 
     notes: list[str] = list(live) if isinstance(live, list) else []
     prepare = live if isinstance(live, _Live) else None
     if getattr(args, "cluster", False):
-        problem = missing_extra("cluster", "--cluster")
-        if problem is not None:
-            stderr.write(f"gpulint: error: {problem}\n")
+        cluster = _prepared_cluster(args, settings, selection, prepare, stderr)
+        if cluster is None:
             return EXIT_USAGE
-        try:
-            inventory, cluster_notes = _cluster_inventory(args, settings, selection)
-        except InputError as error:
-            stderr.write(f"gpulint: error: {error}\n")
-            return EXIT_USAGE
-        if prepare is not None:
-            prepare(inventory)
+        inventory, cluster_notes = cluster
         findings = run(inventory, selection)
         result = Result(findings, 0, len(inventory.manifests), inventory.skipped)
         notes = cluster_notes + notes
     else:
-        from gpulint.lint import build_units, lint_units, plan_units
-        from gpulint.units import RenderOptions
+        from gpulint.lint import lint_units
 
-        options = RenderOptions(
-            getattr(args, "kustomize", None),
-            getattr(args, "helm", None),
-            getattr(args, "helm_values", None),
-            args.max_file_size,
-            getattr(args, "stdin_filename", None),
-        )
-        try:
-            plans = plan_units(args.paths or ["."], settings, args.max_file_size)
-            started = time.monotonic()
-            units = build_units(plans, options)
-            rendered = time.monotonic() - started
-        except InputError as error:
-            stderr.write(f"gpulint: error: {error}\n")
+        built = _built_units(args, settings, stderr)
+        if built is None:
             return EXIT_USAGE
+        units, rendered = built
         result = lint_units(units, settings, selection, prepare)
         if any(unit.rendered_by for unit in units):
             result.render_wall = rendered
@@ -786,10 +767,60 @@ def _lint_once(
     return result
 
 
+def _prepared_cluster(
+    args: argparse.Namespace,
+    settings: Settings,
+    selection: Selection,
+    prepare: _Live | None,
+    stderr: TextIO,
+) -> tuple[Inventory, list[str]] | None:
+    """The cluster's inventory and notes, with the live check's snapshot taken for it when
+    ``prepare``; None after an error said on stderr."""
+    from gpulint.loader import InputError
+
+    problem = missing_extra("cluster", "--cluster")
+    if problem is not None:
+        stderr.write(f"gpulint: error: {problem}\n")
+        return None
+    try:
+        inventory, notes = _cluster_inventory(args, settings, selection)
+    except InputError as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return None
+    if prepare is not None:
+        prepare(inventory)
+    return inventory, notes
+
+
+def _built_units(
+    args: argparse.Namespace, settings: Settings, stderr: TextIO
+) -> tuple[list[Unit], float] | None:
+    """The lint units of the paths given, rendered, and the seconds rendering took; None
+    after an error said on stderr."""
+    from gpulint.lint import build_units, plan_units
+    from gpulint.loader import InputError
+    from gpulint.units import RenderOptions
+
+    options = RenderOptions(
+        getattr(args, "kustomize", None),
+        getattr(args, "helm", None),
+        getattr(args, "helm_values", None),
+        args.max_file_size,
+        getattr(args, "stdin_filename", None),
+    )
+    try:
+        plans = plan_units(args.paths or ["."], settings, args.max_file_size)
+        started = time.monotonic()
+        units = build_units(plans, options)
+    except InputError as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return None
+    return units, time.monotonic() - started
+
+
 def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """``gpulint trace``: the chains of every unit (or of the cluster), rendered."""
     from gpulint.engine import Selection, run
-    from gpulint.loader import InputError
     from gpulint.model import Severity
     from gpulint.trace.chain import Trace, select, traces
 
@@ -804,33 +835,18 @@ def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     prepare = live if isinstance(live, _Live) else None
     found: list[Trace] = []
     if args.cluster:
-        problem = missing_extra("cluster", "--cluster")
-        if problem is not None:
-            stderr.write(f"gpulint: error: {problem}\n")
+        cluster = _prepared_cluster(args, settings, selection, prepare, stderr)
+        if cluster is None:
             return EXIT_USAGE
-        try:
-            inventory, _ = _cluster_inventory(args, settings, selection)
-        except InputError as error:
-            stderr.write(f"gpulint: error: {error}\n")
-            return EXIT_USAGE
-        if prepare is not None:
-            prepare(inventory)
+        inventory = cluster[0]
         found.extend(traces(inventory, run(inventory, selection), "cluster"))
     else:
-        from gpulint.lint import build_units, plan_units, unit_inventory
-        from gpulint.units import RenderOptions
+        from gpulint.lint import unit_inventory
 
-        options = RenderOptions(
-            args.kustomize, args.helm, args.helm_values, args.max_file_size, args.stdin_filename
-        )
-        try:
-            units = build_units(
-                plan_units(args.paths or ["."], settings, args.max_file_size), options
-            )
-        except InputError as error:
-            stderr.write(f"gpulint: error: {error}\n")
+        built = _built_units(args, settings, stderr)
+        if built is None:
             return EXIT_USAGE
-        for unit in units:
+        for unit in built[0]:
             inventory = unit_inventory(unit, settings)
             if prepare is not None:
                 prepare(inventory)
