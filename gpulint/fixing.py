@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpulint.edits import SAFE, plan_edits, unified_diff
+from gpulint.paths import within
 
 if TYPE_CHECKING:
     from gpulint.engine import Result
@@ -61,9 +62,7 @@ class Writable:
         if not stat.S_ISREG(info.st_mode):
             return False
         real = os.path.realpath(file)
-        return any(
-            real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots
-        )
+        return any(within(real, root) for root in self.roots)
 
 
 def fix(

@@ -70,3 +70,9 @@ def sarif_root(paths: list[str]) -> str:
 def normalized(path: str) -> str:
     """``a/b/../c.yaml`` as ``a/c.yaml``, keeping a relative path relative."""
     return os.path.normpath(path) if path not in ("", "-") else path
+
+
+def within(path: str, tree: str) -> bool:
+    """Is ``path`` ``tree`` or below it? Both spelled alike (both absolute, or both real);
+    nothing is resolved here."""
+    return path == tree or path.startswith(tree.rstrip(os.sep) + os.sep)

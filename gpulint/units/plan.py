@@ -17,7 +17,7 @@ from gpulint.loader import (
     read_bounded,
     read_problem,
 )
-from gpulint.paths import display_path, normalized
+from gpulint.paths import display_path, normalized, within
 from gpulint.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
 from gpulint.units.parallel import load_all
 from gpulint.units.walk import walk
@@ -229,8 +229,7 @@ def _key(path: str) -> str:
 
 
 def _under(path: str, root: str) -> bool:
-    real, base = _key(path), _key(root)
-    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+    return within(_key(path), _key(root))
 
 
 def _top_charts(charts: list[str]) -> list[str]:

@@ -26,6 +26,7 @@ from gpulint.loader import (
     read_problem,
     special_file_kind,
 )
+from gpulint.paths import within
 from gpulint.units import KUSTOMIZATION_NAMES
 
 CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")  # gpulint's own configuration, not input
@@ -109,8 +110,7 @@ def walk(path: str, max_file_size: int = MAX_FILE_SIZE, exclude: object = None) 
 
 
 def _inside(path: str, tree: str) -> bool:
-    real = os.path.realpath(path)
-    return real == tree or real.startswith(tree.rstrip(os.sep) + os.sep)
+    return within(os.path.realpath(path), tree)
 
 
 def _consider_file(
