@@ -400,10 +400,6 @@ class Inventory:
                     return name
         return None
 
-    def consumers_of(self, rule: AdapterRule) -> list[Consumer]:
-        """The HPA metrics an adapter rule answers (see ``Exposure.consumers``)."""
-        return self.exposure.consumers(rule, self.hpas)
-
     def asked_of(self, rule: AdapterRule) -> dict[str | None, Consumer]:
         """The resources the HPA metrics an adapter rule answers ask about, each with one
         HPA metric that asks it (see ``Exposure.asked_of``)."""

@@ -149,11 +149,10 @@ class Exposure:
         self._config_index: DirectoryIndex[AdapterConfig] | None = None
         self._scrape_index: DirectoryIndex[DcgmScrape] | None = None
         self._readers: dict[tuple[str, str], dict[int, HPA]] | None = None
-        # rule id -> resource asked -> HPA id -> consumers; and the keys each HPA is under, so
-        # that an HPA coming or going (an admission review) costs its own metrics only.
-        self._consumers_by_rule: dict[int, dict[str | None, dict[int, list[Consumer]]]] | None = (
-            None
-        )
+        # rule id -> resource asked -> HPA id -> its first metric asking it; and the keys each
+        # HPA is under, so that an HPA coming or going (an admission review) costs its own
+        # metrics only.
+        self._consumers_by_rule: dict[int, dict[str | None, dict[int, Consumer]]] | None = None
         self._keys_of_hpa: dict[int, list[tuple[int, str | None]]] = {}
         # Answers of rules_exposing: several rules ask the same for one HPA.
         self._answers: dict[tuple[str, str, str | None], list[AdapterRule]] = {}
@@ -273,28 +272,24 @@ class Exposure:
             self._readers = readers
         return self._readers
 
-    def consumers(self, rule: AdapterRule, hpas: list[HPA]) -> list[Consumer]:
-        """The HPA metrics ``rule`` answers for: those it is among the nearest rules exposing."""
-        by_resource = self._by_rule(hpas).get(id(rule), {})
-        return [c for per_hpa in by_resource.values() for found in per_hpa.values() for c in found]
-
     def asked_of(self, rule: AdapterRule, hpas: list[HPA]) -> dict[str | None, Consumer]:
-        """The resources the HPA metrics ``rule`` answers ask about (``pods``, ``services``;
-        None when it cannot be told), each with one consumer that asks it. Costs the number
-        of resources, whatever the number of HPAs reading the rule."""
+        """The resources the HPA metrics ``rule`` answers (those it is among the nearest
+        rules exposing) ask about (``pods``, ``services``; None when it cannot be told),
+        each with one consumer that asks it. Costs the number of resources, whatever the
+        number of HPAs reading the rule."""
         by_resource = self._by_rule(hpas).get(id(rule), {})
         return {
-            resource: next(iter(per_hpa.values()))[0]
+            resource: next(iter(per_hpa.values()))
             for resource, per_hpa in by_resource.items()
             if per_hpa
         }
 
-    def _by_rule(self, hpas: list[HPA]) -> dict[int, dict[str | None, dict[int, list[Consumer]]]]:
+    def _by_rule(self, hpas: list[HPA]) -> dict[int, dict[str | None, dict[int, Consumer]]]:
         """Built once from each HPA metric's own lookup (memoised per name and directory), so
         it costs the metrics read, not rules times HPAs; kept up to date as HPAs come and go,
         rebuilt when adapter configs change."""
         if self._consumers_by_rule is None:
-            by_rule: dict[int, dict[str | None, dict[int, list[Consumer]]]] = {}
+            by_rule: dict[int, dict[str | None, dict[int, Consumer]]] = {}
             self._keys_of_hpa = {}
             for hpa in hpas:
                 self._add_consumers(hpa, by_rule)
@@ -302,7 +297,7 @@ class Exposure:
         return self._consumers_by_rule
 
     def _add_consumers(
-        self, hpa: HPA, by_rule: dict[int, dict[str | None, dict[int, list[Consumer]]]]
+        self, hpa: HPA, by_rule: dict[int, dict[str | None, dict[int, Consumer]]]
     ) -> None:
         keys = self._keys_of_hpa.setdefault(id(hpa), [])
         for metric in hpa.metrics:
@@ -314,7 +309,7 @@ class Exposure:
                 per_hpa = by_rule.setdefault(id(serving), {}).setdefault(resource, {})
                 if id(hpa) not in per_hpa:
                     keys.append((id(serving), resource))
-                per_hpa.setdefault(id(hpa), []).append(consumer)
+                    per_hpa[id(hpa)] = consumer
 
 
 class Consumer(NamedTuple):

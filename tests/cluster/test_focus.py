@@ -312,7 +312,8 @@ def test_an_hpa_coming_or_going_updates_the_rules_consumers_without_a_rebuild(
     inventory = _inventory(world, by_directory=False)  # as the webhook's cache holds it
     (rule,) = [r for config in inventory.adapter_configs for r in config.rules]
     before = inventory.asked_of(rule)
-    assert set(before) == {"pods"} and len(inventory.consumers_of(rule)) > 50
+    readers = inventory.exposure._by_rule(inventory.hpas)[id(rule)]["pods"]
+    assert set(before) == {"pods"} and len(readers) > 50
     added: list[object] = []
     original = Exposure._add_consumers
 
