@@ -784,11 +784,14 @@ def plan_edits(
     waiting = 0
     refused: dict[str, None] = {}
     seen: set[tuple[Edit, ...]] = set()
+    resolved: dict[int, list[Edit] | None] = {}  # the findings of a group share one plan
     for finding in findings:
         plan: FixPlan | None = finding.plan
         if plan is None or (plan.applicability != SAFE and not unsafe_too):
             continue
-        edits = resolve(plan, sources)
+        if id(plan) not in resolved:
+            resolved[id(plan)] = resolve(plan, sources)
+        edits = resolved[id(plan)]
         if edits is None:
             continue
         if writable is not None:
