@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from . import artifacts
 from .conftest import ROOT
@@ -104,3 +105,38 @@ def test_the_pinned_git_install_from_a_clone(tmp_path: Path) -> None:
     assert extra.returncode == 0, extra.stderr
     traced = install.run("trace", str(ROOT / "examples" / "seed-ko" / "broken"))
     assert traced.returncode == 1 and "BROKEN" in traced.stdout, traced.stderr
+
+
+def test_the_by_hand_workflow_runs_from_the_wheel(
+    wheel_install: artifacts.Install, tmp_path: Path
+) -> None:
+    """The README's workflow without the Action: each ``run:`` after the install, as the
+    runner runs it, in a checkout of this repository (whose deploy/ lints clean)."""
+    workflows = [
+        yaml.safe_load(block)
+        for block in re.findall(r"```yaml\n(.*?)\n```", section("In CI"), re.DOTALL)
+    ]
+    (by_hand,) = [
+        w
+        for w in workflows
+        if isinstance(w, dict)
+        and "jobs" in w
+        and any("run" in s for j in w["jobs"].values() for s in j["steps"])
+    ]
+    runs = [s["run"] for job in by_hand["jobs"].values() for s in job["steps"] if "run" in s]
+    assert runs[0].startswith("pip install ")  # what test_the_pinned_git_install_from_a_clone runs
+    checkout = artifacts.tracked_copy(tmp_path / "repo")
+    summary = tmp_path / "summary.md"
+    env = {**wheel_install.environment(), "GITHUB_STEP_SUMMARY": str(summary)}
+    for command in runs[1:]:
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", command],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+    assert (checkout / "gpulint.sarif").is_file()
+    assert "```mermaid" in summary.read_text()
