@@ -1,12 +1,12 @@
 # gpulint's admission webhook: `gpulint serve` on a slim Python, as a non-root user, on a
 # read-only root filesystem (deploy/base/deployment.yaml sets readOnlyRootFilesystem: true).
-#   docker build -t gpulint:0.1.0 .
+#   docker build -t gpulint .
 
 FROM python:3.11-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY gpulint/ gpulint/
 COPY rules/ rules/
 COPY webhook/ webhook/

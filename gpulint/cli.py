@@ -382,7 +382,12 @@ class _Adoption:
         if self.write_to:
             from gpulint.baseline import Baseline
 
-            Baseline.of(result.findings).write(self.write_to)
+            written = Baseline.of(result.findings)
+            written.write(self.write_to)
+            total = sum(written.counts.values())
+            result.notes.append(
+                f"baseline of {total} finding{'s' * (total != 1)} written to {self.write_to}"
+            )
         findings = result.findings
         if self.baseline is not None:
             comparison = self.baseline.split(findings)
@@ -928,12 +933,14 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def run_explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from gpulint.engine import rule_by_id
+    from gpulint.engine import rule_by_id, unknown_rule_patterns
     from gpulint.ruledocs import rule_text
 
     spec = rule_by_id(args.rule)
     if spec is None:
-        stderr.write(f"gpulint: error: no rule {args.rule!r} (see `gpulint rules`)\n")
+        [(_, near)] = unknown_rule_patterns([args.rule])
+        hint = f"did you mean {near}? " if near else ""
+        stderr.write(f"gpulint: error: no rule {args.rule!r} ({hint}see `gpulint rules`)\n")
         return EXIT_USAGE
     stdout.write(rule_text(spec))
     return EXIT_OK

@@ -4,7 +4,12 @@ the real kustomize and Helm (tests/tools.py)."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +22,7 @@ from gpulint.loader import load_file
 from gpulint.model import Finding
 from gpulint.units import RenderOptions
 
+from . import artifacts
 from .tools import helm_command, kustomize_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,3 +99,81 @@ def helm() -> list[str]:
     """The argv prefix of Helm (tests/tools.py ``helm_command``): skips the test without
     Helm, or fails it under CI=true."""
     return helm_command()
+
+
+# --- what users install (tests/artifacts.py) -------------------------------------------------
+
+
+def _usable_by_anyone(path: str) -> bool:
+    real = Path(os.path.realpath(path))
+    if not real.is_file() or not real.stat().st_mode & 0o001:
+        return False
+    return all(parent.stat().st_mode & 0o001 for parent in real.parents)
+
+
+def image_interpreter() -> str:
+    """A Python 3.11+ the image's non-root user could run (a pyenv build under /root cannot
+    be), as /usr/local/bin/python3.11 is in the image; this one when there is none."""
+    for candidate in (sys.executable, "/usr/local/bin/python3.11", "/usr/bin/python3.11"):
+        if _usable_by_anyone(candidate):
+            return candidate
+    return sys.executable
+
+
+@pytest.fixture(scope="session")
+def distributions(tmp_path_factory: pytest.TempPathFactory) -> artifacts.Distributions:
+    """The sdist and the wheel of the tracked tree, built once per run."""
+    return artifacts.build_distributions(tmp_path_factory.mktemp("build"))
+
+
+@pytest.fixture(scope="session")
+def wheel_install(
+    distributions: artifacts.Distributions, tmp_path_factory: pytest.TempPathFactory
+) -> artifacts.Install:
+    """The wheel with the extras a user of every command installs, in an empty venv."""
+    place = tmp_path_factory.mktemp("wheel-install")
+    venv = artifacts.fresh_venv(place / "venv")
+    artifacts.pip_install(venv, f"{distributions.wheel}[webhook,live]")
+    return artifacts.Install("wheel", venv, place)
+
+
+@pytest.fixture(scope="session")
+def image_install() -> Iterator[artifacts.Install]:
+    """The Dockerfile's build stage replayed; readable and runnable by the image's user."""
+    scratch = Path(tempfile.mkdtemp(prefix="gpulint-image-"))
+    os.chmod(scratch, 0o755)
+    try:
+        venv = artifacts.replay_image_build(scratch, image_interpreter())
+        home = scratch / "home"
+        home.mkdir()
+        for path in [scratch, *scratch.rglob("*")]:
+            if path.is_dir():
+                os.chmod(path, 0o755)
+        yield artifacts.Install("image", venv, home)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def action_install(tmp_path_factory: pytest.TempPathFactory) -> artifacts.Install:
+    """action.yml's install step as written, with ``python`` a fresh one (setup-python's) and
+    ACTION_PATH a checkout of the action (the tracked files)."""
+    place = tmp_path_factory.mktemp("action-install")
+    venv = artifacts.fresh_venv(place / "python")
+    checkout = artifacts.tracked_copy(place / "action")
+    step = artifacts.action_step("install")
+    env = {
+        **artifacts.clean_environment(venv, place),
+        **artifacts.QUIET_PIP,
+        "ACTION_PATH": str(checkout),
+    }
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        cwd=place,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return artifacts.Install("action", venv, place)

@@ -4,11 +4,9 @@ pastes must parse, and the Action's own script must run gpulint as it says."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import yaml
 
 from gpulint.cli import build_parser
 
+from . import artifacts
 from .conftest import ROOT
 from .schemastore import schema
 
@@ -92,9 +91,11 @@ def test_action_is_a_composite_action_with_documented_inputs() -> None:
     assert steps[0]["uses"].startswith("actions/setup-python@")
 
 
-def run_step(step: dict[str, Any], values: dict[str, str], tmp_path: Path) -> tuple[int, str]:
+def run_step(
+    step: dict[str, Any], values: dict[str, str], tmp_path: Path, installed: artifacts.Install
+) -> tuple[int, str]:
     """Run one ``run:`` step as the runner does (bash -eo pipefail), its env expressions
-    replaced by ``values``; gpulint and python from this environment."""
+    replaced by ``values``; gpulint and python as the Action's install step left them."""
     env = {
         key: EXPRESSION.sub(lambda m: values[m.group(1)], str(value))
         for key, value in step.get("env", {}).items()
@@ -102,8 +103,7 @@ def run_step(step: dict[str, Any], values: dict[str, str], tmp_path: Path) -> tu
     output = tmp_path / "output"
     summary = tmp_path / "summary.md"
     env.update(
-        PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]),
-        HOME=os.environ.get("HOME", str(tmp_path)),
+        installed.environment(),
         RUNNER_TEMP=str(tmp_path),
         GITHUB_OUTPUT=str(output),
         GITHUB_STEP_SUMMARY=str(summary),
@@ -139,10 +139,13 @@ def lint_step() -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_action_lint_step_reports_the_examples_and_fails_after_writing_everything(
-    tmp_path: Path,
+    tmp_path: Path, action_install: artifacts.Install
 ) -> None:
     code, log = run_step(
-        lint_step(), inputs_with(paths="examples/seed-ja examples/seed-ko"), tmp_path
+        lint_step(),
+        inputs_with(paths="examples/seed-ja examples/seed-ko"),
+        tmp_path,
+        action_install,
     )
     assert code == 0, log  # the verdict comes in its own step, after the upload
     found = outputs(tmp_path)
@@ -154,16 +157,20 @@ def test_action_lint_step_reports_the_examples_and_fails_after_writing_everythin
     assert summary.startswith("## gpulint\n") and "| GL103 duplicate-autoscalers |" in summary
     assert "```mermaid\nflowchart LR" in summary  # the trace, after the findings
     verdict = next(s for s in action()["runs"]["steps"] if s.get("id") == "verdict")
-    code, _ = run_step(verdict, {"steps.lint.outputs.status": found["status"]}, tmp_path)
+    code, _ = run_step(
+        verdict, {"steps.lint.outputs.status": found["status"]}, tmp_path, action_install
+    )
     assert code == 1
 
 
 @pytest.mark.slow
-def test_action_with_a_baseline_reports_nothing_old(tmp_path: Path) -> None:
+def test_action_with_a_baseline_reports_nothing_old(
+    tmp_path: Path, action_install: artifacts.Install
+) -> None:
     baseline = tmp_path / "baseline.json"
     subprocess.run(
         [
-            os.path.join(os.path.dirname(sys.executable), "gpulint"),
+            action_install.gpulint,
             "lint",
             "--write-baseline",
             str(baseline),
@@ -175,7 +182,7 @@ def test_action_with_a_baseline_reports_nothing_old(tmp_path: Path) -> None:
         timeout=300,
     )
     values = inputs_with(paths="examples/", baseline=str(baseline), format="text")
-    code, log = run_step(lint_step(), values, tmp_path)
+    code, log = run_step(lint_step(), values, tmp_path, action_install)
     assert code == 0, log
     found = outputs(tmp_path)
     assert (found["status"], found["findings"]) == ("0", "0")

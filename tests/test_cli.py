@@ -244,3 +244,20 @@ def test_error_messages_on_stderr_are_escaped(capsys: pytest.CaptureFixture[str]
     assert "\x1b" not in err and "\x07" not in err
     assert "\\x1b]0;title\\x07" in err
     assert not any(line.startswith("::") for line in err.splitlines())
+
+
+def test_explain_of_a_misspelt_rule_suggests_the_nearest() -> None:
+    by_name = run_cli("explain", "hpa-missing-behaviour")
+    assert by_name.returncode == 2
+    assert "did you mean hpa-missing-behavior?" in by_name.stderr
+    by_id = run_cli("explain", "GL1O2")
+    assert "did you mean GL102?" in by_id.stderr
+    nothing = run_cli("explain", "zzzzzzzz")
+    assert nothing.returncode == 2 and "did you mean" not in nothing.stderr
+
+
+def test_write_baseline_says_what_it_wrote_and_where(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
+    done = run_cli("lint", "--write-baseline", "baseline.json", "bad.yaml", cwd=tmp_path)
+    assert "note: baseline of 2 findings written to baseline.json" in done.stdout
+    assert (tmp_path / "baseline.json").is_file()

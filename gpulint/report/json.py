@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
+import gpulint
 from gpulint.edits import Edit
 from gpulint.engine import Result
 from gpulint.model import Finding, ObjectRef, Severity
@@ -74,6 +75,7 @@ def finding_to_dict(finding: Finding, edits: list[Edit] | None = None) -> dict[s
 def result_to_dict(result: Result) -> dict[str, Any]:
     report: dict[str, Any] = {
         "version": 1,
+        "gpulintVersion": gpulint.__version__,
         "findings": [finding_to_dict(f, result.edits_of(f)) for f in result.findings],
         "summary": {
             "files": result.files,

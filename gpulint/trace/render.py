@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
+import gpulint
 from gpulint.model import Location, ObjectRef
 from gpulint.paths import display_path
 from gpulint.report.escape import escape_controls, safe_line, write_json
@@ -97,6 +98,7 @@ def _link_dict(link: Link) -> dict[str, Any]:
 def traces_to_dict(traces: list[Trace]) -> dict[str, Any]:
     return {
         "version": 1,
+        "gpulintVersion": gpulint.__version__,
         "traces": [
             {
                 "autoscaler": {

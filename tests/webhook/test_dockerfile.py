@@ -10,15 +10,11 @@ AdmissionReview while running as that user, writing nothing into its installatio
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import os
-import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,39 +22,16 @@ import pytest
 import yaml
 from gpulint.webhook.options import add_serve_options, options_from_args
 
+from .. import artifacts
+from ..conftest import _usable_by_anyone
 from . import objects
 from .harness import Certificates, Webhook, admission_review
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = ROOT / "Dockerfile"
+ROOT = artifacts.ROOT
 
 
-def instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments), continuation lines joined, comments dropped."""
-    found: list[tuple[str, str]] = []
-    pending = ""
-    for raw in DOCKERFILE.read_text().splitlines():
-        line = raw.strip()
-        if not pending and (not line or line.startswith("#")):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        line = pending + line
-        pending = ""
-        keyword, _, rest = line.partition(" ")
-        found.append((keyword.upper(), rest.strip()))
-    assert not pending
-    return found
-
-
-def stages() -> list[list[tuple[str, str]]]:
-    split: list[list[tuple[str, str]]] = []
-    for keyword, rest in instructions():
-        if keyword == "FROM":
-            split.append([])
-        split[-1].append((keyword, rest))
-    return split
+instructions = artifacts.dockerfile_instructions
+stages = artifacts.dockerfile_stages
 
 
 def final(keyword: str) -> list[str]:
@@ -111,88 +84,23 @@ def test_nothing_is_written_at_run_time() -> None:
     assert not final("VOLUME") and not final("RUN")
 
 
-def _build_install_command() -> list[str]:
-    (run,) = [rest for k, rest in stages()[0] if k == "RUN"]
-    return [part.strip() for part in run.split("&&")]
-
-
 def test_the_image_installs_only_the_runtime() -> None:
-    commands = _build_install_command()
+    commands = artifacts.image_build_steps()
     installs = [c for c in commands if " install " in c]
     assert installs == ['/opt/gpulint/bin/pip install ".[webhook]"']
 
 
-def _context_files() -> list[str]:
-    """What the build stage copies, less what .dockerignore leaves out of the context."""
-    ignored = [
-        line.strip()
-        for line in (ROOT / ".dockerignore").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
+def test_the_build_context_leaves_out_what_the_image_does_not_need() -> None:
+    ignored = artifacts.dockerignore()
     assert {"**/__pycache__", "**/*.pyc"} <= set(ignored)
-    sources = [
-        source for keyword, rest in stages()[0] if keyword == "COPY" for source in rest.split()[:-1]
-    ]
-    assert not [s for s in sources if any(fnmatch.fnmatch(s.rstrip("/"), p) for p in ignored)]
-    files: list[str] = []
-    for source in sources:
-        path = ROOT / source
-        for candidate in [path] if path.is_file() else sorted(path.rglob("*")):
-            compiled = "__pycache__" in candidate.parts or candidate.suffix == ".pyc"
-            if candidate.is_file() and not compiled:
-                files.append(candidate.relative_to(ROOT).as_posix())
-    return files
-
-
-def _usable_by_anyone(path: str) -> bool:
-    real = Path(os.path.realpath(path))
-    if not real.is_file() or not real.stat().st_mode & 0o001:
-        return False
-    return all(parent.stat().st_mode & 0o001 for parent in real.parents)
-
-
-def _interpreter() -> str:
-    """A Python 3.11+ the image's user could run (a pyenv build under /root cannot be), as
-    /usr/local/bin/python3.11 is in the image; this one when there is none."""
-    for candidate in (sys.executable, "/usr/local/bin/python3.11", "/usr/bin/python3.11"):
-        if _usable_by_anyone(candidate):
-            return candidate
-    return sys.executable
-
-
-@pytest.fixture(scope="module")
-def image_venv() -> Iterator[Path]:
-    """The build stage's RUN, in a fresh virtualenv, from a context of the copied files."""
-    scratch = Path(tempfile.mkdtemp(prefix="gpulint-image-"))
-    os.chmod(scratch, 0o755)
-    context = scratch / "src"
-    for relative in _context_files():
-        target = context / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / relative, target)
-    venv = scratch / "opt-gpulint"
-    script = " && ".join(_build_install_command()).replace("/opt/gpulint", str(venv))
-    script = script.replace("python -m venv", f"{shlex.quote(_interpreter())} -m venv")
-    result = subprocess.run(
-        ["sh", "-c", script],
-        cwd=context,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    for path in [scratch, *scratch.rglob("*")]:
-        if path.is_dir():
-            os.chmod(path, 0o755)
-    try:
-        yield venv
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    files = artifacts.image_context_files()
+    assert "gpulint/trace/chain.py" in files and "pyproject.toml" in files
+    assert not [f for f in files if f.startswith(("tests/", "bench/", "examples/", "deploy/"))]
 
 
 @pytest.mark.slow
-def test_the_runtime_install_has_no_test_tools(image_venv: Path) -> None:
+def test_the_runtime_install_has_no_test_tools(image_install: artifacts.Install) -> None:
+    image_venv = image_install.venv
     listing = subprocess.run(
         [str(image_venv / "bin" / "python"), "-m", "pip", "--version"],
         capture_output=True,
@@ -207,8 +115,9 @@ def test_the_runtime_install_has_no_test_tools(image_venv: Path) -> None:
 
 @pytest.mark.slow
 def test_the_installed_server_answers_as_a_non_root_user_without_writing(
-    image_venv: Path,
+    image_install: artifacts.Install,
 ) -> None:
+    image_venv = image_install.venv
     if os.geteuid() != 0:
         pytest.skip("running as another user needs root")
     if not _usable_by_anyone(str(image_venv / "bin" / "python")):
