@@ -647,6 +647,7 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     result: Result | int = reported()
     if fixing and isinstance(result, Result):
         from gpulint.fixing import Writable, fix
+        from gpulint.paths import display_path
 
         write = not args.diff
         result, outcome = fix(
@@ -660,12 +661,18 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             stderr.write(f"gpulint: not fixed: {file} is outside the input or not a regular file\n")
         if not write:
             stdout.write("".join(outcome.diffs))
+            for file, diff in outcome.withheld.items():  # stderr escapes what it prints
+                stderr.write(
+                    f"gpulint: --diff: {display_path(file)}: not in the patch: its name or a "
+                    "changed line holds control characters, shown escaped here (`--fix` "
+                    f"applies it)\n{diff}"
+                )
             if outcome.waiting:
                 stderr.write(
                     f"gpulint: {outcome.waiting} more fixes overlap these; `--fix` applies "
                     "them in a later round\n"
                 )
-            return EXIT_FINDINGS if outcome.diffs else EXIT_OK
+            return EXIT_FINDINGS if outcome.diffs or outcome.withheld else EXIT_OK
         if isinstance(result, Result) and outcome.fixes:
             files = len(outcome.files)
             names = [os.path.normpath(f) for f in outcome.files]
