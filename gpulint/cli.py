@@ -608,6 +608,7 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.engine import Result
     from gpulint.model import Severity
     from gpulint.report import render
+    from gpulint.report.escape import escape_controls
 
     # Parsed documents form no reference cycles worth collecting during a run.
     gc.disable()
@@ -629,7 +630,7 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
         adoption = _Adoption(args)
     except ValueError as error:
-        stderr.write(f"gpulint: error: {error}\n")
+        stderr.write(f"gpulint: error: {escape_controls(str(error))}\n")
         return EXIT_USAGE
 
     def reported() -> Result | int:
@@ -640,7 +641,7 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         try:
             adoption.narrow(linted)
         except ValueError as error:
-            stderr.write(f"gpulint: error: {error}\n")
+            stderr.write(f"gpulint: error: {escape_controls(str(error))}\n")
             return EXIT_USAGE
         return linted
 
@@ -658,14 +659,17 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             write=write,
         )
         for file in outcome.refused:
-            stderr.write(f"gpulint: not fixed: {file} is outside the input or not a regular file\n")
+            stderr.write(
+                f"gpulint: not fixed: {escape_controls(file)} is outside the input or not a "
+                "regular file\n"
+            )
         if not write:
             stdout.write("".join(outcome.diffs))
-            for file, diff in outcome.withheld.items():  # stderr escapes what it prints
+            for file, diff in outcome.withheld.items():
                 stderr.write(
-                    f"gpulint: --diff: {display_path(file)}: not in the patch: its name or a "
-                    "changed line holds control characters, shown escaped here (`--fix` "
-                    f"applies it)\n{diff}"
+                    f"gpulint: --diff: {escape_controls(display_path(file))}: not in the "
+                    "patch: its name or a changed line holds control characters, shown "
+                    f"escaped here (`--fix` applies it)\n{diff}"
                 )
             if outcome.waiting:
                 stderr.write(

@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpulint.edits import SAFE, plan_edits, unified_diff
+from gpulint.edits import SAFE, diff_name, plan_edits, unified_diff
 from gpulint.paths import within
-from gpulint.report.escape import has_controls, safe_patch
+from gpulint.report.escape import escape_controls, has_controls, safe_lines, safe_patch
 
 if TYPE_CHECKING:
     from gpulint.engine import Result
@@ -44,7 +44,7 @@ class Outcome:
     fixes: int = 0  # fixes applied (one per plan; a group's shared plan counts once)
     files: dict[str, None] = field(default_factory=dict)  # files changed, in order
     diffs: list[str] = field(default_factory=list)  # ``--diff``: one unified diff per file
-    # ``--diff``: files whose diff cannot be printed as a patch safely, with the diff (raw)
+    # ``--diff``: files whose diff cannot be printed as a patch safely, with the diff escaped
     withheld: dict[str, str] = field(default_factory=dict)
     waiting: int = 0  # ``--diff``: fixes that overlap a shown one (applied by a later round)
     refused: dict[str, None] = field(default_factory=dict)  # files gpulint may not write
@@ -98,10 +98,14 @@ def fix(
             outcome.waiting = applied.waiting
             outcome.files.update(dict.fromkeys(changed))
             for file in changed:
-                diff = unified_diff(file, applied.before[file], applied.after[file])
-                shown = None if has_controls(file) else safe_patch(diff)
+                before, after = applied.before[file], applied.after[file]
+                name = diff_name(file)
+                shown = (
+                    None if has_controls(name) else safe_patch(unified_diff(file, before, after))
+                )
                 if shown is None:
-                    outcome.withheld[file] = diff
+                    escaped = unified_diff(file, before, after, escape_controls(name))
+                    outcome.withheld[file] = "\n".join(safe_lines(escaped))
                 else:
                     outcome.diffs.append(shown)
             break

@@ -179,6 +179,7 @@ def mermaid_label(text: str) -> str:
 # --- patches (--diff) -------------------------------------------------------------------------
 
 _NO_NEWLINE = "\\ No newline at end of file\n"
+_PATCH_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _CONTROL_BUT_TAB = re.compile("[" + "".join(re.escape(chr(c)) for c in _UNSAFE if c != 0x09) + "]")
 
 
@@ -195,7 +196,7 @@ def safe_patch(diff: str) -> str | None:
     with ``-`` and ``+``. None when a line holds a control character (a tab, and a carriage
     return before the line's end, as in a CRLF file, are ordinary): a patch must hold the
     file's characters, so such a diff cannot be printed both safely and exactly."""
-    lines = diff.splitlines(keepends=True)
+    lines = _PATCH_LINE.findall(diff)  # on "\n" only: "\r", "\x85" ... are in lines
     out: list[str] = []
     for position, line in enumerate(lines):
         if _CONTROL_BUT_TAB.search(line.removesuffix("\n").removesuffix("\r")):
