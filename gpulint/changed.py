@@ -163,8 +163,8 @@ class _Git(NamedTuple):
     def run(self, *args: str) -> bytes:
         try:
             done = subprocess.run(
-                # File names in output come NUL-separated (``-z``); quotePath=false only makes
-                # a diff header name a file with non-ASCII characters as it is.
+                # Names are read from ``-z`` output; quotePath=false lets a diff header show
+                # a name beyond ASCII as it is, so such a file needs no diff of its own.
                 ["git", "-c", "core.quotePath=false", *args],
                 cwd=self.root,
                 capture_output=True,
@@ -232,9 +232,9 @@ def _changed_tracked(git: _Git, base: str) -> dict[str, set[int] | None]:
     a diff header: git C-quotes a header name holding a tab, a newline, a quote or a
     backslash, and ends one holding a space with a tab. The lines come from one
     ``git diff --unified=0`` of the whole tree, for the files whose header names them exactly
-    as the ``-z`` list does; any other file (a name git quotes, a header that names no
-    changed file) gets a diff of its own, asked for by literal path, whose hunks are its
-    own whatever its header says. A file changed with no hunk to read (a mode change) counts
+    as the ``-z`` list does; any other changed file (a name git quotes, or ends with a tab)
+    gets a diff of its own, asked for by literal path, whose hunks are its own whatever its
+    header says. A file changed with no hunk to read (a mode change) counts
     as changed whole: a change is never left out for want of reading it."""
     found: dict[str, set[int] | None] = {}
     wanted: dict[str, _Entry] = {}

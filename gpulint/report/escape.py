@@ -203,7 +203,7 @@ def safe_patch(diff: str) -> str | None:
             return None
         content = line[1:]
         if not line.startswith(" ") or safe_line(content) == content:
-            if line != _NO_NEWLINE or out[-1] != _NO_NEWLINE:  # not written already
+            if line != _NO_NEWLINE or not out or out[-1] != _NO_NEWLINE:  # not written yet
                 out.append(line)
             continue
         last = position + 1 < len(lines) and lines[position + 1] == _NO_NEWLINE
