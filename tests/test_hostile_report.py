@@ -349,6 +349,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_output_format_shows_hostile_input_and_acts_on_none(hostile: Path) -> None:
     done = _run(hostile, "lint", "--format", "json", ".")
     assert done.returncode == 1, done.stderr
+    _assert_inert_text(_decoded(done.stdout + done.stderr), "json")
     report = json.loads(done.stdout)
     findings = report["findings"]
     rules = sorted(f["rule"] for f in findings)
