@@ -15,6 +15,10 @@ HPA finding), or when the file is new. A finding about a rendered object (a kust
 a Helm chart) also counts when any file under the overlay or chart directory changed: a patch,
 ``values.yaml`` or a helper template changes what every object of it renders to. A file
 moved without edits changes no line, so its findings are not reported.
+
+File names are read from git's NUL-separated output (``-z``) as bytes, never from a quoted
+diff header: a pull request cannot hide a file's findings behind a name with a tab, a
+newline, a quote, a character beyond ASCII or a leading dash, nor under any locale.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import bisect
 import os
 import re
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from gpulint.model import Finding, Location
@@ -137,25 +141,53 @@ def whole_files(paths: Iterable[str]) -> Changes:
     return Changes(dict.fromkeys((_absolute(p) for p in files), None), "in the files given")
 
 
+# Options of every ``git diff`` here: the output gpulint parses, whatever the user's git
+# configuration says (diff.external, color.diff, diff.relative, diff.noprefix or
+# diff.mnemonicPrefix, diff.interHunkContext, textconv drivers; a YAML file git takes for
+# binary still has its lines counted).
+_DIFF = (
+    "diff",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-relative",
+    "--text",
+    "--find-renames",
+)
+_HUNKS = ("--unified=0", "--inter-hunk-context=0", "--src-prefix=a/", "--dst-prefix=b/")
+
+
 class _Git(NamedTuple):
     root: str
 
-    def run(self, *args: str) -> str:
+    def run(self, *args: str) -> bytes:
         try:
             done = subprocess.run(
+                # Names are read from ``-z`` output; quotePath=false lets a diff header show
+                # a name beyond ASCII as it is, so such a file needs no diff of its own.
                 ["git", "-c", "core.quotePath=false", *args],
                 cwd=self.root,
                 capture_output=True,
-                text=True,
-                errors="surrogateescape",
                 check=False,
             )
         except OSError as error:
             raise ChangedError(f"--changed-since needs git: {error.strerror}") from None
         if done.returncode != 0:
-            message = done.stderr.strip().splitlines()
+            message = os.fsdecode(done.stderr).strip().splitlines()
             raise ChangedError(f"git {args[0]}: {message[-1] if message else 'failed'}")
         return done.stdout
+
+    def text(self, *args: str) -> str:
+        return os.fsdecode(self.run(*args)).strip()
+
+
+class _Entry(NamedTuple):
+    """One file of ``git diff -z --name-status``: its status letter, and its name before
+    and after (the same but for a rename or copy)."""
+
+    status: str
+    old: str
+    new: str
 
 
 def changes_since(ref: str, directory: str = ".") -> Changes:
@@ -165,7 +197,6 @@ def changes_since(ref: str, directory: str = ".") -> Changes:
             ["git", "rev-parse", "--show-toplevel"],
             cwd=directory,
             capture_output=True,
-            text=True,
             check=False,
         )
     except OSError as error:
@@ -174,7 +205,8 @@ def changes_since(ref: str, directory: str = ".") -> Changes:
         raise ChangedError(
             f"--changed-since {ref}: {os.path.abspath(directory)} is not in a git repository"
         )
-    git = _Git(done.stdout.strip())
+    # One line, ended by one newline; a directory name may end in a space.
+    git = _Git(os.fsdecode(done.stdout.removesuffix(b"\n")))
     for name in (ref, "HEAD"):
         try:
             git.run("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}")
@@ -182,57 +214,110 @@ def changes_since(ref: str, directory: str = ".") -> Changes:
             hint = " (in CI, fetch it: actions/checkout with fetch-depth: 0)" if name == ref else ""
             raise ChangedError(f"--changed-since {ref}: no commit {name!r}{hint}") from None
     try:
-        base = git.run("merge-base", ref, "HEAD").strip()
+        base = git.text("merge-base", ref, "HEAD")
     except ChangedError:
         raise ChangedError(f"--changed-since {ref}: {ref} and HEAD share no history") from None
-    diff = git.run(
-        "diff",
-        "--unified=0",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--find-renames",
-        "--src-prefix=a/",
-        "--dst-prefix=b/",
-        base,
-        "--",
-    )
-    lines = changed_lines(diff, git.root)
-    untracked = git.run("ls-files", "--others", "--exclude-standard", "-z")
-    for name in untracked.split("\0"):
-        if name:
-            lines[_absolute(os.path.join(git.root, name))] = None
+    lines = _changed_tracked(git, base)
+    untracked = git.run("ls-files", "-z", "--others", "--exclude-standard", "--full-name")
+    for raw in untracked.split(b"\0"):
+        if raw:
+            lines[_absolute(os.path.join(git.root, os.fsdecode(raw)))] = None
     return Changes(lines, f"since {ref} (merge base {base[:12]})")
 
 
-def changed_lines(diff: str, root: str) -> dict[str, set[int] | None]:
-    """The new-side lines each file's hunks touch, from ``git diff --unified=0``. A deletion
-    touches the lines on either side of where it was."""
+def _changed_tracked(git: _Git, base: str) -> dict[str, set[int] | None]:
+    """The changed lines of the tracked files that differ from ``base``.
+
+    Which files changed, and their names, come from ``git diff -z --name-status``, never from
+    a diff header: git C-quotes a header name holding a tab, a newline, a quote or a
+    backslash, and ends one holding a space with a tab. The lines come from one
+    ``git diff --unified=0`` of the whole tree, for the files whose header names them exactly
+    as the ``-z`` list does; any other changed file (a name git quotes, or ends with a tab)
+    gets a diff of its own, asked for by literal path, whose hunks are its own whatever its
+    header says. A file changed with no hunk to read (a mode change) counts
+    as changed whole: a change is never left out for want of reading it."""
     found: dict[str, set[int] | None] = {}
-    current: set[int] | None = None
-    for text in diff.splitlines():
-        if text.startswith("diff --git "):
-            current = None
-        elif text.startswith("+++ "):
-            name = _unquote(text[4:])
-            if name.startswith("b/"):
-                current = set()
-                found[_absolute(os.path.join(root, name[2:]))] = current
-        elif current is not None and text.startswith("@@"):
-            match = _HUNK.match(text)
-            if match is None:
-                continue
-            start, count = int(match.group(1)), int(match.group(2) or "1")
-            if count:
-                current.update(range(start, start + count))
-            else:
-                current.update((max(start, 1), start + 1))
+    wanted: dict[str, _Entry] = {}
+    for entry in _name_status(git.run(*_DIFF, "-z", "--name-status", base, "--")):
+        path = _absolute(os.path.join(git.root, entry.new))
+        if entry.status == "D" or entry.status == "R100" or entry.status == "C100":
+            continue  # gone, or moved (copied) without an edit: no line of it changed
+        if entry.status[0] in "MRC" and not os.path.islink(os.path.join(git.root, entry.new)):
+            wanted[path] = entry
+        else:  # A(dded), T(ype changed), U(nmerged), a symbolic link retargeted
+            found[path] = None
+    if not wanted:
+        return found
+    whole_tree = changed_lines(os.fsdecode(git.run(*_DIFF, *_HUNKS, base, "--")), git.root)
+    for path, entry in wanted.items():
+        changed = whole_tree.get(path)
+        if changed is None:
+            paths = dict.fromkeys((entry.old, entry.new))
+            own = git.run("--literal-pathspecs", *_DIFF, *_HUNKS, base, "--", *paths)
+            changed = set()
+            for header, hunks in _sections(os.fsdecode(own)):
+                if "+++ /dev/null" not in header:  # not the old side of an undetected rename
+                    changed.update(_hunk_lines(hunks))
+        found[path] = changed or None
     return found
 
 
-def _unquote(name: str) -> str:
-    """A path as git writes it in a diff header: C-quoted when it has unusual characters."""
-    if not (name.startswith('"') and name.endswith('"')):
-        return name
-    raw = name[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
-    return raw.encode("latin-1").decode("utf-8", "surrogateescape")
+def _name_status(output: bytes) -> list[_Entry]:
+    """``git diff -z --name-status``: ``STATUS NUL NAME NUL``, and two names (from, to) for
+    a rename or a copy (``R090``, ``C100``)."""
+    fields = [os.fsdecode(field) for field in output.split(b"\0")]
+    entries: list[_Entry] = []
+    position = 0
+    while position < len(fields) and fields[position]:
+        status = fields[position]
+        if status[0] in "RC":
+            old, new = fields[position + 1], fields[position + 2]
+            position += 3
+        else:
+            old = new = fields[position + 1]
+            position += 2
+        entries.append(_Entry(status, old, new))
+    return entries
+
+
+def changed_lines(diff: str, root: str) -> dict[str, set[int]]:
+    """The new-side lines each file's hunks touch, from ``git diff --unified=0``, for the
+    files whose ``+++ b/`` header names them plainly: a header git quoted, or one holding a
+    tab or a control character (git ends a name with a space with a tab), names no file
+    here; ``changes_since`` asks git about those files by name."""
+    found: dict[str, set[int]] = {}
+    for header, hunks in _sections(diff):
+        name = next((t[6:] for t in header if t.startswith("+++ b/")), None)
+        if name is None or any(c in name for c in '"\\') or _CONTROL.search(name):
+            continue
+        found.setdefault(_absolute(os.path.join(root, name)), set()).update(_hunk_lines(hunks))
+    return found
+
+
+def _sections(diff: str) -> Iterator[tuple[list[str], list[str]]]:
+    """Each file of a diff: its header lines (``diff --git`` to the first ``@@``) and its
+    hunk lines. A line of content starts with ``+``, ``-``, a space or a backslash, so a
+    line starting ``diff --git `` or ``@@`` is git's own."""
+    for part in ("\n" + diff).split("\ndiff --git ")[1:]:
+        lines = part.split("\n")
+        first = next((n for n, text in enumerate(lines) if text.startswith("@@")), len(lines))
+        yield lines[:first], lines[first:]
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _hunk_lines(lines: Iterable[str]) -> set[int]:
+    """The new-side lines the ``@@`` hunk headers among ``lines`` touch. A deletion touches
+    the lines on either side of where it was."""
+    changed: set[int] = set()
+    for text in lines:
+        match = _HUNK.match(text) if text.startswith("@@") else None
+        if match is None:
+            continue
+        start, count = int(match.group(1)), int(match.group(2) or "1")
+        if count:
+            changed.update(range(start, start + count))
+        else:
+            changed.update((max(start, 1), start + 1))
+    return changed

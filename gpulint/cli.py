@@ -613,6 +613,7 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.engine import Result
     from gpulint.model import Severity
     from gpulint.report import render
+    from gpulint.report.escape import escape_controls
 
     # Parsed documents form no reference cycles worth collecting during a run.
     gc.disable()
@@ -634,7 +635,7 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
         adoption = _Adoption(args)
     except ValueError as error:
-        stderr.write(f"gpulint: error: {error}\n")
+        stderr.write(f"gpulint: error: {escape_controls(str(error))}\n")
         return EXIT_USAGE
 
     def reported() -> Result | int:
@@ -645,13 +646,14 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         try:
             adoption.narrow(linted)
         except ValueError as error:
-            stderr.write(f"gpulint: error: {error}\n")
+            stderr.write(f"gpulint: error: {escape_controls(str(error))}\n")
             return EXIT_USAGE
         return linted
 
     result: Result | int = reported()
     if fixing and isinstance(result, Result):
         from gpulint.fixing import Writable, fix
+        from gpulint.paths import display_path
 
         write = not args.diff
         result, outcome = fix(
@@ -662,15 +664,24 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             write=write,
         )
         for file in outcome.refused:
-            stderr.write(f"gpulint: not fixed: {file} is outside the input or not a regular file\n")
+            stderr.write(
+                f"gpulint: not fixed: {escape_controls(file)} is outside the input or not a "
+                "regular file\n"
+            )
         if not write:
             stdout.write("".join(outcome.diffs))
+            for file, diff in outcome.withheld.items():
+                stderr.write(
+                    f"gpulint: --diff: {escape_controls(display_path(file))}: not in the "
+                    "patch: its name or a changed line holds control characters, shown "
+                    f"escaped here (`--fix` applies it)\n{diff}"
+                )
             if outcome.waiting:
                 stderr.write(
                     f"gpulint: {outcome.waiting} more fixes overlap these; `--fix` applies "
                     "them in a later round\n"
                 )
-            return EXIT_FINDINGS if outcome.diffs else EXIT_OK
+            return EXIT_FINDINGS if outcome.diffs or outcome.withheld else EXIT_OK
         if isinstance(result, Result) and outcome.fixes:
             files = len(outcome.files)
             names = [os.path.normpath(f) for f in outcome.files]

@@ -746,13 +746,20 @@ def apply(lines: list[str], edits: Sequence[Edit]) -> str:
     return text
 
 
-def unified_diff(file: str, before: list[str], after: str) -> str:
-    """``--diff`` output for one file."""
-    lines = after.splitlines(keepends=True)
+def diff_name(file: str) -> str:
+    """The name of ``file`` in ``--diff`` headers: relative to the working directory when it
+    is under it."""
     name = os.path.normpath(file)
     if os.path.isabs(name):
         relative = os.path.relpath(name)
         name = name if relative.startswith("..") else relative
+    return name
+
+
+def unified_diff(file: str, before: list[str], after: str, name: str | None = None) -> str:
+    """``--diff`` output for one file, headed by ``name`` (``diff_name(file)``)."""
+    lines = after.splitlines(keepends=True)
+    name = diff_name(file) if name is None else name
     diff = difflib.unified_diff(before, lines, fromfile=f"a/{name}", tofile=f"b/{name}")
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff

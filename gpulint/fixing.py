@@ -6,6 +6,12 @@ again: a fix that had to wait for an overlapping one, or a problem a fix reveals
 in the next round. Rounds stop when nothing is left to fix, when a round would write what a
 file already holds, or after ``MAX_ROUNDS``.
 
+``--diff`` prints a patch that ``git apply`` applies (``escape.safe_patch``): a line of
+context that a CI runner would run as a workflow command is shown removed and added again,
+which applies to the same result. A file whose name or changed text holds a control character
+(an escape sequence, a bidirectional override) cannot be shown both exactly and safely: its
+diff is kept out of the patch and shown escaped on stderr instead, and ``--fix`` applies it.
+
 Only files of the input are written: a regular file (not a symbolic link) under the working
 directory or under one of the paths given. An edit placed anywhere else (say, a source map
 of rendered output naming a file outside the repository) leaves its finding unfixed.
@@ -21,8 +27,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpulint.edits import SAFE, plan_edits, unified_diff
+from gpulint.edits import SAFE, diff_name, plan_edits, unified_diff
 from gpulint.paths import within
+from gpulint.report.escape import escape_controls, has_controls, safe_lines, safe_patch
 
 if TYPE_CHECKING:
     from gpulint.engine import Result
@@ -37,6 +44,8 @@ class Outcome:
     fixes: int = 0  # fixes applied (one per plan; a group's shared plan counts once)
     files: dict[str, None] = field(default_factory=dict)  # files changed, in order
     diffs: list[str] = field(default_factory=list)  # ``--diff``: one unified diff per file
+    # ``--diff``: files whose diff cannot be printed as a patch safely, with the diff escaped
+    withheld: dict[str, str] = field(default_factory=dict)
     waiting: int = 0  # ``--diff``: fixes that overlap a shown one (applied by a later round)
     refused: dict[str, None] = field(default_factory=dict)  # files gpulint may not write
 
@@ -88,7 +97,17 @@ def fix(
             outcome.fixes = applied.plans
             outcome.waiting = applied.waiting
             outcome.files.update(dict.fromkeys(changed))
-            outcome.diffs = [unified_diff(f, applied.before[f], applied.after[f]) for f in changed]
+            for file in changed:
+                before, after = applied.before[file], applied.after[file]
+                name = diff_name(file)
+                shown = (
+                    None if has_controls(name) else safe_patch(unified_diff(file, before, after))
+                )
+                if shown is None:
+                    escaped = unified_diff(file, before, after, escape_controls(name))
+                    outcome.withheld[file] = "\n".join(safe_lines(escaped))
+                else:
+                    outcome.diffs.append(shown)
             break
         for file in changed:
             _write(file, applied.after[file])

@@ -389,3 +389,94 @@ def test_the_readmes_adoption_in_one_pull_request(
     )
     new = json.loads(capsys.readouterr().out)["findings"]
     assert {f["object"]["name"] for f in new} == {"mistral"}
+
+
+# File names git writes quoted in a diff header (a tab, a newline, a quote, a backslash), with
+# a tab after them (a space), or with bytes beyond ASCII; one that looks like an option.
+HOSTILE_NAMES = [
+    "tab\tü.yaml",
+    "€.yaml",
+    "new\nline.yaml",
+    'quote".yaml',
+    "back\\slash.yaml",
+    "-leading-dash.yaml",
+    "--output=x.yaml",
+    "with space.yaml",
+    "::error file=x::y.yaml",
+]
+
+
+def two_apps(first: str, second: str, replicas: int = 3) -> str:
+    return app(first) + "---\n" + app(second, replicas)
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_changed_since_reads_every_file_name_git_can_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """Added, edited (one object of two), renamed with an edit, and not yet committed: each
+    file's findings are reported, exactly the changed objects' ones, whatever its name."""
+    repo = make_repo(
+        tmp_path,
+        {"kept.yaml": app("kept"), f"d/{name}": two_apps("a", "b"), "moved.yaml": app("m")},
+    )
+    git(repo, "checkout", "-q", "-b", "pr")
+    write(repo, {f"added/{name}": app("added"), f"d/{name}": two_apps("a", "b", replicas=5)})
+    git(repo, "mv", "--", "moved.yaml", f"r{name}")
+    write(repo, {f"r{name}": app("m", replicas=6)})
+    commit(repo, "pr")
+    write(repo, {f"untracked/{name}": app("untracked")})
+
+    code, report = lint_json(repo, monkeypatch, capsys, "--changed-since", "main", ".")
+    assert code == 1
+    shown = {(f["object"]["name"], f["file"]) for f in report["findings"]}
+    assert shown == {
+        ("added", f"added/{name}"),
+        ("b", f"d/{name}"),  # the edited HPA's document; "a" in the same file is untouched
+        ("m", f"r{name}"),
+        ("untracked", f"untracked/{name}"),
+    }
+    assert len(report["findings"]) == 8  # GL101 and GL102 for each
+    # kept.yaml and app "a": 4 findings left out, said in a note.
+    assert any(n.startswith("4 findings outside the changes") for n in report["summary"]["notes"])
+
+
+def test_changed_since_reads_names_that_collide_with_a_headers_tab(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """git ends the header of ``a b.yaml`` with a tab: that is not the file ``a b.yaml<TAB>``
+    (linted when named, though a directory walk passes it by for its suffix)."""
+    repo = make_repo(tmp_path, {"a b.yaml": two_apps("x", "y"), "a b.yaml\t": two_apps("p", "q")})
+    write(repo, {"a b.yaml": two_apps("x", "y", replicas=4)})
+    write(repo, {"a b.yaml\t": app("p", replicas=4) + "---\n" + app("q")})
+    code, report = lint_json(
+        repo, monkeypatch, capsys, "--changed-since", "HEAD", "a b.yaml", "a b.yaml\t"
+    )
+    assert code == 1
+    assert {f["object"]["name"] for f in report["findings"]} == {"y", "p"}
+
+
+@pytest.mark.parametrize("name", ["tab\tü.yaml", "€.yaml"])
+def test_changed_since_under_the_c_locale(tmp_path: Path, name: str) -> None:
+    """A CI runner's locale may be C (ASCII): git's output is read as bytes, named as the
+    file system names files."""
+    import os
+    import sys
+
+    repo = make_repo(tmp_path, {"base.yaml": "a: 1\n"})
+    git(repo, "checkout", "-q", "-b", "pr")
+    write(repo, {name: app("x")})
+    commit(repo, "pr")
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    env["PYTHONPATH"] = str(Path(__file__).parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulint", "lint", "--format", "json", "--changed-since", "main"],
+        cwd=repo,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert {f["rule"] for f in report["findings"]} == {"GL101", "GL102"}
+    assert os.fsencode(name) == report["findings"][0]["file"].encode("utf-8", "surrogateescape")

@@ -12,6 +12,16 @@ after escaping, so they stay.
 Escaped: C0 controls, DEL and C1 controls (``\\x9b`` is a CSI to some terminals), the Unicode
 line and paragraph separators, and the bidirectional controls that reorder what a reader
 sees.
+
+Every writer of gpulint takes its escaping from here:
+
+* text (the lint and trace reports, messages on stderr): ``escape_controls``, ``safe_line``,
+  ``safe_lines``, ``SafeStream``;
+* JSON and SARIF keep the raw values (``write_json``: valid JSON, the same data, printable);
+* Markdown (the job summary, the title of a Mermaid trace): ``markdown_text``;
+* Mermaid labels: ``mermaid_label``;
+* ``--diff``: ``safe_patch``, a patch that still applies, or None for one that cannot be
+  shown as it is.
 """
 
 from __future__ import annotations
@@ -109,3 +119,94 @@ class SafeStream:
 
     def isatty(self) -> bool:
         return self.stream.isatty()
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+
+# What starts markup inside a line: emphasis, code, links and images, tables, strikethrough,
+# a heading or an issue reference.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
+# What starts a block at the start of a line: a list item, a setext underline.
+_MARKDOWN_LINE_START = re.compile(r"^(\s*\d*)([-+=.)])")
+# A zero-width space (as an entity) after these keeps GitHub from turning what follows into
+# a mention (``@user``, ``@org/team``), an e-mail link, or a link of a bare URL or
+# ``www.`` name (GFM's autolink extension): the reader sees the same text.
+_ZWSP = "&#8203;"
+_UNLINKED = re.compile(r"(@|:(?=//)|(?<![\w.])www(?=\.))", re.IGNORECASE)
+
+
+def markdown_text(text: str) -> str:
+    """Input text as literal Markdown on one line (a table cell, a quote, a bold title), as
+    GitHub renders it: control characters as escapes (``escape_controls``, so no newline
+    starts a block), ``&``, ``<`` and ``>`` as entities (no HTML, no autolink in angle
+    brackets, no entity of the input's), markup characters behind a backslash (no link, no
+    image, no emphasis), and no mention or bare link (``_UNLINKED``)."""
+    text = escape_controls(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    text = _MARKDOWN_LINE_START.sub(r"\1\\\2", text)
+    return _UNLINKED.sub(lambda m: m.group(1) + _ZWSP, text)
+
+
+# --- Mermaid ----------------------------------------------------------------------------------
+
+# A label is a quoted string ``["..."]``: a quote would end it. Mermaid reads ``#name;`` and
+# ``#code;`` as entities (mermaid: "Entity codes to escape characters"), and finds
+# ``%%{...}%%`` directives anywhere in the text, not only at the start of a line; angle
+# brackets would be HTML in a label, a backtick starts a Markdown string.
+_MERMAID_ENTITIES = {
+    '"': "#quot;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "&": "#amp;",
+    "#": "#35;",
+    "%": "#37;",
+    ";": "#59;",
+    "`": "#96;",
+    "|": "#124;",
+    "{": "#123;",
+    "}": "#125;",
+}
+_MERMAID_TABLE = str.maketrans(_MERMAID_ENTITIES)
+
+
+def mermaid_label(text: str) -> str:
+    """Input text for the inside of a quoted Mermaid label: on one line (control characters
+    as escapes), with every character that could end the label, start a directive, HTML or
+    an entity of the input's written as a Mermaid entity."""
+    return escape_controls(text).translate(_MERMAID_TABLE)
+
+
+# --- patches (--diff) -------------------------------------------------------------------------
+
+_NO_NEWLINE = "\\ No newline at end of file\n"
+_PATCH_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_CONTROL_BUT_TAB = re.compile("[" + "".join(re.escape(chr(c)) for c in _UNSAFE if c != 0x09) + "]")
+
+
+def has_controls(text: str) -> bool:
+    """Whether ``text`` holds a character ``escape_controls`` would escape."""
+    return escape_controls(text) != text
+
+
+def safe_patch(diff: str) -> str | None:
+    """A unified diff of ordinary files, made safe to print and still a patch that
+    ``git apply`` and ``patch`` apply to the same result: a context line that a CI runner
+    would run as a workflow command (`` ::error ...``: the runner trims the leading space) is
+    written as the removal and addition of the same line, which changes nothing and starts
+    with ``-`` and ``+``. None when a line holds a control character (a tab, and a carriage
+    return before the line's end, as in a CRLF file, are ordinary): a patch must hold the
+    file's characters, so such a diff cannot be printed both safely and exactly."""
+    lines = _PATCH_LINE.findall(diff)  # on "\n" only: "\r", "\x85" ... are in lines
+    out: list[str] = []
+    for position, line in enumerate(lines):
+        if _CONTROL_BUT_TAB.search(line.removesuffix("\n").removesuffix("\r")):
+            return None
+        content = line[1:]
+        if not line.startswith(" ") or safe_line(content) == content:
+            if line != _NO_NEWLINE or not out or out[-1] != _NO_NEWLINE:  # not written yet
+                out.append(line)
+            continue
+        last = position + 1 < len(lines) and lines[position + 1] == _NO_NEWLINE
+        tail = [_NO_NEWLINE] if last else []
+        out.extend(["-" + content, *tail, "+" + content, *tail])
+    return "".join(out)

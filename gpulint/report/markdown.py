@@ -1,32 +1,22 @@
 """Markdown for a CI job summary (GitHub's ``$GITHUB_STEP_SUMMARY``): counts, then a table
 of the findings with their fixes.
 
-Input text (file and object names, messages) is escaped for Markdown and HTML, so that a
-manifest cannot add links, images or markup to the summary: control characters as escapes
-(``gpulint.report.escape``), then ``&``, ``<``, ``>`` as entities and every character that
-starts markup inside a line behind a backslash. The table stops at ``MAX_ROWS`` findings (a
-summary is limited to 1 MiB); the counts are always complete.
+Input text (file and object names, messages, notes) is escaped for Markdown and HTML
+(``gpulint.report.escape.markdown_text``), so that a manifest cannot add links, images,
+markup or mentions to the summary. The table stops at ``MAX_ROWS`` findings (a summary is
+limited to 1 MiB); the counts are always complete.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TextIO
 
 from gpulint.engine import Result
 from gpulint.model import Severity
 from gpulint.paths import display_path
-from gpulint.report.escape import escape_controls
+from gpulint.report.escape import markdown_text
 
 MAX_ROWS = 500
-# What starts markup inside a line: emphasis, code, links and images, tables, strikethrough.
-_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-
-
-def markdown_text(text: str) -> str:
-    """Input text as literal Markdown, on one line of a table cell."""
-    text = escape_controls(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _SPECIAL.sub(r"\\\1", text)
 
 
 def _cell(text: str) -> str:

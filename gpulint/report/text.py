@@ -121,9 +121,11 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     if any(unit.rendered_by for unit in result.units):
         summary += f"; rendering {result.render_seconds:.1f} s, lint {result.lint_seconds:.1f} s"
     if result.config:
-        summary += f"; config {display_path(result.config)}"
+        summary += f"; config {escape_controls(display_path(result.config))}"
     stream.write(summary + "\n")
     if len(result.units) > 1:
-        shown = ", ".join(f"{u.name} ({u.kind}, {u.objects})" for u in result.units[:20])
+        shown = ", ".join(
+            f"{escape_controls(u.name)} ({u.kind}, {u.objects})" for u in result.units[:20]
+        )
         more = f" and {len(result.units) - 20} more" if len(result.units) > 20 else ""
         stream.write(f"units: {shown}{more}\n")

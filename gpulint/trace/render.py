@@ -10,8 +10,11 @@
   comment, a job summary (``$GITHUB_STEP_SUMMARY``) or a README; broken links are red, unknown
   ones dashed grey.
 
-Text from the input (object names, details) is escaped as the lint reporters escape it, and
-Mermaid's own characters are written as entities, so no label can end its node or the block.
+Text from the input (object names, details) is escaped as the lint reporters escape it
+(``gpulint.report.escape``): in text, shown and never acted on; in a Mermaid label, Mermaid's
+own characters as its entities (``mermaid_label``), so no label can end its node, the block or
+start a directive; in the Markdown title above each chart, as literal Markdown
+(``markdown_text``), so no title adds a link, an image, HTML or a mention to a job summary.
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ from typing import Any, TextIO
 import gpulint
 from gpulint.model import Location, ObjectRef
 from gpulint.paths import display_path
-from gpulint.report.escape import escape_controls, safe_line, write_json
+from gpulint.report.escape import (
+    escape_controls,
+    markdown_text,
+    mermaid_label,
+    safe_line,
+    write_json,
+)
 from gpulint.trace.chain import BROKEN, OK, UNKNOWN, Link, Trace
 
 _WORDS = {OK: "ok", BROKEN: "BROKEN", UNKNOWN: "?"}
@@ -119,24 +128,6 @@ def render_json(traces: list[Trace], stream: TextIO) -> None:
     write_json(traces_to_dict(traces), stream)
 
 
-# Mermaid labels are quoted strings: quotes, angle brackets and the characters Mermaid reads
-# as markup are written as its entities (#quot; ...).
-_MERMAID_ENTITIES = {
-    '"': "#quot;",
-    "<": "#lt;",
-    ">": "#gt;",
-    "`": "#96;",
-    "#": "#35;",
-    "&": "#amp;",
-    "|": "#124;",
-}
-
-
-def _label(text: str) -> str:
-    escaped = escape_controls(text)
-    return "".join(_MERMAID_ENTITIES.get(char, char) for char in escaped)
-
-
 def render_mermaid(traces: list[Trace], stream: TextIO) -> None:
     if not traces:
         stream.write("_gpulint trace: no autoscaler metric to trace in the input._\n")
@@ -148,14 +139,14 @@ def render_mermaid(traces: list[Trace], stream: TextIO) -> None:
         title = f"{_shown(trace.autoscaler)}: {trace.metric}"
         if first is not None:
             title += f" (broken at {first.stage})"
-        stream.write(f"**{_label(title)}**\n\n```mermaid\nflowchart LR\n")
+        stream.write(f"**{markdown_text(title)}**\n\n```mermaid\nflowchart LR\n")
         for position, link in enumerate(trace.links):
             lines = [f"{link.stage}: {_WORDS[link.status]}"]
             if link.label:
                 lines.append(link.label)
             if link.findings:
                 lines.append(", ".join(link.findings))
-            label = "<br/>".join(_label(line) for line in lines)
+            label = "<br/>".join(mermaid_label(line) for line in lines)
             stream.write(f'  n{position}["{label}"]:::{link.status}\n')
         for position in range(1, len(trace.links)):
             stream.write(f"  n{position - 1} --> n{position}\n")
