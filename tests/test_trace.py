@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import gpulint
 from gpulint.cli import main
 from gpulint.model import ObjectRef
 from gpulint.trace.chain import STAGES, Link, Trace
@@ -84,7 +85,8 @@ def test_the_seed_fixed_chain_is_whole_offline(capsys: pytest.CaptureFixture[str
 
 def test_the_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     _, data = trace_json(str(SEED / "broken"), capsys=capsys)
-    assert set(data) == {"version", "traces"} and data["version"] == 1
+    assert set(data) == {"version", "gpulintVersion", "traces"} and data["version"] == 1
+    assert data["gpulintVersion"] == gpulint.__version__
     (traced,) = data["traces"]  # type: ignore[misc]
     assert set(traced) == {"autoscaler", "metric", "unit", "links"}
     assert traced["autoscaler"] == {
