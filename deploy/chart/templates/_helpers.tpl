@@ -114,12 +114,15 @@ config's gpu-resources, a trailing * making a prefix)? */}}
 {{- end }}
 
 {{/* Does the Deployment or StatefulSet in variable $.var ask for GPUs in a container or init
-container, or name DRA claims (whose device class only gpulint can look up)? */}}
+container, or name DRA claims (whose device class only gpulint can look up)? Limits alone are
+read: the API server refuses a GPU request without a limit before validating webhooks are
+called (extended resources cannot be overcommitted; kubernetes pkg/apis/core/validation,
+"Limit must be set for non overcommitable resources"). */}}
 {{- define "gpulint.cel.asksForGpus" -}}
-{{- $gpu := include "gpulint.cel.gpuResource" .root }}
-{{- $container := printf "has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(r, %s)) || (has(c.resources.requests) && c.resources.requests.exists(r, %s)))" $gpu $gpu }}
 {{- $pod := printf "%s.spec.template.spec" .var }}
-{{- printf "(has(%s.spec) && has(%s.spec.template) && has(%s) && ((has(%s.resourceClaims) && size(%s.resourceClaims) > 0) || (has(%s.containers) && %s.containers.exists(c, %s)) || (has(%s.initContainers) && %s.initContainers.exists(c, %s))))" .var .var $pod $pod $pod $pod $pod $container $pod $pod $container }}
+{{- $containers := printf "(has(%s.containers) ? %s.containers : []) + (has(%s.initContainers) ? %s.initContainers : [])" $pod $pod $pod $pod }}
+{{- $gpu := printf "has(c.resources) && has(c.resources.limits) && c.resources.limits.exists(r, %s)" (include "gpulint.cel.gpuResource" .root) }}
+{{- printf "(has(%s.spec) && has(%s.spec.template) && has(%s) && ((has(%s.resourceClaims) && size(%s.resourceClaims) > 0) || (%s).exists(c, %s)))" .var .var $pod $pod $pod $containers $gpu }}
 {{- end }}
 
 {{- define "gpulint.cel.workloadCondition" -}}
