@@ -1204,3 +1204,82 @@ def test_gpulint_lint_of_deploy_renders_the_chart_and_the_overlays_and_finds_not
 
 
 CERTIFICATE_FILES = ("tls.crt", "tls.key", "ca.crt", "ca.key", "ca.srl")
+
+
+# --- the chart's documentation ----------------------------------------------------------------
+
+README = CHART / "README.md"
+
+
+def _value_paths(schema: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    for key, node in schema.get("properties", {}).items():
+        path = f"{prefix}.{key}" if prefix else key
+        if "properties" in node:
+            yield from _value_paths(node, path)
+        else:
+            yield path
+
+
+def test_every_value_is_documented_once_in_the_values_table() -> None:
+    """values.schema.json lists every value the chart reads (helm refuses any other); the
+    README's table has one row for each, and no row for a value that does not exist."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    documented = [
+        line.split("|")[1].strip().strip("`")
+        for line in README.read_text().splitlines()
+        if line.startswith("| `")
+    ]
+    assert sorted(documented) == sorted(_value_paths(schema))
+    for path in documented:
+        node: Any = DEFAULTS
+        for key in path.split("."):
+            assert key in node, f"{path} is documented but not in values.yaml"
+            node = node[key]
+
+
+def _blocks(language: str) -> list[str]:
+    text = README.read_text()
+    fence = f"```{language}\n"
+    blocks = []
+    while fence in text:
+        text = text.split(fence, 1)[1]
+        block, text = text.split("```", 1)
+        blocks.append(block)
+    return blocks
+
+
+def test_the_documented_install_and_upgrade_render_as_written(
+    helm_home: Path, tmp_path: Path
+) -> None:
+    """The README's `helm install` and `helm upgrade` commands, run from the repository's root
+    with its example values file, as `helm template` with the same arguments (no cluster here
+    to install into)."""
+    (values,) = _blocks("yaml")
+    (tmp_path / "my-values.yaml").write_text(values)
+    (tmp_path / "deploy").symlink_to(DEPLOY)
+    commands = [
+        line
+        for block in _blocks("sh")
+        for line in block.splitlines()
+        if line.startswith(("helm install ", "helm upgrade "))
+    ]
+    assert [c.split()[1] for c in commands] == ["install", "upgrade"]
+    for command in commands:
+        argv = command.split()
+        result = subprocess.run(
+            [*helm_command(), "template", *argv[2:], "--kube-version", KUBERNETES_VERSION],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=helm_environment(helm_home),
+        )
+        assert result.returncode == 0, (command, result.stderr)
+        objects = [d for d in yaml.safe_load_all(result.stdout) if d]
+        (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+        assert deployment["metadata"]["name"] == "gpulint-webhook"
+        assert deployment["metadata"]["namespace"] == "gpulint"
+        image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert image.startswith("registry.example.com/gpulint:")
+    # The rollout the README waits for is the Deployment it installs.
+    assert "deployment/gpulint-webhook" in README.read_text()
