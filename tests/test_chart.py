@@ -59,7 +59,7 @@ CHART = DEPLOY / "chart"
 # `helm install gpulint deploy/chart -n gpulint`: the names the kustomize install uses too.
 RELEASE = NAMESPACE = "gpulint"
 KUBERNETES_VERSION = "1.30.0"  # the first with matchConditions in admissionregistration/v1
-OLDER_KUBERNETES = "1.29.0"
+OLDER_KUBERNETES = "1.25.0"  # the oldest kubernetes-validate has schemas for
 GPU_LIMIT = {"nvidia.com/gpu": "1"}
 
 # Values that change every switch of the chart, each set rendered and checked whole.
@@ -335,6 +335,7 @@ def test_every_rendered_object_validates_against_the_kubernetes_schemas(
         ({"webhook": {"timeoutSeconds": 31}}, KUBERNETES_VERSION, "webhook.timeoutSeconds"),
         ({"replica": 3}, KUBERNETES_VERSION, "Additional property replica is not allowed"),
         ({"tls": {"mode": "manual"}}, KUBERNETES_VERSION, "tls.mode"),
+        ({"replicas": 1}, KUBERNETES_VERSION, "a node drain could never evict"),
         ({"adapter": {"configMap": "Not A Name"}}, KUBERNETES_VERSION, "adapter.configMap"),
     ],
 )

@@ -7,6 +7,10 @@ the value to change.
 {{- if lt (int .Values.replicas) 1 }}
 {{- fail "replicas must be at least 1 (2 or more keep the webhook answering through a node drain)" }}
 {{- end }}
+{{- $budget := .Values.podDisruptionBudget }}
+{{- if and $budget.enabled (not (kindIs "string" $budget.minAvailable)) (ge (int $budget.minAvailable) (int .Values.replicas)) }}
+{{- fail (printf "podDisruptionBudget.minAvailable (%v) must be below replicas (%v): a node drain could never evict a webhook pod" $budget.minAvailable .Values.replicas) }}
+{{- end }}
 {{- if not (has .Values.webhook.failurePolicy (list "Ignore" "Fail")) }}
 {{- fail (printf "webhook.failurePolicy must be Ignore or Fail, not %v" .Values.webhook.failurePolicy) }}
 {{- end }}
