@@ -1284,3 +1284,13 @@ def test_the_documented_install_and_upgrade_render_as_written(
         assert image.startswith("registry.example.com/gpulint:")
     # The rollout the README waits for is the Deployment it installs.
     assert "deployment/gpulint-webhook" in README.read_text()
+
+
+def test_the_chart_installs_the_version_of_gpulint_it_ships_with() -> None:
+    """The image tag defaults to the chart's appVersion: it must be the package's version, so
+    that a release cannot leave the chart installing the previous one."""
+    from importlib.metadata import version
+
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["appVersion"] == version("gpulint")
+    assert chart["name"] == "gpulint"
