@@ -49,8 +49,8 @@ from gpulint.kinds import spec_of
 from gpulint.workload import GPU_RESOURCE_NAMES, GPU_RESOURCE_PREFIXES, GpuNames, pod_templates
 
 from .kubefake import FakeCluster, KubeFake, Resource
-from .tools import helm_command, kustomize_build
-from .webhook.harness import admission_review, free_port
+from .tools import helm_command, kustomize_build, kustomize_command
+from .webhook.harness import Certificates, Webhook, admission_review, free_port
 from .webhook.test_deploy import write_test_certificate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1183,8 +1183,6 @@ def test_gpulint_lint_of_deploy_renders_the_chart_and_the_overlays_and_finds_not
     without-cert-manager overlay's files: the chart through helm, each overlay through
     kustomize, and not one finding."""
     helm = helm_command()
-    from .tools import kustomize_command
-
     kustomize = kustomize_command()
     copy_of_deploy = tmp_path / "deploy"
     shutil.copytree(DEPLOY, copy_of_deploy, ignore=shutil.ignore_patterns(*CERTIFICATE_FILES))
@@ -1294,3 +1292,89 @@ def test_the_chart_installs_the_version_of_gpulint_it_ships_with() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["appVersion"] == version("gpulint")
     assert chart["name"] == "gpulint"
+
+
+# --- the webhook as the chart deploys it ------------------------------------------------------
+
+
+def test_the_webhook_as_the_chart_deploys_it_reads_what_its_rbac_grants_and_judges_by_its_config(
+    renders: dict[str, Rendered], tmp_path: Path
+) -> None:
+    """gpulint serve with the container's arguments (serve.namespace, adapter.*, select and
+    ignore, and the config file the chart mounts), against an API server whose RBAC is the
+    rendered Roles: every stream syncs, and a CPU-only HPA on a Deployment that asks for the
+    config's own GPU resource is refused."""
+    rendered = renders["one-namespace"]
+    cluster = FakeCluster()
+    everywhere = {
+        (g, r)
+        for role in rendered.all("ClusterRole")
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
+    granted_in: dict[tuple[str, str], set[str]] = {}
+    for role in rendered.all("Role"):
+        for rule in role["rules"]:
+            for g in rule["apiGroups"]:
+                for r in rule["resources"]:
+                    granted_in.setdefault((g, r), set()).add(role["metadata"]["namespace"])
+    for key, resource in cluster.resources.items():
+        if (resource.group, resource.plural) in everywhere:
+            continue
+        if (resource.group, resource.plural) in granted_in:
+            cluster.granted_in[key] = granted_in[resource.group, resource.plural]
+        else:
+            cluster.forbidden.add(key)
+    workload = pod_template_object(containers=[container({"example.com/gpu": "1"})])
+    workload["metadata"] = {"name": "llm", "namespace": "team-a"}
+    cluster.apply(workload)
+    server = KubeFake(cluster).start()
+    config = tmp_path / "gpulint.yaml"
+    config.write_text(rendered.one("ConfigMap")["data"]["gpulint.yaml"])
+    (mount,) = [m for m in rendered.container["volumeMounts"] if m["name"] == "config"]
+    args = [
+        a.replace(f"{mount['mountPath']}/gpulint.yaml", str(config))
+        for a in rendered.container["args"]
+        if a.split("=")[0] not in ("--tls-cert", "--tls-key", "--port", "--shutdown-delay")
+    ]
+    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    hook = Webhook(
+        Certificates(tmp_path), tmp_path / "serve.log", [*args, f"--kubeconfig={kubeconfig}"]
+    )
+    try:
+        caches = hook.wait_ready()["caches"]
+        assert set(caches.values()) == {"synced"}, caches
+        hpa = {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "llm", "namespace": "team-a"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"},
+                "minReplicas": 1,
+                "maxReplicas": 4,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {
+                            "name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": 70},
+                        },
+                    }
+                ],
+            },
+        }
+        response = hook.review(admission_review(hpa))
+        assert response["allowed"] is False, response
+        assert "\nGL101 " in response["status"]["message"]
+        assert "example.com/gpu" in response["status"]["message"]
+    finally:
+        hook.stop()
+        server.stop()
+    listed = {path for _, path, _ in cluster.requests if path.endswith("/configmaps")}
+    assert listed == {
+        "/api/v1/namespaces/monitoring/configmaps",
+        "/api/v1/namespaces/metrics/configmaps",
+    }
+    deployments = {path for _, path, _ in cluster.requests if path.endswith("/deployments")}
+    assert deployments == {"/apis/apps/v1/namespaces/team-a/deployments"}
