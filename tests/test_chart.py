@@ -8,9 +8,10 @@ writes); the Deployment's arguments are parsed as ``gpulint serve`` parses them;
 compared with what that ``gpulint serve`` lists and watches; the webhook's matchConditions are
 evaluated by a CEL interpreter (cel-python) on the objects the API server would send; the
 self-signed certificate is served by ``gpulint serve`` and verified as the API server verifies
-it, and an upgrade against an API server that holds it keeps it. The chart with its defaults
-says what the kustomize install (deploy/cert-manager) says, and ``gpulint lint`` of the renders
-and of the whole deploy/ directory finds nothing.
+it, and an upgrade against an API server that holds it keeps it; gpulint serve with the
+arguments of a render syncs against an API server whose RBAC is that render's. The chart with
+its defaults says what the kustomize install (deploy/cert-manager) says, and ``gpulint lint``
+of the renders and of the whole deploy/ directory finds nothing.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ RELEASE = NAMESPACE = "gpulint"
 KUBERNETES_VERSION = "1.30.0"  # the first with matchConditions in admissionregistration/v1
 OLDER_KUBERNETES = "1.25.0"  # the oldest kubernetes-validate has schemas for
 GPU_LIMIT = {"nvidia.com/gpu": "1"}
+# What make-certificate.sh writes beside the without-cert-manager overlay (git ignores them).
+CERTIFICATE_FILES = ("tls.crt", "tls.key", "ca.crt", "ca.key", "ca.srl")
 
 # Values that change every switch of the chart, each set rendered and checked whole.
 VALUES: dict[str, dict[str, Any]] = {
@@ -155,6 +158,7 @@ class Rendered(NamedTuple):
 
 
 DEFAULTS: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+DEFAULTS_APP_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
 
 
 def merged(base: Any, over: Any) -> Any:
@@ -800,9 +804,6 @@ def test_the_deployment_runs_hardened_and_highly_available(rendered: Rendered) -
     assert rendered.one("Service")["spec"]["selector"] == selector
 
 
-DEFAULTS_APP_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
-
-
 def test_the_arguments_are_what_the_values_say(renders: dict[str, Rendered]) -> None:
     defaults = serve_options(renders["defaults"])
     assert defaults.deny_on == "error" and defaults.deadline == 2
@@ -1144,9 +1145,11 @@ def test_the_chart_with_its_defaults_says_what_the_kustomize_install_says(
 # --- gpulint lints its own deployment ---------------------------------------------------------
 
 
-def lint(*args: str) -> tuple[int, dict[str, Any], str]:
+def lint(*args: str, stdin: str | None = None) -> tuple[int, dict[str, Any], str]:
+    """``gpulint lint --format json ARGS``: its exit code, report and messages."""
     result = subprocess.run(
         [sys.executable, "-m", "gpulint", "lint", "--format", "json", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=300,
@@ -1159,21 +1162,10 @@ def test_gpulint_finds_nothing_in_what_the_chart_renders(
     renders: dict[str, Rendered], name: str
 ) -> None:
     rendered = renders[name]
-    code, report, stderr = lint_stdin(rendered.text)
+    code, report, stderr = lint("-", stdin=rendered.text)
     assert code == 0, stderr
     assert report["findings"] == []
     assert report["summary"]["objects"] == len(rendered.objects)
-
-
-def lint_stdin(text: str) -> tuple[int, dict[str, Any], str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "gpulint", "lint", "--format", "json", "-"],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return result.returncode, json.loads(result.stdout), result.stderr
 
 
 def test_gpulint_lint_of_deploy_renders_the_chart_and_the_overlays_and_finds_nothing(
@@ -1200,9 +1192,6 @@ def test_gpulint_lint_of_deploy_renders_the_chart_and_the_overlays_and_finds_not
     }
     assert all(u["objects"] > 0 for u in units.values())
     assert report["summary"]["skipped"] == []
-
-
-CERTIFICATE_FILES = ("tls.crt", "tls.key", "ca.crt", "ca.key", "ca.srl")
 
 
 # --- the chart's documentation ----------------------------------------------------------------
