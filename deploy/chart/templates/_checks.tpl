@@ -37,6 +37,6 @@ the value to change.
 {{- fail (printf "podAntiAffinity must be preferred, required or none, not %v" .Values.podAntiAffinity) }}
 {{- end }}
 {{- if and .Values.webhook.matchConditions.enabled (not (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version)) }}
-{{- fail (printf "webhook.matchConditions.enabled needs Kubernetes 1.30 or newer (admissionregistration.k8s.io/v1 matchConditions), and this cluster is %s: set webhook.matchConditions.enabled=false" .Capabilities.KubeVersion.Version) }}
+{{- fail (printf "webhook.matchConditions.enabled needs Kubernetes 1.30 or newer (admissionregistration.k8s.io/v1 matchConditions), and Helm renders for %s (the cluster's version on install and upgrade, --kube-version with helm template): set webhook.matchConditions.enabled=false for an older cluster" .Capabilities.KubeVersion.Version) }}
 {{- end }}
 {{- end }}
