@@ -1367,3 +1367,13 @@ def test_the_webhook_as_the_chart_deploys_it_reads_what_its_rbac_grants_and_judg
     }
     deployments = {path for _, path, _ in cluster.requests if path.endswith("/deployments")}
     assert deployments == {"/apis/apps/v1/namespaces/team-a/deployments"}
+
+
+def test_the_main_readme_installs_the_chart_with_the_charts_own_commands() -> None:
+    """The project README repeats the chart's three install commands; they are the ones the
+    test above renders as written."""
+    main = (ROOT / "README.md").read_text()
+    section = main[main.index("## Admission webhook") : main.index("### What is refused")]
+    (install,) = [b for b in _blocks("sh") if "helm install " in b]
+    assert f"```sh\n{install}```" in section
+    assert "helm upgrade gpulint deploy/chart" in " ".join(section.split())
