@@ -1,23 +1,47 @@
-"""The real kustomize and Helm, found on PATH (or given), run with bounded time and output.
+"""The real kustomize and Helm, found on PATH (or given), run in a sandbox.
 
 gpulint never reimplements kustomize or Helm: what a cluster gets is what they render.
 ``kustomize build`` or ``kubectl kustomize`` (whichever comes first on PATH) renders
 kustomizations, ``helm template`` renders charts; ``--kustomize CMD`` and ``--helm CMD`` name
-others. Both run without network plugins or exec functions, with a time limit, and their
-output is read up to the size limit for one file.
+others.
+
+The input is written by others (a pull request from a fork), so a renderer runs with:
+
+* a clean environment (``sandbox_environment``): PATH, and Helm's, git's and Go's homes in a
+  private temporary directory that is removed afterwards; no variable of the caller's;
+* no plugins, no exec functions, no way out for git or HTTP (and gpulint refuses, before
+  running anything, every input that would need a download: see ``render``);
+* hard memory and CPU limits (``Limits``), a time limit per unit and a render budget per run
+  (``RenderBudget``), and a process group of its own that is killed whole (a helm started by
+  kustomize dies with it);
+* its output read up to the size limit for one file, and what it says on stderr bounded and
+  scrubbed of anything that looks like environment data (``scrub``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 RENDER_TIMEOUT = 120.0  # seconds for one kustomize build or helm template
+RENDER_BUDGET = 600.0  # seconds of rendering for a whole run
+CPU_LIMIT = 120  # seconds of CPU for one renderer process
+# Address space for one renderer process. Go reserves about 600 MiB of it before the first
+# allocation (helm and kubectl fail to start under 512 MiB); a chart that renders the
+# 64 MiB output limit stays far below the rest.
+MEMORY_LIMIT = 2 << 30
+STDERR_LIMIT = 64 << 10  # bytes of a tool's stderr read; the message shown is cut at 2,000
 
 
 class Tool(NamedTuple):
@@ -34,6 +58,8 @@ class ToolOutput(NamedTuple):
     timed_out: bool = False
     too_large: bool = False
     missing: bool = False  # the tool could not be started at all
+    limited: bool = False  # killed at its memory or CPU limit
+    budget_spent: bool = False  # the run's render budget ran out before or while it ran
 
 
 def _on_path(name: str) -> str | None:
@@ -78,29 +104,167 @@ def find_helm(command: str | None = None) -> Tool | None:
     return Tool((helm,), "helm") if helm else None
 
 
-def run_tool(argv: list[str], max_bytes: int, timeout: float = RENDER_TIMEOUT) -> ToolOutput:
-    """Run a renderer; its output goes to a temporary file so that a huge rendering is cut
-    at ``max_bytes`` instead of filling memory."""
-    env = dict(os.environ)
-    # Helm and kustomize must not reach out: no plugins, no registry logins from the user's
-    # environment changing what renders.
-    env.setdefault("HELM_NO_PLUGINS", "1")
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+class RenderBudget:
+    """The seconds a run may spend rendering, shared by every unit (and thread) of the run:
+    a repository of many slow charts stops rendering when it is spent, instead of taking
+    ``RENDER_TIMEOUT`` per unit."""
+
+    def __init__(self, seconds: float = RENDER_BUDGET) -> None:
+        self.seconds = seconds
+        self._deadline: float | None = None
+
+    def remaining(self) -> float:
+        now = time.monotonic()
+        if self._deadline is None:
+            self._deadline = now + self.seconds  # the clock starts at the first render
+        return self._deadline - now
+
+
+class Limits(NamedTuple):
+    """What one renderer process may use (each process of it: kustomize and its helm)."""
+
+    memory: int = MEMORY_LIMIT  # bytes of address space (RLIMIT_AS)
+    cpu: int = CPU_LIMIT  # seconds of CPU (RLIMIT_CPU)
+
+
+def sandbox_environment(private: str) -> dict[str, str]:
+    """The whole environment a renderer gets: PATH (kustomize finds helm and git on it) and
+    every directory Helm, kustomize, git and Go write to, inside ``private``. Nothing else
+    of gpulint's environment is passed: a CI job's tokens never reach a tool, so a chart
+    that reads ``/proc/self/environ`` finds nothing to leak.
+
+    The rest keeps the tools offline where they would otherwise reach out: no Helm plugins,
+    git refuses every transport (``GIT_ALLOW_PROTOCOL`` names none) and never prompts, and
+    HTTP(S) goes to a proxy address that cannot be connected to (Go's net/http honours
+    ``HTTPS_PROXY``); gpulint refuses the inputs that need a download before any tool runs.
+    """
+    home = os.path.join(private, "home")
+    tmp = os.path.join(private, "tmp")
+    for directory in (home, tmp):
+        os.makedirs(directory, exist_ok=True)
+    nowhere = "http://0.0.0.0:0"
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": home,
+        "TMPDIR": tmp,
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+        "HELM_CACHE_HOME": os.path.join(home, "helm", "cache"),
+        "HELM_CONFIG_HOME": os.path.join(home, "helm", "config"),
+        "HELM_DATA_HOME": os.path.join(home, "helm", "data"),
+        "HELM_PLUGINS": os.path.join(home, "helm", "plugins"),
+        "HELM_REGISTRY_CONFIG": os.path.join(home, "helm", "registry.json"),
+        "HELM_REPOSITORY_CACHE": os.path.join(home, "helm", "repository"),
+        "HELM_REPOSITORY_CONFIG": os.path.join(home, "helm", "repositories.yaml"),
+        "HELM_NO_PLUGINS": "1",
+        "KUBECONFIG": os.path.join(home, "kubeconfig"),  # never created: no cluster
+        "GIT_ALLOW_PROTOCOL": "none",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_SSH_COMMAND": "false",
+        "HTTP_PROXY": nowhere,
+        "HTTPS_PROXY": nowhere,
+        "ALL_PROXY": nowhere,
+        "http_proxy": nowhere,
+        "https_proxy": nowhere,
+        "all_proxy": nowhere,
+        "NO_PROXY": "",
+        "no_proxy": "",
+        "LANG": "C.UTF-8",
+    }
+    return env
+
+
+def _limit(limits: Limits) -> Callable[[], None]:
+    def apply() -> None:
+        # In the child, before exec: hard limits, so that neither the tool nor a child it
+        # starts (kustomize's helm) can raise them. RLIMIT_CPU's hard limit is SIGKILL.
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu, limits.cpu))
+
+    return apply
+
+
+def run_tool(
+    argv: list[str],
+    max_bytes: int,
+    timeout: float = RENDER_TIMEOUT,
+    budget: RenderBudget | None = None,
+    limits: Limits | None = None,
+) -> ToolOutput:
+    """Run a renderer in a sandbox: a private temporary directory as its home and temporary
+    directory, the clean environment of ``sandbox_environment``, memory and CPU limits, and
+    a process group of its own that is killed whole when it is done or out of time (so a
+    helm that kustomize started dies with it). Its output goes to a temporary file so that a
+    huge rendering is cut at ``max_bytes`` instead of filling memory; what it says on stderr
+    is bounded and scrubbed (``scrub``)."""
+    limits = limits or Limits()
+    if budget is not None:
+        left = budget.remaining()
+        if left <= 0:
+            return ToolOutput(
+                False,
+                b"",
+                f"was not run: the run's render budget of {budget.seconds:g} s is spent",
+                budget_spent=True,
+            )
+        if left < timeout:
+            timeout, out_of_budget = left, True
+        else:
+            out_of_budget = False
+    else:
+        out_of_budget = False
+    private = tempfile.mkdtemp(prefix="gpulint-render-")
+    try:
+        return _run(argv, max_bytes, timeout, limits, private, out_of_budget, budget)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _run(
+    argv: list[str],
+    max_bytes: int,
+    timeout: float,
+    limits: Limits,
+    private: str,
+    out_of_budget: bool,
+    budget: RenderBudget | None,
+) -> ToolOutput:
+    env = sandbox_environment(private)
+    with tempfile.TemporaryFile(dir=private) as out, tempfile.TemporaryFile(dir=private) as err:
         try:
-            process = subprocess.run(
+            process = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
-                timeout=timeout,
                 env=env,
-                check=False,
+                start_new_session=True,
+                preexec_fn=_limit(limits),
             )
-        except subprocess.TimeoutExpired:
-            return ToolOutput(False, b"", f"did not finish within {timeout:g} s", timed_out=True)
         except OSError as error:
             return ToolOutput(False, b"", f"cannot run {argv[0]}: {error.strerror}", missing=True)
+        except subprocess.SubprocessError as error:
+            return ToolOutput(False, b"", f"cannot run {argv[0]}: {error}", missing=True)
+        timed_out = not _wait(process.pid, timeout)
+        _kill_group(process.pid)
+        returncode = process.wait()
         size = out.tell()
+        err.seek(0)
+        said = err.read(STDERR_LIMIT).decode("utf-8", errors="replace")
+        message = _trim(scrub(said.replace(private, "<gpulint temp>")))
+        if timed_out:
+            if out_of_budget and budget is not None:
+                return ToolOutput(
+                    False,
+                    b"",
+                    f"was stopped: the run's render budget of {budget.seconds:g} s ran out",
+                    timed_out=True,
+                    budget_spent=True,
+                )
+            return ToolOutput(False, b"", f"did not finish within {timeout:g} s", timed_out=True)
         if size > max_bytes:
             return ToolOutput(
                 False,
@@ -110,11 +274,92 @@ def run_tool(argv: list[str], max_bytes: int, timeout: float = RENDER_TIMEOUT) -
             )
         out.seek(0)
         stdout = out.read()
-        err.seek(0)
-        message = _trim(err.read(65536).decode("utf-8", errors="replace"))
-    if process.returncode != 0:
-        return ToolOutput(False, stdout, message or f"exit code {process.returncode}")
+    if returncode != 0:
+        if returncode in (-signal.SIGKILL, -signal.SIGXCPU) or _out_of_memory(message):
+            return ToolOutput(
+                False,
+                b"",
+                f"was stopped at its limits ({limits.memory >> 20:,} MiB of memory, "
+                f"{limits.cpu} s of CPU)" + (f": {message}" if message else ""),
+                limited=True,
+            )
+        return ToolOutput(False, stdout, message or f"exit code {returncode}")
     return ToolOutput(True, stdout, message)
+
+
+def _wait(pid: int, timeout: float) -> bool:
+    """Wait for ``pid`` to exit without reaping it (so that its process group cannot be
+    reused before it is killed); False on time-out."""
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        try:
+            found = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        if found is not None:
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        delay = min(delay * 2, left, 0.05)
+        time.sleep(delay)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL every process left in the renderer's group (kustomize's helm, a git)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _out_of_memory(message: str) -> bool:
+    lowered = message.lower()
+    return "out of memory" in lowered or "cannot allocate memory" in lowered
+
+
+# A run of ``NAME=value`` words, as an environment dump prints (``env``, /proc/*/environ).
+_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*=[^\s\x00]*"
+_ENVIRON_RUN = re.compile(rf"{_ASSIGNMENT}(?:[\s\x00]+{_ASSIGNMENT}){{2,}}")
+_NUL_RUN = re.compile(r"[^\s\x00]*\x00[\s\S]*\x00[^\s\x00]*|[^\s\x00]*\x00[^\s\x00]*")
+# Variables whose values are paths or names that messages legitimately hold.
+_PLAIN_VARIABLES = frozenset(
+    [
+        "PATH",
+        "PWD",
+        "OLDPWD",
+        "HOME",
+        "SHELL",
+        "USER",
+        "LOGNAME",
+        "TERM",
+        "LANG",
+        "TMPDIR",
+        "HOSTNAME",
+        "SHLVL",
+        "_",
+        "PS1",
+        "EDITOR",
+        "VIRTUAL_ENV",
+        "PYTHONPATH",
+    ]
+)
+REMOVED = "[removed: looks like environment data]"
+
+
+def scrub(text: str) -> str:
+    """A tool's message as a report may show it: NUL-separated data (``/proc/self/environ``)
+    and runs of ``NAME=value`` words cut out, and no value of gpulint's own environment
+    (eight characters or more, paths like PATH and HOME aside) left in it. The sandbox
+    already gives the tools an environment without secrets; this is the second fence, for a
+    file a chart or kustomization reads that holds them."""
+    text = _NUL_RUN.sub(REMOVED, text)
+    text = _ENVIRON_RUN.sub(REMOVED, text)
+    for name, value in os.environ.items():
+        if name in _PLAIN_VARIABLES or name.startswith("LC_") or len(value) < 8:
+            continue
+        if value in text:
+            text = text.replace(value, "[removed]")
+    return text
 
 
 def _trim(text: str) -> str:
