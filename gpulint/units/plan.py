@@ -19,6 +19,7 @@ from gpulint.loader import (
 )
 from gpulint.paths import display_path, normalized, within
 from gpulint.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
+from gpulint.units.boundary import boundaries_of
 from gpulint.units.parallel import load_all
 from gpulint.units.walk import walk
 
@@ -30,6 +31,7 @@ class UnitPlan:
     """A unit before it is built: what to render and which files to read."""
 
     __slots__ = (
+        "boundaries",
         "charts",
         "kind",
         "kustomizations",
@@ -49,6 +51,8 @@ class UnitPlan:
         self.loaded: list[LoadedFile] = []  # plain files, already read
         self.problems: list[LoadProblem] = []
         self.skipped: list[tuple[str, str]] = []
+        # The directories the unit's rendering may read (``gpulint.units.boundary``).
+        self.boundaries: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"UnitPlan({self.name!r}, {self.kind})"
@@ -97,13 +101,15 @@ def plan(
     paths: Iterable[str], settings: Settings, max_file_size: int = MAX_FILE_SIZE
 ) -> list[UnitPlan]:
     """The units of a run, in a stable order."""
+    paths = list(paths)
     found = gather(paths, settings, max_file_size)
+    boundaries = boundaries_of(paths)
     charts = _top_charts(list(found.charts))
     chart_dirs = _Directories(charts)
     if found.kustomizations:
         from gpulint.units.kustomize import Kustomization
     kustomizations = {
-        directory: Kustomization(directory)
+        directory: Kustomization(directory, boundaries)
         for directory in found.kustomizations
         if chart_dirs.holding(directory) is None
     }
@@ -186,6 +192,8 @@ def plan(
             target.problems.append(item)
         else:
             target.skipped.append(item)
+    for unit_plan in plans:
+        unit_plan.boundaries = boundaries
     return plans
 
 
