@@ -317,10 +317,10 @@ def _out_of_memory(message: str) -> bool:
     return "out of memory" in lowered or "cannot allocate memory" in lowered
 
 
-# A run of ``NAME=value`` words, as an environment dump prints (``env``, /proc/*/environ).
-_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*=[^\s\x00]*"
-_ENVIRON_RUN = re.compile(rf"{_ASSIGNMENT}(?:[\s\x00]+{_ASSIGNMENT}){{2,}}")
-_NUL_RUN = re.compile(r"[^\s\x00]*\x00[\s\S]*\x00[^\s\x00]*|[^\s\x00]*\x00[^\s\x00]*")
+# A word that assigns, as an environment dump prints them (``env``, /proc/*/environ).
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_SPACE = re.compile(r"(\s+)")
+ENVIRON_RUN = 3  # this many NAME=value words in a row are taken for an environment dump
 # Variables whose values are paths or names that messages legitimately hold.
 _PLAIN_VARIABLES = frozenset(
     [
@@ -352,8 +352,14 @@ def scrub(text: str) -> str:
     (eight characters or more, paths like PATH and HOME aside) left in it. The sandbox
     already gives the tools an environment without secrets; this is the second fence, for a
     file a chart or kustomization reads that holds them."""
-    text = _NUL_RUN.sub(REMOVED, text)
-    text = _ENVIRON_RUN.sub(REMOVED, text)
+    first, last = text.find("\x00"), text.rfind("\x00")
+    if first >= 0:
+        # From the word holding the first NUL to the word holding the last one.
+        start = max(text.rfind(c, 0, first) for c in " \t\n\r") + 1
+        ends = [i for i in (text.find(c, last) for c in " \t\n\r") if i >= 0]
+        end = min(ends) if ends else len(text)
+        text = text[:start] + REMOVED + text[end:]
+    text = _without_assignment_runs(text)
     for name, value in os.environ.items():
         if name in _PLAIN_VARIABLES or name.startswith("LC_") or len(value) < 8:
             continue
@@ -362,11 +368,38 @@ def scrub(text: str) -> str:
     return text
 
 
+def _without_assignment_runs(text: str) -> str:
+    """``text`` with every run of ``ENVIRON_RUN`` or more ``NAME=value`` words replaced,
+    word by word (linear in the text: a regular expression over a tool's output would
+    backtrack on ``a=a=a=...``)."""
+    parts = _SPACE.split(text)  # words at even indexes, the spaces between at odd ones
+    words = parts[0::2]
+    kept: list[str] = []
+    index = 0
+    while index < len(words):
+        end = index
+        while end < len(words) and _ASSIGNMENT.match(words[end]):
+            end += 1
+        if end - index >= ENVIRON_RUN:
+            kept.append(REMOVED)
+            if end < len(words):
+                kept.append(parts[2 * end - 1])
+            index = end
+            continue
+        kept.append(words[index])
+        if index + 1 < len(words):
+            kept.append(parts[2 * index + 1])
+        index += 1
+    return "".join(kept)
+
+
 def _trim(text: str) -> str:
     """The tool's own words, without klog's ``E1201 21:55:33.2 ... run.go:72]`` prefix."""
     lines = []
     for line in text.strip().splitlines():
         line = line.strip()
+        if line.startswith(("goroutine ", "runtime stack:")):
+            break  # a Go crash: what follows is its stack, of no use to a chart's author
         if "] " in line and line[:1] in "EWI" and line[1:5].isdigit():
             line = line.split("] ", 1)[1]
         if line.startswith('"command failed" err='):
