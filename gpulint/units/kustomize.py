@@ -728,6 +728,7 @@ __all__ = [
     "Kustomization",
     "KustomizeSource",
     "Patch",
+    "Reference",
     "YList",
     "build_annotations",
     "find_origin_document",

@@ -43,7 +43,7 @@ def remote_reason(reference: str) -> str | None:
         return None
     if any(ord(c) < 32 or ord(c) == 127 for c in text):
         # kustomize's URL parse rejects control characters, but git does not: never local.
-        return "it holds control characters"
+        return "a name with control characters"
     forced = _FORCED.match(text)
     if forced:
         return f"a forced `{forced.group(1)}::` download"
@@ -55,21 +55,21 @@ def remote_reason(reference: str) -> str | None:
             return f"a {name}:// URL"
         if "/" not in name and "." in name:
             return f"an scp-style git address on host {scheme.group(1)}"
-        return f"a `{scheme.group(1)}:` address (a git alias or URL scheme)"
+        return f"a `{scheme.group(1)}:` git alias or URL scheme"
     head = path.split("/", 1)[0]
     if "@" in head:
-        return "a git address with a user name (user@host)"
+        return "a git address with a user name"
     if ":" in head:
-        return "an scp-style git address (host:path)"
-    if query_mark:
-        return "a git reference with a query (?ref=...)"
+        return "an scp-style git address"
     lowered = head.lower()
     if lowered in _BARE_HOSTS:
         return f"a {lowered} repository"
     if lowered.endswith(_BUCKET_HOSTS):
         return f"a bucket on {lowered}"
+    if query_mark:
+        return "a git reference with a query"
     if "//" in path or "_git/" in path:
-        return "a git repository with a path inside it (//)"
+        return "a git repository with a path inside it"
     return None
 
 

@@ -43,6 +43,7 @@ from gpulint.units.kustomize import (
     Kustomization,
     KustomizeSource,
     Patch,
+    Reference,
     build_annotations,
     find_origin_document,
     kustomization_file,
@@ -167,39 +168,45 @@ def _build_kustomization(
     unit.files.update(k.file for k in chain)
     here = kustomization.location()
 
-    def unavailable(message: str, fix: str) -> None:
+    def unavailable(message: str, fix: str, at: Location | None = None) -> None:
+        where = at or here
         unit.render_problems.append(
-            RenderProblem(RENDER_UNAVAILABLE, here.file, here.line, here.column, message, fix)
+            RenderProblem(RENDER_UNAVAILABLE, where.file, where.line, where.column, message, fix)
         )
         _fallback_files(unit, chain, sources)
 
-    remote = [r for k in chain for r in k.remote]
+    def first(references: list[tuple[Kustomization, Reference]]) -> Location:
+        owner, reference = references[0]
+        return owner.location(reference.field)
+
+    remote = [(k, r) for k in chain for r in k.remote]
     if remote:
-        shown = "; ".join(f"{r.path} ({r.reason})" for r in remote[:3])
+        shown = "; ".join(f"{r.path} ({r.reason})" for _, r in remote[:3])
         unavailable(
             f"kustomization {unit.name} uses remote resources, which gpulint does not download. "
             f"They are {shown}; its local files are linted one by one instead.",
             f"build it where the remote resources can be fetched and pipe the output: "
             f"`kustomize build {kustomization.directory} | gpulint lint --stdin-filename "
             f"{kustomization.file} -`",
+            first(remote),
         )
         return
-    outside = [r for k in chain for r in k.outside]
+    outside = [(k, r) for k in chain for r in k.outside]
     if outside:
-        shown = ", ".join(r.path for r in outside[:3])
+        shown = ", ".join(r.path for _, r in outside[:3])
         unavailable(
             f"kustomization {unit.name} names paths outside the repository, which gpulint "
             f"never reads or hands to kustomize. They are {shown}; its files inside the "
             "repository are linted one by one instead.",
             "keep every resource, base, component, patch and generator file inside the "
             "repository (relative paths that stay below its top level)",
+            first(outside),
         )
         return
     helm_problems = [(k, r) for k in chain for r in k.helm_problems]
     if helm_problems:
         shown = "; ".join(f"{r.path} ({r.reason})" for _, r in helm_problems[:3])
-        owner, first = helm_problems[0]
-        where = owner.location(first.field)
+        where = first(helm_problems)
         unit.render_problems.append(
             RenderProblem(
                 RENDER_UNAVAILABLE,
@@ -616,7 +623,11 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
                 1,
                 f"chart {unit.name} does not render, so no cluster can get it. "
                 + _failure(output, "Rendering it fails with: ", "helm "),
-                f"fix what `helm template {chart}` reports" + (f" (line {line})" if line else ""),
+                "make the chart render with less memory and CPU (a loop or `tpl` recursion "
+                "that builds ever larger strings?)"
+                if output.limited
+                else f"fix what `helm template {chart}` reports"
+                + (f" (line {line})" if line else ""),
             )
         )
         return
