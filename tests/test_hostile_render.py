@@ -278,6 +278,31 @@ def test_helm_charts_with_a_repository_are_never_pulled(
     _no_connection(server)
 
 
+def test_a_renderer_has_no_network_where_the_kernel_gives_it_a_namespace(
+    listener: tuple[socket.socket, int],
+) -> None:
+    """The second fence behind the refusals: a renderer that connects anyway reaches nothing
+    (skipped where neither a network namespace nor an unprivileged user namespace may be
+    made, as in some containers)."""
+    server, port = listener
+    script = (
+        "import os, socket, sys\n"
+        "print(os.readlink('/proc/self/ns/net'))\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        "    print('connected')\n"
+        "except OSError as error:\n"
+        "    print('refused', error.errno)\n"
+    )
+    output = run_tool([sys.executable, "-c", script], 1 << 20)
+    assert output.ok, output.message
+    namespace, result = output.stdout.decode().split()[:2]
+    if namespace == os.readlink("/proc/self/ns/net"):
+        pytest.skip("this kernel or container gives no network namespace to an unprivileged child")
+    assert result == "refused"
+    _no_connection(server)
+
+
 # --- 3. writes outside ---------------------------------------------------------------------
 
 

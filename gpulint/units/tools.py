@@ -9,8 +9,9 @@ The input is written by others (a pull request from a fork), so a renderer runs 
 
 * a clean environment (``sandbox_environment``): PATH, and Helm's, git's and Go's homes in a
   private temporary directory that is removed afterwards; no variable of the caller's;
-* no plugins, no exec functions, no way out for git or HTTP (and gpulint refuses, before
-  running anything, every input that would need a download: see ``render``);
+* no plugins, no exec functions, no way out for git or HTTP, and a network namespace of its
+  own where the kernel allows one (and gpulint refuses, before running anything, every input
+  that would need a download: see ``render``);
 * hard memory and CPU limits (``Limits``), a time limit per unit and a render budget per run
   (``RenderBudget``), and a process group of its own that is killed whole (a helm started by
   kustomize dies with it);
@@ -21,6 +22,8 @@ The input is written by others (a pull request from a fork), so a renderer runs 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import re
 import resource
@@ -32,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 RENDER_TIMEOUT = 120.0  # seconds for one kustomize build or helm template
 RENDER_BUDGET = 600.0  # seconds of rendering for a whole run
@@ -177,10 +180,59 @@ def sandbox_environment(private: str) -> dict[str, str]:
     return env
 
 
+# unshare(2) flags (linux/sched.h).
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    """The C library, loaded in the parent: the child only calls into it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _isolate_network(libc: Any, uid: int, gid: int) -> None:
+    """Put the child in a network namespace of its own, holding only a loopback interface
+    that is down: no connection can leave it, to 127.0.0.1 included. As root (or with
+    CAP_SYS_ADMIN) a network namespace alone; otherwise inside a user namespace that maps
+    the same user and group (unprivileged user namespaces; some kernels and container
+    runtimes forbid them, and then the renderer runs in the host's network, still with
+    every download refused before it starts and the proxies of ``sandbox_environment``)."""
+    if libc is None:
+        return
+    try:
+        if libc.unshare(CLONE_NEWNET) == 0:
+            return
+        if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+            return
+        for file, text in (
+            ("/proc/self/setgroups", "deny"),
+            ("/proc/self/uid_map", f"{uid} {uid} 1"),
+            ("/proc/self/gid_map", f"{gid} {gid} 1"),
+        ):
+            fd = os.open(file, os.O_WRONLY)
+            try:
+                os.write(fd, text.encode())
+            finally:
+                os.close(fd)
+    except OSError:
+        return
+
+
 def _limit(limits: Limits) -> Callable[[], None]:
+    libc = _libc()
+    uid, gid = os.geteuid(), os.getegid()
+
     def apply() -> None:
-        # In the child, before exec: hard limits, so that neither the tool nor a child it
-        # starts (kustomize's helm) can raise them. RLIMIT_CPU's hard limit is SIGKILL.
+        # In the child, before exec (only system calls: no lock another thread may hold).
+        _isolate_network(libc, uid, gid)
+        # Hard limits, so that neither the tool nor a child it starts (kustomize's helm)
+        # can raise them. RLIMIT_CPU's hard limit is SIGKILL.
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu, limits.cpu))
 
@@ -351,7 +403,8 @@ def scrub(text: str) -> str:
     and runs of ``NAME=value`` words cut out, and no value of gpulint's own environment
     (eight characters or more, paths like PATH and HOME aside) left in it. The sandbox
     already gives the tools an environment without secrets; this is the second fence, for a
-    file a chart or kustomization reads that holds them."""
+    file a chart or kustomization reads that holds them. Absolute paths and numbers are left
+    alone: messages name the repository's directory, and neither is a secret."""
     first, last = text.find("\x00"), text.rfind("\x00")
     if first >= 0:
         # From the word holding the first NUL to the word holding the last one.
@@ -361,7 +414,13 @@ def scrub(text: str) -> str:
         text = text[:start] + REMOVED + text[end:]
     text = _without_assignment_runs(text)
     for name, value in os.environ.items():
-        if name in _PLAIN_VARIABLES or name.startswith("LC_") or len(value) < 8:
+        if (
+            name in _PLAIN_VARIABLES
+            or name.startswith("LC_")
+            or len(value) < 8
+            or os.path.isabs(value)  # a directory (GITHUB_WORKSPACE) that messages name
+            or value.isdigit()
+        ):
             continue
         if value in text:
             text = text.replace(value, "[removed]")
