@@ -385,10 +385,24 @@ def _processes_mentioning(text: str) -> list[int]:
 
 def test_a_chart_that_allocates_without_end_is_killed_at_the_memory_limit(repo: Path) -> None:
     _chart(repo / "hog", "hog", {"cm.yaml": HOG})
-    output, _, _ = _cli("--helm", helm_command()[0], "hog", cwd=repo)
-    assert "GL704" in output and "stopped at its limits" in output
+    tpl = _chart(repo / "tpl", "tpl", {"x.yaml": "{{ tpl .Values.a . }}\n"})
+    (tpl / "values.yaml").write_text('a: "{{ tpl .Values.a . }}"\n')
+    output, _, _ = _cli("--helm", helm_command()[0], "hog", "tpl", cwd=repo)
+    for chart in ("hog", "tpl"):
+        assert f"GL704 [error] chart {chart} does not render" in output
+    assert output.count("stopped at its limits") >= 2 * 3  # both charts, in every format
     assert "goroutine" not in output  # Go's stack is cut
-    assert _processes_mentioning(str(repo / "hog")) == []
+    assert _processes_mentioning(str(repo)) == []
+
+
+def test_kustomize_inflating_a_chart_that_allocates_without_end_is_killed(repo: Path) -> None:
+    overlay = repo / "overlay"
+    _chart(overlay / "charts" / "hog", "hog", {"cm.yaml": HOG})
+    _kustomization(overlay, {"helmCharts": [{"name": "hog", "releaseName": "hog"}]})
+    unit = _kustomized(_build(overlay, options=_options()))
+    ((rule, message),) = _problems([unit])
+    assert rule == "GL704" and "does not build within the limits" in message
+    assert _processes_mentioning(str(overlay)) == []
 
 
 def test_a_timed_out_kustomize_takes_its_helm_child_with_it(repo: Path) -> None:
@@ -448,6 +462,17 @@ def test_the_fallback_reads_no_file_outside_the_repository(repo: Path) -> None:
         assert [Path(f.path).name for f in unit.loaded] == ["hpa.yaml"]
     output, _, _ = _cli("--kustomize", "/nonexistent/kustomize", "overlay", cwd=repo)
     assert CANARY not in output and "outside the repository" in output
+
+
+def test_a_kustomization_file_linked_out_of_the_repository_is_never_read(repo: Path) -> None:
+    outside = repo.parent / "outside"
+    (outside / "kustomization.yaml").write_text(f"resources: [{CANARY}.yaml]\n")
+    (repo / "k").mkdir()
+    (repo / "k" / "kustomization.yaml").symlink_to(outside / "kustomization.yaml")
+    (unit,) = _build(repo / "k", options=_options())
+    assert unit.rendered_by == []
+    ((rule, message),) = _problems([unit])
+    assert rule == "GL705" and "outside the repository" in message and CANARY not in message
 
 
 def test_a_source_comment_leaving_the_chart_maps_nothing_outside(repo: Path) -> None:

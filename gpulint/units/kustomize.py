@@ -76,10 +76,15 @@ class Kustomization:
         self.directory = directory
         self.boundaries = boundaries if boundaries is not None else boundaries_of([directory])
         self.file = kustomization_file(directory) or os.path.join(directory, "kustomization.yaml")
+        self.outside: list[Reference] = []
         if inside(self.file, self.boundaries) or not os.path.lexists(self.file):
             self.loaded: LoadedFile = load_file(self.file)
         else:
-            self.loaded = LoadedFile(self.file)  # a link out of the repository: never read
+            # A link out of the repository: never read, and never handed to kustomize.
+            self.loaded = LoadedFile(self.file)
+            self.outside.append(
+                Reference(os.path.basename(self.file), (), self.file, "outside the repository")
+            )
         documents = self.loaded.documents
         self.document: Document | None = documents[0] if documents else None
         data = self.document.data if self.document is not None else None
@@ -88,7 +93,6 @@ class Kustomization:
         self.directories: list[Reference] = []  # bases and components
         self.files: list[Reference] = []
         self.remote: list[Reference] = []
-        self.outside: list[Reference] = []
         self.helm_charts: Path | None = ("helmCharts",) if self.data.get("helmCharts") else None
         self.chart_homes: list[str] = []  # directories whose charts kustomize's helm reads
         self.helm_problems: list[Reference] = []  # downloads, paths out of the repository

@@ -303,7 +303,7 @@ def _build_kustomization(
                     here.line,
                     here.column,
                     f"kustomization {unit.name} does not build within the limits: {tool.name} "
-                    f"{message}",
+                    f"{_kustomize_message(message)}",
                     "make the kustomization (and the Helm charts it inflates) render with "
                     "less memory and CPU",
                 )
