@@ -289,15 +289,16 @@ class _Scan:
 
     def spend(self, pattern: str) -> None:
         self.entries += 1
-        if self.entries > UNIT_SCAN_LIMIT or (
-            self.entries % 1024 == 0 and time.monotonic() > self.deadline
-        ):
-            raise InputError(
-                f"{self.config}: units: matching {pattern!r} looked at more than "
-                f"{min(self.entries, UNIT_SCAN_LIMIT):,} directory entries or took more than "
-                f"{UNIT_SCAN_SECONDS:g} s; name the unit directories more narrowly "
-                "(for example clusters/*)"
-            )
+        if self.entries > UNIT_SCAN_LIMIT:
+            spent = f"looked at more than {UNIT_SCAN_LIMIT:,} directory entries"
+        elif self.entries % 1024 == 0 and time.monotonic() > self.deadline:
+            spent = f"took more than {UNIT_SCAN_SECONDS:g} s"
+        else:
+            return
+        raise InputError(
+            f"{self.config}: units: matching {pattern!r} {spent}; name the unit directories "
+            "more narrowly (for example clusters/*)"
+        )
 
 
 def _matching_directories(
