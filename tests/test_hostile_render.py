@@ -490,6 +490,36 @@ def test_a_source_comment_leaving_the_chart_maps_nothing_outside(repo: Path) -> 
     assert tree_problem(str(repo / "c")) == "templates/link.yaml is a link out of it"
 
 
+def test_piped_build_annotations_naming_files_outside_read_nothing(repo: Path) -> None:
+    """``kustomize build`` output piped in keeps annotations a resource brought along: an
+    origin or a transformer's kustomization outside the repository is never opened."""
+    outside = repo.parent / "outside"
+    (outside / "hpa.yaml").write_text(HPA.replace("NAME", "web"))
+    (outside / "kustomization.yaml").write_text(
+        "patches:\n  - patch: |\n      kind: HorizontalPodAutoscaler\n"
+        "      metadata: {name: web}\n      spec: {maxReplicas: 3}\n"
+    )
+    (repo / "kustomization.yaml").write_text("resources: [hpa.yaml]\n")
+    annotations = (
+        "  annotations:\n"
+        '    config.kubernetes.io/origin: "path: ../outside/hpa.yaml"\n'
+        '    alpha.config.kubernetes.io/transformations: "- configuredIn: '
+        '../outside/kustomization.yaml\\n  configuredBy: {kind: PatchTransformer}"\n'
+    )
+    piped = HPA.replace("metadata: {name: NAME}\n", "metadata:\n  name: web\n" + annotations)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulint", "lint", "-f", "json", "-"],
+        input=piped,
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        timeout=60,
+    )
+    report = json.loads(done.stdout)
+    assert report["summary"]["files"] == 1, report["summary"]
+    assert "outside" not in done.stdout.replace("../outside/", "")
+
+
 # --- .gpulint.yaml units: ---------------------------------------------------------------------
 
 

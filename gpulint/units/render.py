@@ -36,7 +36,7 @@ from gpulint.loader import (
 from gpulint.model import Location
 from gpulint.paths import display_path
 from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN, RenderOptions, RenderProblem, Unit
-from gpulint.units.boundary import inside, tree_problem
+from gpulint.units.boundary import boundaries_of, inside, tree_problem
 from gpulint.units.helm import HelmSource, TemplateText, chart_name, template_file
 from gpulint.units.kustomize import (
     KUSTOMIZATION_NAMES,
@@ -93,7 +93,9 @@ class SourceFiles:
     def kustomization(self, directory: str) -> Kustomization:
         key = os.path.normpath(directory)
         if key not in self._kustomizations:
-            self._kustomizations[key] = Kustomization(key, tuple(self.boundaries) or None)
+            self._kustomizations[key] = Kustomization(
+                key, tuple(self.boundaries) or boundaries_of(["."])
+            )
         return self._kustomizations[key]
 
     def template(self, path: str) -> TemplateText | None:
@@ -415,6 +417,8 @@ def _map_kustomize_output(
         )
     for file in comment_files:
         loaded = sources.load(file)
+        if loaded is None and not sources.readable(file):
+            continue  # an annotation naming a file outside the repository
         unit.files.add(file)
         if loaded is not None:
             unit.ignore_comments.extend(loaded.ignore_comments)
