@@ -136,8 +136,8 @@ class Kustomization:
                 for data in self._configurations(item):
                     if data.get("kind") == HELM_GENERATOR:
                         generators.append((data, (key, i)))
-        if not generators and not self.data.get("helmGlobals"):
-            return
+        if not generators:
+            return  # helmGlobals alone inflates nothing
         if self.helm_charts is None and generators:
             self.helm_charts = generators[0][1]
         globals_ = as_dict(self.data.get("helmGlobals"))
@@ -156,9 +156,15 @@ class Kustomization:
                 self.chart_homes.append(reference)
         if not any(home is not None for home, _ in homes):
             self.chart_homes.append(os.path.join(self.directory, "charts"))  # kustomize's default
-        config_home = globals_.get("configHome")
-        if config_home is not None:
-            self._helm_path(config_home, ("helmGlobals", "configHome"))
+        config_homes: list[tuple[Any, Path]] = [
+            (globals_.get("configHome"), ("helmGlobals", "configHome"))
+        ]
+        config_homes += [
+            (data.get("configHome"), (*field, "configHome")) for data, field in generators
+        ]
+        for config_home, field in config_homes:
+            if config_home is not None:
+                self._helm_path(config_home, field)
         for data, field in generators:
             repo = data.get("repo")
             name = data.get("name")
