@@ -8,7 +8,8 @@ resolved) is inside a boundary of the run:
 
 * the top level of the git work tree that holds a path given on the command line (where a
   kustomize overlay's ``../../base`` lives);
-* outside git: the working directory when the path is below it, else the path itself.
+* outside git: the working directory when the path is below it (and the working directory is
+  not ``/``), else the path itself.
 
 A repository nested in another is its own boundary: a ``.git`` that a pull request adds can
 only narrow what is read, never widen it.
@@ -39,7 +40,7 @@ def boundary_of(path: str) -> str:
     if root is not None:
         return real(root) or root
     cwd = real(os.getcwd()) or os.getcwd()
-    return cwd if within(tree, cwd) else tree
+    return cwd if cwd != os.sep and within(tree, cwd) else tree
 
 
 def boundaries_of(paths: Iterable[str]) -> tuple[str, ...]:
