@@ -713,6 +713,23 @@ def test_reading_any_chart_maps_nothing_outside_it(repo: Path, chart: object, so
         assert found is None or inside(found, (os.path.realpath(directory),))
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["A=1", "KEY=v", " ", "\n", "\x00", "x", "=", "Error:", CANARY]),
+        max_size=30,
+    ).map("".join)
+)
+def test_scrubbed_text_holds_no_nul_and_no_secret(text: str) -> None:
+    os.environ["GPULINT_TEST_TOKEN"] = CANARY
+    try:
+        cleaned = scrub(text)
+    finally:
+        del os.environ["GPULINT_TEST_TOKEN"]
+    assert "\x00" not in cleaned and CANARY not in cleaned
+    assert "A=1 A=1 A=1" not in cleaned
+
+
 def test_a_process_group_is_gone_after_a_normal_run(tmp_path: Path) -> None:
     """A renderer that leaves a child behind (as a tool that forks a helper might): the
     child dies with the group when the renderer exits."""
