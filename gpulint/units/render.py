@@ -216,8 +216,8 @@ def _build_kustomization(
                 where.line,
                 where.column,
                 f"kustomization {unit.name} inflates Helm charts that gpulint will not fetch or "
-                f"read: {shown}. gpulint never downloads a chart or lets Helm write outside a "
-                "temporary directory; its other files are linted one by one instead.",
+                f"read. They are {shown}: gpulint never downloads a chart or lets Helm read or "
+                "write outside the repository; its other files are linted one by one instead.",
                 "vendor the chart inside the repository (helmGlobals.chartHome, a relative "
                 "path below the kustomization) without `repo:`, or render it with "
                 "`helm template` and lint that",
@@ -258,9 +258,9 @@ def _build_kustomization(
             problem = tree_problem(home)
             if problem is not None:
                 unavailable(
-                    f"kustomization {unit.name} inflates Helm charts from "
-                    f"{display_path(home)}, which gpulint does not hand to Helm: {problem}. "
-                    "Its other files are linted one by one instead.",
+                    f"kustomization {unit.name} inflates Helm charts that gpulint does not hand "
+                    f"to Helm. In {display_path(home)}, {problem}; its other files are linted "
+                    "one by one instead.",
                     "keep the chart's files inside the chart (copy a linked file in) and "
                     "remove links, FIFOs and devices from it",
                 )
@@ -292,8 +292,8 @@ def _build_kustomization(
         message = output.message.replace(wrapper, "<gpulint wrapper>")
         if output.budget_spent:
             unavailable(
-                f"kustomization {unit.name} was not built: {tool.name} {message}; its files "
-                "are linted one by one instead",
+                f"kustomization {unit.name} was not built: {_budget(options, output)}; its "
+                "files are linted one by one instead.",
                 "lint fewer units per run, or make the slow ones render faster",
             )
             return
@@ -304,8 +304,8 @@ def _build_kustomization(
                     here.file,
                     here.line,
                     here.column,
-                    f"kustomization {unit.name} does not build within the limits: {tool.name} "
-                    f"{_kustomize_message(message)}",
+                    f"kustomization {unit.name} does not build within gpulint's memory and CPU "
+                    f"limits. {tool.name} {_kustomize_message(message)}",
                     "make the kustomization (and the Helm charts it inflates) render with "
                     "less memory and CPU",
                 )
@@ -561,9 +561,9 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
                 chart_yaml,
                 1,
                 1,
-                f"chart {unit.name} was not rendered: {problem}, and gpulint hands Helm only "
-                "charts whose files are all inside them; its values are linted, its "
-                "templates skipped",
+                f"chart {unit.name} was not rendered: gpulint hands Helm only charts whose "
+                f"files are all inside them. Here {problem}; its values are linted, its "
+                "templates skipped.",
                 "copy the linked file into the chart, and remove links, FIFOs and devices from it",
             )
         )
@@ -583,8 +583,8 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
                     chart_yaml,
                     1,
                     1,
-                    f"chart {unit.name} was not rendered: helm {message}; its values are "
-                    "linted, its templates skipped",
+                    f"chart {unit.name} was not rendered: {_budget(options, output)}; its "
+                    "values are linted, its templates skipped.",
                     "lint fewer units per run, or make the slow ones render faster",
                 )
             )
@@ -638,6 +638,11 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
     rendered = load_file(f"<helm template {display_path(chart)}>", output.stdout)
     _map_helm_output(unit, rendered, chart, sources)
     unit.loaded.append(rendered)
+
+
+def _budget(options: RenderOptions, output: ToolOutput) -> str:
+    when = "while it rendered" if output.timed_out else "before it started"
+    return f"the run's render budget of {options.budget.seconds:g} s ran out {when}"
 
 
 def _failure(output: ToolOutput, lead: str, tool: str) -> str:
