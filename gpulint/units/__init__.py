@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from gpulint.loader import MAX_FILE_SIZE, IgnoreComment, LoadedFile, LoadProblem
 
 if TYPE_CHECKING:
-    from gpulint.units.tools import Tool
+    from gpulint.units.tools import Limits, RenderBudget, Tool
 
 KUSTOMIZE, HELM, FILES, STDIN = "kustomize", "helm", "files", "stdin"
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -84,7 +84,8 @@ class Unit:
 
 
 class RenderOptions:
-    """How units are rendered: the tools, Helm values, size limit, piped input's name."""
+    """How units are rendered: the tools, Helm values, size limit, piped input's name, and
+    the run's render budget (seconds, shared by every unit) and per-process limits."""
 
     def __init__(
         self,
@@ -93,12 +94,22 @@ class RenderOptions:
         helm_values: list[str] | None = None,
         max_file_size: int = MAX_FILE_SIZE,
         stdin_filename: str | None = None,
+        render_budget: float | None = None,
+        limits: Limits | None = None,
+        timeout: float | None = None,
     ) -> None:
+        from gpulint.units.tools import RENDER_BUDGET, RENDER_TIMEOUT, Limits, RenderBudget
+
         self.kustomize_command = kustomize
         self.helm_command = helm
         self.helm_values = list(helm_values or [])
         self.max_file_size = max_file_size
         self.stdin_filename = stdin_filename
+        self.budget: RenderBudget = RenderBudget(
+            RENDER_BUDGET if render_budget is None else render_budget
+        )
+        self.limits: Limits = limits or Limits()
+        self.timeout = RENDER_TIMEOUT if timeout is None else timeout
         self._kustomize: Tool | bool | None = False
         self._helm: Tool | bool | None = False
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from gpulint.document import Document, Path
 from gpulint.model import Location
+from gpulint.paths import within
+from gpulint.units.boundary import real
 from gpulint.yamlparse import YamlError, parse_documents
 
 _KIND_LINE = re.compile(r"^kind:\s*\S")
@@ -22,22 +24,34 @@ _KIND_LINE = re.compile(r"^kind:\s*\S")
 
 def chart_name(chart: str) -> str:
     """The ``name`` of Chart.yaml (what ``# Source:`` paths start with), else the directory's."""
-    try:
-        with open(os.path.join(chart, "Chart.yaml"), "rb") as handle:
-            documents = list(parse_documents(handle.read(1 << 20)))
-    except (OSError, YamlError):
-        documents = []
+    documents = []
+    chart_yaml = os.path.join(chart, "Chart.yaml")
+    root = real(chart)
+    found = real(chart_yaml)
+    if root is not None and found is not None and within(found, root):
+        try:
+            with open(found, "rb") as handle:
+                documents = list(parse_documents(handle.read(1 << 20)))
+        except (OSError, YamlError, RecursionError, ValueError):
+            documents = []
     data = documents[0].value if documents else None
     name = data.get("name") if isinstance(data, dict) else None
     return name if isinstance(name, str) and name else os.path.basename(os.path.abspath(chart))
 
 
 def template_file(chart: str, name: str, source: str) -> str | None:
-    """The file a ``# Source:`` path names, inside ``chart`` (whose Chart.yaml says ``name``)."""
+    """The file a ``# Source:`` path names, inside ``chart`` (whose Chart.yaml says ``name``).
+
+    The comment is text anyone can write (``# Source: c/../../x.yaml`` in piped output, a
+    template that prints one): a path that leaves the chart, or a link out of it, names
+    nothing, so no finding is mapped to, and no byte read from, a file outside the chart."""
     head, _, rest = source.partition("/")
-    if head != name or not rest:
+    if head != name or not rest or "\x00" in rest or os.path.isabs(rest):
         return None
     candidate = os.path.normpath(os.path.join(chart, rest))
+    root, found = real(chart), real(candidate)
+    if root is None or found is None or found == root or not within(found, root):
+        return None
     return candidate if os.path.isfile(candidate) else None
 
 

@@ -28,15 +28,17 @@ from gpulint.document import Document, Manifest, Path, as_dict, as_list, has_ste
 from gpulint.loader import LoadedFile, load_file
 from gpulint.model import Location
 from gpulint.units import KUSTOMIZATION_NAMES
+from gpulint.units.boundary import boundaries_of, inside
+from gpulint.units.references import is_remote, remote_reason
 from gpulint.yamlparse import YamlError, YList, YMap, parse_documents
 
 ORIGIN = "config.kubernetes.io/origin"
 TRANSFORMATIONS = "alpha.config.kubernetes.io/transformations"
 BUILD_ANNOTATIONS = (ORIGIN, TRANSFORMATIONS)
-# Remote targets kustomize would download: URLs, git and GitHub shorthands.
-_REMOTE = re.compile(
-    r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)|\?ref=|//"
-)
+HELM_GENERATOR = "HelmChartInflationGenerator"
+# A generator or transformer configuration file is read only to see whether it inflates a
+# Helm chart; kustomize's own configurations are a few lines.
+_CONFIG_FILE_LIMIT = 1 << 20
 
 
 def kustomization_file(directory: str) -> str | None:
@@ -47,31 +49,42 @@ def kustomization_file(directory: str) -> str | None:
     return None
 
 
-def is_remote(reference: str) -> bool:
-    return bool(_REMOTE.search(reference))
-
-
 class Reference:
     """A path a kustomization names, where it names it."""
 
-    __slots__ = ("field", "path", "resolved")
+    __slots__ = ("field", "path", "reason", "resolved")
 
-    def __init__(self, path: str, field: Path, resolved: str) -> None:
+    def __init__(self, path: str, field: Path, resolved: str, reason: str = "") -> None:
         self.path = path  # as written
         self.field = field  # where, in the kustomization's data
         self.resolved = resolved  # joined onto the kustomization's directory
+        self.reason = reason  # why it is not read: remote, or outside the repository
 
     def __repr__(self) -> str:
         return f"Reference({self.path!r})"
 
 
 class Kustomization:
-    """One kustomization file, read for what it references (kustomize itself builds it)."""
+    """One kustomization file, read for what it references (kustomize itself builds it).
 
-    def __init__(self, directory: str) -> None:
+    ``boundaries`` are the directories of the run that may be read (``gpulint.units.boundary``):
+    a reference outside them is kept in ``outside`` and never opened, a reference kustomize
+    would fetch is kept in ``remote``, and the Helm charts it inflates are checked for
+    downloads and for paths out of the repository (``helm_problems``)."""
+
+    def __init__(self, directory: str, boundaries: tuple[str, ...] | None = None) -> None:
         self.directory = directory
+        self.boundaries = boundaries if boundaries is not None else boundaries_of([directory])
         self.file = kustomization_file(directory) or os.path.join(directory, "kustomization.yaml")
-        self.loaded: LoadedFile = load_file(self.file)
+        self.outside: list[Reference] = []
+        if inside(self.file, self.boundaries) or not os.path.lexists(self.file):
+            self.loaded: LoadedFile = load_file(self.file)
+        else:
+            # A link out of the repository: never read, and never handed to kustomize.
+            self.loaded = LoadedFile(self.file)
+            self.outside.append(
+                Reference(os.path.basename(self.file), (), self.file, "outside the repository")
+            )
         documents = self.loaded.documents
         self.document: Document | None = documents[0] if documents else None
         data = self.document.data if self.document is not None else None
@@ -81,24 +94,136 @@ class Kustomization:
         self.files: list[Reference] = []
         self.remote: list[Reference] = []
         self.helm_charts: Path | None = ("helmCharts",) if self.data.get("helmCharts") else None
+        self.chart_homes: list[str] = []  # directories whose charts kustomize's helm reads
+        self.helm_problems: list[Reference] = []  # downloads, paths out of the repository
         self._read()
+        self._read_helm()
 
     def __repr__(self) -> str:
         return f"Kustomization({self.directory!r})"
 
-    def _ref(self, value: Any, field: Path) -> None:
+    def _ref(self, value: Any, field: Path) -> Reference | None:
         if not isinstance(value, str) or not value.strip():
-            return
+            return None
+        reason = remote_reason(value)
         value = value.strip()
-        if is_remote(value):
-            self.remote.append(Reference(value, field, value))
-            return
+        if reason is not None:
+            reference = Reference(value, field, value, reason)
+            self.remote.append(reference)
+            return reference
         resolved = os.path.normpath(os.path.join(self.directory, value))
+        if os.path.isabs(value) or not inside(resolved, self.boundaries):
+            reference = Reference(value, field, resolved, "outside the repository")
+            self.outside.append(reference)
+            return reference
         reference = Reference(value, field, resolved)
         if os.path.isdir(resolved):
             self.directories.append(reference)
         else:
             self.files.append(reference)
+        return reference
+
+    def _read_helm(self) -> None:
+        """What kustomize's Helm inflation would fetch or read: a chart ``repo:`` is a
+        download (``helm pull``), and ``helmGlobals.chartHome``/``configHome`` and values files
+        must stay inside the repository (kustomize pulls into chartHome and points Helm's
+        configuration there)."""
+        generators: list[tuple[dict[str, Any], Path]] = []
+        for i, item in enumerate(as_list(self.data.get("helmCharts"))):
+            generators.append((as_dict(item), ("helmCharts", i)))
+        for key in ("generators", "transformers"):
+            for i, item in enumerate(as_list(self.data.get(key))):
+                for data in self._configurations(item):
+                    if data.get("kind") == HELM_GENERATOR:
+                        generators.append((data, (key, i)))
+        if not generators:
+            return  # helmGlobals alone inflates nothing
+        if self.helm_charts is None and generators:
+            self.helm_charts = generators[0][1]
+        globals_ = as_dict(self.data.get("helmGlobals"))
+        homes: list[tuple[Any, Path]] = [(globals_.get("chartHome"), ("helmGlobals", "chartHome"))]
+        homes += [(data.get("chartHome"), (*field, "chartHome")) for data, field in generators]
+        for home, field in homes:
+            if home is None:
+                continue
+            if not isinstance(home, str) or not home.strip():
+                self.helm_problems.append(
+                    Reference(str(home), field, "", "a chart home that is not a path")
+                )
+                continue
+            reference = self._helm_path(home, field)
+            if reference is not None:
+                self.chart_homes.append(reference)
+        if not any(home is not None for home, _ in homes):
+            self.chart_homes.append(os.path.join(self.directory, "charts"))  # kustomize's default
+        config_homes: list[tuple[Any, Path]] = [
+            (globals_.get("configHome"), ("helmGlobals", "configHome"))
+        ]
+        config_homes += [
+            (data.get("configHome"), (*field, "configHome")) for data, field in generators
+        ]
+        for config_home, field in config_homes:
+            if config_home is not None:
+                self._helm_path(config_home, field)
+        for data, field in generators:
+            repo = data.get("repo")
+            name = data.get("name")
+            if repo not in (None, ""):
+                self.helm_problems.append(
+                    Reference(
+                        str(repo), (*field, "repo"), str(repo), "a chart repository to download"
+                    )
+                )
+            if isinstance(name, str) and (remote_reason(name) or "/" in name or name in ".."):
+                self.helm_problems.append(
+                    Reference(name, (*field, "name"), name, "a chart name that is not local")
+                )
+            for key in ("valuesFile", "additionalValuesFiles"):
+                values = data.get(key)
+                for j, item in enumerate(values if isinstance(values, list) else [values]):
+                    spot = (*field, key, j) if isinstance(values, list) else (*field, key)
+                    if item is not None:
+                        self._helm_path(item, spot)
+
+    def _helm_path(self, value: Any, field: Path) -> str | None:
+        """A path of a Helm inflation, resolved when it is local and inside the repository;
+        else noted in ``helm_problems``."""
+        if not isinstance(value, str) or not value.strip():
+            self.helm_problems.append(Reference(str(value), field, "", "not a path"))
+            return None
+        reason = remote_reason(value)
+        if reason is not None:
+            self.helm_problems.append(Reference(value, field, value, reason))
+            return None
+        resolved = os.path.normpath(os.path.join(self.directory, value))
+        if os.path.isabs(value) or not inside(resolved, self.boundaries):
+            self.helm_problems.append(Reference(value, field, resolved, "outside the repository"))
+            return None
+        return resolved
+
+    def _configurations(self, item: Any) -> list[dict[str, Any]]:
+        """The configurations a ``generators:``/``transformers:`` entry holds: inline YAML,
+        or a local file inside the repository (its references are already checked)."""
+        if not isinstance(item, str):
+            return []
+        if "\n" in item:
+            text: str | bytes = item
+        else:
+            if remote_reason(item) is not None:
+                return []
+            path = os.path.normpath(os.path.join(self.directory, item.strip()))
+            if not inside(path, self.boundaries) or not os.path.isfile(path):
+                return []
+            try:
+                with open(path, "rb") as handle:
+                    text = handle.read(_CONFIG_FILE_LIMIT)
+            except OSError:
+                return []
+        try:
+            documents = list(parse_documents(text))
+        except (YamlError, RecursionError, ValueError):
+            return []
+        return [d.value for d in documents if isinstance(d.value, dict)]
 
     def _read(self) -> None:
         data = self.data
@@ -135,7 +260,8 @@ class Kustomization:
         return self.document.location(field)
 
     def owned_files(self) -> Iterator[str]:
-        """The files this kustomization itself reads (not its bases')."""
+        """The files this kustomization itself reads (not its bases'), all inside the
+        repository."""
         yield self.file
         for reference in self.files:
             yield reference.resolved
@@ -168,7 +294,7 @@ class Kustomization:
 
     def _from_file(self, path: str, field: Path, target: dict[str, Any] | None) -> list[Patch]:
         resolved = os.path.normpath(os.path.join(self.directory, path))
-        if not os.path.isfile(resolved):
+        if is_remote(path) or not inside(resolved, self.boundaries) or not os.path.isfile(resolved):
             return []
         loaded = load_file(resolved)
         return [Patch(self, field, doc, target) for doc in loaded.documents if doc.data is not None]
@@ -612,6 +738,7 @@ __all__ = [
     "Kustomization",
     "KustomizeSource",
     "Patch",
+    "Reference",
     "YList",
     "build_annotations",
     "find_origin_document",

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
+import re
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from gpulint.config import Settings
+from gpulint.config import Settings, unit_pattern_problem
 from gpulint.loader import (
     MAX_FILE_SIZE,
+    InputError,
     LoadedFile,
     LoadProblem,
     load_file,
@@ -19,6 +22,7 @@ from gpulint.loader import (
 )
 from gpulint.paths import display_path, normalized, within
 from gpulint.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
+from gpulint.units.boundary import boundaries_of
 from gpulint.units.parallel import load_all
 from gpulint.units.walk import walk
 
@@ -30,6 +34,7 @@ class UnitPlan:
     """A unit before it is built: what to render and which files to read."""
 
     __slots__ = (
+        "boundaries",
         "charts",
         "kind",
         "kustomizations",
@@ -49,6 +54,8 @@ class UnitPlan:
         self.loaded: list[LoadedFile] = []  # plain files, already read
         self.problems: list[LoadProblem] = []
         self.skipped: list[tuple[str, str]] = []
+        # The directories the unit's rendering may read (``gpulint.units.boundary``).
+        self.boundaries: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"UnitPlan({self.name!r}, {self.kind})"
@@ -97,13 +104,15 @@ def plan(
     paths: Iterable[str], settings: Settings, max_file_size: int = MAX_FILE_SIZE
 ) -> list[UnitPlan]:
     """The units of a run, in a stable order."""
+    paths = list(paths)
     found = gather(paths, settings, max_file_size)
+    boundaries = boundaries_of(paths)
     charts = _top_charts(list(found.charts))
     chart_dirs = _Directories(charts)
     if found.kustomizations:
         from gpulint.units.kustomize import Kustomization
     kustomizations = {
-        directory: Kustomization(directory)
+        directory: Kustomization(directory, boundaries)
         for directory in found.kustomizations
         if chart_dirs.holding(directory) is None
     }
@@ -186,6 +195,8 @@ def plan(
             target.problems.append(item)
         else:
             target.skipped.append(item)
+    for unit_plan in plans:
+        unit_plan.boundaries = boundaries
     return plans
 
 
@@ -238,18 +249,97 @@ def _top_charts(charts: list[str]) -> list[str]:
     return sorted(chart for chart in charts if every.holding(chart, strict=True) is None)
 
 
+# ``units:`` globs are matched by a bounded walk: at most this many directory entries looked
+# at and this many seconds, for every pattern of the configuration together.
+UNIT_SCAN_LIMIT = 200_000
+UNIT_SCAN_SECONDS = 5.0
+UNIT_MATCH_LIMIT = 10_000
+_MAGIC = re.compile(r"[*?[]")
+
+
 def _declared_roots(settings: Settings) -> list[str]:
-    """The directories ``units:`` globs of the configuration match."""
+    """The directories ``units:`` globs of the configuration match: inside the configuration's
+    directory (links out of it are not followed), found by a walk bounded in entries, time
+    and matches. Raises InputError for a pattern that is refused or matches too much."""
     if not settings.units:
         return []
     base = os.path.dirname(os.path.abspath(settings.source)) if settings.source else os.getcwd()
+    tree = os.path.realpath(base)
+    shown_config = display_path(settings.source) if settings.source else ".gpulint.yaml"
+    scan = _Scan(shown_config)
     roots: dict[str, None] = {}
     for pattern in settings.units:
-        for match in sorted(glob.glob(os.path.join(base, pattern))):
-            if os.path.isdir(match):
-                relative = os.path.relpath(match)
-                roots[relative if not relative.startswith("..") else match] = None
+        problem = unit_pattern_problem(pattern)
+        if problem is not None:
+            raise InputError(f"{shown_config}: units: {problem}")
+        parts = [p for p in re.split(r"[/\\]", pattern) if p not in ("", ".")]
+        for match in _matching_directories(base, tree, parts, pattern, scan):
+            relative = os.path.relpath(match)
+            roots[relative if not relative.startswith("..") else match] = None
     return sorted(roots)
+
+
+class _Scan:
+    """What the matching of ``units:`` globs has spent."""
+
+    def __init__(self, config: str) -> None:
+        self.config = config
+        self.entries = 0
+        self.deadline = time.monotonic() + UNIT_SCAN_SECONDS
+
+    def spend(self, pattern: str) -> None:
+        self.entries += 1
+        if self.entries > UNIT_SCAN_LIMIT:
+            spent = f"looked at more than {UNIT_SCAN_LIMIT:,} directory entries"
+        elif self.entries % 1024 == 0 and time.monotonic() > self.deadline:
+            spent = f"took more than {UNIT_SCAN_SECONDS:g} s"
+        else:
+            return
+        raise InputError(
+            f"{self.config}: units: matching {pattern!r} {spent}; name the unit directories "
+            "more narrowly (for example clusters/*)"
+        )
+
+
+def _matching_directories(
+    base: str, tree: str, parts: list[str], pattern: str, scan: _Scan
+) -> list[str]:
+    current = [base]
+    for part in parts:
+        following: list[str] = []
+        for directory in current:
+            if not _MAGIC.search(part):
+                scan.spend(pattern)
+                candidate = os.path.join(directory, part)
+                if os.path.isdir(candidate) and within(os.path.realpath(candidate), tree):
+                    following.append(candidate)
+                continue
+            try:
+                with os.scandir(directory) as entries:
+                    listing = sorted(entries, key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in listing:
+                scan.spend(pattern)
+                if entry.name.startswith(".") and not part.startswith("."):
+                    continue  # as glob: a wildcard does not match hidden names
+                if not fnmatch.fnmatchcase(entry.name, part):
+                    continue
+                try:
+                    if not entry.is_dir():
+                        continue
+                    if entry.is_symlink() and not within(os.path.realpath(entry.path), tree):
+                        continue
+                except OSError:
+                    continue
+                following.append(entry.path)
+        if len(following) > UNIT_MATCH_LIMIT:
+            raise InputError(
+                f"{scan.config}: units: {pattern!r} matches more than {UNIT_MATCH_LIMIT:,} "
+                "directories; name the unit directories more narrowly"
+            )
+        current = following
+    return current
 
 
 # --- plain files: one unit, or one per directory holding its own copy of an object ------------

@@ -1,10 +1,19 @@
 """Building planned units: kustomize and Helm run for real, their output mapped to the source.
 
 A unit that does not render because the input is wrong (a missing resource file, a patch
-whose target does not exist, a template error) is GL704 at its ``kustomization.yaml`` or
-``Chart.yaml``, with the tool's message. A unit that cannot be rendered here for reasons
-outside the input (no kustomize or helm, ``helmCharts:`` that need a download, remote
-resources) is GL705, and its files are linted as plain files instead.
+whose target does not exist, a template error, a chart that needs more than the memory or CPU
+limit) is GL704 at its ``kustomization.yaml`` or ``Chart.yaml``, with the tool's message
+(bounded and scrubbed, see ``gpulint.units.tools``). A unit that cannot be rendered here is
+GL705, and its files are linted as plain files instead: no kustomize or helm, or an input
+gpulint will not hand to a tool because it would reach the network or leave the repository.
+Those are refused before any tool runs:
+
+* remote ``resources:``/``bases:``/``components:`` and files (``gpulint.units.references``);
+* ``helmCharts:`` with a ``repo:`` (a ``helm pull``), chart homes, Helm configuration homes
+  and values files outside the repository;
+* references outside the repository (``gpulint.units.boundary``), and charts (or chart
+  homes) holding a link out of themselves or a file that is not a regular file;
+* every unit once the run's render budget is spent.
 """
 
 from __future__ import annotations
@@ -27,12 +36,14 @@ from gpulint.loader import (
 from gpulint.model import Location
 from gpulint.paths import display_path
 from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN, RenderOptions, RenderProblem, Unit
+from gpulint.units.boundary import boundaries_of, inside, tree_problem
 from gpulint.units.helm import HelmSource, TemplateText, chart_name, template_file
 from gpulint.units.kustomize import (
     KUSTOMIZATION_NAMES,
     Kustomization,
     KustomizeSource,
     Patch,
+    Reference,
     build_annotations,
     find_origin_document,
     kustomization_file,
@@ -42,7 +53,7 @@ from gpulint.units.kustomize import (
     wrapper_kustomization,
 )
 from gpulint.units.plan import UnitPlan
-from gpulint.units.tools import run_tool
+from gpulint.units.tools import ToolOutput, run_tool
 
 RENDER_FAILED, RENDER_UNAVAILABLE = "GL704", "GL705"
 
@@ -52,12 +63,25 @@ class SourceFiles:
 
     def __init__(self, max_file_size: int = MAX_FILE_SIZE) -> None:
         self.max_file_size = max_file_size
+        # The directories of the run that may be read (``gpulint.units.boundary``): a source
+        # map never opens a file outside them, whatever an annotation or comment says.
+        self.boundaries: dict[str, None] = {}
         self._loaded: dict[str, LoadedFile | None] = {}
         self._kustomizations: dict[str, Kustomization] = {}
         self._templates: dict[str, TemplateText | None] = {}
 
+    def allow(self, boundaries: tuple[str, ...]) -> None:
+        for boundary in boundaries:
+            self.boundaries.setdefault(boundary, None)
+
+    def readable(self, path: str) -> bool:
+        return inside(path, tuple(self.boundaries))
+
     def load(self, path: str) -> LoadedFile | None:
         if path not in self._loaded:
+            if not self.readable(path):
+                self._loaded[path] = None
+                return None
             try:
                 data = read_bounded(path, self.max_file_size)
             except OSError:
@@ -69,11 +93,16 @@ class SourceFiles:
     def kustomization(self, directory: str) -> Kustomization:
         key = os.path.normpath(directory)
         if key not in self._kustomizations:
-            self._kustomizations[key] = Kustomization(key)
+            self._kustomizations[key] = Kustomization(
+                key, tuple(self.boundaries) or boundaries_of(["."])
+            )
         return self._kustomizations[key]
 
     def template(self, path: str) -> TemplateText | None:
         if path not in self._templates:
+            if not self.readable(path):
+                self._templates[path] = None
+                return None
             try:
                 text = read_bounded(path, self.max_file_size).decode("utf-8", errors="replace")
             except OSError:
@@ -85,6 +114,7 @@ class SourceFiles:
 
 def build(plan: UnitPlan, options: RenderOptions, sources: SourceFiles) -> Unit:
     unit = Unit(plan.name, plan.kind, plan.root)
+    sources.allow(plan.boundaries)
     unit.problems.extend(plan.problems)
     unit.skipped.extend(plan.skipped)
     for loaded in plan.loaded:
@@ -121,7 +151,8 @@ def _chain(kustomization: Kustomization, sources: SourceFiles) -> list[Kustomiza
 
 
 def _fallback_files(unit: Unit, chain: list[Kustomization], sources: SourceFiles) -> None:
-    """A kustomization that could not be built: its files, linted as plain files."""
+    """A kustomization that could not be built: its files, linted as plain files (never one
+    outside the repository: ``SourceFiles.load`` refuses them)."""
     for kustomization in chain:
         for file in kustomization.owned_files():
             if os.path.basename(file) in KUSTOMIZATION_NAMES or file in unit.files:
@@ -139,22 +170,60 @@ def _build_kustomization(
     unit.files.update(k.file for k in chain)
     here = kustomization.location()
 
-    def unavailable(message: str, fix: str) -> None:
+    def unavailable(message: str, fix: str, at: Location | None = None) -> None:
+        where = at or here
         unit.render_problems.append(
-            RenderProblem(RENDER_UNAVAILABLE, here.file, here.line, here.column, message, fix)
+            RenderProblem(RENDER_UNAVAILABLE, where.file, where.line, where.column, message, fix)
         )
         _fallback_files(unit, chain, sources)
 
-    remote = [r for k in chain for r in k.remote]
+    def first(references: list[tuple[Kustomization, Reference]]) -> Location:
+        owner, reference = references[0]
+        return owner.location(reference.field)
+
+    remote = [(k, r) for k in chain for r in k.remote]
     if remote:
-        shown = ", ".join(r.path for r in remote[:3])
+        shown = "; ".join(f"{r.path} ({r.reason})" for _, r in remote[:3])
         unavailable(
             f"kustomization {unit.name} uses remote resources, which gpulint does not download. "
             f"They are {shown}; its local files are linted one by one instead.",
             f"build it where the remote resources can be fetched and pipe the output: "
             f"`kustomize build {kustomization.directory} | gpulint lint --stdin-filename "
             f"{kustomization.file} -`",
+            first(remote),
         )
+        return
+    outside = [(k, r) for k in chain for r in k.outside]
+    if outside:
+        shown = ", ".join(r.path for _, r in outside[:3])
+        unavailable(
+            f"kustomization {unit.name} names paths outside the repository, which gpulint "
+            f"never reads or hands to kustomize. They are {shown}; its files inside the "
+            "repository are linted one by one instead.",
+            "keep every resource, base, component, patch and generator file inside the "
+            "repository (relative paths that stay below its top level)",
+            first(outside),
+        )
+        return
+    helm_problems = [(k, r) for k in chain for r in k.helm_problems]
+    if helm_problems:
+        shown = "; ".join(f"{r.path} ({r.reason})" for _, r in helm_problems[:3])
+        where = first(helm_problems)
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_UNAVAILABLE,
+                where.file,
+                where.line,
+                where.column,
+                f"kustomization {unit.name} inflates Helm charts that gpulint will not fetch or "
+                f"read. They are {shown}: gpulint never downloads a chart or lets Helm read or "
+                "write outside the repository; its other files are linted one by one instead.",
+                "vendor the chart inside the repository (helmGlobals.chartHome, a relative "
+                "path below the kustomization) without `repo:`, or render it with "
+                "`helm template` and lint that",
+            )
+        )
+        _fallback_files(unit, chain, sources)
         return
     missing = [(k, r) for k in chain for r in k.files if not os.path.exists(r.resolved)]
     for owner, reference in missing:
@@ -184,6 +253,18 @@ def _build_kustomization(
         return
     argv = list(tool.argv)
     helm_charts = [k for k in chain if k.helm_charts]
+    for owner in helm_charts:
+        for home in owner.chart_homes:
+            problem = tree_problem(home)
+            if problem is not None:
+                unavailable(
+                    f"kustomization {unit.name} inflates Helm charts that gpulint does not hand "
+                    f"to Helm. In {display_path(home)}, {problem}; its other files are linted "
+                    "one by one instead.",
+                    "keep the chart's files inside the chart (copy a linked file in) and "
+                    "remove links, FIFOs and devices from it",
+                )
+                return
     if helm_charts:
         helm = options.helm
         if helm is None:
@@ -197,12 +278,39 @@ def _build_kustomization(
         argv += ["--enable-helm", "--helm-command", helm.argv[0]]
     wrapper, _ = wrapper_kustomization(kustomization.directory)
     try:
-        output = run_tool([*argv, wrapper], options.max_file_size)
+        output = run_tool(
+            [*argv, wrapper],
+            options.max_file_size,
+            options.timeout,
+            options.budget,
+            options.limits,
+        )
     finally:
         remove_wrapper(wrapper)
     unit.rendered_by.append(f"{tool.name} {display_path(kustomization.directory)}")
     if not output.ok:
         message = output.message.replace(wrapper, "<gpulint wrapper>")
+        if output.budget_spent:
+            unavailable(
+                f"kustomization {unit.name} was not built: {_budget(options, output)}; its "
+                "files are linted one by one instead.",
+                "lint fewer units per run, or make the slow ones render faster",
+            )
+            return
+        if output.limited:
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_FAILED,
+                    here.file,
+                    here.line,
+                    here.column,
+                    f"kustomization {unit.name} does not build within gpulint's memory and CPU "
+                    f"limits. {tool.name} {_kustomize_message(message)}",
+                    "make the kustomization (and the Helm charts it inflates) render with "
+                    "less memory and CPU",
+                )
+            )
+            return
         if helm_charts and _needs_download(message):
             unavailable(
                 f"kustomization {unit.name} inflates Helm charts that are not on this "
@@ -309,6 +417,8 @@ def _map_kustomize_output(
         )
     for file in comment_files:
         loaded = sources.load(file)
+        if loaded is None and not sources.readable(file):
+            continue  # an annotation naming a file outside the repository
         unit.files.add(file)
         if loaded is not None:
             unit.ignore_comments.extend(loaded.ignore_comments)
@@ -403,7 +513,9 @@ def _generated_files(kustomization: Kustomization, field: tuple[Any, ...]) -> di
         key, _, path = item.rpartition("=")
         path = path.strip()
         key = key.strip() or os.path.basename(path)
-        found[key] = os.path.normpath(os.path.join(kustomization.directory, path))
+        file = os.path.normpath(os.path.join(kustomization.directory, path))
+        if not os.path.isabs(path) and inside(file, kustomization.boundaries):
+            found[key] = file
     return found
 
 
@@ -439,13 +551,45 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
         )
         fallback()
         return
+    problem = tree_problem(chart)
+    if problem is not None:
+        # Helm loads every file of the chart and follows links: a link to /proc/self/environ
+        # or ~/.ssh/id_rsa would be readable by `.Files.Get` and printed by `fail`.
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_UNAVAILABLE,
+                chart_yaml,
+                1,
+                1,
+                f"chart {unit.name} was not rendered: gpulint hands Helm only charts whose "
+                f"files are all inside them. Here {problem}; its values are linted, its "
+                "templates skipped.",
+                "copy the linked file into the chart, and remove links, FIFOs and devices from it",
+            )
+        )
+        fallback()
+        return
     argv = [*tool.argv, "template", chart]
     for values in options.helm_values:
         argv += ["--values", values]
-    output = run_tool(argv, options.max_file_size)
+    output = run_tool(argv, options.max_file_size, options.timeout, options.budget, options.limits)
     unit.rendered_by.append(f"{tool.name} template {display_path(chart)}")
     if not output.ok:
         message = output.message
+        if output.budget_spent:
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_UNAVAILABLE,
+                    chart_yaml,
+                    1,
+                    1,
+                    f"chart {unit.name} was not rendered: {_budget(options, output)}; its "
+                    "values are linted, its templates skipped.",
+                    "lint fewer units per run, or make the slow ones render faster",
+                )
+            )
+            fallback()
+            return
         if output.missing:
             unit.render_problems.append(
                 RenderProblem(
@@ -482,14 +626,29 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
                 1,
                 1,
                 f"chart {unit.name} does not render, so no cluster can get it. "
-                f"Rendering it fails with: {message}",
-                f"fix what `helm template {chart}` reports" + (f" (line {line})" if line else ""),
+                + _failure(output, "Rendering it fails with: ", "helm "),
+                "make the chart render with less memory and CPU (a loop or `tpl` recursion "
+                "that builds ever larger strings?)"
+                if output.limited
+                else f"fix what `helm template {chart}` reports"
+                + (f" (line {line})" if line else ""),
             )
         )
         return
     rendered = load_file(f"<helm template {display_path(chart)}>", output.stdout)
     _map_helm_output(unit, rendered, chart, sources)
     unit.loaded.append(rendered)
+
+
+def _budget(options: RenderOptions, output: ToolOutput) -> str:
+    when = "while it rendered" if output.timed_out else "before it started"
+    return f"the run's render budget of {options.budget.seconds:g} s ran out {when}"
+
+
+def _failure(output: ToolOutput, lead: str, tool: str) -> str:
+    if output.limited:
+        return f"It needs more than gpulint lets a renderer use: {tool}{output.message}"
+    return f"{lead}{output.message}"
 
 
 def _error_line(message: str) -> int | None:
@@ -603,7 +762,7 @@ def _map_piped(
             source = document.rendered_from or ""
             chart_name_in = source.partition("/")[0]
             if chart_name_in not in charts:
-                charts[chart_name_in] = _find_chart(chart_name_in, base_dir)
+                charts[chart_name_in] = _find_chart(chart_name_in, base_dir, sources)
             chart = charts[chart_name_in]
             if chart is None:
                 continue
@@ -648,9 +807,17 @@ def _kustomization_dirs(top: str, depth: int = 6) -> list[str]:
     return found
 
 
-def _find_chart(name: str, base: str | None) -> str | None:
+def _find_chart(name: str, base: str | None, sources: SourceFiles) -> str | None:
     """The chart a ``# Source: <name>/...`` comment means: ``<name>`` next to the named
-    input or the working directory, else a chart of that name below the working directory."""
+    input or the working directory, else a chart of that name below the working directory;
+    only a plain chart name (no ``..``, no path) and only a chart inside the repository."""
+    if not name or name in (".", "..") or "/" in name or "\x00" in name or "\\" in name:
+        return None
+    found = _find_chart_anywhere(name, base)
+    return found if found is not None and sources.readable(found) else None
+
+
+def _find_chart_anywhere(name: str, base: str | None) -> str | None:
     for top in (base, "."):
         if top is None:
             continue
