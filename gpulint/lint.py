@@ -132,6 +132,7 @@ def lint_units(
             for loaded in unit.loaded:
                 if loaded.text is not None:
                     result.sources.give(loaded.path, loaded.text.decode("utf-8", "replace"))
+    result.notes.extend(dict.fromkeys(note for unit in units for note in unit.notes))
     result.suppressed = suppressed
     result.lint_seconds = time.monotonic() - started
     return result

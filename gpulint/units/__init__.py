@@ -58,6 +58,7 @@ class Unit:
         "kind",
         "loaded",
         "name",
+        "notes",
         "problems",
         "render_problems",
         "render_seconds",
@@ -76,6 +77,7 @@ class Unit:
         self.problems: list[LoadProblem] = []  # files and directories that could not be read
         self.skipped: list[tuple[str, str]] = []
         self.render_problems: list[RenderProblem] = []
+        self.notes: list[str] = []  # what rendering stood in or left out, for the summary
         self.rendered_by: list[str] = []  # "kubectl kustomize overlays/prod", "helm template ..."
         self.render_seconds = 0.0
 

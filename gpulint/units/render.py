@@ -53,6 +53,7 @@ from gpulint.units.kustomize import (
     wrapper_kustomization,
 )
 from gpulint.units.plan import UnitPlan
+from gpulint.units.standins import StandInTree, is_generator_input
 from gpulint.units.tools import ToolOutput, run_tool
 
 RENDER_FAILED, RENDER_UNAVAILABLE = "GL704", "GL705"
@@ -163,6 +164,21 @@ def _fallback_files(unit: Unit, chain: list[Kustomization], sources: SourceFiles
                 unit.files.add(file)
 
 
+def _unavailable(
+    unit: Unit,
+    chain: list[Kustomization],
+    sources: SourceFiles,
+    where: Location,
+    message: str,
+    fix: str,
+) -> None:
+    """GL705 for a kustomization gpulint will not build; its files are linted one by one."""
+    unit.render_problems.append(
+        RenderProblem(RENDER_UNAVAILABLE, where.file, where.line, where.column, message, fix)
+    )
+    _fallback_files(unit, chain, sources)
+
+
 def _build_kustomization(
     unit: Unit, kustomization: Kustomization, options: RenderOptions, sources: SourceFiles
 ) -> None:
@@ -171,11 +187,7 @@ def _build_kustomization(
     here = kustomization.location()
 
     def unavailable(message: str, fix: str, at: Location | None = None) -> None:
-        where = at or here
-        unit.render_problems.append(
-            RenderProblem(RENDER_UNAVAILABLE, where.file, where.line, where.column, message, fix)
-        )
-        _fallback_files(unit, chain, sources)
+        _unavailable(unit, chain, sources, at or here, message, fix)
 
     def first(references: list[tuple[Kustomization, Reference]]) -> Location:
         owner, reference = references[0]
@@ -226,6 +238,19 @@ def _build_kustomization(
         _fallback_files(unit, chain, sources)
         return
     missing = [(k, r) for k in chain for r in k.files if not os.path.exists(r.resolved)]
+    stand_ins: StandInTree | None = None
+    if (
+        missing
+        and all(is_generator_input(r) for _, r in missing)
+        and not any(k.helm_charts for k in chain)
+    ):
+        stand_ins = StandInTree.make(chain, [r.resolved for _, r in missing])
+    if stand_ins is not None:
+        try:
+            _run_kustomize(unit, kustomization, chain, options, sources, stand_ins)
+        finally:
+            stand_ins.remove()
+        return
     for owner, reference in missing:
         where = owner.location(reference.field)
         unit.render_problems.append(
@@ -242,6 +267,24 @@ def _build_kustomization(
         )
     if missing:
         return
+    _run_kustomize(unit, kustomization, chain, options, sources)
+
+
+def _run_kustomize(
+    unit: Unit,
+    kustomization: Kustomization,
+    chain: list[Kustomization],
+    options: RenderOptions,
+    sources: SourceFiles,
+    stand_ins: StandInTree | None = None,
+) -> None:
+    """Build a kustomization whose references were checked; with ``stand_ins``, build the
+    private copy holding empty files for its missing generator inputs."""
+    here = kustomization.location()
+
+    def unavailable(message: str, fix: str, at: Location | None = None) -> None:
+        _unavailable(unit, chain, sources, at or here, message, fix)
+
     tool = options.kustomize
     if tool is None:
         unavailable(
@@ -277,9 +320,10 @@ def _build_kustomization(
             return
         argv += ["--enable-helm", "--helm-command", helm.argv[0]]
     wrapper, _ = wrapper_kustomization(kustomization.directory)
+    built = wrapper if stand_ins is None else stand_ins.mirror_wrapper(wrapper)
     try:
         output = run_tool(
-            [*argv, wrapper],
+            [*argv, built],
             options.max_file_size,
             options.timeout,
             options.budget,
@@ -289,7 +333,9 @@ def _build_kustomization(
         remove_wrapper(wrapper)
     unit.rendered_by.append(f"{tool.name} {display_path(kustomization.directory)}")
     if not output.ok:
-        message = output.message.replace(wrapper, "<gpulint wrapper>")
+        message = output.message.replace(built, "<gpulint wrapper>")
+        if stand_ins is not None:
+            message = stand_ins.unmirrored(message)
         if output.budget_spent:
             unavailable(
                 f"kustomization {unit.name} was not built: {_budget(options, output)}; its "
@@ -340,6 +386,8 @@ def _build_kustomization(
             )
         )
         return
+    if stand_ins is not None:
+        unit.notes.append(stand_ins.note(unit.name))
     rendered = load_file(f"<{tool.name} {display_path(kustomization.directory)}>", output.stdout)
     _map_kustomize_output(unit, rendered, wrapper, kustomization, sources, chain)
     unit.loaded.append(rendered)
