@@ -139,4 +139,5 @@ def test_the_by_hand_workflow_runs_from_the_wheel(
         )
         assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
     assert (checkout / "gpulint.sarif").is_file()
-    assert "```mermaid" in summary.read_text()
+    # deploy/ holds no autoscaler: the summary says there was nothing to trace.
+    assert "gpulint trace: no autoscaler metric to trace" in summary.read_text()
