@@ -10,7 +10,8 @@ at the target (the controller's usage ratio times the ready pods):
 * ``time_over_provisioned_s``: above minReplicas with the load under ``FAR_UNDER`` of the
   ready pods;
 * ``scale_up_lag_s``: the longest time from a rise of demand (the pods needed going above the
-  ready pods) to as many ready pods as were needed then (at most maxReplicas);
+  ready pods) to as many ready pods as were needed then (at most maxReplicas), or as the
+  load needs by then when it fell back first;
 * ``gpu_hours_used``: the replicas set, times the GPUs per pod; ``gpu_hours_needed``: the
   pods the load needed (its ceiling, within minReplicas and maxReplicas), times the GPUs.
 """
@@ -109,7 +110,8 @@ def measure(spec: ReplaySpec, run: Run, sync_s: float = SYNC_PERIOD_S) -> Figure
         wanting = needed > tick.ready and under
         if rise is None and wanting:
             rise = (tick.time, needed)
-        if rise is not None and tick.ready >= rise[1]:
+        # over when as many pods are ready as the rise needed, or as the load needs now
+        if rise is not None and tick.ready >= min(rise[1], needed):
             lag = tick.time - rise[0]
             if lag > figures.scale_up_lag_s:
                 figures.scale_up_lag_s = lag

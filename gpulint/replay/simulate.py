@@ -48,7 +48,8 @@ from gpulint.replay.model import (
 
 def initial_replicas(spec: ReplaySpec, history: History) -> int:
     """The replicas at the start: what was observed, else the pods that reported the first
-    Pods metric, else minReplicas; within min and max."""
+    Pods metric, else minReplicas. Outside minReplicas and maxReplicas the controller's first
+    sync brings them within (reconcileAutoscaler)."""
     start: int | None = history.observed[0] if history.observed else None
     if start is None:
         for index, metric in enumerate(spec.metrics):
@@ -57,8 +58,7 @@ def initial_replicas(spec: ReplaySpec, history: History) -> int:
                 break
     if start is None:
         start = spec.min_replicas
-    lowest = spec.keda.min_replica_count if spec.keda is not None else spec.min_replicas
-    return max(lowest, min(spec.max_replicas, start))
+    return max(0, start)
 
 
 def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) -> Run:
