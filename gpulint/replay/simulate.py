@@ -48,8 +48,8 @@ from gpulint.replay.model import (
 
 def initial_replicas(spec: ReplaySpec, history: History) -> int:
     """The replicas at the start: what was observed, else the pods that reported the first
-    Pods metric, else minReplicas. Outside minReplicas and maxReplicas the controller's first
-    sync brings them within (reconcileAutoscaler)."""
+    Pods metric, else minReplicas (a ScaledObject's minReplicaCount). Outside minReplicas
+    and maxReplicas the controller's first sync brings them within (reconcileAutoscaler)."""
     start: int | None = history.observed[0] if history.observed else None
     if start is None:
         for index, metric in enumerate(spec.metrics):
@@ -57,7 +57,7 @@ def initial_replicas(spec: ReplaySpec, history: History) -> int:
                 start = history.pods[index][0]
                 break
     if start is None:
-        start = spec.min_replicas
+        start = spec.keda.min_replica_count if spec.keda is not None else spec.min_replicas
     return max(0, start)
 
 

@@ -278,3 +278,58 @@ def test_unknown_autoscaler_and_unreachable_prometheus(
     assert "--autoscaler ml/nope: no such HPA or ScaledObject" in capsys.readouterr().err
     assert main([*args, "--prometheus", "http://127.0.0.1:9", "--prometheus-timeout", "3"]) == 2
     assert "Prometheus at http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_keda_scaled_object(
+    recorded: Recorded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The spike train's GPU utilization summed over its 8 pods: 20 between bursts, 120 in
+    # them. threshold 20 (AverageValue), activationThreshold 50: active only in bursts.
+    # The target is not in the input: its pods are ready after the stated 120 s, and
+    # without kube-state-metrics for it the replay starts at minReplicaCount 0.
+    keda = SCENARIOS.parent / "keda"
+    code, data = run_replay_at(recorded, tmp_path, keda)
+    assert "not replayed" not in capsys.readouterr().err
+    replay = data["replays"][0]
+    assert replay["autoscaler"] == {
+        "kind": "ScaledObject",
+        "namespace": "ml",
+        "name": "spikes-keda",
+    }
+    assert replay["metrics"][0]["name"] == "s0-prometheus"
+    expected: list[tuple[float, int, int]] = []
+    for k in range(71):
+        s = 1500.0 + 1200 * k
+        expected += [
+            (s, 0, 1),  # KEDA's poll (every 30 s) sees 120 > 50: activation to 1
+            (s + 15, 1, 4),  # the HPA: 120 / 20 = 6 pods, at most max(2 x 1, 4) = 4
+            (s + 30, 4, 6),
+            # inactive from s+120; the last active poll at s+90, cooldown 300 s: the poll at
+            # s+420 is the first after s+390 (the HPA's own window would hold 6 until s+420
+            # too: its last recommendation of 6 at s+105)
+            (s + 420, 6, 0),
+        ]
+    assert events(replay, recorded.start) == expected
+    assert replay["figures"]["flaps"] == 71
+    assert replay["figures"]["time_at_min_s"] == (100 + 52 * 70 + 33) * SYNC
+    assert code == 0  # GL951 is a warning
+
+
+def run_replay_at(recorded: Recorded, tmp_path: Path, path: Path) -> tuple[int, Any]:
+    out = tmp_path / "keda.json"
+    code = main(
+        [
+            "replay",
+            str(path),
+            "--no-config",
+            "--prometheus",
+            recorded.url,
+            "--end",
+            str(recorded.end),
+            "--format",
+            "json",
+            "-o",
+            str(out),
+        ]
+    )
+    return code, json.loads(out.read_text())
