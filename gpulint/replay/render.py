@@ -175,6 +175,7 @@ _COLORS = {
     "simulated": "#1f6fd1",
     "fixed": "#1a9b4b",
     "metric": "#e07b00",
+    "replayed-metric": "#f2b866",
     "target": "#c62828",
 }
 _MAX_POINTS = 1600  # a polyline keeps at most this many points (about two per pixel)
@@ -279,10 +280,16 @@ def render_svg(replayed: Replayed) -> str:
             f'<text x="12" y="{top + _PANEL / 2:.1f}" transform="rotate(-90 12 '
             f'{top + _PANEL / 2:.1f})" text-anchor="middle">{label}</text>'
         )
-    for fraction in (0.0, 0.25, 0.5, 0.75, 1.0):
+    for fraction, anchor in (
+        (0.0, "start"),
+        (0.25, "middle"),
+        (0.5, "middle"),
+        (0.75, "middle"),
+        (1.0, "end"),
+    ):
         time = start + (end - start) * fraction
         parts.append(
-            f'<text x="{x(time):.1f}" y="{top2 + _PANEL + 16}" text-anchor="middle">'
+            f'<text x="{x(time):.1f}" y="{top2 + _PANEL + 16}" text-anchor="{anchor}">'
             f"{stamp(time)[5:16].replace('T', ' ')}</text>"
         )
     parts.append(
@@ -301,6 +308,10 @@ def render_svg(replayed: Replayed) -> str:
             for t, v in zip(history.times, history.values[0], strict=True)
             if v is not None
         ]
+        replayed_points = [
+            (x(t.time), y_met(min(t.value, metric_top))) for t in run.ticks if t.value is not None
+        ]
+        parts.append(_polyline(replayed_points, _COLORS["replayed-metric"], "replayed-metric"))
         parts.append(_polyline(points, _COLORS["metric"], "metric"))
         target_y = y_met(metric.target)
         parts.append(
@@ -310,14 +321,18 @@ def render_svg(replayed: Replayed) -> str:
     legend = [("observed", "observed replicas"), ("simulated", "replayed replicas")]
     if replayed.fixed is not None:
         legend.append(("fixed", "replayed with the fix"))
-    legend += [("metric", "metric as observed"), ("target", "target")]
-    lx = _LEFT
+    legend += [
+        ("metric", "metric as observed"),
+        ("replayed-metric", "as the replayed pods see it"),
+        ("target", "target"),
+    ]
+    lx: float = _LEFT
     for key, text in legend:
         parts.append(
-            f'<rect x="{lx}" y="{HEIGHT - 14}" width="12" height="4" fill="{_COLORS[key]}"/>'
-            f'<text x="{lx + 16}" y="{HEIGHT - 9}">{text}</text>'
+            f'<rect x="{lx:.0f}" y="{HEIGHT - 14}" width="12" height="4" fill="{_COLORS[key]}"/>'
+            f'<text x="{lx + 16:.0f}" y="{HEIGHT - 9}">{text}</text>'
         )
-        lx += 24 + len(text) * 6
+        lx += 22 + len(text) * 5.6
     parts.append("</svg>")
     return "\n".join(p for p in parts if p) + "\n"
 
