@@ -333,3 +333,41 @@ def run_replay_at(recorded: Recorded, tmp_path: Path, path: Path) -> tuple[int, 
         ]
     )
     return code, json.loads(out.read_text())
+
+
+def test_cluster_mode_reads_the_autoscalers_from_the_cluster(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    # The scenarios' objects served by the fake API server; --cluster reads them from there.
+    from tests.kubefake import FakeCluster, KubeFake, load_world
+
+    fake = KubeFake(FakeCluster()).start()
+    try:
+        text = "\n".join(p.read_text() for p in sorted(SCENARIOS.glob("*.yaml")))
+        load_world(fake.cluster, text)
+        kubeconfig = fake.write_kubeconfig(tmp_path / "kubeconfig")
+        out = tmp_path / "cluster.json"
+        code = main(
+            [
+                "replay",
+                "--cluster",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--prometheus",
+                recorded.url,
+                "--end",
+                str(recorded.end),
+                "--autoscaler",
+                "ml/step",
+                "--format",
+                "json",
+                "-o",
+                str(out),
+                "--no-config",
+            ]
+        )
+    finally:
+        fake.stop()
+    assert code == 1  # GL952, as from the files
+    replay = json.loads(out.read_text())["replays"][0]
+    assert events(replay, recorded.start) == [(0, 8, 4), (15, 4, 2), (DAY / 2, 2, 4)]
