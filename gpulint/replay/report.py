@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +26,7 @@ REPLAY = "replay"  # the REQUIRES of the rules only gpulint replay runs
 
 def stamp(seconds: float) -> str:
     """RFC 3339 in UTC, to the second."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 @dataclass

@@ -27,11 +27,9 @@ from gpulint.replay.controller import (
     KEDA_POLLING_INTERVAL_S,
     SYNC_PERIOD_S,
     HorizontalController,
-    MetricUnavailable,
-    Pod,
     max_over_metrics,
     per_pod_total_replicas,
-    plain_metric_replicas,
+    uniform_pods_replicas,
     usage_ratio_replicas,
 )
 from gpulint.replay.model import (
@@ -65,7 +63,7 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
     """The simulated controller's syncs over ``history`` (empty when it has no points)."""
     if not history.times:
         return Run([], [])
-    hpa = HorizontalController(spec.min_replicas, spec.max_replicas, spec.behavior)
+    hpa = HorizontalController(spec.min_replicas, spec.max_replicas, spec.behavior, fast=True)
     keda = spec.keda
     if keda is not None:
         keda = dataclasses.replace(keda, created=history.times[0] - 1)
@@ -159,11 +157,7 @@ def _proposal(
     if metric.relation == PER_POD:
         if seen is None:
             return None  # no ready pod reports the metric: FailedGetPodsMetric
-        pods = [Pod(seen)] * ready + [Pod(None, phase="Pending")] * starting
-        try:
-            return plain_metric_replicas(replicas, pods, metric.target)
-        except MetricUnavailable:
-            return None
+        return uniform_pods_replicas(replicas, ready, starting, seen, metric.target)
     if metric.relation == TOTAL_PER_POD:
         return per_pod_total_replicas(replicas, raw, metric.target)
     return usage_ratio_replicas(replicas, raw / metric.target, ready)

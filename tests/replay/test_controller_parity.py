@@ -525,3 +525,52 @@ def test_keda_cooldown_holds_until_it_passes() -> None:
 def test_parity_table_size() -> None:
     kubernetes = len(CALCULATOR) + len(RATE) + len(STABILIZE) + 2
     assert kubernetes >= 20 and len(KEDA) >= 5
+
+
+def test_uniform_pods_shortcut_is_the_calculator() -> None:
+    """The replay's shortcut for identical ready pods and Pending ones gives what
+    calcPlainMetricReplicas gives for the pods themselves, over a grid of cases."""
+    from gpulint.replay.controller import uniform_pods_replicas
+
+    for current in (1, 2, 3, 5, 8):
+        for ready in range(1, current + 1):
+            pending = current - ready
+            for value in (0.0, 5.0, 33.3, 54.0, 59.9, 60.0, 66.0, 66.1, 75.0, 100.0, 250.0):
+                pods = [Pod(value)] * ready + [Pod(None, phase="Pending")] * pending
+                expected = plain_metric_replicas(current, pods, 60.0)
+                assert uniform_pods_replicas(current, ready, pending, value, 60.0) == expected, (
+                    current,
+                    ready,
+                    value,
+                )
+
+
+@pytest.mark.parametrize("behavior", [None, "default", "windows"])
+def test_fast_windows_answer_as_the_stored_recommendations(behavior: str | None) -> None:
+    """The replay keeps the windows' extremes in monotonic queues; over a long random run
+    they give what the controller's scan of its stored recommendations gives."""
+    import random
+
+    chosen = {
+        None: None,
+        "default": Behavior(DEFAULT_SCALE_UP, DEFAULT_SCALE_DOWN),
+        "windows": Behavior(
+            Rules(60.0, "Max", (Policy("Pods", 2, 60.0),)),
+            Rules(600.0, "Min", (Policy("Pods", 1, 120.0), Policy("Percent", 50, 60.0))),
+        ),
+    }[behavior]
+    rng = random.Random(20261205)
+    scanned = HorizontalController(1, 20, chosen)
+    fast = HorizontalController(1, 20, chosen, fast=True)
+    replicas = [5, 5]
+    for step in range(20000):
+        now = step * 15.0
+        desired = max(0, min(30, replicas[0] + rng.randint(-4, 4)))
+        if rng.random() < 0.2:
+            desired = rng.randint(0, 25)
+        answers = [
+            hc.reconcile(now, current, desired)
+            for hc, current in zip((scanned, fast), replicas, strict=True)
+        ]
+        assert answers[0] == answers[1], step
+        replicas = answers

@@ -170,3 +170,21 @@ def read_png(data: bytes) -> tuple[int, int, list[list[tuple[int, int, int]]]]:
         rows.append([tuple(line[x * channels : x * channels + 3]) for x in range(width)])  # type: ignore[misc]
         previous = line
     return width, height, rows
+
+
+def test_json_written_piece_by_piece_is_the_contract() -> None:
+    """render_json formats the series rows itself; the document is what replay_json
+    describes, value for value."""
+    from gpulint.replay.render import render_json, replay_json
+
+    replayed = spike_replay()
+    out = io.StringIO()
+    render_json([replayed, replayed], START, START + 7200, 15, out)
+    document = json.loads(out.getvalue())
+    expected = json.loads(json.dumps(replay_json(replayed)))
+    assert document["replays"] == [expected, expected]
+    assert document["range"] == {
+        "start": "2026-01-15T00:00:00Z",
+        "end": "2026-01-15T02:00:00Z",
+        "step_s": 15,
+    }
