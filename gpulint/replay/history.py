@@ -68,13 +68,13 @@ def _fetch_metric(
     for first, last in _chunks(times, step):
         series = _range(api, metric.query, first, last, step, metric)
         for item in series:
-            for point in item.get("values") or []:
-                at, value = _point(point)
-                i = index.get(round(at, 3)) if at is not None else None
-                if i is None or value is None:
+            for at, value in _points(item.get("values")):
+                i = index.get(round(at, 3))
+                if i is None:
                     continue
                 counts[i] += 1
-                sums[i] = value if sums[i] is None else (sums[i] or 0.0) + value
+                total = sums[i]
+                sums[i] = value if total is None else total + value
     if keda:
         # KEDA's poll: one element gives its value, none gives 0 (ignoreNullValues, the
         # default), several fail the poll.
@@ -107,17 +107,23 @@ def _chunks(times: list[float], step: float) -> Iterator[tuple[float, float]]:
         yield part[0], part[-1]
 
 
-def _point(point: Any) -> tuple[float | None, float | None]:
-    if not isinstance(point, list) or len(point) != 2:
-        return None, None
-    at, text = point
-    if not isinstance(at, int | float) or isinstance(at, bool) or not isinstance(text, str):
-        return None, None
-    try:
-        value = float(text) if len(text) <= 64 else math.nan
-    except ValueError:
-        return float(at), None
-    return float(at), value if math.isfinite(value) else None
+def _points(values: Any) -> Iterator[tuple[float, float]]:
+    """The finite ``[time, "value"]`` points of a series; anything else is skipped."""
+    if not isinstance(values, list):
+        return
+    isfinite = math.isfinite
+    for point in values:
+        if type(point) is not list or len(point) != 2:
+            continue
+        at, text = point
+        if type(text) is not str or len(text) > 64 or type(at) not in (int, float):
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            continue
+        if isfinite(value):
+            yield float(at), value
 
 
 def _observed(
@@ -145,10 +151,9 @@ def _observed(
             except QueryRejected:
                 answer = []
             for item in answer[:1]:
-                for point in item.get("values") or []:
-                    at, value = _point(point)
-                    i = index.get(round(at, 3)) if at is not None else None
-                    if i is not None and value is not None:
+                for at, value in _points(item.get("values")):
+                    i = index.get(round(at, 3))
+                    if i is not None:
                         observed[i] = round(value)
                         found = True
         if found:

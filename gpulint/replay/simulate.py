@@ -74,15 +74,27 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
     start, end = history.times[0], history.times[-1]
     next_poll = start
     steps = int((end - start) // sync_s) + 1
+    metrics = range(len(spec.metrics))
+    # Readings and proposals are functions of what they read: when that has not changed
+    # since the last sync (a steady load), the last answer stands.
+    read_key: tuple[object, ...] | None = None
+    proposed_key: tuple[object, ...] | None = None
+    readings: list[tuple[float | None, float | None, float | None]] = []
+    desired: int | None = None
+    load: float | None = None
+    value: float | None = None
     for step in range(steps):
         now = start + step * sync_s
         k = bisect.bisect_right(history.times, now) - 1
         ready = bisect.bisect_right(ready_at, now)
         starting = len(ready_at) - ready
-        readings = [_reading(spec, history, i, k, ready) for i in range(len(spec.metrics))]
-        loads = [r[0] for r in readings if r[0] is not None]
-        load = max(loads) if loads else None
-        value = readings[0][1] if readings else None
+        key = (ready, *(_inputs(history, i, k) for i in metrics))
+        if key != read_key:
+            read_key, proposed_key = key, None
+            readings = [_reading(spec, history, i, k, ready) for i in metrics]
+            loads = [r[0] for r in readings if r[0] is not None]
+            load = max(loads) if loads else None
+            value = readings[0][1] if readings else None
         before = replicas
         reason = ""
         if keda is not None and now >= next_poll:
@@ -96,11 +108,13 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
                 reason = "KEDA activation" if after > replicas else "KEDA cooldown passed"
                 replicas = after
         if replicas == before and replicas > 0:
-            proposals = [
-                _proposal(metric, reading, replicas, ready, starting)
-                for metric, reading in zip(spec.metrics, readings, strict=True)
-            ]
-            desired = max_over_metrics(replicas, proposals)
+            if proposed_key != (replicas, starting):
+                proposed_key = (replicas, starting)
+                proposals = [
+                    _proposal(metric, reading, replicas, ready, starting)
+                    for metric, reading in zip(spec.metrics, readings, strict=True)
+                ]
+                desired = max_over_metrics(replicas, proposals)
             after = hpa.reconcile(now, replicas, desired)
             if after != replicas:
                 reason = _reason(replicas, after, desired, spec)
@@ -115,6 +129,18 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
                 del ready_at[replicas:]
         ticks.append(Tick(now, replicas, ready, starting, load, value))
     return Run(ticks, events)
+
+
+def _inputs(history: History, index: int, k: int) -> tuple[float | None, int | None, int | None]:
+    """What metric ``index``'s reading at history point ``k`` depends on."""
+    if k < 0:
+        return None, None, None
+    pods = history.pods[index]
+    return (
+        history.values[index][k],
+        pods[k] if pods else None,
+        history.observed[k] if history.observed else None,
+    )
 
 
 def _reading(
