@@ -20,12 +20,13 @@ from typing import Any
 from gpulint.adapter import CUSTOM, EXTERNAL, canonical_resource
 from gpulint.document import as_dict
 from gpulint.gpumetrics import Scale, scale_of
-from gpulint.hpa import HPA, HpaMetric
+from gpulint.hpa import HPA, HPA_KIND, HpaMetric
 from gpulint.inventory import Inventory
-from gpulint.keda import ScaledObject
+from gpulint.keda import ScaledObject, scaled_object_of
 from gpulint.live.adapterquery import mapping_for, pod_name_pattern, render_query
 from gpulint.live.kedaquery import request_for
 from gpulint.quantity import try_quantity
+from gpulint.querytemplate import RenderUnsupported, TemplateError
 from gpulint.replay.controller import (
     KEDA_COOLDOWN_S,
     KEDA_INITIAL_COOLDOWN_S,
@@ -58,33 +59,46 @@ class Plan:
 
 
 def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
+    """Every HPA (KServe's and Knative's generated ones included, as a cluster holds them;
+    not those KEDA makes, which their ScaledObject stands for) and every ScaledObject."""
     specs: list[ReplaySpec] = []
     skipped: list[Skipped] = []
-    seen: set[tuple[str, str, str]] = set()
-    for claim in inventory.autoscalers():
-        manifest = claim.manifest
-        key = (claim.kind, manifest.namespace or "default", manifest.name)
-        if key in seen:
-            continue
-        seen.add(key)
-        view = inventory.view_of(manifest)
-        spec: ReplaySpec | str
+    present: set[tuple[str, str]] = set()
+
+    def add(kind: str, namespace: str, name: str, build: Any) -> None:
+        present.add((namespace, name))
         try:
-            if isinstance(view, HPA):
-                spec = _hpa_spec(view, inventory, pod_ready_after_s)
-            elif isinstance(view, ScaledObject):
-                spec = _scaled_object_spec(view, inventory, pod_ready_after_s)
-            else:
-                spec = (
-                    f"its {claim.note or 'generated HPA'} scales on CPU or memory from "
-                    "metrics-server unless told otherwise, which Prometheus does not hold"
-                )
+            specs.append(build())
         except _Untraceable as why:
-            spec = str(why)
-        if isinstance(spec, str):
-            skipped.append(Skipped(claim.kind, *key[1:], spec))
-        else:
-            specs.append(spec)
+            skipped.append(Skipped(kind, namespace, name, str(why)))
+
+    for hpa in inventory.hpas:
+        if hpa.is_fragment or scaled_object_of(hpa.manifest) is not None:
+            continue
+        namespace = hpa.namespace or "default"
+        add(HPA_KIND, namespace, hpa.name, lambda h=hpa: _hpa_spec(h, inventory, pod_ready_after_s))
+    for scaled in inventory.scaled_objects:
+        namespace = scaled.namespace or "default"
+        present.add((namespace, scaled.hpa_name))
+        add(
+            "ScaledObject",
+            namespace,
+            scaled.name,
+            lambda so=scaled: _scaled_object_spec(so, inventory, pod_ready_after_s),
+        )
+    for claim in inventory.autoscalers():
+        namespace = claim.manifest.namespace or "default"
+        if claim.implicit and (namespace, claim.hpa_name) not in present:
+            present.add((namespace, claim.hpa_name))
+            skipped.append(
+                Skipped(
+                    claim.kind,
+                    namespace,
+                    claim.manifest.name,
+                    f"the autoscaler it generates ({claim.note}, {claim.hpa_name}) is not in "
+                    "the input: replay it where it exists, with --cluster",
+                )
+            )
     return Plan(specs, skipped)
 
 
@@ -171,7 +185,7 @@ def _hpa_metric(hpa: HPA, metric: HpaMetric, inventory: Inventory, namespace: st
             query = render_query(
                 rule, labels, series[0], namespace, objects, pattern, metric.selector
             )
-        except Exception as error:  # querytemplate's errors: the template cannot be rendered
+        except (TemplateError, RenderUnsupported) as error:
             raise _Untraceable(f"gpulint cannot render the metricsQuery: {error}") from None
         scale = scale_of(series[0])
         cap = 100.0 if scale is Scale.PERCENT else 1.0 if scale is Scale.RATIO else None
