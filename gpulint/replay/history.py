@@ -76,11 +76,12 @@ def _fetch_metric(
                 total = sums[i]
                 sums[i] = value if total is None else total + value
     if keda:
-        # KEDA's poll: one element gives its value, none gives 0 (ignoreNullValues, the
-        # default), several fail the poll.
+        # KEDA's poll: one element gives its value, none (or NaN) gives 0 with
+        # ignoreNullValues (the default) and fails the poll without, several fail it.
+        empty = 0.0 if metric.ignore_null else None
         readings: list[float | None] = []
         for total, count in zip(sums, counts, strict=True):
-            readings.append(0.0 if count == 0 else total if count == 1 else None)
+            readings.append(empty if count == 0 else total if count == 1 else None)
         return readings, counts
     return sums, counts
 

@@ -24,6 +24,7 @@ class ReplayMetric:
     query: str
     cap: float | None = None  # a per-pod value cannot exceed this (100 for percent, 1 ratios)
     activation: float | None = None  # KEDA activationThreshold: active when value is above
+    ignore_null: bool = True  # KEDA's ignoreNullValues: no series (or NaN) reads as 0
     params: tuple[tuple[str, str], ...] = ()  # sent along with the query (KEDA's)
     headers: tuple[tuple[str, str], ...] = ()
 

@@ -227,6 +227,7 @@ def _scaled_object_spec(
                 threshold,
                 query,
                 activation=trigger.activation_threshold or 0.0,
+                ignore_null=trigger.ignore_null_values is not False,
                 params=tuple(request.params),
                 headers=tuple(request.headers.items()),
             )

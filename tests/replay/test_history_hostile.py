@@ -52,6 +52,8 @@ class Odd(AppServer):
         self.asked.append((start, end, step))
         if behaviour == "vector":
             data = {"resultType": "vector", "result": []}
+        elif behaviour == "empty":
+            data = {"resultType": "matrix", "result": []}
         else:
             count = MAX_SERIES + 1 if behaviour == "many" else 1
             points = int((end - start) / step) + 1
@@ -100,3 +102,17 @@ def test_a_range_of_too_many_points_is_not_sent(odd: Odd) -> None:
     with pytest.raises(ValueError, match="more than 11000 points"):
         api.query_range("up", 0.0, 15.0 * MAX_RANGE_POINTS, 15.0)
     assert odd.asked == []
+
+
+def test_a_keda_trigger_with_no_series_reads_as_keda_reads_it(odd: Odd) -> None:
+    """No series: 0 with ignoreNullValues (the default), a failed poll (no value) without."""
+    import dataclasses
+
+    from gpulint.replay.controller import KedaActivation
+
+    api = PrometheusAPI(f"{odd.url}/empty", {}, Deadline(30))
+    trigger = ReplayMetric("s0-prometheus", "External", "AverageValue", 10.0, "sum(up)")
+    keda = dataclasses.replace(SPEC, metrics=(trigger,), keda=KedaActivation())
+    assert set(fetch(api, keda, 0.0, 600.0, 15.0).values[0]) == {0.0}
+    strict = dataclasses.replace(keda, metrics=(dataclasses.replace(trigger, ignore_null=False),))
+    assert set(fetch(api, strict, 0.0, 600.0, 15.0).values[0]) == {None}
