@@ -154,6 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_live_options(trace)
     add_cluster_options(trace)
 
+    replay = commands.add_parser(
+        "replay",
+        help="replay each autoscaler's controller on the load Prometheus recorded",
+        description="For every HPA and KEDA ScaledObject whose metrics gpulint traces to a "
+        "query, fetch their history from Prometheus and replay the controller on it: scale "
+        "events, flapping, time at maxReplicas, scale-up lag, GPU-hours, and the replay "
+        "findings GL951-GL954.",
+    )
+    import_module("gpulint.replay.command").add_replay_options(replay)
+
     rules = commands.add_parser("rules", help="list the rule catalog")
     shape = rules.add_mutually_exclusive_group()
     shape.add_argument("--markdown", action="store_true", help="as the README's Markdown table")
@@ -971,6 +981,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_check_adapter(args, stdout, stderr)
         if args.command == "trace":
             return run_trace(args, stdout, stderr)
+        if args.command == "replay":
+            replayed: int = import_module("gpulint.replay.command").run_replay(args, stdout, stderr)
+            return replayed
         if args.command == "rules":
             return run_rules(args, stdout)
         if args.command == "explain":

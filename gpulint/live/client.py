@@ -56,6 +56,9 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 # every Prometheus-compatible API accepts for these endpoints.
 _MAX_GET_QUERY = 6000
 _CHUNK = 1 << 16
+# Prometheus refuses a range query of more than 11,000 points per series (web/api/v1/api.go:
+# "exceeded maximum resolution of 11,000 points per timeseries").
+MAX_RANGE_POINTS = 11_000
 
 
 class PrometheusError(Exception):
@@ -167,6 +170,38 @@ class PrometheusAPI:
         if not isinstance(data, dict) or not isinstance(data.get("result"), list):
             raise PrometheusError("/api/v1/query answered without a result")
         return data
+
+    def query_range(
+        self,
+        promql: str,
+        start: float,
+        end: float,
+        step: float,
+        params: list[tuple[str, str]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """A range query's series (``metric``, ``values``); raises QueryRejected when
+        Prometheus refuses the PromQL. At most ``MAX_RANGE_POINTS`` points per series: a
+        longer range is the caller's to split (Prometheus refuses more itself)."""
+        if not step > 0 or (end - start) / step + 1 > MAX_RANGE_POINTS:
+            raise ValueError(f"a range query of more than {MAX_RANGE_POINTS} points per series")
+        data = self._call(
+            "/api/v1/query_range",
+            [
+                ("query", promql),
+                *_range(start, end),
+                ("step", f"{step:g}"),
+                *(params or []),
+            ],
+            headers,
+        )
+        if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+            raise PrometheusError("/api/v1/query_range answered without a result")
+        if data.get("resultType") != "matrix":
+            raise PrometheusError(
+                f"/api/v1/query_range answered a {str(data.get('resultType'))[:40]}, not a matrix"
+            )
+        return [series for series in data["result"] if isinstance(series, dict)]
 
     # --- transport ---------------------------------------------------------------------------
 

@@ -1,0 +1,262 @@
+"""``gpulint replay``: its options and its run.
+
+Exit codes as for lint: 0 no replay finding at or above --fail-on, 1 some, 2 usage error,
+bad configuration, no readable input, an unusable Prometheus, or no autoscaler to replay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import time
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from gpulint.inventory import Inventory
+    from gpulint.replay.report import Replayed
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+# A day at the sync period is 5,760 points a series; a week at 15 s is 40,320 (four range
+# requests). More than this many grid points is refused: memory grows with them.
+MAX_POINTS = 100_000
+
+
+def add_replay_options(parser: argparse.ArgumentParser) -> None:
+    from gpulint.cli import _size, add_cluster_options, add_render_options
+
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories with the autoscalers, their workloads and the adapter "
+        "config, as for lint; default: the current directory",
+    )
+    parser.add_argument(
+        "--prometheus", metavar="URL", required=True, help="base URL of the Prometheus HTTP API"
+    )
+    parser.add_argument(
+        "--prometheus-header",
+        action="append",
+        metavar="K=V",
+        help="HTTP header for every request (repeatable)",
+    )
+    parser.add_argument(
+        "--prometheus-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds for all the queries of the run (default: 60)",
+    )
+    parser.add_argument(
+        "--autoscaler",
+        metavar="[NAMESPACE/]NAME",
+        help="only this HPA or ScaledObject",
+    )
+    parser.add_argument(
+        "--range", default="24h", metavar="DURATION", help="how far back (default: 24h)"
+    )
+    parser.add_argument(
+        "--end",
+        metavar="TIME",
+        help="the end of the range, RFC 3339 or Unix seconds (default: now)",
+    )
+    parser.add_argument(
+        "--step", default="15s", metavar="DURATION", help="resolution of the history (default: 15s)"
+    )
+    parser.add_argument(
+        "--pod-ready-after",
+        metavar="DURATION",
+        help="how long a new pod takes to serve (default: from the pod template's "
+        "startupProbe and readinessProbe, else 120s)",
+    )
+    parser.add_argument(
+        "--format",
+        "-f",
+        choices=("text", "json", "svg", "html", "markdown"),
+        default="text",
+        help="text, json (version 1), svg (one picture; --autoscaler picks it), html (one "
+        "offline page) or markdown (for $GITHUB_STEP_SUMMARY); default: text",
+    )
+    parser.add_argument(
+        "--compare-fix",
+        action="store_true",
+        help="replay gpulint's suggested behavior (GL102's fix) beside the one in use",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info", "never"),
+        default="error",
+        help="lowest severity of a replay finding (GL951-GL954) that fails the run (exit "
+        "code 1; default: error)",
+    )
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
+    parser.add_argument("--config", "-c", metavar="FILE", help="configuration file")
+    parser.add_argument("--no-config", action="store_true", help="ignore any .gpulint.yaml")
+    parser.add_argument(
+        "--max-file-size",
+        type=_size,
+        default=64 * 1024 * 1024,
+        metavar="BYTES",
+        help="as for lint (default: 64Mi)",
+    )
+    add_render_options(parser)
+    add_cluster_options(parser)
+
+
+def _time(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone (add Z or +00:00)")
+    return moment.timestamp()
+
+
+def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from gpulint.cli import _built_units, _prepared_cluster, _settings, missing_extra
+    from gpulint.engine import Selection
+    from gpulint.live.options import OptionError, parse_duration, parse_header, parse_url
+
+    problem = missing_extra("live", "gpulint replay")
+    if problem is not None:
+        stderr.write(f"gpulint: error: {problem}\n")
+        return EXIT_USAGE
+    try:
+        url = parse_url(args.prometheus)
+        headers = dict(parse_header(h) for h in args.prometheus_header or [])
+        span = parse_duration(args.range)
+        step = parse_duration(args.step)
+        ready_after = (
+            parse_duration(args.pod_ready_after) if args.pod_ready_after is not None else None
+        )
+        end = _time(args.end) if args.end else time.time()
+    except (OptionError, ValueError) as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return EXIT_USAGE
+    if step <= 0 or span <= 0 or not math.isfinite(end):
+        stderr.write("gpulint: error: --range and --step must be positive\n")
+        return EXIT_USAGE
+    if span / step + 1 > MAX_POINTS:
+        stderr.write(
+            f"gpulint: error: --range {args.range} at --step {args.step} is more than "
+            f"{MAX_POINTS} points; take a longer step\n"
+        )
+        return EXIT_USAGE
+    end = math.floor(end / step) * step  # on the step's grid, as Prometheus aligns nothing
+    start = end - span
+    settings = _settings(args, stderr)
+    if settings is None:
+        return EXIT_USAGE
+    inventories: list[Inventory] = []
+    if args.cluster:
+        cluster = _prepared_cluster(args, settings, Selection(), None, stderr)
+        if cluster is None:
+            return EXIT_USAGE
+        inventories.append(cluster[0])
+    else:
+        from gpulint.lint import unit_inventory
+
+        built = _built_units(args, settings, stderr)
+        if built is None:
+            return EXIT_USAGE
+        inventories.extend(unit_inventory(unit, settings) for unit in built[0])
+    from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError
+    from gpulint.replay.history import HistoryError, fetch
+    from gpulint.replay.plan import plan
+    from gpulint.replay.report import replay_one
+
+    api = PrometheusAPI(url, headers, Deadline(args.prometheus_timeout))
+    replays: list[Replayed] = []
+    wanted = args.autoscaler
+    matched = False
+    try:
+        for inventory in inventories:
+            found = plan(inventory, ready_after)
+            for skipped in found.skipped:
+                if _wanted(wanted, skipped.namespace, skipped.name):
+                    matched = True
+                    stderr.write(
+                        f"gpulint: {skipped.kind} {skipped.namespace}/{skipped.name} not "
+                        f"replayed: {skipped.reason}\n"
+                    )
+            for spec in found.specs:
+                if not _wanted(wanted, spec.namespace, spec.name):
+                    continue
+                matched = True
+                try:
+                    history = fetch(api, spec, start, end, step)
+                except HistoryError as error:
+                    stderr.write(f"gpulint: {spec.kind} {spec.key} not replayed: {error}\n")
+                    continue
+                replays.append(replay_one(spec, history, inventory, settings, args.compare_fix))
+    except PrometheusError as error:
+        stderr.write(f"gpulint: error: Prometheus at {url}: {error}\n")
+        return EXIT_USAGE
+    finally:
+        api.close()
+    if wanted and not matched:
+        stderr.write(f"gpulint: error: --autoscaler {wanted}: no such HPA or ScaledObject\n")
+        return EXIT_USAGE
+    if not replays:
+        stderr.write("gpulint: error: no autoscaler could be replayed\n")
+        return EXIT_USAGE
+    _write(args, replays, start, end, step, stdout, stderr)
+    return _exit_code(args.fail_on, replays)
+
+
+def _wanted(wanted: str | None, namespace: str, name: str) -> bool:
+    if not wanted:
+        return True
+    if "/" in wanted:
+        return wanted == f"{namespace}/{name}"
+    return wanted == name
+
+
+def _write(
+    args: argparse.Namespace,
+    replays: list[Replayed],
+    start: float,
+    end: float,
+    step: float,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> None:
+    from gpulint.replay import render
+
+    out = stdout
+    handle = None
+    if args.output:
+        handle = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        out = handle
+    try:
+        if args.format == "json":
+            render.render_json(replays, start, end, step, out)
+        elif args.format == "html":
+            render.render_html(replays, start, end, step, out)
+        elif args.format == "markdown":
+            render.render_markdown(replays, start, end, step, out)
+        elif args.format == "svg":
+            if len(replays) > 1:
+                stderr.write(
+                    f"gpulint: {len(replays)} autoscalers replayed; the SVG shows the first "
+                    f"({replays[0].spec.key}): pick one with --autoscaler, or use --format html\n"
+                )
+            out.write(render.render_svg(replays[0]))
+        else:
+            render.render_text(replays, start, end, step, out)
+    finally:
+        if handle is not None:
+            handle.close()
+
+
+def _exit_code(fail_on: str, replays: list[Replayed]) -> int:
+    from gpulint.model import Severity
+
+    if fail_on == "never":
+        return EXIT_OK
+    threshold = Severity.parse(fail_on)
+    found = [f.severity for r in replays for f in r.findings]
+    return EXIT_FINDINGS if any(s >= threshold for s in found) else EXIT_OK

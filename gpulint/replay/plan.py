@@ -1,0 +1,321 @@
+"""Which autoscalers of an inventory can be replayed, and with which queries.
+
+An HPA's Pods, Object and External metrics are read through the adapter rule of the input
+that serves them, rendered as the adapter renders it for that HPA (gpulint.live.adapterquery:
+its namespace, the pods its target's controller names, its metric selector). A KEDA
+ScaledObject's prometheus triggers are sent as KEDA sends them (gpulint.live.kedaquery:
+``namespace`` and ``queryParameters`` as parameters, ``customHeaders`` as headers); its HPA
+reads each as an External metric against ``threshold``. An autoscaler with a metric gpulint
+cannot trace to a query (Resource metrics come from metrics-server, not Prometheus) is not
+replayed, and the report says why: the controller takes the largest proposal over all
+metrics, so replaying a part of them would not be the same controller.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from gpulint.adapter import CUSTOM, EXTERNAL, canonical_resource
+from gpulint.document import as_dict
+from gpulint.gpumetrics import Scale, scale_of
+from gpulint.hpa import HPA, HPA_KIND, HpaMetric
+from gpulint.inventory import Inventory
+from gpulint.keda import ScaledObject, scaled_object_of
+from gpulint.live.adapterquery import mapping_for, pod_name_pattern, render_query
+from gpulint.live.kedaquery import request_for
+from gpulint.quantity import try_quantity
+from gpulint.querytemplate import RenderUnsupported, TemplateError
+from gpulint.replay.controller import (
+    KEDA_COOLDOWN_S,
+    KEDA_INITIAL_COOLDOWN_S,
+    Behavior,
+    KedaActivation,
+    hpa_min_replicas,
+)
+from gpulint.replay.model import ReplayMetric, ReplaySpec
+from gpulint.workload import PodTemplate
+
+# When the pod template has no probe to tell: a GPU inference pod pulls a large image and
+# loads a model before it serves; two minutes is a common floor. --pod-ready-after says better.
+DEFAULT_POD_READY_AFTER_S = 120.0
+# Kubernetes' probe defaults (core/v1 Probe): periodSeconds 10, initialDelaySeconds 0.
+_PROBE_PERIOD_S = 10.0
+
+
+@dataclass
+class Skipped:
+    kind: str
+    namespace: str
+    name: str
+    reason: str
+
+
+@dataclass
+class Plan:
+    specs: list[ReplaySpec]
+    skipped: list[Skipped]
+
+
+def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
+    """Every HPA (KServe's and Knative's generated ones included, as a cluster holds them;
+    not those KEDA makes, which their ScaledObject stands for) and every ScaledObject."""
+    specs: list[ReplaySpec] = []
+    skipped: list[Skipped] = []
+    present: set[tuple[str, str]] = set()
+
+    def add(kind: str, namespace: str, name: str, build: Any) -> None:
+        present.add((namespace, name))
+        try:
+            specs.append(build())
+        except _Untraceable as why:
+            skipped.append(Skipped(kind, namespace, name, str(why)))
+
+    for hpa in inventory.hpas:
+        if hpa.is_fragment or scaled_object_of(hpa.manifest) is not None:
+            continue
+        namespace = hpa.namespace or "default"
+        add(HPA_KIND, namespace, hpa.name, lambda h=hpa: _hpa_spec(h, inventory, pod_ready_after_s))
+    for scaled in inventory.scaled_objects:
+        namespace = scaled.namespace or "default"
+        present.add((namespace, scaled.hpa_name))
+        add(
+            "ScaledObject",
+            namespace,
+            scaled.name,
+            lambda so=scaled: _scaled_object_spec(so, inventory, pod_ready_after_s),
+        )
+    for claim in inventory.autoscalers():
+        namespace = claim.manifest.namespace or "default"
+        if claim.implicit and (namespace, claim.hpa_name) not in present:
+            present.add((namespace, claim.hpa_name))
+            skipped.append(
+                Skipped(
+                    claim.kind,
+                    namespace,
+                    claim.manifest.name,
+                    f"the autoscaler it generates ({claim.note}, {claim.hpa_name}) is not in "
+                    "the input: replay it where it exists, with --cluster",
+                )
+            )
+    return Plan(specs, skipped)
+
+
+class _Untraceable(Exception):
+    """An autoscaler with a metric gpulint cannot read from Prometheus."""
+
+
+def _number(value: Any) -> float | None:
+    quantity = try_quantity(value)
+    if quantity is None:
+        return None
+    number = float(quantity)
+    return number if math.isfinite(number) else None
+
+
+def _hpa_spec(hpa: HPA, inventory: Inventory, ready_after: float | None) -> ReplaySpec:
+    if hpa.target_ref is None:
+        raise _Untraceable("it has no scaleTargetRef")
+    scaling = hpa.scaling_range()
+    if scaling.minimum is None or scaling.maximum is None:
+        raise _Untraceable("its minReplicas or maxReplicas is not a number")
+    if not hpa.metrics:
+        raise _Untraceable("it has no metrics: the API server defaults it to CPU 80%")
+    namespace = hpa.namespace or "default"
+    metrics = tuple(_hpa_metric(hpa, metric, inventory, namespace) for metric in hpa.metrics)
+    seconds, source, gpus = _pods(inventory, hpa, ready_after)
+    return ReplaySpec(
+        "HorizontalPodAutoscaler",
+        namespace,
+        hpa.name,
+        hpa.target_ref.kind,
+        hpa.target_ref.name,
+        scaling.minimum,
+        scaling.maximum,
+        Behavior.from_spec(hpa.behavior),
+        metrics,
+        seconds,
+        source,
+        gpus,
+        document=hpa.manifest,
+        path=("spec", "metrics"),
+        behavior_path=("spec", "behavior") if hpa.behavior is not None else ("spec",),
+    )
+
+
+def _hpa_metric(hpa: HPA, metric: HpaMetric, inventory: Inventory, namespace: str) -> ReplayMetric:
+    if not metric.is_custom or not metric.name:
+        raise _Untraceable(
+            f"metric {metric.index + 1} is a {metric.type} metric, which comes from "
+            "metrics-server, not Prometheus"
+        )
+    target = metric.target
+    if target is None:
+        raise _Untraceable(f"metric {metric.name} has no target")
+    kind = str(target.type or "")
+    value = _number(target.average_value if kind == "AverageValue" else target.value)
+    if kind not in ("AverageValue", "Value") or value is None or value <= 0:
+        raise _Untraceable(
+            f"metric {metric.name} has no AverageValue or Value target gpulint reads"
+        )
+    api = EXTERNAL if metric.type == "External" else CUSTOM
+    # The HPA lowercases External metric names when it asks (kubernetes/kubernetes#72996).
+    wanted = metric.name.lower() if api == EXTERNAL else metric.name
+    for rule in inventory.rules_exposing(wanted, api, hpa.manifest):
+        series = rule.series_for(wanted)
+        if not series:
+            continue
+        if metric.type == "Pods":
+            labels = mapping_for(rule, "pods")
+            assert hpa.target_ref is not None
+            pattern, _ = pod_name_pattern(hpa.target_ref.kind, hpa.target_ref.name)
+            objects: list[str] = []
+        elif metric.type == "Object":
+            described = metric.described_object or {}
+            kind_name, name = described.get("kind"), described.get("name")
+            if not isinstance(kind_name, str) or not isinstance(name, str):
+                raise _Untraceable(f"metric {metric.name} has no describedObject")
+            labels = mapping_for(rule, canonical_resource(kind_name))
+            pattern, objects = None, [name]
+        else:
+            labels = mapping_for(rule)
+            pattern, objects = None, []
+        try:
+            query = render_query(
+                rule, labels, series[0], namespace, objects, pattern, metric.selector
+            )
+        except (TemplateError, RenderUnsupported) as error:
+            raise _Untraceable(f"gpulint cannot render the metricsQuery: {error}") from None
+        scale = scale_of(series[0])
+        cap = 100.0 if scale is Scale.PERCENT else 1.0 if scale is Scale.RATIO else None
+        return ReplayMetric(
+            metric.name,
+            metric.type,
+            "AverageValue" if metric.type == "Pods" else kind,
+            value,
+            query,
+            cap if metric.type == "Pods" else None,
+        )
+    raise _Untraceable(
+        f"no adapter rule of the input serves {metric.type} metric {metric.name} from a "
+        "series gpulint can name"
+    )
+
+
+def _scaled_object_spec(
+    scaled: ScaledObject, inventory: Inventory, ready_after: float | None
+) -> ReplaySpec:
+    if scaled.target_ref is None:
+        raise _Untraceable("it has no scaleTargetRef")
+    others = [t.get("type") for t in scaled.triggers if t.get("type") != "prometheus"]
+    if others:
+        raise _Untraceable(f"it has {others[0]} triggers, which gpulint cannot read back")
+    if not scaled.prometheus_triggers:
+        raise _Untraceable("it has no prometheus trigger")
+    metrics = []
+    for trigger in scaled.prometheus_triggers:
+        query, threshold = trigger.query, trigger.threshold
+        if query is None or threshold is None or threshold <= 0:
+            raise _Untraceable(f"{trigger.describe()} has no query or threshold")
+        request = request_for(trigger)
+        metrics.append(
+            ReplayMetric(
+                f"s{trigger.index}-prometheus",
+                "External",
+                trigger.metric_type,
+                threshold,
+                query,
+                activation=trigger.activation_threshold or 0.0,
+                ignore_null=trigger.ignore_null_values is not False,
+                params=tuple(request.params),
+                headers=tuple(request.headers.items()),
+            )
+        )
+    scaling = scaled.scaling_range()
+    if scaling.minimum is None or scaling.maximum is None:
+        raise _Untraceable("its minReplicaCount or maxReplicaCount is not a number")
+    spec = scaled.spec
+    idle = spec.get("idleReplicaCount")
+    keda = KedaActivation(
+        min_replica_count=scaling.minimum,
+        idle_replica_count=idle if isinstance(idle, int) and not isinstance(idle, bool) else None,
+        cooldown_s=_seconds(spec.get("cooldownPeriod"), KEDA_COOLDOWN_S),
+        initial_cooldown_s=_seconds(spec.get("initialCooldownPeriod"), KEDA_INITIAL_COOLDOWN_S),
+    )
+    seconds, source, gpus = _pods(inventory, scaled, ready_after)
+    behavior = scaled.behavior
+    return ReplaySpec(
+        "ScaledObject",
+        scaled.namespace or "default",
+        scaled.name,
+        scaled.target_ref.kind,
+        scaled.target_ref.name,
+        hpa_min_replicas(scaling.minimum),
+        scaling.maximum,
+        Behavior.from_spec(behavior),
+        tuple(metrics),
+        seconds,
+        source,
+        gpus,
+        keda=keda,
+        document=scaled.manifest,
+        path=("spec", "triggers"),
+        behavior_path=(
+            ("spec", "advanced", "horizontalPodAutoscalerConfig", "behavior")
+            if isinstance(behavior, dict)
+            else ("spec",)
+        ),
+    )
+
+
+def _seconds(value: Any, default: float) -> float:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return default
+
+
+def _pods(
+    inventory: Inventory, view: HPA | ScaledObject, ready_after: float | None
+) -> tuple[float, str, int]:
+    """How long a new pod takes to serve (and where that comes
+    from), and its GPUs (1 when the input does not say)."""
+    assert view.target_ref is not None
+    target = inventory.resolve_target(view.namespace, view.target_ref, view.manifest)
+    templates = target.templates
+    gpus = 1
+    for template in templates:
+        count = template.gpus_per_pod(inventory.gpu_names)
+        if count:
+            gpus = count
+            break
+    if ready_after is not None:
+        return ready_after, "--pod-ready-after", gpus
+    probed = _probe_seconds(templates)
+    if probed is not None:
+        return probed[0], probed[1], gpus
+    return DEFAULT_POD_READY_AFTER_S, "default (no probe tells)", gpus
+
+
+def _probe_seconds(templates: list[PodTemplate]) -> tuple[float, str] | None:
+    """The earliest a pod can be ready by its probes: a startupProbe's first success (its
+    initialDelaySeconds plus one period), then the readinessProbe's likewise. Kubernetes runs
+    the readiness probe only once the startup probe has succeeded."""
+    best: tuple[float, str] | None = None
+    for template in templates:
+        for container in template.containers:
+            if container.init:
+                continue
+            total = 0.0
+            named = []
+            for probe in ("startupProbe", "readinessProbe"):
+                data = as_dict(container.data.get(probe))
+                if not data:
+                    continue
+                delay = _number(data.get("initialDelaySeconds")) or 0.0
+                period = _number(data.get("periodSeconds")) or _PROBE_PERIOD_S
+                total += delay + period
+                named.append(probe)
+            if named and (best is None or total > best[0]):
+                best = (total, f"{' and '.join(named)} of container {container.name}")
+    return best

@@ -1,0 +1,454 @@
+"""Write replays as text, JSON (version 1), SVG, one offline HTML page, or Markdown.
+
+The SVG is written by hand (no plotting library): per autoscaler, the replicas over time
+(observed, simulated, and with gpulint's fix when compared) above the metric against its
+target. Markdown embeds each picture as a data URI, which GitHub's job summary shows.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import html
+import json
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from gpulint.model import Finding
+from gpulint.replay.controller import SYNC_PERIOD_S
+from gpulint.replay.model import History
+from gpulint.replay.report import Replayed, describe_behavior, stamp
+
+JSON_VERSION = 1
+_FIGURE_LABELS = (
+    ("scale_events", "scale events", ""),
+    ("flaps", "flaps (reversed within 10 min)", ""),
+    ("time_at_max_s", "time at maxReplicas", "s"),
+    ("time_at_min_s", "time at minReplicas", "s"),
+    ("time_under_provisioned_s", "time under-provisioned", "s"),
+    ("time_over_provisioned_s", "time over-provisioned", "s"),
+    ("scale_up_lag_s", "longest scale-up lag", "s"),
+    ("gpu_hours_used", "GPU-hours used", "h"),
+    ("gpu_hours_needed", "GPU-hours needed", "h"),
+)
+
+
+# --- series ----------------------------------------------------------------------------------
+
+
+def series_rows(replayed: Replayed) -> list[dict[str, Any]]:
+    """One row per point of the history: the first metric's value as fetched, the replicas
+    observed and simulated (after the sync at or before that time)."""
+    history, ticks = replayed.history, replayed.run.ticks
+    if not ticks:
+        return []
+    times = [t.time for t in ticks]
+    stamps = _stamps(history)
+    rows = []
+    for k, time in enumerate(history.times):
+        index = max(0, bisect.bisect_right(times, time) - 1)
+        value = history.values[0][k] if history.values else None
+        rows.append(
+            {
+                "time": stamps[k],
+                "value": _number(value),
+                "observed_replicas": history.observed[k] if history.observed else None,
+                "simulated_replicas": ticks[index].replicas,
+            }
+        )
+    return rows
+
+
+_STAMPS: dict[int, tuple[History, list[str]]] = {}
+
+
+def _stamps(history: History) -> list[str]:
+    """The history's times in RFC 3339, made once for the replay and its fix."""
+    cached = _STAMPS.get(id(history))
+    if cached is None or cached[0] is not history:
+        cached = _STAMPS[id(history)] = (history, [stamp(t) for t in history.times])
+        if len(_STAMPS) > 2:
+            _STAMPS.pop(next(iter(_STAMPS)))
+    return cached[1]
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "rule": finding.rule,
+        "name": finding.name,
+        "severity": str(finding.severity),
+        "message": finding.message,
+        "fix": finding.fix,
+        "location": {
+            "file": finding.location.file,
+            "line": finding.location.line,
+            "column": finding.location.column,
+        },
+    }
+
+
+def replay_json(replayed: Replayed, series: bool = True) -> dict[str, Any]:
+    """One replay in the JSON contract (``series`` False: without the rows, for writers
+    that format them themselves)."""
+    spec = replayed.spec
+    return {
+        "autoscaler": {"kind": spec.kind, "namespace": spec.namespace, "name": spec.name},
+        "target": {"kind": spec.target_kind, "name": spec.target_name},
+        "metrics": [
+            {"name": m.name, "type": m.type, "target": m.target, "query": m.query}
+            for m in spec.metrics
+        ],
+        "series": series_rows(replayed) if series else [],
+        "events": [
+            {"time": stamp(e.time), "from": e.before, "to": e.after, "reason": e.reason}
+            for e in replayed.run.events
+        ],
+        "figures": replayed.figures.as_json(),
+        "findings": [finding_json(f) for f in replayed.findings],
+        "compare_fix": (
+            replay_json(replayed.fixed, series) if replayed.fixed is not None else None
+        ),
+    }
+
+
+def render_json(
+    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+) -> None:
+    """The document ``replay_json`` describes, written piece by piece: the series (thousands
+    of rows a replay) are formatted directly, which costs a fraction of building and encoding
+    a mapping per row."""
+    dumps = json.JSONEncoder(separators=(",", ":")).encode
+    window = {"start": stamp(start), "end": stamp(end), "step_s": step}
+    out.write(f'{{"version":{JSON_VERSION},"range":{dumps(window)},"replays":[')
+    for index, replayed in enumerate(replays):
+        if index:
+            out.write(",")
+        _write_replay(replayed, out, dumps)
+    out.write("]}\n")
+
+
+def _write_replay(replayed: Replayed, out: TextIO, dumps: Any) -> None:
+    document = replay_json(replayed, series=False)
+    out.write("{")
+    for key in ("autoscaler", "target", "metrics"):
+        out.write(f'"{key}":{dumps(document[key])},')
+    out.write('"series":[')
+    out.write(",".join(_series_rows_text(replayed)))
+    out.write("],")
+    for key in ("events", "figures", "findings"):
+        out.write(f'"{key}":{dumps(document[key])},')
+    out.write('"compare_fix":')
+    if replayed.fixed is None:
+        out.write("null")
+    else:
+        _write_replay(replayed.fixed, out, dumps)
+    out.write("}")
+
+
+def _series_rows_text(replayed: Replayed) -> list[str]:
+    """``series_rows`` as JSON text, row by row (floats as json writes them: repr)."""
+    rows = []
+    for row in series_rows(replayed):
+        value, observed = row["value"], row["observed_replicas"]
+        rows.append(
+            f'{{"time":"{row["time"]}","value":{"null" if value is None else repr(value)},'
+            f'"observed_replicas":{"null" if observed is None else int(observed)},'
+            f'"simulated_replicas":{int(row["simulated_replicas"])}}}'
+        )
+    return rows
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def _figure(value: float | int, unit: str) -> str:
+    if unit == "s":
+        return f"{value / 60:.1f} min" if value >= 60 else f"{value:g} s"
+    if unit == "h":
+        return f"{value:.2f}"
+    return str(value)
+
+
+def render_text(
+    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+) -> None:
+    out.write(f"replay {stamp(start)} .. {stamp(end)}, step {step:g} s\n")
+    if not replays:
+        out.write("no autoscaler replayed\n")
+    for replayed in replays:
+        spec = replayed.spec
+        out.write(f"\n{spec.kind} {spec.namespace}/{spec.name} -> {spec.target_kind} ")
+        out.write(f"{spec.target_name} (replicas {spec.min_replicas}-{spec.max_replicas}, ")
+        out.write(
+            f"pods ready after {spec.pod_ready_after_s:g} s: {spec.pod_ready_source}, "
+            f"{spec.gpus_per_pod} GPU(s) each)\n"
+        )
+        for metric in spec.metrics:
+            out.write(f"  metric {metric.name} ({metric.type} {metric.target_type} ")
+            out.write(f"{metric.target:g}): {' '.join(metric.query.split())}\n")
+        for note in replayed.history.notes:
+            out.write(f"  note: {note}\n")
+        compared = replayed.fixed
+        width = max(len(label) for _, label, _ in _FIGURE_LABELS)
+        header = f"  {'':<{width}}  {'as configured':>14}"
+        out.write(header + (f"  {'with the fix':>14}\n" if compared else "\n"))
+        mine, theirs = replayed.figures.as_json(), compared.figures.as_json() if compared else {}
+        for key, label, unit in _FIGURE_LABELS:
+            line = f"  {label:<{width}}  {_figure(mine[key], unit):>14}"
+            if compared:
+                line += f"  {_figure(theirs[key], unit):>14}"
+            out.write(line + "\n")
+        events = replayed.run.events
+        if events:
+            shown = ", ".join(f"{stamp(e.time)[11:16]} {e.before}->{e.after}" for e in events[:8])
+            more = f" and {len(events) - 8} more" if len(events) > 8 else ""
+            out.write(f"  scale events: {shown}{more}\n")
+        for finding in replayed.findings:
+            out.write(f"  {finding.rule} {finding.severity}: {finding.message}\n")
+            out.write(f"    at {finding.location.file}:{finding.location.line}\n")
+        if compared is not None:
+            behavior = json.dumps(describe_behavior(compared.spec.behavior), separators=(",", ":"))
+            out.write(f"  the fix replayed: behavior {behavior}\n")
+
+
+# --- SVG -------------------------------------------------------------------------------------
+
+WIDTH, HEIGHT = 820, 420
+_LEFT, _RIGHT, _TOP = 56, 16, 28
+_PANEL = 150  # height of each panel
+_GAP = 48
+_COLORS = {
+    "observed": "#8c8c8c",
+    "simulated": "#1f6fd1",
+    "fixed": "#1a9b4b",
+    "metric": "#e07b00",
+    "replayed-metric": "#f2b866",
+    "target": "#c62828",
+}
+_MAX_POINTS = 1600  # a polyline keeps at most this many points (about two per pixel)
+
+
+def _scale(lo: float, hi: float, top: float) -> Any:
+    span = hi - lo if hi > lo else 1.0
+
+    def y(value: float) -> float:
+        return top + _PANEL - (value - lo) / span * _PANEL
+
+    return y
+
+
+def _x_of(start: float, end: float) -> Any:
+    span = end - start if end > start else 1.0
+    inner = WIDTH - _LEFT - _RIGHT
+
+    def x(time: float) -> float:
+        return _LEFT + (time - start) / span * inner
+
+    return x
+
+
+def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    if len(points) <= _MAX_POINTS:
+        return points
+    every = len(points) / _MAX_POINTS
+    kept = [points[int(i * every)] for i in range(_MAX_POINTS)]
+    kept.append(points[-1])
+    return kept
+
+
+def _polyline(points: list[tuple[float, float]], color: str, name: str, dash: str = "") -> str:
+    if not points:
+        return ""
+    text = " ".join(f"{x:.1f},{y:.1f}" for x, y in _thin(points))
+    extra = f' stroke-dasharray="{dash}"' if dash else ""
+    return (
+        f'<polyline class="series {name}" data-series="{name}" fill="none" stroke="{color}" '
+        f'stroke-width="1.6"{extra} points="{text}"/>'
+    )
+
+
+def _steps(
+    times: Sequence[float], values: Sequence[int | None], x: Any, y: Any
+) -> list[tuple[float, float]]:
+    """A step line: each value holds until the next time."""
+    points: list[tuple[float, float]] = []
+    last: int | None = None
+    for time, value in zip(times, values, strict=True):
+        if value is None:
+            continue
+        if last is not None and value != last:
+            points.append((x(time), y(last)))
+        points.append((x(time), y(value)))
+        last = value
+    return points
+
+
+def render_svg(replayed: Replayed) -> str:
+    spec, history, run = replayed.spec, replayed.history, replayed.run
+    start = history.times[0] if history.times else 0.0
+    end = history.times[-1] + SYNC_PERIOD_S if history.times else 1.0
+    x = _x_of(start, end)
+    tick_times = [t.time for t in run.ticks]
+    simulated = [t.replicas for t in run.ticks]
+    fixed = [t.replicas for t in replayed.fixed.run.ticks] if replayed.fixed else []
+    observed = list(history.observed)
+    top_replicas = max([spec.max_replicas, *simulated, *fixed, *[o or 0 for o in observed]])
+    y_rep = _scale(0, top_replicas + 0.5, _TOP)
+    metric = spec.metrics[0] if spec.metrics else None
+    values = [v for v in (history.values[0] if history.values else []) if v is not None]
+    metric_top = max([*values, metric.target if metric else 1.0]) * 1.1 or 1.0
+    top2 = _TOP + _PANEL + _GAP
+    y_met = _scale(0, metric_top, top2)
+    title = html.escape(
+        f"{spec.kind} {spec.namespace}/{spec.name}: replicas (above) and "
+        f"{metric.name if metric else 'metric'} against its target (below)"
+    )
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="11">',
+        f"<title>{title}</title>",
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
+        f'<text x="{_LEFT}" y="16" font-size="13" font-weight="bold">{title}</text>',
+    ]
+    for top, lo, hi, y, label in (
+        (_TOP, 0, top_replicas + 0.5, y_rep, "replicas"),
+        (top2, 0, metric_top, y_met, html.escape(metric.name if metric else "")),
+    ):
+        parts.append(
+            f'<rect x="{_LEFT}" y="{top}" width="{WIDTH - _LEFT - _RIGHT}" height="{_PANEL}" '
+            'fill="none" stroke="#d0d0d0"/>'
+        )
+        for fraction in (0.0, 0.5, 1.0):
+            value = lo + (hi - lo) * fraction
+            parts.append(
+                f'<text x="{_LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:.3g}</text>'
+            )
+        parts.append(
+            f'<text x="12" y="{top + _PANEL / 2:.1f}" transform="rotate(-90 12 '
+            f'{top + _PANEL / 2:.1f})" text-anchor="middle">{label}</text>'
+        )
+    for fraction, anchor in (
+        (0.0, "start"),
+        (0.25, "middle"),
+        (0.5, "middle"),
+        (0.75, "middle"),
+        (1.0, "end"),
+    ):
+        time = start + (end - start) * fraction
+        parts.append(
+            f'<text x="{x(time):.1f}" y="{top2 + _PANEL + 16}" text-anchor="{anchor}">'
+            f"{stamp(time)[5:16].replace('T', ' ')}</text>"
+        )
+    parts.append(
+        _polyline(_steps(history.times, observed, x, y_rep), _COLORS["observed"], "observed")
+    )
+    parts.append(
+        _polyline(_steps(tick_times, simulated, x, y_rep), _COLORS["simulated"], "simulated")
+    )
+    if replayed.fixed is not None:
+        parts.append(
+            _polyline(_steps(tick_times, fixed, x, y_rep), _COLORS["fixed"], "fixed", "5 3")
+        )
+    if metric is not None and history.values:
+        points = [
+            (x(t), y_met(v))
+            for t, v in zip(history.times, history.values[0], strict=True)
+            if v is not None
+        ]
+        replayed_points = [
+            (x(t.time), y_met(min(t.value, metric_top))) for t in run.ticks if t.value is not None
+        ]
+        parts.append(_polyline(replayed_points, _COLORS["replayed-metric"], "replayed-metric"))
+        parts.append(_polyline(points, _COLORS["metric"], "metric"))
+        target_y = y_met(metric.target)
+        parts.append(
+            f'<line class="target" x1="{_LEFT}" x2="{WIDTH - _RIGHT}" y1="{target_y:.1f}" '
+            f'y2="{target_y:.1f}" stroke="{_COLORS["target"]}" stroke-dasharray="6 4"/>'
+        )
+    legend = [("observed", "observed replicas"), ("simulated", "replayed replicas")]
+    if replayed.fixed is not None:
+        legend.append(("fixed", "replayed with the fix"))
+    legend += [
+        ("metric", "metric as observed"),
+        ("replayed-metric", "as the replayed pods see it"),
+        ("target", "target"),
+    ]
+    lx: float = _LEFT
+    for key, text in legend:
+        parts.append(
+            f'<rect x="{lx:.0f}" y="{HEIGHT - 14}" width="12" height="4" fill="{_COLORS[key]}"/>'
+            f'<text x="{lx + 16:.0f}" y="{HEIGHT - 9}">{text}</text>'
+        )
+        lx += 22 + len(text) * 5.6
+    parts.append("</svg>")
+    return "\n".join(p for p in parts if p) + "\n"
+
+
+# --- HTML and Markdown -------------------------------------------------------------------------
+
+
+def render_html(
+    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+) -> None:
+    """One page with every picture inline and the figures: no script, no network."""
+    out.write(
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<title>gpulint replay</title>"
+        "<style>body{font-family:sans-serif;margin:2em;color:#222}"
+        "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right}"
+        "td:first-child,th:first-child{text-align:left}</style></head><body>\n"
+    )
+    out.write(f"<h1>gpulint replay</h1><p>{stamp(start)} .. {stamp(end)}, step {step:g} s</p>\n")
+    for replayed in replays:
+        spec = replayed.spec
+        out.write(f"<section><h2>{html.escape(f'{spec.kind} {spec.namespace}/{spec.name}')}</h2>\n")
+        out.write(render_svg(replayed))
+        out.write(_figures_table_html(replayed))
+        for finding in replayed.findings:
+            out.write(
+                f"<p><b>{finding.rule}</b> {html.escape(str(finding.severity))}: "
+                f"{html.escape(finding.message)}</p>\n"
+            )
+        out.write("</section>\n")
+    out.write("</body></html>\n")
+
+
+def _figures_table_html(replayed: Replayed) -> str:
+    mine = replayed.figures.as_json()
+    theirs = replayed.fixed.figures.as_json() if replayed.fixed else None
+    rows = ["<table><tr><th></th><th>as configured</th>"]
+    rows.append("<th>with the fix</th></tr>" if theirs else "</tr>")
+    for key, label, unit in _FIGURE_LABELS:
+        rows.append(f"<tr><td>{label}</td><td>{_figure(mine[key], unit)}</td>")
+        rows.append(f"<td>{_figure(theirs[key], unit)}</td></tr>" if theirs else "</tr>")
+    rows.append("</table>\n")
+    return "".join(rows)
+
+
+def render_markdown(
+    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+) -> None:
+    out.write(f"## gpulint replay\n\n{stamp(start)} .. {stamp(end)}, step {step:g} s\n")
+    for replayed in replays:
+        spec = replayed.spec
+        out.write(f"\n### {spec.kind} {spec.namespace}/{spec.name}\n\n")
+        picture = base64.b64encode(render_svg(replayed).encode()).decode()
+        out.write(f"![replicas and metric of {spec.name}](data:image/svg+xml;base64,{picture})\n\n")
+        theirs = replayed.fixed.figures.as_json() if replayed.fixed else None
+        out.write("| | as configured |" + (" with the fix |" if theirs else "") + "\n")
+        out.write("|---|---:|" + ("---:|" if theirs else "") + "\n")
+        mine = replayed.figures.as_json()
+        for key, label, unit in _FIGURE_LABELS:
+            line = f"| {label} | {_figure(mine[key], unit)} |"
+            if theirs:
+                line += f" {_figure(theirs[key], unit)} |"
+            out.write(line + "\n")
+        for finding in replayed.findings:
+            out.write(f"\n- **{finding.rule}** {finding.severity}: {finding.message}\n")

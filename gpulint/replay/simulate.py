@@ -1,0 +1,205 @@
+"""Replay an autoscaler over a history: the demand model and the controller, sync by sync.
+
+The demand model:
+
+* a Pods metric is a per-pod average: the load it stands for is the observed mean times the
+  pods that reported it (total demand is conserved), spread over the simulated pods that are
+  ready; a per-pod value cannot pass its cap (100 for a percentage such as
+  DCGM_FI_DEV_GPU_UTIL, 1 for a ratio), so a saturated history is a lower bound of demand;
+* Object and External metrics (KEDA's triggers are External) are totals and pass as they
+  are;
+* a pod serves load only ``pod_ready_after_s`` after it is created; until then the controller
+  sees it as a pod without a usable metric (replica_calculator.go groupPods: a Pending pod is
+  ignored, and counted at 0 when the ratio says scale up) and it serves nothing;
+* a scale-down removes the pods not yet ready first, the newest first (ReplicaSet's
+  ActivePods ordering, kubernetes pkg/controller/controller_utils.go).
+
+Between two samples of the history the last one holds, as in Prometheus's answer on a grid.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+
+from gpulint.replay.controller import (
+    KEDA_POLLING_INTERVAL_S,
+    SYNC_PERIOD_S,
+    HorizontalController,
+    max_over_metrics,
+    per_pod_total_replicas,
+    uniform_pods_replicas,
+    usage_ratio_replicas,
+)
+from gpulint.replay.model import (
+    PER_POD,
+    TOTAL_PER_POD,
+    Event,
+    History,
+    ReplayMetric,
+    ReplaySpec,
+    Run,
+    Tick,
+)
+
+
+def initial_replicas(spec: ReplaySpec, history: History) -> int:
+    """The replicas at the start: what was observed, else the pods that reported the first
+    Pods metric, else minReplicas (a ScaledObject's minReplicaCount). Outside minReplicas
+    and maxReplicas the controller's first sync brings them within (reconcileAutoscaler)."""
+    start: int | None = history.observed[0] if history.observed else None
+    if start is None:
+        for index, metric in enumerate(spec.metrics):
+            if metric.relation == PER_POD and history.pods[index]:
+                start = history.pods[index][0]
+                break
+    if start is None:
+        start = spec.keda.min_replica_count if spec.keda is not None else spec.min_replicas
+    return max(0, start)
+
+
+def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) -> Run:
+    """The simulated controller's syncs over ``history`` (empty when it has no points)."""
+    if not history.times:
+        return Run([], [])
+    hpa = HorizontalController(spec.min_replicas, spec.max_replicas, spec.behavior, fast=True)
+    keda = spec.keda
+    if keda is not None:
+        keda = dataclasses.replace(keda, created=history.times[0] - 1)
+    replicas = initial_replicas(spec, history)
+    ready_at: list[float] = [-math.inf] * replicas  # ascending
+    ticks: list[Tick] = []
+    events: list[Event] = []
+    start, end = history.times[0], history.times[-1]
+    next_poll = start
+    steps = int((end - start) // sync_s) + 1
+    metrics = range(len(spec.metrics))
+    # Readings and proposals are functions of what they read: when that has not changed
+    # since the last sync (a steady load), the last answer stands.
+    read_key: tuple[object, ...] | None = None
+    proposed_key: tuple[object, ...] | None = None
+    readings: list[tuple[float | None, float | None, float | None]] = []
+    desired: int | None = None
+    load: float | None = None
+    value: float | None = None
+    for step in range(steps):
+        now = start + step * sync_s
+        k = bisect.bisect_right(history.times, now) - 1
+        ready = bisect.bisect_right(ready_at, now)
+        starting = len(ready_at) - ready
+        key = (ready, *(_inputs(history, i, k) for i in metrics))
+        if key != read_key:
+            read_key, proposed_key = key, None
+            readings = [_reading(spec, history, i, k, ready) for i in metrics]
+            loads = [r[0] for r in readings if r[0] is not None]
+            load = max(loads) if loads else None
+            value = readings[0][1] if readings else None
+        before = replicas
+        reason = ""
+        if keda is not None and now >= next_poll:
+            next_poll = now + KEDA_POLLING_INTERVAL_S
+            active = any(
+                r[2] is not None and r[2] > (m.activation or 0.0)
+                for r, m in zip(readings, spec.metrics, strict=True)
+            )
+            after = keda.request_scale(now, replicas, active)
+            if after != replicas:
+                reason = "KEDA activation" if after > replicas else "KEDA cooldown passed"
+                replicas = after
+        if replicas == before and replicas > 0:
+            if proposed_key != (replicas, starting):
+                proposed_key = (replicas, starting)
+                proposals = [
+                    _proposal(metric, reading, replicas, ready, starting)
+                    for metric, reading in zip(spec.metrics, readings, strict=True)
+                ]
+                desired = max_over_metrics(replicas, proposals)
+            after = hpa.reconcile(now, replicas, desired)
+            if after != replicas:
+                reason = _reason(replicas, after, desired, spec)
+                replicas = after
+        if replicas != before:
+            events.append(Event(now, before, replicas, reason))
+            if replicas > before:
+                ready_at.extend([now + spec.pod_ready_after_s] * (replicas - before))
+                ready_at.sort()
+            else:
+                # Pods not yet ready go first (the latest first), then ready ones.
+                del ready_at[replicas:]
+        ticks.append(Tick(now, replicas, ready, starting, load, value))
+    return Run(ticks, events)
+
+
+def _inputs(history: History, index: int, k: int) -> tuple[float | None, int | None, int | None]:
+    """What metric ``index``'s reading at history point ``k`` depends on."""
+    if k < 0:
+        return None, None, None
+    pods = history.pods[index]
+    return (
+        history.values[index][k],
+        pods[k] if pods else None,
+        history.observed[k] if history.observed else None,
+    )
+
+
+def _reading(
+    spec: ReplaySpec, history: History, index: int, k: int, ready: int
+) -> tuple[float | None, float | None, float | None]:
+    """(load in pods' worth at the target, the value the controller sees at ``ready`` ready
+    pods, the raw value as KEDA reads it) for metric ``index`` at history point ``k``."""
+    if k < 0:
+        return None, None, None
+    metric = spec.metrics[index]
+    raw = history.values[index][k]
+    if raw is None or not math.isfinite(raw):
+        return None, None, None
+    if metric.relation != PER_POD:
+        if metric.relation == TOTAL_PER_POD:
+            return raw / metric.target, raw, raw
+        return raw / metric.target * max(ready, 1), raw, raw
+    reporting = history.pods[index][k] if history.pods[index] else None
+    if reporting is None:
+        reporting = history.observed[k] if history.observed else None
+    demand = raw * (reporting if reporting is not None else 1)
+    seen = None
+    if ready > 0:
+        seen = demand / ready
+        if metric.cap is not None:
+            seen = min(seen, metric.cap)
+    return demand / metric.target, seen, demand
+
+
+def _proposal(
+    metric: ReplayMetric,
+    reading: tuple[float | None, float | None, float | None],
+    replicas: int,
+    ready: int,
+    starting: int,
+) -> int | None:
+    _, seen, raw = reading
+    if raw is None:
+        return None
+    if metric.relation == PER_POD:
+        if seen is None:
+            return None  # no ready pod reports the metric: FailedGetPodsMetric
+        return uniform_pods_replicas(replicas, ready, starting, seen, metric.target)
+    if metric.relation == TOTAL_PER_POD:
+        return per_pod_total_replicas(replicas, raw, metric.target)
+    return usage_ratio_replicas(replicas, raw / metric.target, ready)
+
+
+def _reason(before: int, after: int, desired: int | None, spec: ReplaySpec) -> str:
+    if before > spec.max_replicas:
+        return "above maxReplicas"
+    if before < spec.min_replicas:
+        return "below minReplicas"
+    if desired is not None and desired != after:
+        limited = "limited by behavior" if spec.behavior is not None else "limited"
+        what = "up" if after > before else "down"
+        if after in (spec.max_replicas, spec.min_replicas) and desired not in range(
+            spec.min_replicas, spec.max_replicas + 1
+        ):
+            return f"scale {what} to {'maxReplicas' if after > before else 'minReplicas'}"
+        return f"scale {what} {limited} (metrics asked for {desired})"
+    return f"scale {'up' if after > before else 'down'}: metrics asked for {after}"

@@ -1,0 +1,46 @@
+"""A real Prometheus holding a recorded day of the scenarios' load (tests/replay/loads.py),
+backfilled with ``promtool tsdb create-blocks-from openmetrics``."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.live.harness import INSTALL_HINT, PrometheusServer, prometheus_binary, promtool_binary
+from tests.replay import loads
+
+
+@dataclass
+class Recorded:
+    url: str
+    start: float  # the first sample; the last is a day later
+
+    @property
+    def end(self) -> float:
+        return self.start + loads.DAY
+
+
+def require_prometheus() -> None:
+    if prometheus_binary() is None or promtool_binary() is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but no prometheus/promtool binary: {INSTALL_HINT}")
+        pytest.skip(INSTALL_HINT)
+
+
+@pytest.fixture(scope="session")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    require_prometheus()
+    workdir = tmp_path_factory.mktemp("replay-prometheus")
+    start = loads.history_start(time.time())
+    server = PrometheusServer(
+        workdir, loads.prometheus_config(), backfill=loads.openmetrics(start, loads.SCENARIOS)
+    )
+    server.start()
+    try:
+        yield Recorded(server.url, start)
+    finally:
+        server.stop()

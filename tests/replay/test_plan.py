@@ -1,0 +1,68 @@
+"""Which autoscalers a replay takes, and why it leaves the others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpulint.config import Settings
+from gpulint.engine import inventory_from_paths
+from gpulint.replay.plan import DEFAULT_POD_READY_AFTER_S, plan
+
+KSERVE = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: llm
+  namespace: ml
+  annotations:
+    serving.kserve.io/deploymentMode: Standard
+    serving.kserve.io/autoscalerClass: hpa
+spec:
+  predictor:
+    minReplicas: 1
+    maxReplicas: 4
+    model:
+      modelFormat: {name: huggingface}
+      resources: {limits: {nvidia.com/gpu: 1}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: cpu, namespace: ml}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: cpu}
+  maxReplicas: 4
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
+"""
+
+
+def test_what_is_not_replayed_says_why(tmp_path: Path) -> None:
+    (tmp_path / "objects.yaml").write_text(KSERVE)
+    found = plan(inventory_from_paths([str(tmp_path)], Settings()))
+    assert found.specs == []
+    reasons = {(s.kind, s.name): s.reason for s in found.skipped}
+    assert reasons[("HorizontalPodAutoscaler", "cpu")] == (
+        "metric 1 is a Resource metric, which comes from metrics-server, not Prometheus"
+    )
+    assert (
+        "the autoscaler it generates (autoscalerClass hpa, llm-predictor) is not in the input"
+        in (reasons[("KServe", "llm")])
+    )
+
+
+def test_pod_start_time_from_probes_option_or_default() -> None:
+    scenarios = Path(__file__).resolve().parent / "fixtures"
+    inventory = inventory_from_paths([str(scenarios)], Settings())
+    by_name = {s.name: s for s in plan(inventory).specs}
+    # readinessProbe initialDelaySeconds 170 + periodSeconds 10
+    assert by_name["step"].pod_ready_after_s == 180
+    assert by_name["step"].pod_ready_source == "readinessProbe of container server"
+    # the ScaledObject's Deployment is not in the input: the stated default
+    assert by_name["spikes-keda"].pod_ready_after_s == DEFAULT_POD_READY_AFTER_S
+    assert by_name["spikes-keda"].min_replicas == 1  # KEDA's HPA: at least 1
+    assert by_name["spikes-keda"].keda is not None
+    assert by_name["spikes-keda"].keda.min_replica_count == 0
+    overridden = {s.name: s for s in plan(inventory, 300.0).specs}
+    assert overridden["step"].pod_ready_after_s == 300
+    assert overridden["step"].pod_ready_source == "--pod-ready-after"
