@@ -6,6 +6,16 @@ error) the answer is ``allowed: true`` with a warning saying so, counted in
 ``gpulint_webhook_fail_open_total``. A body gpulint cannot answer is an HTTP 400 with a JSON
 message. Nothing answers 500: an error outside any review is a 400 too, logged as an error.
 
+An object nested deeper than gpulint reads (``gpulint.cluster.decoding.MAX_OBJECT_DEPTH``
+levels; the API server passes on 10,000) is never a 400, which ``failurePolicy: Ignore`` would
+turn into a silent allow: its kind, name and everything a rule reads are shallow, so it is
+judged on what was read. A finding that refuses it still refuses it; otherwise it is allowed
+with a warning saying what was not read, or refused with ``--deny-undecodable``. Each such
+review is counted in ``gpulint_webhook_undecodable_objects_total`` and logged
+(``object-too-deep``). Bodies that are not JSON at all stay a 400 (counted in
+``gpulint_webhook_invalid_requests_total`` and logged): the API server always sends JSON, so
+they come from something else, and no uid can be trusted from them to answer.
+
 A request chooses what it sends, so nothing it sends becomes a metric label: kinds outside
 the evaluated ones are counted as ``other``. Its body must arrive within ``--read-timeout``
 (its headers too: ``webhook.connections``); a slower one is a 400 and the connection closes.
@@ -32,6 +42,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 
+from gpulint.cluster.decoding import MAX_OBJECT_DEPTH
 from gpulint.engine import DeadlineExceeded
 
 from .evaluator import (
@@ -41,6 +52,7 @@ from .evaluator import (
     Evaluator,
     fail_open_warning,
     skip_reason,
+    too_deep_warning,
 )
 from .logs import JsonLog, where_raised
 from .metrics import OTHER_KIND, WebhookMetrics
@@ -103,6 +115,7 @@ class WebhookApp:
         metrics: WebhookMetrics,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         embedded: EmbeddedWorker | None = None,
+        deny_undecodable: bool = False,
     ) -> None:
         from gpulint.model import Severity
 
@@ -121,7 +134,9 @@ class WebhookApp:
         self.log = log
         self.metrics = metrics
         self.shutting_down = False
+        self.deny_undecodable = deny_undecodable
         metrics.watch_cache(evaluator.ready, evaluator.sync_state)
+        metrics.watch_too_deep(evaluator.too_deep_objects)
         if evaluator.live is not None:
             evaluator.live.on_refresh = metrics.watch_live(evaluator.live.current)
 
@@ -279,7 +294,37 @@ class WebhookApp:
             return self._fail_open(review, started, "deadline")
         except Exception as error:
             return self._fail_open(review, started, "error", error)
+        if review.too_deep:
+            decision = self._too_deep(review, decision)
         return self._decided(review, started, decision)
+
+    def _too_deep(self, review: ReviewRequest, decision: Decision) -> Decision:
+        """An object with parts nested too deeply to read, judged on the rest: a refusal
+        stands; otherwise it is allowed with a warning, or refused with --deny-undecodable.
+        Counted and logged either way."""
+        warning = too_deep_warning(review, MAX_OBJECT_DEPTH)
+        response = decision.response["response"]
+        if decision.verdict != "denied" and self.deny_undecodable:
+            message = f"{warning}; gpulint serve --deny-undecodable refuses such objects"
+            response = review_response(review.uid, False, message=message)["response"]
+            decision = Decision(
+                "denied", {**decision.response, "response": response}, decision.findings
+            )
+        else:
+            response["warnings"] = fit_warnings([warning, *response.get("warnings", [])])
+            if decision.verdict == "allowed":
+                decision.verdict = "warned"
+        self.metrics.undecodable.labels("too-deep", decision.verdict).inc()
+        self.log.warning(
+            "object-too-deep",
+            uid=review.uid,
+            kind=str(review.kind),
+            namespace=review.object_namespace() or None,
+            name=review.object_name() or None,
+            verdict=decision.verdict,
+            message=warning,
+        )
+        return decision
 
     def _decided(self, review: ReviewRequest, started: float, decision: Decision) -> web.Response:
         for finding in decision.findings:
@@ -307,6 +352,8 @@ class WebhookApp:
         elif error is not None:
             detail = type(error).__name__
         self.metrics.fail_open.labels(reason).inc()
+        if review.too_deep:
+            self.metrics.undecodable.labels("too-deep", "fail-open").inc()
         warning = fail_open_warning(review, reason, detail)
         response = review_response(review.uid, True, warnings=fit_warnings([warning]))
         extra: dict[str, Any] = {}

@@ -207,6 +207,20 @@ class WebhookMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.undecodable = Counter(
+            "gpulint_webhook_undecodable_objects",
+            "AdmissionReviews of evaluated kinds whose object gpulint could not read whole "
+            "(nested deeper than it reads), by verdict: warned (allowed with a warning), "
+            "denied (refused by a finding, or by --deny-undecodable), fail-open",
+            ["reason", "verdict"],
+            registry=self.registry,
+        )
+        self.cache_too_deep = Gauge(
+            "gpulint_webhook_cache_too_deep_objects",
+            "Objects listed or watched into the cluster cache with parts nested too deeply to "
+            "read (cached without those parts), since the start",
+            registry=self.registry,
+        )
         self.in_flight = Gauge(
             "gpulint_webhook_in_flight_requests",
             "AdmissionReviews being read, evaluated or answered",
@@ -251,6 +265,10 @@ class WebhookMetrics:
 
     def watch_cache(self, synced: Callable[[], bool], state: Callable[[], dict[str, str]]) -> None:
         self.registry.register(_SyncStateCollector(synced, state))
+
+    def watch_too_deep(self, count: Callable[[], int]) -> None:
+        """The cache's count of objects read without their too-deep parts."""
+        self.cache_too_deep.set_function(count)
 
     def watch_connections(self, count: Callable[[], int]) -> None:
         """The number of open connections, read when Prometheus scrapes."""

@@ -20,6 +20,8 @@ MAX_DEADLINE = 30.0
 # The headers of a request, and then its body, must each arrive within this: the API server
 # sends a review in one write, and has given up on it after timeoutSeconds (10 s by default).
 DEFAULT_READ_TIMEOUT = 10.0
+# gpulint.cluster.decoding.MAX_OBJECT_DEPTH, spelled out to keep this module's imports
+MAX_OBJECT_DEPTH = 100
 # Open connections at most. The API servers keep a few each (Go keeps idle connections per
 # host); every connection holds a file descriptor and its TLS buffers.
 DEFAULT_MAX_CONNECTIONS = 1000
@@ -49,6 +51,7 @@ class ServeOptions(NamedTuple):
     namespace: str | None = None
     no_cluster: bool = False
     deny_on: str = "error"
+    deny_undecodable: bool = False
     deadline: float = DEFAULT_DEADLINE
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     read_timeout: float = DEFAULT_READ_TIMEOUT
@@ -131,6 +134,13 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         choices=("error", "warning", "never"),
         default="error",
         help="lowest severity that refuses a request; the rest are warnings (default: error)",
+    )
+    decide.add_argument(
+        "--deny-undecodable",
+        action="store_true",
+        help="refuse an object of a kind gpulint evaluates when part of it cannot be read "
+        f"(nested deeper than {MAX_OBJECT_DEPTH} levels) and nothing else refuses it; by "
+        "default it is allowed with a warning, counted and logged",
     )
     decide.add_argument(
         "--deadline",
@@ -287,6 +297,7 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         namespace=args.namespace,
         no_cluster=args.no_cluster,
         deny_on=args.deny_on,
+        deny_undecodable=args.deny_undecodable,
         deadline=deadline,
         max_body_bytes=args.max_body_bytes,
         read_timeout=_seconds(args.read_timeout, "--read-timeout"),

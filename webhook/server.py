@@ -248,6 +248,7 @@ async def _serve(
     webhook = WebhookApp(
         evaluator,
         deny_on=options.deny_on,
+        deny_undecodable=options.deny_undecodable,
         deadline=options.deadline,
         max_body_bytes=options.max_body_bytes,
         adapter_configmaps=adapter_configmaps,
