@@ -62,6 +62,7 @@ import trustme
 import yaml
 from aiohttp import web
 
+
 class RawJSON:
     """A value the fake serves as the JSON text given, however deeply it nests: kube-apiserver
     stores and serves objects 10,000 levels deep (Go's encoding/json limit), while Python's

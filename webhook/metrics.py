@@ -254,6 +254,8 @@ class WebhookMetrics:
         )
         for reason in FAIL_OPEN_REASONS:
             self.fail_open.labels(reason)
+        for verdict in ("warned", "denied", "fail-open"):
+            self.undecodable.labels("too-deep", verdict)
         for part in SLOW_PARTS:
             self.slow_requests.labels(part)
         for reason in ACCEPT_ERRORS:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gpulint.admission.overlay import admitted_manifest, check_deadline, evaluate_over
 from gpulint.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
 from gpulint.cluster.api import ApiError, KubeApi, WatchStream
+from gpulint.cluster.decoding import has_too_deep
 from gpulint.cluster.kinds import (
     DEFAULT_CONFIGMAP_NAMESPACES,
     AdapterConfigMapSelector,
@@ -42,7 +43,6 @@ from gpulint.cluster.reading import (
     resource_version,
     too_deep_note,
 )
-from gpulint.cluster.decoding import has_too_deep
 from gpulint.config import Settings
 from gpulint.document import Manifest
 from gpulint.engine import Selection

@@ -36,9 +36,7 @@ def claim_template(name: str, parameters: Any) -> dict[str, Any]:
             "spec": {
                 "devices": {
                     "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}],
-                    "config": [
-                        {"opaque": {"driver": "gpu.nvidia.com", "parameters": parameters}}
-                    ],
+                    "config": [{"opaque": {"driver": "gpu.nvidia.com", "parameters": parameters}}],
                 }
             }
         },
