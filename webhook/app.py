@@ -5,6 +5,9 @@ deadline. When gpulint cannot evaluate (caches not synced, deadline passed, an i
 error) the answer is ``allowed: true`` with a warning saying so, counted in
 ``gpulint_webhook_fail_open_total``. A body gpulint cannot answer is an HTTP 400 with a JSON
 message. Nothing answers 500: an error outside any review is a 400 too, logged as an error.
+A body that finds no room among the bodies being read (``--max-buffered-bytes``,
+``webhook.connections.BodyPool``) within ``--deadline`` (``--read-timeout`` if shorter) is a
+429, counted (``invalid_requests_total{reason="busy"}``) and logged.
 
 An object nested deeper than gpulint reads (``gpulint.cluster.decoding.MAX_OBJECT_DEPTH``
 levels; the API server passes on 10,000) is never a 400, which ``failurePolicy: Ignore`` would
@@ -45,6 +48,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from gpulint.cluster.decoding import MAX_OBJECT_DEPTH
 from gpulint.engine import DeadlineExceeded
 
+from .connections import BodyPool
 from .evaluator import (
     EVALUATED_KINDS,
     Decider,
@@ -116,6 +120,7 @@ class WebhookApp:
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         embedded: EmbeddedWorker | None = None,
         deny_undecodable: bool = False,
+        max_buffered_bytes: int | None = None,
     ) -> None:
         from gpulint.model import Severity
 
@@ -135,6 +140,10 @@ class WebhookApp:
         self.metrics = metrics
         self.shutting_down = False
         self.deny_undecodable = deny_undecodable
+        # Made on the event loop at the first request (asyncio.Condition binds to it).
+        self._pool_bytes = max_buffered_bytes or 8 * max_body_bytes
+        self._pool: BodyPool | None = None
+        metrics.body_pool_bytes.set_function(lambda: self._pool.used if self._pool else 0)
         metrics.watch_cache(evaluator.ready, evaluator.sync_state)
         metrics.watch_too_deep(evaluator.too_deep_objects)
         if evaluator.live is not None:
@@ -227,6 +236,31 @@ class WebhookApp:
                 f"the request body is {length} bytes, over the limit of {self.max_body_bytes} "
                 "(--max-body-bytes)",
             )
+        if self._pool is None:
+            self._pool = BodyPool(self._pool_bytes)
+        reserved = self.max_body_bytes if length is None else length
+        # Past the deadline an answer is of no use: the API server stops waiting soon after.
+        wait = min(self.read_timeout, self.deadline)
+        async with self._pool.reserve(reserved, wait) as granted:
+            if not granted:
+                return self._busy(wait)
+            return await self._read_and_answer(request, started)
+
+    def _busy(self, waited: float) -> web.Response:
+        """No room in the body pool in time: 429, and the connection closes (its body was
+        never read)."""
+        self.metrics.invalid.labels("busy").inc()
+        message = (
+            f"request bodies of {self._pool_bytes} bytes are being read or answered "
+            f"(--max-buffered-bytes) and no room came free within {waited:g} s (the "
+            "--deadline or --read-timeout, whichever is shorter)"
+        )
+        self.log.warning("bad-request", reason="busy", message=message)
+        response = _status(429, "TooManyRequests", message)
+        response.force_close()
+        return response
+
+    async def _read_and_answer(self, request: web.Request, started: float) -> web.Response:
         try:
             async with asyncio.timeout(self.read_timeout):
                 body = await request.read()

@@ -203,7 +203,8 @@ class WebhookMetrics:
         )
         self.invalid = Counter(
             "gpulint_webhook_invalid_requests",
-            "Requests answered HTTP 400 (not an AdmissionReview gpulint can answer), by reason",
+            "Requests answered HTTP 400 (not an AdmissionReview gpulint can answer), or 429 "
+            "(reason busy: no room among the bodies being read), by reason",
             ["reason"],
             registry=self.registry,
         )
@@ -242,7 +243,19 @@ class WebhookMetrics:
         self.refused_connections = Counter(
             "gpulint_webhook_refused_connections",
             "Connections closed as soon as they were accepted because --max-connections "
-            "connections were open",
+            "connections (or --max-client-connections from the same address) were open and "
+            "none was idle",
+            registry=self.registry,
+        )
+        self.evicted_connections = Counter(
+            "gpulint_webhook_evicted_connections",
+            "Idle connections closed to make room for a new one at --max-connections or "
+            "--max-client-connections",
+            registry=self.registry,
+        )
+        self.body_pool_bytes = Gauge(
+            "gpulint_webhook_buffered_body_bytes",
+            "Bytes of request bodies reserved now (at most --max-buffered-bytes)",
             registry=self.registry,
         )
         self.accept_errors = Counter(

@@ -25,6 +25,13 @@ MAX_OBJECT_DEPTH = 100
 # Open connections at most. The API servers keep a few each (Go keeps idle connections per
 # host); every connection holds a file descriptor and its TLS buffers.
 DEFAULT_MAX_CONNECTIONS = 1000
+# One client address may hold half of them: each kube-apiserver replica opens a connection per
+# review in flight (HTTP/1.1), far fewer than this at any sane rate, while no other client,
+# however many connections it opens, can leave it without room.
+DEFAULT_MAX_CLIENT_CONNECTIONS = 500
+# Request bodies held at once: five of the largest allowed, or thousands of usual reviews
+# (a few KiB each); with the cache this stays inside the deployment's 512Mi.
+DEFAULT_MAX_BUFFERED_BYTES = 32 * 1024 * 1024
 # --prometheus: seconds between refreshes of the live snapshot, and for one refresh (the
 # budget `gpulint lint --prometheus` gives its whole check, gpulint.live.options).
 DEFAULT_PROMETHEUS_REFRESH = 60.0
@@ -56,6 +63,8 @@ class ServeOptions(NamedTuple):
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     read_timeout: float = DEFAULT_READ_TIMEOUT
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_client_connections: int = DEFAULT_MAX_CLIENT_CONNECTIONS
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     adapter_configmap: str | None = None
@@ -110,8 +119,26 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
-        help="open connections at most; one more is closed as soon as it is accepted "
+        help="open connections at most; one more takes the place of the one idle the "
+        "longest, or is closed as soon as it is accepted when none is idle "
         f"(default: {DEFAULT_MAX_CONNECTIONS})",
+    )
+    listen.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=DEFAULT_MAX_CLIENT_CONNECTIONS,
+        metavar="N",
+        help="open connections from one client address at most, held the same way "
+        f"(default: {DEFAULT_MAX_CLIENT_CONNECTIONS}; keep it above the connections each API "
+        "server replica opens)",
+    )
+    listen.add_argument(
+        "--max-buffered-bytes",
+        type=int,
+        default=DEFAULT_MAX_BUFFERED_BYTES,
+        metavar="N",
+        help="bytes of request bodies held at once; a body waits for room up to --deadline, "
+        f"then gets HTTP 429 (default: {DEFAULT_MAX_BUFFERED_BYTES})",
     )
     listen.add_argument(
         "--shutdown-delay",
@@ -264,6 +291,13 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         raise OptionError("--max-body-bytes must be at least 1024")
     if args.max_connections < 1:
         raise OptionError("--max-connections must be at least 1")
+    if args.max_client_connections < 1:
+        raise OptionError("--max-client-connections must be at least 1")
+    if args.max_buffered_bytes < args.max_body_bytes:
+        raise OptionError(
+            "--max-buffered-bytes must be at least --max-body-bytes "
+            f"({args.max_body_bytes}), or the largest body could never be read"
+        )
     from gpulint.cluster.kinds import AdapterConfigMapSelector, parse_configmap_namespaces
 
     try:
@@ -302,6 +336,8 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         max_body_bytes=args.max_body_bytes,
         read_timeout=_seconds(args.read_timeout, "--read-timeout"),
         max_connections=args.max_connections,
+        max_client_connections=min(args.max_client_connections, args.max_connections),
+        max_buffered_bytes=args.max_buffered_bytes,
         select=_split_ids(args.select),
         ignore=_split_ids(args.ignore),
         adapter_configmap=args.adapter_configmap,
