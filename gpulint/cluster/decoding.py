@@ -35,7 +35,7 @@ MAX_OBJECT_DEPTH: Final = 100
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{}[]"\\')
 _BRACKETS = bytes.maketrans(b"{[}]", b"(())")
 # A JSON string (escapes included) or one bracket: the tokens the cutting pass walks.
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 
 
 class _TooDeep:
