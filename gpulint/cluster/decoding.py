@@ -32,7 +32,7 @@ from typing import Any, Final
 # schema and keeps every recursive walk far from Python's limit of 1,000 frames.
 MAX_OBJECT_DEPTH: Final = 100
 
-_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{}[]"\\')
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{}[]"')
 _BRACKETS = bytes.maketrans(b"{[}]", b"(())")
 # A JSON string (escapes included) or one bracket: the tokens the cutting pass walks.
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
@@ -66,10 +66,12 @@ def deeper_than(data: bytes, limit: int) -> bool:
 
     Linear in ``len(data)`` times ``limit`` at most, every step in C. Text that is not JSON
     gets an answer too (its brackets are counted the same way); ``json.loads`` judges it."""
+    if b"\\" in data:
+        # An escaped backslash or quote is inside a string: neither delimits anything. Pairs
+        # of backslashes go first, left to right, as a reader pairs them; a backslash left
+        # before a quote then escapes it.
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
     structure = data.translate(None, _NOT_STRUCTURE)
-    if b"\\" in structure:
-        # An escaped backslash or quote is inside a string: neither delimits anything.
-        structure = structure.replace(b"\\\\", b"").replace(b'\\"', b"")
     # Two quotes with nothing kept between them end one string and start the next, or
     # make an empty one: dropping them leaves what is outside strings as it was.
     structure = structure.replace(b'""', b"")

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpulint.cli import main
 from gpulint.cluster.cache import ClusterCache
@@ -126,3 +128,43 @@ def test_lint_cluster_reports_with_a_note_instead_of_a_traceback(
         "note: ResourceClaimTemplate ml/deep nests deeper than 100 levels: the parts below "
         "that depth were not read"
     ) in out
+
+
+_TRICKY_TEXT = st.text(alphabet='[]{}"\\/:, ab\u00e9\u2028\U0001f600\n\t', max_size=12)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TRICKY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TRICKY_TEXT, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+def _cut_at(value: Any, limit: int, depth: int = 0) -> Any:
+    """``value`` with what opens deeper than ``limit`` as TOO_DEEP, by recursion (the test's
+    values are shallow)."""
+    if isinstance(value, dict | list):
+        if depth + 1 > limit:
+            return TOO_DEEP
+        if isinstance(value, dict):
+            return {k: _cut_at(v, limit, depth + 1) for k, v in value.items()}
+        return [_cut_at(v, limit, depth + 1) for v in value]
+    return value
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON, st.integers(min_value=1, max_value=6), st.booleans())
+def test_the_bounded_reader_cuts_exactly_past_the_limit(
+    value: Any, limit: int, ascii_only: bool
+) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only).encode()
+    assert deeper_than(text, limit) is (_depth(value) > limit)
+    read, cut = loads_bounded(text, limit)
+    assert cut is (_depth(value) > limit)
+    assert read == _cut_at(value, limit)
