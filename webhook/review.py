@@ -45,6 +45,8 @@ KIND = "AdmissionReview"
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 # The object sits three levels down: the review, its request, the object.
 REVIEW_DEPTH = MAX_OBJECT_DEPTH + 3
+# The first byte of a JSON text that is not an object, and what it is.
+_NOT_OBJECTS = {b"[": "array", b'"': "string"}
 
 WARNING_RUNES = 256
 WARNINGS_TOTAL_RUNES = 2048
@@ -124,6 +126,13 @@ def parse_review(body: bytes) -> ReviewRequest:
     is wrong."""
     if not body.strip():
         raise BadReview("empty", "the request body is empty; expected an AdmissionReview")
+    first = body.lstrip(b" \t\r\n")[:1]
+    if first != b"{" and first in _NOT_OBJECTS:
+        # Said without reading the rest: however long or deep, it is no review.
+        raise BadReview(
+            "not-review",
+            f"the request body is a JSON {_NOT_OBJECTS[first]}; expected an AdmissionReview object",
+        )
     try:
         body.decode("utf-8")
     except UnicodeDecodeError as error:

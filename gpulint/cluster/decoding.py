@@ -11,12 +11,12 @@ a list (and with it the cache's sync), a watch, or an admission review.
 So every document is first measured, without building anything: the structural characters
 outside strings are kept (``bytes.translate``, ``bytes.replace`` and one ``split``, all in C),
 and innermost bracket pairs are removed pass by pass, at most ``limit`` passes (the cache's
-sync time in bench/webhook_load.py is where its cost shows). A document within the limit is read by ``json.loads``
-as before. A deeper one is cut: each value that starts past the limit is replaced, in the
-text, by a string that names a random token of this call (an object cannot contain it by
-chance or by craft), the rest is read by ``json.loads``, and those strings become
-``TOO_DEEP``. Callers see which objects lost a part (``has_too_deep``) and say so; nothing
-else about the document changes.
+sync time in bench/webhook_load.py is where its cost shows). A document within the limit is
+read by ``json.loads`` as before. A deeper one is cut: each value that starts past the limit
+is replaced, in the text, by a string that names a random token of this call (an object
+cannot contain it by chance or by craft), the rest is read by ``json.loads``, and those
+strings become ``TOO_DEEP``. Callers see which objects lost a part (``has_too_deep``) and say
+so; nothing else about the document changes.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ MAX_OBJECT_DEPTH: Final = 100
 
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{}[]"')
 _BRACKETS = bytes.maketrans(b"{[}]", b"(())")
-# A JSON string (escapes included) or one bracket: the tokens the cutting pass walks.
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# A JSON string (escapes included) or a run of brackets: the tokens the cutting pass walks.
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]+', re.DOTALL)
 
 
 class _TooDeep:
@@ -78,6 +78,8 @@ def deeper_than(data: bytes, limit: int) -> bool:
     if b'"' in structure:  # brackets inside strings (a JSON text held in an annotation)
         structure = b"".join(structure.split(b'"')[::2])
     brackets = structure.translate(_BRACKETS)
+    if b"(" * (limit + 1) in brackets:
+        return True  # that many opened in a row: the one pass the deepest texts need
     for _ in range(limit):
         if not brackets:
             return False
@@ -104,24 +106,38 @@ def loads_bounded(
 
 def _cut(data: bytes, limit: int, token: str) -> bytes:
     """``data`` with every value that opens at depth ``limit + 1`` replaced by the string
-    ``token``: one pass over strings and brackets."""
+    ``token``: one pass over strings and runs of brackets. Within a run, where the depth
+    cannot cross ``limit`` or come back to it over the next bytes, they are counted (in C)
+    instead of stepped through, so that nesting thousands deep costs a few counts."""
     marker = json.dumps(token).encode()
     parts: list[bytes] = []
     depth = 0
     kept_from = 0
     for match in _TOKEN.finditer(data):
-        char = data[match.start()]
-        if char == 0x22:  # a string: nothing in it counts
+        pos, end = match.span()
+        if data[pos] == 0x22:  # a string: nothing in it counts
             continue
-        if char in b"[{":
-            depth += 1
-            if depth == limit + 1:
-                parts.append(data[kept_from : match.start()])
-                parts.append(marker)
-        else:
-            if depth == limit + 1:
-                kept_from = match.end()
-            depth = max(depth - 1, 0)
+        while pos < end:
+            # Bytes that cannot take the depth across the boundary, counted at once: above
+            # it, fewer than the levels left to close; below it, fewer than the levels left
+            # to open.
+            room = depth - limit - 1 if depth > limit else limit - depth
+            if room > 0:
+                step = min(room, end - pos)
+                run = data[pos : pos + step]
+                depth += 2 * (run.count(b"[") + run.count(b"{")) - step
+                pos += step
+                continue
+            if data[pos] in b"[{":
+                depth += 1
+                if depth == limit + 1:
+                    parts.append(data[kept_from:pos])
+                    parts.append(marker)
+            else:
+                if depth == limit + 1:
+                    kept_from = pos + 1
+                depth = max(depth - 1, 0)
+            pos += 1
     if depth > limit:  # the text ends inside a cut value: not JSON, let the reader say so
         return data
     parts.append(data[kept_from:])
