@@ -266,36 +266,45 @@ class ConnectionGuard:
 class BodyPool:
     """Bytes of request bodies held at once, at most ``capacity``: a body reserves its size
     before it is read and gives it back once answered. Any waiting body that fits goes in
-    (not only the first in line), so that small reviews are not held up behind a large one."""
+    (not only the first in line), so that small reviews are not held up behind a large one.
+    Used from the event loop only: with room, a reservation is a sum, with no lock."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.used = 0
-        self._changed = asyncio.Condition()
+        self._waiters: set[asyncio.Future[None]] = set()
 
     @contextlib.asynccontextmanager
     async def reserve(self, size: int, timeout: float) -> AsyncIterator[bool]:
         """Hold ``size`` bytes (the capacity at most) while the block runs; yields False
         when there was no room for them within ``timeout`` seconds."""
         size = min(size, self.capacity)
-        async with self._changed:
-            try:
-                async with asyncio.timeout(timeout):
-                    await self._changed.wait_for(lambda: self.used + size <= self.capacity)
-            except TimeoutError:
-                granted = False
-            else:
-                granted = True
-                self.used += size
-        if not granted:
+        if self.used + size > self.capacity and not await self._room_for(size, timeout):
             yield False
             return
+        self.used += size
         try:
             yield True
         finally:
-            async with self._changed:
-                self.used -= size
-                self._changed.notify_all()
+            self.used -= size
+            for waiter in self._waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def _room_for(self, size: int, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while self.used + size > self.capacity:
+            waiter = loop.create_future()
+            self._waiters.add(waiter)
+            try:
+                async with asyncio.timeout_at(end):
+                    await waiter
+            except TimeoutError:
+                return False
+            finally:
+                self._waiters.discard(waiter)
+        return True
 
 
 class GuardedConnection(asyncio.Protocol):
