@@ -14,7 +14,11 @@ hostile requests are kept in flight:
 * a Deployment with a 4,301-digit integer in an annotation (answered);
 * a ConfigMap labelled as the prometheus-adapter config whose embedded config holds a
   300,000-part base-60 scalar (``1:59:59:...``);
-* the same with 25,000 keys written twice in its embedded config.
+* the same with 25,000 keys written twice in its embedded config;
+* a Deployment that asks for half a GPU (refused) with a field nested 1,500 levels deep,
+  deeper than Python's JSON reader goes (answered, and refused);
+* two senders of a ConfigMap labelled as the prometheus-adapter config whose rule has an
+  84 KB ``metricsQuery`` of ``sum(a)+sum(a)+...`` (once quadratic to analyse).
 
 The hostile requests start a second into each phase, once the normal reviews flow, and stop
 two seconds before its end; each hostile sender sends its request again as soon as the
@@ -61,7 +65,11 @@ PHASES = (
     "4,301-digit integer",
     "adapter ConfigMap, 300,000-part base-60 scalar",
     "adapter ConfigMap, 25,000 duplicate keys",
+    "Deployment nested 1,500 deep (refused)",
+    "2 adapter ConfigMaps, 84 KB sum(a)+... query",
 )
+# Hostile senders at once in a phase (one unless said here).
+SENDERS = {PHASES[7]: 2}
 
 
 # --- hostile requests ------------------------------------------------------------------------
@@ -109,11 +117,37 @@ def hostile_bodies() -> dict[str, bytes]:
     rule = "rules:\n- seriesQuery: DCGM_FI_DEV_GPU_UTIL\n  metricsQuery: <<.Series>>\n"
     base60 = rule + "v: 1" + ":59" * 300_000 + "\n"
     duplicates = rule + "".join(f"k{i}: 1\n" for i in range(25_000)) * 2
+    half_gpu = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "deep", "namespace": "team-0"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "x",
+                            "resources": {"limits": {"nvidia.com/gpu": "0.5"}},
+                            "x-deep": "DEEP",
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    deep = json.dumps(_envelope(half_gpu, "hostile-deep")).replace(
+        '"DEEP"', '{"a":' * 1_500 + "1" + "}" * 1_500
+    )
+    sums = "+".join(["sum(a)"] * 12_000)
+    query = rule.replace("<<.Series>>\n", json.dumps(sums) + "\n")
     return {
         PHASES[2]: b"[" * 100_000 + b"]" * 100_000,
         PHASES[3]: integer.encode(),
         PHASES[4]: json.dumps(_envelope(_adapter_configmap(base60), "hostile-60")).encode(),
         PHASES[5]: json.dumps(_envelope(_adapter_configmap(duplicates), "hostile-dup")).encode(),
+        PHASES[6]: deep.encode(),
+        PHASES[7]: json.dumps(_envelope(_adapter_configmap(query), "hostile-query")).encode(),
     }
 
 
@@ -237,7 +271,10 @@ async def run_phase(
     if name == PHASES[1]:
         senders = [slow_body_client(port, context, until, tally) for _ in range(args.slow_clients)]
     elif name in hostile:
-        senders = [repeat_hostile(port, context, hostile[name], until, tally)]
+        senders = [
+            repeat_hostile(port, context, hostile[name], until, tally)
+            for _ in range(SENDERS.get(name, 1))
+        ]
     health = asyncio.ensure_future(probe_health(port, context, until))
     background = [asyncio.ensure_future(s) for s in senders]
     normal_tally = await normal_loop

@@ -24,6 +24,11 @@ from gpulint.model import ObjectRef, Related
 from gpulint.promql import Selector, SelectorError, parse_selector
 
 CUSTOM, EXTERNAL = "custom", "external"
+# The longest metricsQuery gpulint analyses. The adapter's own examples and the charts' rules
+# are a few hundred characters; a longer query is not read by the rules (GL404 says so), so
+# that one ConfigMap anyone may label as an adapter config cannot make every review that
+# meets it slow.
+MAX_QUERY_CHARS = 16 * 1024
 
 # Keys the adapter's strict loader (yaml.UnmarshalStrict) accepts, per level.
 CONFIG_KEYS = ("rules", "resourceRules", "externalRules")
@@ -246,8 +251,16 @@ class AdapterRule:
 
     @property
     def metrics_query(self) -> str | None:
+        """The metricsQuery, None when it is missing, not a string, or longer than
+        ``MAX_QUERY_CHARS`` (``oversized_query``)."""
         value = self.data.get("metricsQuery")
-        return value if isinstance(value, str) else None
+        return value if isinstance(value, str) and len(value) <= MAX_QUERY_CHARS else None
+
+    @property
+    def oversized_query(self) -> int | None:
+        """The length of a metricsQuery too long to analyse; None for any other."""
+        value = self.data.get("metricsQuery")
+        return len(value) if isinstance(value, str) and len(value) > MAX_QUERY_CHARS else None
 
     @property
     def selector(self) -> Selector | None:

@@ -3,13 +3,51 @@
 gpulint does not evaluate PromQL. It reads selectors (``DCGM_FI_DEV_GPU_UTIL{pod!=""}``,
 ``{__name__=~"^container_.*"}``) and finds the metric names and ``sum ... by (...)``
 aggregations that rules reason about. Template actions (``<<.Series>>``) are treated as opaque.
+
+Queries come from objects anyone may write (an adapter ConfigMap in any namespace reaches the
+webhook's cache), so every analysis here is linear in the query's length: parentheses are
+paired in one pass, aggregations are sorted out in one sweep, and names are collected in a
+dict. Loops over a query also check the deadline of the evaluation under way
+(``analysis_deadline``), so that even a long query cannot hold a review past its own.
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import contextvars
 import functools
 import re
+import time
+from collections.abc import Iterator
 from typing import NamedTuple
+
+# The deadline (a time.monotonic() value) of the evaluation running in this thread, if any.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "gpulint_promql_deadline", default=None
+)
+# Steps of a loop between two looks at the clock.
+_CHECK_EVERY = 1024
+
+
+@contextlib.contextmanager
+def analysis_deadline(deadline: float | None) -> Iterator[None]:
+    """Within this block, query analyses in this thread raise ``DeadlineExceeded`` once
+    ``deadline`` has passed."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def check_analysis_deadline() -> None:
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline:
+        from gpulint.engine import DeadlineExceeded  # the engine imports this module
+
+        raise DeadlineExceeded("(a PromQL query's analysis)")
+
 
 _IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -260,6 +298,7 @@ _BRACES = re.compile(r"\{[^{}]*\}")
 _RANGE = re.compile(r"\[[^\]]*\]")
 _NAME_IN_QUERY = re.compile(r"(?<![a-zA-Z0-9_:.])([a-zA-Z_:][a-zA-Z0-9_:]*)(?![a-zA-Z0-9_:(])")
 _FUNCTION_CALL = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*\(")
+_DURATION_LIKE = re.compile(r"\d+[smhdwy]?")
 
 
 def _metric_names_in_query(query: str) -> list[str]:
@@ -272,13 +311,15 @@ def _metric_names_in_query(query: str) -> list[str]:
     text = _BRACES.sub(" ", text)
     text = _RANGE.sub(" ", text)
     text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
-    for match in _NAME_IN_QUERY.finditer(text):
+    found = dict.fromkeys(names)
+    for index, match in enumerate(_NAME_IN_QUERY.finditer(text)):
+        if index % _CHECK_EVERY == 0:
+            check_analysis_deadline()
         name = match.group(1)
-        if name.lower() in _KEYWORDS or re.fullmatch(r"\d+[smhdwy]?", name):
+        if name.lower() in _KEYWORDS or _DURATION_LIKE.fullmatch(name):
             continue
-        if name not in names:
-            names.append(name)
-    return names
+        found.setdefault(name)
+    return list(found)
 
 
 _SELECTOR_START = re.compile(r"(?<![\w:.])([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*\{")
@@ -290,10 +331,15 @@ def selectors_in_query(query: str, limit: int = 8) -> list[Selector]:
     ``by (...)`` grouping and of template actions are not selectors."""
     text = _mask_strings(_TEMPLATE_ACTION.sub(lambda m: " " * len(m.group(0)), query))
     found: list[Selector] = []
-    for match in _SELECTOR_START.finditer(text):
+    close = -1
+    for index, match in enumerate(_SELECTOR_START.finditer(text)):
+        if index % _CHECK_EVERY == 0:
+            check_analysis_deadline()
         name = match.group(1)
         if name and name.lower() in _KEYWORDS:
             continue
+        if match.start() < close:
+            continue  # inside the braces of the last one: a selector does not nest
         close = text.find("}", match.end())
         if close < 0:
             break
@@ -345,10 +391,13 @@ _TRAILING_GROUPING = re.compile(r"\s*(by|without)\s*\(([^)]*)\)")
 def _outer_aggregations(query: str) -> list[Aggregation]:
     """Aggregations in a query, with their grouping clause whether written before or after."""
     found = []
-    for match in _AGGREGATION.finditer(query):
+    parens = _Parentheses(query)
+    for index, match in enumerate(_AGGREGATION.finditer(query)):
+        if index % _CHECK_EVERY == 0:
+            check_analysis_deadline()
         operator, grouping, labels = match.group(1), match.group(2), match.group(3)
         if grouping is None:
-            end = _matching_paren(query, match.end() - 1)
+            end = parens.closing(match.end() - 1)
             if end is not None:
                 trailing = _TRAILING_GROUPING.match(query, end + 1)
                 if trailing:
@@ -358,17 +407,41 @@ def _outer_aggregations(query: str) -> list[Aggregation]:
     return found
 
 
-def _matching_paren(text: str, open_pos: int) -> int | None:
-    depth = 0
-    for index in range(open_pos, len(text)):
-        char = text[index]
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
+class _Parentheses:
+    """The parentheses of a text, paired in one pass: where each one that opens closes, and
+    how many are open (opened minus closed) before any offset."""
+
+    def __init__(self, text: str) -> None:
+        self.closes: dict[int, int] = {}
+        self.offsets: list[int] = []
+        self.depths: list[int] = []  # opened minus closed up to and including offsets[i]
+        opened: list[int] = []
+        depth = 0
+        for index, match in enumerate(_PARENTHESIS.finditer(text)):
+            if index % _CHECK_EVERY == 0:
+                check_analysis_deadline()
+            at = match.start()
+            if text[at] == "(":
+                opened.append(at)
+                depth += 1
+            else:
+                if opened:
+                    self.closes[opened.pop()] = at
+                depth -= 1
+            self.offsets.append(at)
+            self.depths.append(depth)
+
+    def closing(self, open_at: int) -> int | None:
+        """Where the parenthesis that opens at ``open_at`` closes; None when it does not."""
+        return self.closes.get(open_at)
+
+    def depth_at(self, offset: int) -> int:
+        """Parentheses opened minus closed before ``offset``."""
+        before = bisect.bisect_left(self.offsets, offset)
+        return self.depths[before - 1] if before else 0
+
+
+_PARENTHESIS = re.compile(r"[()]")
 
 
 class PlacedAggregation(NamedTuple):
@@ -392,10 +465,13 @@ def _placed_aggregations(query: str) -> list[PlacedAggregation]:
     """Every aggregation of a query, in order, with its span and nesting depth."""
     text = _mask_strings(query)
     found = []
-    for match in _AGGREGATION.finditer(text):
+    parens = _Parentheses(text)
+    for index, match in enumerate(_AGGREGATION.finditer(text)):
+        if index % _CHECK_EVERY == 0:
+            check_analysis_deadline()
         operator, grouping, labels = match.group(1), match.group(2), match.group(3)
         end = match.end()
-        close = _matching_paren(text, match.end() - 1)
+        close = parens.closing(match.end() - 1)
         if close is not None:
             end = close + 1
             if grouping is None:
@@ -404,7 +480,7 @@ def _placed_aggregations(query: str) -> list[PlacedAggregation]:
                     grouping, labels = trailing.group(1), trailing.group(2)
                     end = trailing.end()
         label_list = tuple(s.strip() for s in (labels or "").split(",") if s.strip())
-        depth = text.count("(", 0, match.start()) - text.count(")", 0, match.start())
+        depth = parens.depth_at(match.start())
         found.append(
             PlacedAggregation(
                 Aggregation(operator, grouping, label_list), match.start(), end, depth
@@ -416,8 +492,20 @@ def _placed_aggregations(query: str) -> list[PlacedAggregation]:
 def outermost_aggregations(query: str) -> list[PlacedAggregation]:
     """Aggregations not nested inside another aggregation: the ones whose grouping decides
     which labels the result keeps (``histogram_quantile(0.9, sum(...) by (le, pod))`` counts)."""
-    placed = placed_aggregations(query)
-    return [p for p in placed if not any(o is not p and o.start < p.start < o.end for o in placed)]
+    return list(_cached_outermost(query))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_outermost(query: str) -> tuple[PlacedAggregation, ...]:
+    # Aggregations come in order of start (no two start at one offset): one is inside
+    # another exactly when it starts before the furthest end of those before it.
+    outermost: list[PlacedAggregation] = []
+    reach = -1
+    for placed in placed_aggregations(query):
+        if placed.start >= reach:
+            outermost.append(placed)
+        reach = max(reach, placed.end)
+    return tuple(outermost)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -427,7 +515,9 @@ def top_level_text(query: str) -> str:
     text = _mask_strings(query)
     out: list[str] = []
     depth = 0
-    for char in text:
+    for index, char in enumerate(text):
+        if index % _CHECK_EVERY == 0:
+            check_analysis_deadline()
         if char in "([{":
             depth += 1
         elif char in ")]}":

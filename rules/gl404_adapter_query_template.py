@@ -4,6 +4,8 @@
 Each rule of a prometheus-adapter config (file, ConfigMap or chart values):
 
 * a ``seriesQuery`` that is missing or is not a series selector;
+* a ``metricsQuery`` longer than gpulint analyses (16,384 characters; a warning, since no
+  rule reads it then);
 * a ``metricsQuery`` that is missing, or whose ``<< >>`` template Go would refuse
   (an unclosed action, an unknown field such as ``.LabelMatchersByName``, an ``if``
   without ``end``);
@@ -65,12 +67,11 @@ from collections.abc import Iterator
 from typing import NamedTuple, Protocol
 
 from gpulint import querytemplate
-from gpulint.adapter import EXTERNAL, AdapterRule
+from gpulint.adapter import EXTERNAL, MAX_QUERY_CHARS, AdapterRule
 from gpulint.inventory import Inventory
 from gpulint.model import Finding, Severity
 from gpulint.promql import (
     PlacedAggregation,
-    mention,
     metric_names_in_query,
     outermost_aggregations,
     top_level_text,
@@ -124,6 +125,17 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
         )
 
     yield from _series_query(rule, report)
+    oversized = rule.oversized_query
+    if oversized is not None:
+        yield report(
+            "metricsQuery",
+            f"has a metricsQuery of {oversized:,} characters, over the {MAX_QUERY_CHARS:,} "
+            "gpulint analyses: it was not checked, and no rule reads it",
+            "Shorten the query (recording rules in Prometheus keep adapter queries short), "
+            "or check it by hand.",
+            Severity.WARNING,
+        )
+        return
     query = rule.metrics_query
     if query is None or not query.strip():
         yield report(
@@ -357,19 +369,24 @@ def _regroup(query: str, item: PlacedAggregation) -> str:
     return query
 
 
+# A metric name as ``promql.mention`` finds one (not part of a longer name), or the series
+# template action, and the brace of a selector right after it.
+_SERIES_AT = re.compile(r"(<<\.Series>>|(?<![\w:])[a-zA-Z_:][\w:]*)(\{)?")
+
+
 def _with_label_matchers(query: str) -> str:
-    """The query with ``<<.LabelMatchers>>`` in the selector of each series it reads."""
-    fixed = query
-    for name in [*metric_names_in_query(query), "<<.Series>>"]:
-        pattern = re.compile(mention(name).pattern + r"(\{)?")
-        fixed = pattern.sub(
-            lambda m: (
-                m.group(0) + "<<.LabelMatchers>>,"
-                if m.group(1)
-                else m.group(0) + "{<<.LabelMatchers>>}"
-            ),
-            fixed,
-        )
+    """The query with ``<<.LabelMatchers>>`` in the selector of each series it reads: one
+    pass over the query, whatever the number of names in it."""
+    names = {*metric_names_in_query(query), "<<.Series>>"}
+
+    def insert(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            return match.group(0)
+        if match.group(2):
+            return match.group(0) + "<<.LabelMatchers>>,"
+        return match.group(0) + "{<<.LabelMatchers>>}"
+
+    fixed = _SERIES_AT.sub(insert, query)
     return fixed.replace("<<.LabelMatchers>>,}", "<<.LabelMatchers>>}")
 
 

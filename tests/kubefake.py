@@ -62,6 +62,40 @@ import trustme
 import yaml
 from aiohttp import web
 
+
+class RawJSON:
+    """A value the fake serves as the JSON text given, however deeply it nests: kube-apiserver
+    stores and serves objects 10,000 levels deep (Go's encoding/json limit), while Python's
+    ``json.dumps`` and ``copy.deepcopy`` stop near 1,000."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RawJSON:
+        return self
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps`` with each ``RawJSON`` written as its text."""
+    raw: dict[str, str] = {}
+
+    def placeholder(item: Any) -> str:
+        if not isinstance(item, RawJSON):
+            raise TypeError(f"{type(item).__name__} is not JSON")
+        key = f"\u0000raw{len(raw)}\u0000"
+        raw[json.dumps(key)] = item.text
+        return key
+
+    text = json.dumps(value, default=placeholder)
+    for key, item in raw.items():
+        text = text.replace(key, item)
+    return text
+
+
+def _json_response(value: Any, status: int = 200) -> web.Response:
+    return web.json_response(value, status=status, dumps=dumps)
+
+
 TOKEN = "gpulint-test-token"
 USER = "system:serviceaccount:gpulint:gpulint"
 CUSTOM_METRICS = "custom.metrics.k8s.io"
@@ -675,7 +709,7 @@ class KubeFake:
             limit = int(query.get("limit") or 0)
             if self.cluster.pause_between_pages is not None and query.get("continue"):
                 self.cluster.pause_between_pages(request.path)
-            return web.json_response(
+            return _json_response(
                 self.cluster.list(
                     resource, namespace, labels, fields, limit, query.get("continue", "")
                 )
@@ -685,20 +719,20 @@ class KubeFake:
                 obj = self.cluster.objects[resource.key].get((namespace, name))
             if obj is None:
                 raise ApiFailure(404, "NotFound", f'{resource.key} "{name}" not found')
-            return web.json_response(self.cluster.encode(resource, obj, in_list=False))
+            return _json_response(self.cluster.encode(resource, obj, in_list=False))
         if request.method == "POST":
             body = await request.json()
             body.setdefault("metadata", {}).setdefault("namespace", namespace)
             created = self.cluster.create(body)
-            return web.json_response(self.cluster.encode(resource, created, False), status=201)
+            return _json_response(self.cluster.encode(resource, created, False), status=201)
         if request.method == "PUT":
             body = await request.json()
             body.setdefault("metadata", {}).setdefault("namespace", namespace)
             replaced = self.cluster.replace(body, subresource)
-            return web.json_response(self.cluster.encode(resource, replaced, False))
+            return _json_response(self.cluster.encode(resource, replaced, False))
         if request.method == "DELETE":
             deleted = self.cluster.delete(resource.api_version, resource.kind, namespace, name)
-            return web.json_response(self.cluster.encode(resource, deleted, False))
+            return _json_response(self.cluster.encode(resource, deleted, False))
         raise ApiFailure(405, "MethodNotAllowed", f"{request.method} is not supported")
 
     def _authorize(self, resource: Resource, verb: str, namespace: str) -> None:
@@ -743,7 +777,7 @@ class KubeFake:
             return bool(labels(meta.get("labels") or {}) and fields(meta))
 
         async def send(kind: str, obj: dict) -> None:
-            line = json.dumps({"type": kind, "object": cluster.encode(resource, obj, False)})
+            line = dumps({"type": kind, "object": cluster.encode(resource, obj, False)})
             await response.write(line.encode() + b"\n")
 
         watcher = _Watcher(asyncio.get_running_loop(), resource.key, namespace)

@@ -5,6 +5,19 @@ deadline. When gpulint cannot evaluate (caches not synced, deadline passed, an i
 error) the answer is ``allowed: true`` with a warning saying so, counted in
 ``gpulint_webhook_fail_open_total``. A body gpulint cannot answer is an HTTP 400 with a JSON
 message. Nothing answers 500: an error outside any review is a 400 too, logged as an error.
+A body that finds no room among the bodies being read (``--max-buffered-bytes``,
+``webhook.connections.BodyPool``) within ``--deadline`` (``--read-timeout`` if shorter) is a
+429, counted (``invalid_requests_total{reason="busy"}``) and logged.
+
+An object nested deeper than gpulint reads (``gpulint.cluster.decoding.MAX_OBJECT_DEPTH``
+levels; the API server passes on 10,000) is never a 400, which ``failurePolicy: Ignore`` would
+turn into a silent allow: its kind, name and everything a rule reads are shallow, so it is
+judged on what was read. A finding that refuses it still refuses it; otherwise it is allowed
+with a warning saying what was not read, or refused with ``--deny-undecodable``. Each such
+review is counted in ``gpulint_webhook_undecodable_objects_total`` and logged
+(``object-too-deep``). Bodies that are not JSON at all stay a 400 (counted in
+``gpulint_webhook_invalid_requests_total`` and logged): the API server always sends JSON, so
+they come from something else, and no uid can be trusted from them to answer.
 
 A request chooses what it sends, so nothing it sends becomes a metric label: kinds outside
 the evaluated ones are counted as ``other``. Its body must arrive within ``--read-timeout``
@@ -32,8 +45,10 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 
+from gpulint.cluster.decoding import MAX_OBJECT_DEPTH
 from gpulint.engine import DeadlineExceeded
 
+from .connections import BodyPool
 from .evaluator import (
     EVALUATED_KINDS,
     Decider,
@@ -41,6 +56,7 @@ from .evaluator import (
     Evaluator,
     fail_open_warning,
     skip_reason,
+    too_deep_warning,
 )
 from .logs import JsonLog, where_raised
 from .metrics import OTHER_KIND, WebhookMetrics
@@ -103,6 +119,8 @@ class WebhookApp:
         metrics: WebhookMetrics,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         embedded: EmbeddedWorker | None = None,
+        deny_undecodable: bool = False,
+        max_buffered_bytes: int | None = None,
     ) -> None:
         from gpulint.model import Severity
 
@@ -121,7 +139,13 @@ class WebhookApp:
         self.log = log
         self.metrics = metrics
         self.shutting_down = False
+        self.deny_undecodable = deny_undecodable
+        # Made on the event loop at the first request (asyncio.Condition binds to it).
+        self._pool_bytes = max_buffered_bytes or 8 * max_body_bytes
+        self._pool: BodyPool | None = None
+        metrics.body_pool_bytes.set_function(lambda: self._pool.used if self._pool else 0)
         metrics.watch_cache(evaluator.ready, evaluator.sync_state)
+        metrics.watch_too_deep(evaluator.too_deep_objects)
         if evaluator.live is not None:
             evaluator.live.on_refresh = metrics.watch_live(evaluator.live.current)
 
@@ -212,6 +236,31 @@ class WebhookApp:
                 f"the request body is {length} bytes, over the limit of {self.max_body_bytes} "
                 "(--max-body-bytes)",
             )
+        if self._pool is None:
+            self._pool = BodyPool(self._pool_bytes)
+        reserved = self.max_body_bytes if length is None else length
+        # Past the deadline an answer is of no use: the API server stops waiting soon after.
+        wait = min(self.read_timeout, self.deadline)
+        async with self._pool.reserve(reserved, wait) as granted:
+            if not granted:
+                return self._busy(wait)
+            return await self._read_and_answer(request, started)
+
+    def _busy(self, waited: float) -> web.Response:
+        """No room in the body pool in time: 429, and the connection closes (its body was
+        never read)."""
+        self.metrics.invalid.labels("busy").inc()
+        message = (
+            f"request bodies of {self._pool_bytes} bytes are being read or answered "
+            f"(--max-buffered-bytes) and no room came free within {waited:g} s (the "
+            "--deadline or --read-timeout, whichever is shorter)"
+        )
+        self.log.warning("bad-request", reason="busy", message=message)
+        response = _status(429, "TooManyRequests", message)
+        response.force_close()
+        return response
+
+    async def _read_and_answer(self, request: web.Request, started: float) -> web.Response:
         try:
             async with asyncio.timeout(self.read_timeout):
                 body = await request.read()
@@ -279,7 +328,37 @@ class WebhookApp:
             return self._fail_open(review, started, "deadline")
         except Exception as error:
             return self._fail_open(review, started, "error", error)
+        if review.too_deep:
+            decision = self._too_deep(review, decision)
         return self._decided(review, started, decision)
+
+    def _too_deep(self, review: ReviewRequest, decision: Decision) -> Decision:
+        """An object with parts nested too deeply to read, judged on the rest: a refusal
+        stands; otherwise it is allowed with a warning, or refused with --deny-undecodable.
+        Counted and logged either way."""
+        warning = too_deep_warning(review, MAX_OBJECT_DEPTH)
+        response = decision.response["response"]
+        if decision.verdict != "denied" and self.deny_undecodable:
+            message = f"{warning}; gpulint serve --deny-undecodable refuses such objects"
+            response = review_response(review.uid, False, message=message)["response"]
+            decision = Decision(
+                "denied", {**decision.response, "response": response}, decision.findings
+            )
+        else:
+            response["warnings"] = fit_warnings([warning, *response.get("warnings", [])])
+            if decision.verdict == "allowed":
+                decision.verdict = "warned"
+        self.metrics.undecodable.labels("too-deep", decision.verdict).inc()
+        self.log.warning(
+            "object-too-deep",
+            uid=review.uid,
+            kind=str(review.kind),
+            namespace=review.object_namespace() or None,
+            name=review.object_name() or None,
+            verdict=decision.verdict,
+            message=warning,
+        )
+        return decision
 
     def _decided(self, review: ReviewRequest, started: float, decision: Decision) -> web.Response:
         for finding in decision.findings:
@@ -307,6 +386,8 @@ class WebhookApp:
         elif error is not None:
             detail = type(error).__name__
         self.metrics.fail_open.labels(reason).inc()
+        if review.too_deep:
+            self.metrics.undecodable.labels("too-deep", "fail-open").inc()
         warning = fail_open_warning(review, reason, detail)
         response = review_response(review.uid, True, warnings=fit_warnings([warning]))
         extra: dict[str, Any] = {}

@@ -1,5 +1,6 @@
-"""Connections: at most ``--max-connections`` open, and no request slower than
-``--read-timeout`` to arrive.
+"""Connections: at most ``--max-connections`` open, at most ``--max-client-connections`` of
+them from one address, no request slower than ``--read-timeout`` to arrive, and at most
+``--max-buffered-bytes`` of request bodies held at once.
 
 aiohttp reads a request's headers for as long as they trickle in, and closes a connection that
 waits for a request only after its keep-alive timeout, which gpulint sets longer than the API
@@ -15,12 +16,26 @@ through a ``GuardedConnection``, a protocol in front of aiohttp's own:
 gpulint accepts connections itself (``GuardedSite``) and hands each to the event loop
 (``connect_accepted_socket``), the same with asyncio and uvloop:
 
-* a connection accepted while ``--max-connections`` are open or in their handshake is closed
-  at once, before any TLS work;
+* a connection accepted while ``--max-connections`` are open or in their handshake takes the
+  place of the one idle the longest (no request under way: waiting for its first request,
+  between two kept-alive requests, or in its TLS handshake), which is closed; only when every
+  connection is in the middle of a request is the new one closed at once, before any TLS
+  work. Idle connections therefore cannot crowd out the API server: each new connection it
+  opens finds room;
+* the same holds per client address with ``--max-client-connections``: a client at its limit
+  gives up its own longest-idle connection for a new one, or the new one is closed, so one
+  client cannot hold every connection (each API server replica has an address of its own);
 * an accept() that fails because file descriptors ran out (EMFILE, ENFILE) is counted and
   logged, and accepting pauses for a moment while the kernel queues new connections; uvloop
   (libuv) would otherwise accept and close them without a word, asyncio log a traceback for
   each.
+
+Request bodies are read only with room in a pool of ``--max-buffered-bytes`` (``BodyPool``):
+each reserves its Content-Length (``--max-body-bytes`` when it has none) until it is answered,
+so that many slow or large bodies at once cannot take the process's memory; a body that finds
+no room within the review's deadline is answered 429. Until then its bytes wait in the kernel:
+aiohttp stops reading a connection once 128 KiB of it are unread (its StreamReader's high
+water mark, twice its 64 KiB limit).
 
 Each kind of trouble is logged when it starts and then at most once a minute, so that a flood
 of them cannot flood the log.
@@ -29,11 +44,13 @@ of them cannot flood the log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 from aiohttp import web
@@ -80,14 +97,24 @@ class ConnectionGuard:
         *,
         max_connections: int,
         read_timeout: float,
+        max_client_connections: int | None = None,
     ) -> None:
         self.metrics = metrics
         self.max_connections = max_connections
+        self.max_client_connections = max_client_connections or max_connections
         self.read_timeout = read_timeout
         self.server: web.Server | None = None  # set once the runner has made it
         self._open: dict[asyncio.BaseTransport, GuardedConnection] = {}
+        # Connections in their TLS handshake: the client's address and when it started.
+        self._handshakes: dict[asyncio.Task[None], tuple[str, float]] = {}
         self._accepted = 0  # connections open or in their TLS handshake
+        self._clients: Counter[str] = Counter()  # the same, by client address
+        # Connections closed to make room that the event loop has not reported gone yet
+        # (it does a moment later), and their clients.
+        self._leaving: dict[object, str] = {}
+        self._opened_by: dict[asyncio.Task[None], asyncio.BaseTransport] = {}
         self._full = _Throttled(log, "connection-limit-reached")
+        self._evicted = _Throttled(log, "idle-connection-closed")
         self._slow = _Throttled(log, "slow-request-headers")
         self._descriptors = _Throttled(log, "out-of-file-descriptors")
         self._accept_error = _Throttled(log, "accept-failed")
@@ -96,10 +123,11 @@ class ConnectionGuard:
     def count(self) -> int:
         return len(self._open)
 
-    def protocol(self) -> asyncio.Protocol:
-        """The protocol factory of the listening socket: one guarded connection each."""
+    def protocol(self, client: str, task: asyncio.Task[None]) -> Callable[[], asyncio.Protocol]:
+        """The protocol factory for the connection from ``client`` that ``task`` opens."""
         assert self.server is not None, "the guard is used before the runner is set up"
-        return GuardedConnection(self, self.server())
+        server = self.server
+        return lambda: GuardedConnection(self, server(), client, task)
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -125,27 +153,107 @@ class ConnectionGuard:
         else:
             self._accept_error(message=f"accept() failed: {error.strerror} ({code})")
 
-    def admit(self) -> bool:
-        """May one more accepted connection go on to its handshake?"""
-        if self._accepted >= self.max_connections:
-            self.metrics.refused_connections.inc()
-            self._full(
-                message=f"{self._accepted} connections are open (--max-connections): new "
-                "ones are closed as soon as they are accepted"
+    def admit(self, client: str) -> bool:
+        """May one more accepted connection from ``client`` go on to its handshake? At a
+        limit, the connection idle the longest (the client's own, for its limit) is closed to
+        make room; with none idle, no."""
+        leaving = sum(1 for owner in self._leaving.values() if owner == client)
+        if (
+            self.max_client_connections < self.max_connections
+            and self._clients[client] - leaving >= self.max_client_connections
+        ):
+            # Room among the client's own connections is room among all of them too.
+            if not self._make_room(client):
+                return self._refuse(
+                    f"{self._clients[client]} connections from one client are open "
+                    "(--max-client-connections) and none is idle: new ones from it are "
+                    "closed as soon as they are accepted"
+                )
+        elif self._accepted - len(self._leaving) >= self.max_connections and not (
+            self._make_room(None)
+        ):
+            return self._refuse(
+                f"{self._accepted} connections are open (--max-connections) and none is "
+                "idle: new ones are closed as soon as they are accepted"
             )
-            return False
         self._accepted += 1
+        self._clients[client] += 1
         return True
 
-    def handshake_failed(self) -> None:
+    def _refuse(self, message: str) -> bool:
+        self.metrics.refused_connections.inc()
+        self._full(message=message)
+        return False
+
+    def _make_room(self, client: str | None) -> bool:
+        """Close the connection (of ``client``, or of anyone) idle the longest; False when
+        none is idle. A scan of the open connections, made only at a limit."""
+        oldest: tuple[float, object, str] | None = None
+        for transport, connection in self._open.items():
+            if connection.busy or transport in self._leaving:
+                continue
+            if client is not None and connection.client != client:
+                continue
+            if oldest is None or connection.idle_since < oldest[0]:
+                oldest = (connection.idle_since, transport, connection.client)
+        for task, (owner, started) in self._handshakes.items():
+            if task in self._leaving or (client is not None and owner != client):
+                continue
+            if oldest is None or started < oldest[0]:
+                oldest = (started, task, owner)
+        if oldest is None:
+            return False
+        _, victim, owner = oldest
+        self._leaving[victim] = owner
+        if isinstance(victim, asyncio.Task):
+            victim.cancel()
+        else:
+            cast(asyncio.Transport, victim).abort()
+        self.metrics.evicted_connections.inc()
+        limit = "--max-client-connections" if client is not None else "--max-connections"
+        self._evicted(
+            message=f"the connection idle the longest was closed to make room for a new one "
+            f"({limit})"
+        )
+        return True
+
+    def handshake_started(self, task: asyncio.Task[None], client: str) -> None:
+        self._handshakes[task] = (client, time.monotonic())
+
+    def handshake_done(self, task: asyncio.Task[None]) -> None:
+        """The connection is open, in the slot its handshake had."""
+        self._handshakes.pop(task, None)
+        transport = self._opened_by.pop(task, None)
+        owner = self._leaving.pop(task, None)
+        if owner is not None and transport is not None and transport in self._open:
+            # Room was to be made by it as its handshake ended: close it as was meant.
+            self._leaving[transport] = owner
+            cast(asyncio.Transport, transport).abort()
+
+    def handshake_failed(self, task: asyncio.Task[None], client: str) -> None:
+        self._handshakes.pop(task, None)
+        self._leaving.pop(task, None)
+        if self._opened_by.pop(task, None) is None:
+            self._release(client)
+        # else the connection was made before the handshake's end failed: closing it
+        # releases the slot (``_closed``)
+
+    def _release(self, client: str) -> None:
         self._accepted -= 1
+        self._clients[client] -= 1
+        if self._clients[client] <= 0:
+            del self._clients[client]
 
     def _opened(self, connection: GuardedConnection, transport: asyncio.BaseTransport) -> None:
         self._open[transport] = connection
+        if connection.handshake in self._handshakes:
+            self._opened_by[connection.handshake] = transport
 
     def _closed(self, transport: asyncio.BaseTransport) -> None:
-        if self._open.pop(transport, None) is not None:
-            self._accepted -= 1
+        connection = self._open.pop(transport, None)
+        if connection is not None:
+            self._leaving.pop(transport, None)
+            self._release(connection.client)
 
     def _too_slow(self) -> None:
         self.metrics.slow_requests.labels("headers").inc()
@@ -155,14 +263,67 @@ class ConnectionGuard:
         )
 
 
+class BodyPool:
+    """Bytes of request bodies held at once, at most ``capacity``: a body reserves its size
+    before it is read and gives it back once answered. Any waiting body that fits goes in
+    (not only the first in line), so that small reviews are not held up behind a large one.
+    Used from the event loop only: with room, a reservation is a sum, with no lock."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    @contextlib.asynccontextmanager
+    async def reserve(self, size: int, timeout: float) -> AsyncIterator[bool]:
+        """Hold ``size`` bytes (the capacity at most) while the block runs; yields False
+        when there was no room for them within ``timeout`` seconds."""
+        size = min(size, self.capacity)
+        if self.used + size > self.capacity and not await self._room_for(size, timeout):
+            yield False
+            return
+        self.used += size
+        try:
+            yield True
+        finally:
+            self.used -= size
+            for waiter in self._waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def _room_for(self, size: int, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while self.used + size > self.capacity:
+            waiter = loop.create_future()
+            self._waiters.add(waiter)
+            try:
+                async with asyncio.timeout_at(end):
+                    await waiter
+            except TimeoutError:
+                return False
+            finally:
+                self._waiters.discard(waiter)
+        return True
+
+
 class GuardedConnection(asyncio.Protocol):
     """aiohttp's protocol for one connection, behind the guard's limits."""
 
-    def __init__(self, guard: ConnectionGuard, inner: asyncio.Protocol) -> None:
+    def __init__(
+        self,
+        guard: ConnectionGuard,
+        inner: asyncio.Protocol,
+        client: str,
+        handshake: asyncio.Task[None],
+    ) -> None:
         self.guard = guard
         self.inner = inner
+        self.client = client
+        self.handshake = handshake
         self.transport: asyncio.Transport | None = None
         self.busy = False
+        self.idle_since = time.monotonic()  # its last bytes or answer: room is made by it
         self._timer: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol ------------------------------------------------------------------
@@ -180,6 +341,7 @@ class GuardedConnection(asyncio.Protocol):
             return
         self.inner.data_received(data)
         if not self.busy:
+            self.idle_since = time.monotonic()
             self._arm()
 
     def eof_received(self) -> bool | None:
@@ -207,6 +369,7 @@ class GuardedConnection(asyncio.Protocol):
     def request_ended(self) -> None:
         # Idle now: aiohttp's keep-alive timeout governs until bytes of another request come.
         self.busy = False
+        self.idle_since = time.monotonic()
 
     def _arm(self) -> None:
         if self._timer is None:
@@ -248,7 +411,7 @@ class _Listener:
     def _accept(self) -> None:
         for _ in range(_ACCEPT_BATCH):
             try:
-                connection, _ = self.sock.accept()
+                connection, address = self.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except ConnectionAbortedError:
@@ -257,28 +420,35 @@ class _Listener:
                 self.guard.accept_failed(error)
                 self._pause()
                 return
-            if not self.guard.admit():
+            client = str(address[0]) if isinstance(address, tuple) else str(address)
+            if not self.guard.admit(client):
                 connection.close()
                 continue
             connection.setblocking(False)
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            task = self.loop.create_task(self._handshake(connection))
+            task = self.loop.create_task(self._handshake(connection, client))
+            self.guard.handshake_started(task, client)
             self._handshakes.add(task)
             task.add_done_callback(self._handshakes.discard)
 
-    async def _handshake(self, connection: socket.socket) -> None:
+    async def _handshake(self, connection: socket.socket, client: str) -> None:
+        task = asyncio.current_task()
+        assert task is not None
         try:
             await self.loop.connect_accepted_socket(
-                self.guard.protocol,
+                self.guard.protocol(client, task),
                 connection,
                 ssl=self.ssl_context,
                 ssl_handshake_timeout=self.guard.read_timeout if self.ssl_context else None,
             )
         except (Exception, asyncio.CancelledError):
-            # A client that went away or spoke no TLS, a handshake that took too long, or the
-            # site closing: the event loop has closed the connection, or never took it.
-            self.guard.handshake_failed()
+            # A client that went away or spoke no TLS, a handshake that took too long, room
+            # made for a newer connection, or the site closing: the event loop has closed the
+            # connection, or never took it.
+            self.guard.handshake_failed(task, client)
             connection.close()
+        else:
+            self.guard.handshake_done(task)
 
     def _pause(self) -> None:
         self.loop.remove_reader(self.sock.fileno())

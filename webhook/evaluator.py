@@ -57,6 +57,7 @@ class Evaluator(Protocol):
     def stop(self) -> None: ...
     def ready(self) -> bool: ...
     def sync_state(self) -> dict[str, str]: ...
+    def too_deep_objects(self) -> int: ...
     def evaluate(
         self,
         obj: dict[str, Any],
@@ -97,6 +98,9 @@ class ClusterEvaluator:
 
     def sync_state(self) -> dict[str, str]:
         return self.cache.sync_state()
+
+    def too_deep_objects(self) -> int:
+        return self.cache.too_deep_objects
 
     def evaluate(
         self,
@@ -140,6 +144,9 @@ class StandaloneEvaluator:
 
     def sync_state(self) -> dict[str, str]:
         return {}
+
+    def too_deep_objects(self) -> int:
+        return 0
 
     def evaluate(
         self,
@@ -260,6 +267,13 @@ class Decider:
             return Decision("denied", response, findings, refused, existing)
         verdict = "warned" if fitted else "allowed"
         return Decision(verdict, review_response(request.uid, True, warnings=fitted), findings)
+
+
+def too_deep_warning(request: ReviewRequest, depth: int) -> str:
+    return (
+        f"gpulint could not read all of {request.describe()}: parts of it nest deeper than "
+        f"{depth} levels; it was judged on the rest"
+    )
 
 
 def fail_open_warning(request: ReviewRequest, reason: str, detail: str = "") -> str:

@@ -203,8 +203,23 @@ class WebhookMetrics:
         )
         self.invalid = Counter(
             "gpulint_webhook_invalid_requests",
-            "Requests answered HTTP 400 (not an AdmissionReview gpulint can answer), by reason",
+            "Requests answered HTTP 400 (not an AdmissionReview gpulint can answer), or 429 "
+            "(reason busy: no room among the bodies being read), by reason",
             ["reason"],
+            registry=self.registry,
+        )
+        self.undecodable = Counter(
+            "gpulint_webhook_undecodable_objects",
+            "AdmissionReviews of evaluated kinds whose object gpulint could not read whole "
+            "(nested deeper than it reads), by verdict: warned (allowed with a warning), "
+            "denied (refused by a finding, or by --deny-undecodable), fail-open",
+            ["reason", "verdict"],
+            registry=self.registry,
+        )
+        self.cache_too_deep = Gauge(
+            "gpulint_webhook_cache_too_deep_objects",
+            "Objects listed or watched into the cluster cache with parts nested too deeply to "
+            "read (cached without those parts), since the start",
             registry=self.registry,
         )
         self.in_flight = Gauge(
@@ -228,7 +243,19 @@ class WebhookMetrics:
         self.refused_connections = Counter(
             "gpulint_webhook_refused_connections",
             "Connections closed as soon as they were accepted because --max-connections "
-            "connections were open",
+            "connections (or --max-client-connections from the same address) were open and "
+            "none was idle",
+            registry=self.registry,
+        )
+        self.evicted_connections = Counter(
+            "gpulint_webhook_evicted_connections",
+            "Idle connections closed to make room for a new one at --max-connections or "
+            "--max-client-connections",
+            registry=self.registry,
+        )
+        self.body_pool_bytes = Gauge(
+            "gpulint_webhook_buffered_body_bytes",
+            "Bytes of request bodies reserved now (at most --max-buffered-bytes)",
             registry=self.registry,
         )
         self.accept_errors = Counter(
@@ -240,6 +267,8 @@ class WebhookMetrics:
         )
         for reason in FAIL_OPEN_REASONS:
             self.fail_open.labels(reason)
+        for verdict in ("warned", "denied", "fail-open"):
+            self.undecodable.labels("too-deep", verdict)
         for part in SLOW_PARTS:
             self.slow_requests.labels(part)
         for reason in ACCEPT_ERRORS:
@@ -251,6 +280,10 @@ class WebhookMetrics:
 
     def watch_cache(self, synced: Callable[[], bool], state: Callable[[], dict[str, str]]) -> None:
         self.registry.register(_SyncStateCollector(synced, state))
+
+    def watch_too_deep(self, count: Callable[[], int]) -> None:
+        """The cache's count of objects read without their too-deep parts."""
+        self.cache_too_deep.set_function(count)
 
     def watch_connections(self, count: Callable[[], int]) -> None:
         """The number of open connections, read when Prometheus scrapes."""

@@ -20,9 +20,18 @@ MAX_DEADLINE = 30.0
 # The headers of a request, and then its body, must each arrive within this: the API server
 # sends a review in one write, and has given up on it after timeoutSeconds (10 s by default).
 DEFAULT_READ_TIMEOUT = 10.0
+# gpulint.cluster.decoding.MAX_OBJECT_DEPTH, spelled out to keep this module's imports
+MAX_OBJECT_DEPTH = 100
 # Open connections at most. The API servers keep a few each (Go keeps idle connections per
 # host); every connection holds a file descriptor and its TLS buffers.
 DEFAULT_MAX_CONNECTIONS = 1000
+# One client address may hold half of them: each kube-apiserver replica opens a connection per
+# review in flight (HTTP/1.1), far fewer than this at any sane rate, while no other client,
+# however many connections it opens, can leave it without room.
+DEFAULT_MAX_CLIENT_CONNECTIONS = 500
+# Request bodies held at once: five of the largest allowed, or thousands of usual reviews
+# (a few KiB each); with the cache this stays inside the deployment's 512Mi.
+DEFAULT_MAX_BUFFERED_BYTES = 32 * 1024 * 1024
 # --prometheus: seconds between refreshes of the live snapshot, and for one refresh (the
 # budget `gpulint lint --prometheus` gives its whole check, gpulint.live.options).
 DEFAULT_PROMETHEUS_REFRESH = 60.0
@@ -49,10 +58,13 @@ class ServeOptions(NamedTuple):
     namespace: str | None = None
     no_cluster: bool = False
     deny_on: str = "error"
+    deny_undecodable: bool = False
     deadline: float = DEFAULT_DEADLINE
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     read_timeout: float = DEFAULT_READ_TIMEOUT
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_client_connections: int = DEFAULT_MAX_CLIENT_CONNECTIONS
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     adapter_configmap: str | None = None
@@ -107,8 +119,26 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
-        help="open connections at most; one more is closed as soon as it is accepted "
+        help="open connections at most; one more takes the place of the one idle the "
+        "longest, or is closed as soon as it is accepted when none is idle "
         f"(default: {DEFAULT_MAX_CONNECTIONS})",
+    )
+    listen.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=DEFAULT_MAX_CLIENT_CONNECTIONS,
+        metavar="N",
+        help="open connections from one client address at most, held the same way "
+        f"(default: {DEFAULT_MAX_CLIENT_CONNECTIONS}; keep it above the connections each API "
+        "server replica opens)",
+    )
+    listen.add_argument(
+        "--max-buffered-bytes",
+        type=int,
+        default=DEFAULT_MAX_BUFFERED_BYTES,
+        metavar="N",
+        help="bytes of request bodies held at once; a body waits for room up to --deadline, "
+        f"then gets HTTP 429 (default: {DEFAULT_MAX_BUFFERED_BYTES})",
     )
     listen.add_argument(
         "--shutdown-delay",
@@ -131,6 +161,13 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         choices=("error", "warning", "never"),
         default="error",
         help="lowest severity that refuses a request; the rest are warnings (default: error)",
+    )
+    decide.add_argument(
+        "--deny-undecodable",
+        action="store_true",
+        help="refuse an object of a kind gpulint evaluates when part of it cannot be read "
+        f"(nested deeper than {MAX_OBJECT_DEPTH} levels) and nothing else refuses it; by "
+        "default it is allowed with a warning, counted and logged",
     )
     decide.add_argument(
         "--deadline",
@@ -254,6 +291,13 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         raise OptionError("--max-body-bytes must be at least 1024")
     if args.max_connections < 1:
         raise OptionError("--max-connections must be at least 1")
+    if args.max_client_connections < 1:
+        raise OptionError("--max-client-connections must be at least 1")
+    if args.max_buffered_bytes < args.max_body_bytes:
+        raise OptionError(
+            "--max-buffered-bytes must be at least --max-body-bytes "
+            f"({args.max_body_bytes}), or the largest body could never be read"
+        )
     from gpulint.cluster.kinds import AdapterConfigMapSelector, parse_configmap_namespaces
 
     try:
@@ -287,10 +331,13 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         namespace=args.namespace,
         no_cluster=args.no_cluster,
         deny_on=args.deny_on,
+        deny_undecodable=args.deny_undecodable,
         deadline=deadline,
         max_body_bytes=args.max_body_bytes,
         read_timeout=_seconds(args.read_timeout, "--read-timeout"),
         max_connections=args.max_connections,
+        max_client_connections=min(args.max_client_connections, args.max_connections),
+        max_buffered_bytes=args.max_buffered_bytes,
         select=_split_ids(args.select),
         ignore=_split_ids(args.ignore),
         adapter_configmap=args.adapter_configmap,

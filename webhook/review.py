@@ -2,6 +2,10 @@
 
 Parsing is strict about the envelope (a request gpulint cannot answer by ``uid`` is a 400 with
 a message, never a 500) and lenient about the object (the rules cope with odd shapes).
+An object nested deeper than ``gpulint.cluster.decoding.MAX_OBJECT_DEPTH`` levels (the API
+server passes on up to 10,000) is read with its deeper parts cut (``too_deep``), never
+refused as undecodable: the envelope and what the rules read stay whole, so the review is
+judged and answered (``webhook.app`` says what happens to such an object).
 Numbers are read as the linter reads them (``gpulint.yamlparse.read_json``): one that is too
 long or too large to hold (a 4,301-digit integer, ``1e400``) stays its text, so that the
 rules report it as out of range and the review is still answered.
@@ -29,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpulint.cluster.decoding import MAX_OBJECT_DEPTH, has_too_deep, loads_bounded
 from gpulint.message import split_message
 from gpulint.model import Finding, Severity
 from gpulint.report.escape import escape_controls, safe_lines
@@ -38,6 +43,10 @@ from gpulint.yamlparse import read_json
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+# The object sits three levels down: the review, its request, the object.
+REVIEW_DEPTH = MAX_OBJECT_DEPTH + 3
+# The first byte of a JSON text that is not an object, and what it is.
+_NOT_OBJECTS = {b"[": "array", b'"': "string"}
 
 WARNING_RUNES = 256
 WARNINGS_TOTAL_RUNES = 2048
@@ -87,6 +96,8 @@ class ReviewRequest:
     dry_run: bool
     object: dict[str, Any] | None
     old_object: dict[str, Any] | None
+    # The object nests deeper than MAX_OBJECT_DEPTH: those parts are TOO_DEEP, not read.
+    too_deep: bool = False
 
     def object_namespace(self) -> str:
         metadata = (self.object or self.old_object or {}).get("metadata")
@@ -115,14 +126,21 @@ def parse_review(body: bytes) -> ReviewRequest:
     is wrong."""
     if not body.strip():
         raise BadReview("empty", "the request body is empty; expected an AdmissionReview")
+    first = body.lstrip(b" \t\r\n")[:1]
+    if first != b"{" and first in _NOT_OBJECTS:
+        # Said without reading the rest: however long or deep, it is no review.
+        raise BadReview(
+            "not-review",
+            f"the request body is a JSON {_NOT_OBJECTS[first]}; expected an AdmissionReview object",
+        )
     try:
-        text = body.decode("utf-8")
+        body.decode("utf-8")
     except UnicodeDecodeError as error:
         raise BadReview(
             "not-json", f"the request body is not UTF-8 JSON (byte {error.start})"
         ) from None
     try:
-        review = read_json(text)
+        review, cut = loads_bounded(body, REVIEW_DEPTH, lambda data: read_json(data.decode()))
     except json.JSONDecodeError as error:
         raise BadReview(
             "not-json",
@@ -187,6 +205,7 @@ def parse_review(body: bytes) -> ReviewRequest:
         dry_run=request.get("dryRun") is True,
         object=obj,
         old_object=old,
+        too_deep=cut and obj is not None and has_too_deep(obj),
     )
 
 

@@ -248,6 +248,7 @@ async def _serve(
     webhook = WebhookApp(
         evaluator,
         deny_on=options.deny_on,
+        deny_undecodable=options.deny_undecodable,
         deadline=options.deadline,
         max_body_bytes=options.max_body_bytes,
         adapter_configmaps=adapter_configmaps,
@@ -255,9 +256,14 @@ async def _serve(
         metrics=metrics,
         read_timeout=options.read_timeout,
         embedded=embedded,
+        max_buffered_bytes=options.max_buffered_bytes,
     )
     guard = ConnectionGuard(
-        metrics, log, max_connections=options.max_connections, read_timeout=options.read_timeout
+        metrics,
+        log,
+        max_connections=options.max_connections,
+        max_client_connections=options.max_client_connections,
+        read_timeout=options.read_timeout,
     )
     _make_room_for(options.max_connections, log)
     application = webhook.application()

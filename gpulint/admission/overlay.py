@@ -21,6 +21,7 @@ from gpulint.document import Manifest
 from gpulint.engine import DeadlineExceeded, Selection, run
 from gpulint.inventory import Inventory
 from gpulint.model import Finding
+from gpulint.promql import analysis_deadline
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")
 # An admission answer has room for a few findings of each rule (the API server keeps 4 KiB of
@@ -72,7 +73,8 @@ def evaluate_alone(
         return []
     inventory = Inventory(settings, by_directory=False)
     inventory.add(classify_manifest(manifest, embedded=embedded))
-    return run(inventory, selection, deadline=deadline, per_rule=FINDINGS_PER_RULE)
+    with analysis_deadline(deadline):
+        return run(inventory, selection, deadline=deadline, per_rule=FINDINGS_PER_RULE)
 
 
 def evaluate_over(
@@ -101,9 +103,16 @@ def evaluate_over(
         inventory.add(admitted)
     try:
         focus = related_items(inventory, manifest, previous)
-        findings = run(
-            inventory, selection, items_for=focus, deadline=deadline, per_rule=FINDINGS_PER_RULE
-        )
+        # The deadline reaches into the analysis of each query too (one query is one step
+        # of one rule): a long one cannot hold the review past it.
+        with analysis_deadline(deadline):
+            findings = run(
+                inventory,
+                selection,
+                items_for=focus,
+                deadline=deadline,
+                per_rule=FINDINGS_PER_RULE,
+            )
     finally:
         if cached is not None:
             inventory.replace(manifest, cached)
@@ -124,15 +133,20 @@ def _evaluate_deletion(
     if cached is None or previous is None:
         return []
     focus = related_items(inventory, None, previous)
-    before = run(
-        inventory, selection, items_for=focus, deadline=deadline, per_rule=FINDINGS_PER_RULE
-    )
-    inventory.remove_manifest(previous)
-    try:
-        after = run(
+    with analysis_deadline(deadline):
+        before = run(
             inventory, selection, items_for=focus, deadline=deadline, per_rule=FINDINGS_PER_RULE
         )
-    finally:
-        inventory.add(cached)
+        inventory.remove_manifest(previous)
+        try:
+            after = run(
+                inventory,
+                selection,
+                items_for=focus,
+                deadline=deadline,
+                per_rule=FINDINGS_PER_RULE,
+            )
+        finally:
+            inventory.add(cached)
     known = {(f.rule, f.location, f.message) for f in before}
     return [f for f in after if (f.rule, f.location, f.message) not in known]

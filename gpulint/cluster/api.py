@@ -13,10 +13,15 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from gpulint.cluster.decoding import MAX_OBJECT_DEPTH, loads_bounded
+
 log = logging.getLogger("gpulint.cluster")
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
+# An object in a list is two levels down (the list, its items); in a watch event, one.
+LIST_DEPTH = MAX_OBJECT_DEPTH + 2
+EVENT_DEPTH = MAX_OBJECT_DEPTH + 1
 
 
 class ApiError(Exception):
@@ -113,6 +118,17 @@ class KubeApi:
         timeout: tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT),
     ) -> Any:
         """The JSON answer of ``GET path``; ApiError for anything but a 2xx JSON answer."""
+        return self.get_bounded(path, query, timeout)[0]
+
+    def get_bounded(
+        self,
+        path: str,
+        query: list[tuple[str, str]] | None = None,
+        timeout: tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT),
+        depth: int = LIST_DEPTH,
+    ) -> tuple[Any, bool]:
+        """``get``, with values nested deeper than ``depth`` levels replaced by
+        ``decoding.TOO_DEEP``; and whether any was."""
         response = self._send(path, query or [], timeout)
         try:
             body = response.data
@@ -123,8 +139,8 @@ class KubeApi:
         if not 200 <= response.status <= 299:
             raise status_error(response.status, body)
         try:
-            return json.loads(body)
-        except ValueError:
+            return loads_bounded(body, depth)
+        except (ValueError, RecursionError):
             raise ApiError(response.status, "BadResponse", "the answer is not JSON") from None
 
     def stream(
@@ -157,17 +173,18 @@ class WatchStream:
         if buffer:
             yield buffer
 
-    def events(self) -> Iterator[dict[str, Any]]:
+    def events(self) -> Iterator[tuple[dict[str, Any], bool]]:
+        """Each event, and whether its object lost a part nested too deeply to read."""
         try:
             for line in self._lines():
                 if not line.strip():
                     continue
                 try:
-                    event = json.loads(line)
-                except ValueError:
+                    event, cut = loads_bounded(line, EVENT_DEPTH)
+                except (ValueError, RecursionError):
                     raise ApiError(None, "BadEvent", "a watch event is not JSON") from None
                 if isinstance(event, dict):
-                    yield event
+                    yield event, cut
         except ApiError:
             raise
         except Exception as error:  # the connection broke mid-stream

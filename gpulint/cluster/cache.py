@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gpulint.admission.overlay import admitted_manifest, check_deadline, evaluate_over
 from gpulint.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
 from gpulint.cluster.api import ApiError, KubeApi, WatchStream
+from gpulint.cluster.decoding import has_too_deep
 from gpulint.cluster.kinds import (
     DEFAULT_CONFIGMAP_NAMESPACES,
     AdapterConfigMapSelector,
@@ -40,6 +41,7 @@ from gpulint.cluster.reading import (
     list_query,
     object_key,
     resource_version,
+    too_deep_note,
 )
 from gpulint.config import Settings
 from gpulint.document import Manifest
@@ -117,6 +119,8 @@ class ClusterCache:
         self._stopping = threading.Event()
         self._streams = [_Stream(self, kind) for kind in streams]
         self._warmed = False
+        # Objects listed or watched with parts nested too deeply to read (kept without them).
+        self.too_deep_objects = 0
 
     def __repr__(self) -> str:
         return f"ClusterCache({self.api.server!r}, {self.sync_state()!r})"
@@ -190,6 +194,12 @@ class ClusterCache:
             if not version or version != resource_version(entry.manifest.data):
                 self.inventory.replace(entry.manifest, classified)
                 entry.classified = classified
+
+    def _too_deep(self, stream: _Stream, obj: Any) -> None:
+        """An object that lost parts nested too deeply: counted and logged; it is cached
+        without them, and the stream goes on."""
+        self.too_deep_objects += 1
+        log.warning("%s", too_deep_note(obj, stream.kind))
 
     def _replace_all(self, stream: _Stream, items: list[Any]) -> None:
         """A (re)list: what the stream holds becomes exactly ``items``. The lock is taken
@@ -397,9 +407,11 @@ class _Stream(threading.Thread):
 
     def _list_and_watch(self) -> None:
         version = self.version or ""
-        items, rv = list_objects(
+        items, rv, too_deep = list_objects(
             self.cache.api, self.kind, version, self.cache.namespace, self.cache.page_size
         )
+        for obj in too_deep:
+            self.cache._too_deep(self, obj)
         self.cache._replace_all(self, items)
         self.state, self.detail = SYNCED, ""
         self._failures = 0
@@ -435,9 +447,11 @@ class _Stream(threading.Thread):
             watch.close()
         events = 0
         try:
-            for event in watch.events():
+            for event, cut in watch.events():
                 kind = event.get("type")
                 obj = event.get("object")
+                if cut and kind in ("ADDED", "MODIFIED") and has_too_deep(obj):
+                    self.cache._too_deep(self, obj)
                 if kind == "ERROR":
                     status = obj if isinstance(obj, dict) else {}
                     code = status.get("code")

@@ -59,7 +59,7 @@ def read_endpoints(
                 kind = ENDPOINT_SLICES._replace(
                     label_selector=f"{SERVICE_NAME_LABEL}={name}", namespace=namespace
                 )
-                items, _ = list_objects(api, kind, version, namespace)
+                items, _, _ = list_objects(api, kind, version, namespace)
             else:
                 kind = ENDPOINTS
                 try:

@@ -18,7 +18,13 @@ from gpulint.cluster.kinds import (
     cluster_kinds,
     configmap_scopes,
 )
-from gpulint.cluster.reading import Discovery, ObjectKey, cluster_manifest, list_objects
+from gpulint.cluster.reading import (
+    Discovery,
+    ObjectKey,
+    cluster_manifest,
+    list_objects,
+    too_deep_note,
+)
 from gpulint.cluster.snapshot import ClusterSnapshot
 from gpulint.config import Settings
 from gpulint.engine import Selection, rule_index
@@ -80,11 +86,12 @@ def read_cluster(
                 states[kind.key] = "absent"
                 continue
             try:
-                items, _ = list_objects(api, kind, version, namespace)
+                items, _, too_deep = list_objects(api, kind, version, namespace)
             except ApiError as error:
                 if not error.gone:
                     raise
-                items, _ = list_objects(api, kind, version, namespace)  # the list moved on
+                # the list moved on
+                items, _, too_deep = list_objects(api, kind, version, namespace)
         except ApiError as error:
             if error.status is None:
                 raise ClusterError(
@@ -98,6 +105,7 @@ def read_cluster(
             notes.append(f"{kind.key} not read: {error.message}")
             continue
         states[kind.key] = "synced"
+        notes.extend(too_deep_note(obj, kind) for obj in too_deep)
         for obj in items:
             manifest = cluster_manifest(obj, kind, version)
             if manifest is None:

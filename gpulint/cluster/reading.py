@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulint.cluster.api import ApiError, KubeApi
+from gpulint.cluster.decoding import MAX_OBJECT_DEPTH, has_too_deep
 from gpulint.cluster.kinds import WatchedKind
 from gpulint.document import Manifest
 from gpulint.dra import made_for_one_pod
@@ -92,25 +93,31 @@ def list_objects(
     version: str,
     namespace: str | None,
     page_size: int = PAGE_SIZE,
-) -> tuple[list[Any], str]:
-    """Every object of a kind, in chunks of ``page_size`` (``limit``/``continue``), and the
-    list's resourceVersion to watch from. A continue token the server no longer honours is
-    an ApiError with ``gone``: list again from the start."""
+) -> tuple[list[Any], str, list[Any]]:
+    """Every object of a kind, in chunks of ``page_size`` (``limit``/``continue``), the
+    list's resourceVersion to watch from, and the objects among them that nest too deeply to
+    be read whole (``decoding.MAX_OBJECT_DEPTH``; their deep parts are ``TOO_DEEP``). A
+    continue token the server no longer honours is an ApiError with ``gone``: list again
+    from the start."""
     path = kind.collection_path(version, kind.scope(namespace))
     query = [*list_query(kind), ("limit", str(page_size))]
     items: list[Any] = []
+    too_deep: list[Any] = []
     token = ""
     while True:
-        data = api.get(path, [*query, ("continue", token)] if token else query)
+        data, cut = api.get_bounded(path, [*query, ("continue", token)] if token else query)
         if not isinstance(data, dict):
             raise ApiError(200, "BadResponse", f"{path} did not answer with a list")
         page = data.get("items")
-        items.extend(page if isinstance(page, list) else [])
+        page = page if isinstance(page, list) else []
+        items.extend(page)
+        if cut:
+            too_deep.extend(item for item in page if has_too_deep(item))
         metadata = data.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
         token = str(metadata.get("continue") or "")
         if not token:
-            return items, str(metadata.get("resourceVersion") or "")
+            return items, str(metadata.get("resourceVersion") or ""), too_deep
 
 
 def cluster_manifest(obj: Any, kind: WatchedKind, version: str) -> Manifest | None:
@@ -145,6 +152,19 @@ def cluster_file(obj: dict[str, Any]) -> str:
     metadata = metadata if isinstance(metadata, dict) else {}
     namespace = metadata.get("namespace") if isinstance(metadata.get("namespace"), str) else ""
     return f"cluster://{namespace}/{obj.get('kind')}/{metadata.get('name')}"
+
+
+def too_deep_note(obj: Any, kind: WatchedKind) -> str:
+    """What is said of an object that nests too deeply to be read whole."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    namespace, name = metadata.get("namespace"), metadata.get("name")
+    where = f"{namespace}/" if isinstance(namespace, str) and namespace else ""
+    shown = name[:253] if isinstance(name, str) else "(unnamed)"
+    return (
+        f"{kind.kind} {where}{shown} nests deeper than {MAX_OBJECT_DEPTH} levels: the parts "
+        "below that depth were not read, and nothing gpulint checks is there"
+    )
 
 
 def object_key(manifest: Manifest) -> ObjectKey:

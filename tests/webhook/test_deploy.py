@@ -45,7 +45,9 @@ DEPLOY = ROOT / "deploy"
 # The directories users apply; deploy/base is only their shared base.
 VARIANTS = ("cert-manager", "without-cert-manager")
 KUSTOMIZATIONS = sorted(
-    str(p.parent.relative_to(DEPLOY)) for p in DEPLOY.rglob("kustomization.yaml")
+    str(p.parent.relative_to(DEPLOY))
+    for p in DEPLOY.rglob("kustomization.yaml")
+    if "kind: Component" not in p.read_text()  # built only through an overlay that uses it
 )
 CERTIFICATE_FILES = ("tls.crt", "tls.key", "ca.crt")  # what the Secret of the variant holds
 KUBERNETES_VERSION = "1.30"
@@ -491,6 +493,36 @@ def test_network_policies_admit_only_the_webhook_port_and_limit_egress(
         ("TCP", 53, "null"),
         ("TCP", 9090, monitoring),  # Prometheus, with --prometheus
     }
+
+
+def test_the_apiserver_component_narrows_ingress_to_the_addresses_an_overlay_gives(
+    tmp_path: Path,
+) -> None:
+    """deploy/components/ingress-from-apiserver, used as its kustomization.yaml shows."""
+    shutil.copytree(DEPLOY, tmp_path / "deploy")
+    overlay = tmp_path / "mine"
+    overlay.mkdir()
+    usage = (DEPLOY / "components/ingress-from-apiserver/kustomization.yaml").read_text()
+    example = [
+        line.removeprefix("#   ")
+        for line in usage.splitlines()
+        if line.startswith("#   ") and not line.startswith("#   # ")
+    ]
+    text = "\n".join(example[: example.index("") if "" in example else None])
+    (overlay / "kustomization.yaml").write_text(text.split("# the addresses")[0].rstrip() + "\n")
+    rendered = build(overlay)
+    (policy,) = [p for p in rendered.all("NetworkPolicy") if "Ingress" in p["spec"]["policyTypes"]]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"] == [
+        {"ipBlock": {"cidr": "10.0.0.0/28"}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+    ]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8443}]
+    # everything else is the install it overlays
+    base = {
+        (o["kind"], o["metadata"]["name"]) for o in build(tmp_path / "deploy/cert-manager").objects
+    }
+    assert {(o["kind"], o["metadata"]["name"]) for o in rendered.objects} == base
 
 
 # --- the serving certificate -----------------------------------------------------------------

@@ -143,25 +143,61 @@ def test_slow_clients_do_not_hold_up_reviews(guarded: Webhook) -> None:
 # --- too many connections, no file descriptors --------------------------------------------
 
 
-def test_connections_beyond_the_cap_are_closed_before_the_handshake(guarded: Webhook) -> None:
-    time.sleep(READ_TIMEOUT + 0.5)  # earlier tests' connections are gone
-    before = guarded.metrics().value("gpulint_webhook_refused_connections_total")
-    held = [_tls(guarded) for _ in range(4)]
+def _is_closed(sock: ssl.SSLSocket, wait: float = 2.0) -> bool:
+    sock.settimeout(wait)
     try:
-        raw = socket.create_connection(("127.0.0.1", guarded.port), timeout=5)
-        with pytest.raises((ConnectionError, ssl.SSLError)):
-            guarded.certificates.client_context().wrap_socket(raw, server_hostname="localhost")
-        raw.close()
-        held.pop().close()
-        time.sleep(0.2)
-        assert guarded.get("/healthz") == (200, {"ok": True})
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except (ConnectionError, ssl.SSLError, OSError):
+        return True
+
+
+def test_a_connection_beyond_the_cap_takes_the_place_of_the_longest_idle(
+    guarded: Webhook,
+) -> None:
+    time.sleep(READ_TIMEOUT + 0.5)  # earlier tests' connections are gone
+    before = guarded.metrics().value("gpulint_webhook_evicted_connections_total")
+    held = []
+    for _ in range(4):
+        held.append(_tls(guarded))
+        time.sleep(0.05)  # an order of idleness
+    try:
+        # the fifth is served; the first, idle the longest, is closed for it
+        assert guarded.review(admission_review(objects.deployment()))["allowed"] is True
+        # (within the read timeout, after which silent connections close anyway)
+        assert not _is_closed(held[3], wait=0.05)
+        assert _is_closed(held[0], wait=0.05)
     finally:
         for sock in held:
             sock.close()
     time.sleep(0.2)
+    assert guarded.metrics().value("gpulint_webhook_evicted_connections_total") >= before + 1
+    assert any(r["event"] == "idle-connection-closed" for r in guarded.log_records())
+
+
+def test_connections_beyond_the_cap_are_closed_when_none_is_idle(guarded: Webhook) -> None:
+    time.sleep(READ_TIMEOUT + 0.5)
+    before = guarded.metrics().value("gpulint_webhook_refused_connections_total")
+    busy = [_tls(guarded) for _ in range(4)]
+    try:
+        for sock in busy:  # each in the middle of a request's body
+            sock.sendall(
+                b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99\r\n\r\n{"
+            )
+        time.sleep(0.2)
+        raw = socket.create_connection(("127.0.0.1", guarded.port), timeout=5)
+        with pytest.raises((ConnectionError, ssl.SSLError)):
+            guarded.certificates.client_context().wrap_socket(raw, server_hostname="localhost")
+        raw.close()
+    finally:
+        for sock in busy:
+            sock.close()
+    time.sleep(0.5)
+    assert guarded.get("/healthz") == (200, {"ok": True})
     assert guarded.metrics().value("gpulint_webhook_refused_connections_total") == before + 1
     (record,) = [r for r in guarded.log_records() if r["event"] == "connection-limit-reached"]
-    assert "4 connections are open (--max-connections)" in record["message"]
+    assert "4 connections are open (--max-connections) and none is idle" in record["message"]
 
 
 _LIMITED = (

@@ -22,9 +22,11 @@ from gpulint.webhook.app import WebhookApp
 from gpulint.webhook.evaluator import StandaloneEvaluator
 from gpulint.webhook.logs import MAX_FIELD_CHARS, JsonLog
 from gpulint.webhook.metrics import WebhookMetrics
+from gpulint.webhook.review import REVIEW_DEPTH
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from gpulint.cluster.decoding import loads_bounded
 from gpulint.cluster.kinds import AdapterConfigMapSelector
 from gpulint.config import Settings
 from gpulint.engine import Selection
@@ -40,7 +42,7 @@ REQUESTS = "gpulint_webhook_requests_total"
 class Served:
     """One application on a test server, driven from synchronous tests (hypothesis)."""
 
-    def __init__(self, metrics: WebhookMetrics | None = None) -> None:
+    def __init__(self, metrics: WebhookMetrics | None = None, **options: Any) -> None:
         self.stream = io.StringIO()
         self.webhook = WebhookApp(
             StandaloneEvaluator(Settings(), Selection()),
@@ -50,6 +52,7 @@ class Served:
             adapter_configmaps=AdapterConfigMapSelector.parse(None, None),
             log=JsonLog(self.stream),
             metrics=metrics or WebhookMetrics(),
+            **options,
         )
         self.loop = asyncio.new_event_loop()
         self.client = self.loop.run_until_complete(self._start())
@@ -139,7 +142,8 @@ def test_numbers_no_api_server_sends_are_answered(served: Served, raw: str) -> N
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b"[" * 100_000 + b"]" * 100_000, "nests JSON too deeply"),
+        # read with its parts past 100 levels cut (test_hostile_depth.py): not a review
+        (b"[" * 100_000 + b"]" * 100_000, "is a JSON array; expected an AdmissionReview"),
         (b'{"kind": NaN}', "not JSON: NaN is not a JSON value"),
         (b'{"kind": -Infinity}', "not JSON: -Infinity is not a JSON value"),
         (b'{"apiVersion": "\xff\xfe"}', "not UTF-8 JSON (byte 16)"),
@@ -350,7 +354,7 @@ def _mutated(draw: st.DrawFn) -> bytes:
 def _sent_uid(body: bytes) -> str | None:
     """The uid a correct answer carries, or None when no answer can (then: 400)."""
     try:
-        review = read_json(body.decode("utf-8"))
+        review, _ = loads_bounded(body, REVIEW_DEPTH, lambda data: read_json(data.decode()))
         uid = review["request"]["uid"]
     except (ValueError, RecursionError, TypeError, KeyError):
         return None
