@@ -119,3 +119,15 @@ def test_gpulint_lints_its_own_deploy_directory_clean_in_a_fresh_clone(
         done.stdout
     )
     assert "stand-ins" in done.stdout
+
+
+def test_thousands_of_missing_inputs_are_not_stood_in(tools: RenderOptions, tmp_path: Path) -> None:
+    """A kustomization naming more missing inputs than a copy may hold is reported as it is
+    (GL704), not mirrored file by file."""
+    names = ", ".join(f"f{i}.env" for i in range(2_100))
+    overlay = overlay_with_generator(
+        tmp_path, f"configMapGenerator:\n- name: model\n  envs: [{names}]\n"
+    )
+    result = lint_result(overlay, options=tools)
+    assert {f.rule for f in result.findings} == {"GL704"}
+    assert not [n for n in result.notes if "stand-ins" in n]

@@ -50,7 +50,7 @@ class StandInTree:
             for reference in kustomization.files:
                 if reference.resolved and os.path.isfile(reference.resolved):
                     files.add(os.path.realpath(reference.resolved))
-        if len(files) > MAX_FILES:
+        if len(files) + len(missing) > MAX_FILES:
             return None
         tree = cls(tempfile.mkdtemp(prefix="gpulint-standins-"), [])
         total = 0
