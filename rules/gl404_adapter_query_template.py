@@ -185,12 +185,19 @@ def _needs(rule: AdapterRule, inventory: Inventory) -> Needs | None:
 def _no_label_matchers(rule: AdapterRule, query: str, report: Report, kept: bool) -> Finding:
     mapped = set(rule.resources.overrides.values())
     fix = f"metricsQuery: {_yaml_string(_with_label_matchers(query))}"
-    if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
-        consequence = (
-            "the HPA's metric selector is ignored and every request makes Prometheus "
-            "compute the value of every namespace, of which the adapter keeps one"
-        )
-    elif kept:
+    if kept:
+        # The adapter still finds each object's series by its label (docs/rules.md: a
+        # warning): the cost is a query over the whole cluster, and the ignored selector.
+        if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
+            return report(
+                "metricsQuery",
+                "metricsQuery never uses <<.LabelMatchers>>. Its results keep the label the "
+                "adapter matches objects by, so HPAs get values, but the HPA's metric selector "
+                "is ignored and every request makes Prometheus compute the value of every "
+                "namespace, of which the adapter keeps one",
+                fix,
+                Severity.WARNING,
+            )
         return report(
             "metricsQuery",
             "metricsQuery never uses <<.LabelMatchers>>. Its results keep the labels the "
@@ -199,6 +206,12 @@ def _no_label_matchers(rule: AdapterRule, query: str, report: Report, kept: bool
             "ignored, and same-named objects in other namespaces can overwrite each other",
             fix,
             Severity.WARNING,
+        )
+    if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
+        consequence = (
+            "the HPA's metric selector is ignored and every request makes Prometheus "
+            "compute the value of every namespace, and its results lose the label the "
+            "adapter matches objects by"
         )
     else:
         consequence = (
