@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import time
 from typing import Any
 
@@ -37,6 +39,14 @@ from gpulint.model import Location
 from gpulint.paths import display_path
 from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN, RenderOptions, RenderProblem, Unit
 from gpulint.units.boundary import boundaries_of, inside, tree_problem
+from gpulint.units.charts import (
+    REQUIRED_RETRIES,
+    Prepared,
+    is_library,
+    prepare,
+    required_value,
+    stand_in_values,
+)
 from gpulint.units.helm import HelmSource, TemplateText, chart_name, template_file
 from gpulint.units.kustomize import (
     KUSTOMIZATION_NAMES,
@@ -54,7 +64,7 @@ from gpulint.units.kustomize import (
 )
 from gpulint.units.plan import UnitPlan
 from gpulint.units.standins import StandInTree, is_generator_input
-from gpulint.units.tools import ToolOutput, run_tool
+from gpulint.units.tools import Tool, ToolOutput, run_tool
 
 RENDER_FAILED, RENDER_UNAVAILABLE = "GL704", "GL705"
 
@@ -573,6 +583,15 @@ def _generated_files(kustomization: Kustomization, field: tuple[Any, ...]) -> di
 def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceFiles) -> None:
     chart_yaml = os.path.join(chart, "Chart.yaml")
     unit.files.add(chart_yaml)
+    if is_library(chart):
+        # Helm refuses to install a library chart ("library charts are not installable"):
+        # its templates are helpers other charts include, judged where they render.
+        unit.notes.append(
+            f"chart {unit.name} is a library chart (type: library): it cannot be installed "
+            "on its own, so it was not rendered; its helpers are judged in the charts that "
+            "use them"
+        )
+        return
     tool = options.helm
 
     def fallback() -> None:
@@ -617,13 +636,31 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
         )
         fallback()
         return
-    argv = [*tool.argv, "template", chart]
-    for values in options.helm_values:
-        argv += ["--values", values]
-    output = run_tool(argv, options.max_file_size, options.timeout, options.budget, options.limits)
+    prepared = prepare(chart, options.helm_values, tuple(sources.boundaries))
+    if prepared.problem is not None:
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_UNAVAILABLE,
+                chart_yaml,
+                1,
+                1,
+                f"chart {unit.name} was not rendered: {prepared.problem}; its values are "
+                "linted, its templates skipped.",
+                "keep file:// dependencies inside the repository, or run `helm dependency "
+                "build` and lint the chart with its charts/ directory",
+            )
+        )
+        fallback()
+        return
+    stand_in_dir = tempfile.mkdtemp(prefix="gpulint-values-")
+    try:
+        output, stood = _render_chart(tool, prepared, options, stand_in_dir)
+    finally:
+        shutil.rmtree(stand_in_dir, ignore_errors=True)
+        prepared.remove()
     unit.rendered_by.append(f"{tool.name} template {display_path(chart)}")
     if not output.ok:
-        message = output.message
+        message = prepared.unmirrored(output.message)
         if output.budget_spent:
             unit.render_problems.append(
                 RenderProblem(
@@ -666,6 +703,21 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
             )
             fallback()
             return
+        if stood:
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_UNAVAILABLE,
+                    chart_yaml,
+                    1,
+                    1,
+                    f"chart {unit.name} needs values the user supplies at install "
+                    f"({', '.join(stood)}), and it does not render with stand-ins for them. "
+                    f"Rendering it fails with: {message}",
+                    "pass the values gpulint should render with: --helm-values FILE",
+                )
+            )
+            fallback()
+            return
         line = _error_line(message)
         unit.render_problems.append(
             RenderProblem(
@@ -683,9 +735,40 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
             )
         )
         return
+    if stood:
+        unit.notes.append(
+            f"chart {unit.name} was rendered with stand-ins for values it requires at install "
+            f"({', '.join(stood)}); what they would hold was not judged"
+        )
+    left_out = prepared.note(unit.name)
+    if left_out is not None:
+        unit.notes.append(left_out)
     rendered = load_file(f"<helm template {display_path(chart)}>", output.stdout)
-    _map_helm_output(unit, rendered, chart, sources)
+    _map_helm_output(unit, rendered, chart, sources, prepared.vendored)
     unit.loaded.append(rendered)
+
+
+def _render_chart(
+    tool: Tool, prepared: Prepared, options: RenderOptions, stand_in_dir: str
+) -> tuple[ToolOutput, list[str]]:
+    """``helm template`` of the prepared chart; a ``required`` value it fails on is stood in
+    and the render retried, a bounded number of times. (output, the value paths stood in)"""
+    stood: list[str] = []
+    while True:
+        argv = [*tool.argv, "template", prepared.directory]
+        for values in options.helm_values:
+            argv += ["--values", values]
+        if stood:
+            argv += ["--values", stand_in_values(stood, stand_in_dir)]
+        output = run_tool(
+            argv, options.max_file_size, options.timeout, options.budget, options.limits
+        )
+        if output.ok or output.budget_spent or output.timed_out or output.limited:
+            return output, stood
+        path = required_value(output.message, prepared.chart, prepared.directory)
+        if path is None or path in stood or len(stood) >= REQUIRED_RETRIES:
+            return output, stood
+        stood.append(path)
 
 
 def _budget(options: RenderOptions, output: ToolOutput) -> str:
@@ -704,7 +787,13 @@ def _error_line(message: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _map_helm_output(unit: Unit, rendered: LoadedFile, chart: str, sources: SourceFiles) -> None:
+def _map_helm_output(
+    unit: Unit,
+    rendered: LoadedFile,
+    chart: str,
+    sources: SourceFiles,
+    vendored: dict[str, str] | None = None,
+) -> None:
     name = chart_name(chart)
     counts: dict[str, int] = {}
     for document in rendered.documents:
@@ -712,6 +801,12 @@ def _map_helm_output(unit: Unit, rendered: LoadedFile, chart: str, sources: Sour
         if not source or not isinstance(document.data, dict):
             continue
         file = template_file(chart, name, source)
+        parts = source.split("/", 3)
+        if file is None and vendored and len(parts) == 4 and parts[1] == "charts":
+            # A file:// dependency gpulint vendored: its templates are in its own directory.
+            home = vendored.get(parts[2])
+            if home is not None:
+                file = template_file(home, parts[2], f"{parts[2]}/{parts[3]}")
         if file is None:
             continue
         template = sources.template(file)
