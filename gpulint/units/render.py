@@ -190,10 +190,15 @@ def _unavailable(
 
 
 def _build_kustomization(
-    unit: Unit, kustomization: Kustomization, options: RenderOptions, sources: SourceFiles
+    unit: Unit,
+    kustomization: Kustomization,
+    options: RenderOptions,
+    sources: SourceFiles,
+    depth: int = 0,
 ) -> None:
     chain = _chain(kustomization, sources)
     unit.files.update(k.file for k in chain)
+    _kustomization_problems(unit, chain)
     here = kustomization.location()
 
     def unavailable(message: str, fix: str, at: Location | None = None) -> None:
@@ -257,7 +262,7 @@ def _build_kustomization(
         stand_ins = StandInTree.make(chain, [r.resolved for _, r in missing])
     if stand_ins is not None:
         try:
-            _run_kustomize(unit, kustomization, chain, options, sources, stand_ins)
+            _run_kustomize(unit, kustomization, chain, options, sources, stand_ins, depth)
         finally:
             stand_ins.remove()
         return
@@ -276,8 +281,70 @@ def _build_kustomization(
             )
         )
     if missing:
+        _judge_parts(unit, kustomization, options, sources, depth)
         return
-    _run_kustomize(unit, kustomization, chain, options, sources)
+    _run_kustomize(unit, kustomization, chain, options, sources, depth=depth)
+
+
+def _kustomization_problems(unit: Unit, chain: list[Kustomization]) -> None:
+    """A kustomization file that is not valid YAML, or writes a key twice (GL702, GL701):
+    reported at its line, whether or not kustomize builds it."""
+    for kustomization in chain:
+        loaded = kustomization.loaded
+        if not loaded.problems and not loaded.duplicates:
+            continue
+        shown = LoadedFile(loaded.path)
+        shown.problems = list(loaded.problems)
+        shown.duplicates = list(loaded.duplicates)
+        unit.loaded.append(shown)
+
+
+MAX_PART_DEPTH = 4  # bases of bases looked into when an overlay does not build
+
+
+def _judge_parts(
+    unit: Unit,
+    kustomization: Kustomization,
+    options: RenderOptions,
+    sources: SourceFiles,
+    depth: int,
+) -> None:
+    """A kustomization that did not build: build each base it includes alone. A base that
+    builds is a part of the unit (judged as a unit of its own); a base that does not build
+    either is where the failure is, so its GL704 (at the base, the same for every overlay
+    that includes it) replaces the overlay's own."""
+    if depth >= MAX_PART_DEPTH:
+        return
+    failed_here = [p for p in unit.render_problems if p.rule == RENDER_FAILED]
+    judged: list[str] = []
+    causes: list[RenderProblem] = []
+    for reference in kustomization.directories:
+        if not kustomization_file(reference.resolved):
+            continue
+        base = sources.kustomization(reference.resolved)
+        if base.is_component:
+            continue  # a Component is built only inside a kustomization
+        part = Unit(display_path(base.directory), KUSTOMIZE, base.directory)
+        _build_kustomization(part, base, options, sources, depth + 1)
+        failed = [p for p in part.render_problems if p.rule == RENDER_FAILED]
+        if failed:
+            causes.extend(failed)
+            unit.parts.extend(part.parts)
+        elif not part.render_problems:
+            unit.parts.append(part)
+            judged.append(part.name)
+    if causes:
+        for problem in failed_here:
+            unit.render_problems.remove(problem)
+        unit.render_problems.extend(causes)
+        return
+    if judged:
+        if len(judged) > 1:
+            note = f"bases {', '.join(judged)} build alone and are judged as units of their own"
+        else:
+            note = f"base {judged[0]} builds alone and is judged as a unit of its own"
+        for problem in failed_here:
+            problem.note = note
 
 
 def _run_kustomize(
@@ -287,6 +354,7 @@ def _run_kustomize(
     options: RenderOptions,
     sources: SourceFiles,
     stand_ins: StandInTree | None = None,
+    depth: int = 0,
 ) -> None:
     """Build a kustomization whose references were checked; with ``stand_ins``, build the
     private copy holding empty files for its missing generator inputs."""
@@ -395,7 +463,9 @@ def _run_kustomize(
                 f"fix what `{tool.name} {kustomization.directory}` reports",
             )
         )
+        _judge_parts(unit, kustomization, options, sources, depth)
         return
+    unit.judged.update(os.path.realpath(k.directory) for k in chain)
     if stand_ins is not None:
         unit.notes.append(stand_ins.note(unit.name))
     rendered = load_file(f"<{tool.name} {display_path(kustomization.directory)}>", output.stdout)
