@@ -148,3 +148,62 @@ def test_a_template_error_is_still_a_render_failure(tools: RenderOptions, tmp_pa
     (failed,) = [f for f in result.findings if f.rule == "GL704"]
     assert "this chart is broken" in failed.message
     assert not [n for n in result.notes if "stand-ins" in n]
+
+
+def test_nested_file_dependencies_and_aliases_follow_their_values(
+    tools: RenderOptions, tmp_path: Path
+) -> None:
+    """A file:// dependency of a file:// dependency is vendored too; a dependency turned off
+    through its alias's condition is not rendered."""
+    chart(tmp_path / "charts-src" / "engine", "engine")
+    chart(
+        tmp_path / "charts-src" / "inference",
+        "inference",
+        "dependencies:\n- name: engine\n  version: 0.1.0\n  repository: file://../engine\n",
+        template="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inference}\n",
+    )
+    home = chart(
+        tmp_path / "umbrella",
+        "umbrella",
+        "dependencies:\n"
+        "- name: inference\n  version: 0.1.0\n  repository: file://../charts-src/inference\n"
+        "- name: inference\n  alias: canary\n  version: 0.1.0\n"
+        "  repository: file://../charts-src/inference\n  condition: canary.enabled\n",
+        template="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
+    )
+    (home / "values.yaml").write_text("canary:\n  enabled: false\n")
+    result = lint_result(home, options=tools)
+    assert not [f for f in result.findings if f.rule in {"GL704", "GL705"}]
+    gpu = [f for f in result.findings if f.rule == "GL101"]
+    assert len(gpu) == 1  # the engine once: the canary alias is off
+    assert gpu[0].location.file.endswith("charts-src/engine/templates/app.yaml")
+
+
+def test_a_file_dependency_outside_the_repository_is_never_read(
+    tools: RenderOptions, tmp_path: Path
+) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    chart(outside / "secret", "secret")
+    (outside / "secret" / "templates" / "app.yaml").write_text("password: hunter2-outside\n")
+    home = chart(
+        tmp_path / "server",
+        "server",
+        f"dependencies:\n- name: secret\n  version: 0.1.0\n  repository: file://{outside}/secret\n",
+    )
+    result = lint_result(home, options=tools)
+    (unavailable,) = [f for f in result.findings if f.rule == "GL705"]
+    assert "outside the repository" in unavailable.message
+    assert "hunter2" not in repr(result.findings)
+
+
+def test_a_dependency_named_like_a_path_is_refused(tools: RenderOptions, tmp_path: Path) -> None:
+    chart(tmp_path / "evil", "../../escape")
+    home = chart(
+        tmp_path / "server",
+        "server",
+        "dependencies:\n- name: evil\n  version: 0.1.0\n  repository: file://../evil\n",
+    )
+    result = lint_result(home, options=tools)
+    (unavailable,) = [f for f in result.findings if f.rule == "GL705"]
+    assert "chart name" in unavailable.message
+    assert not (tmp_path / "escape").exists()

@@ -41,6 +41,7 @@ from gpulint.yamlparse import YamlError, parse_documents
 MAX_FILES = 20_000
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 5  # file:// dependencies of dependencies
+_CHART_NAME = re.compile(r"[A-Za-z0-9_.-]{1,253}")
 REQUIRED_RETRIES = 5  # renders with stand-ins for `required` values, at most
 STAND_IN = "${gpulint stand-in for the required value %s}"
 _META_LIMIT = 1 << 20
@@ -163,7 +164,8 @@ class Prepared:
         self.chart = chart
         self.directory = chart
         self.copy: str | None = None
-        # Subchart name in the rendered chart's charts/ -> its real directory.
+        # Where a vendored dependency is in the rendered chart (``charts/a/charts/b``) -> its
+        # real directory.
         self.vendored: dict[str, str] = {}
         self.left_out: list[Dependency] = []  # remote, absent, and enabled
         self.disabled: list[Dependency] = []  # remote, absent, and turned off by the values
@@ -279,13 +281,17 @@ def _vendor(
             raise _Refused(f"in its dependency {dependency.name}, {problem}")
         name = chart_metadata(path).get("name")
         name = name if isinstance(name, str) and name else dependency.name
+        if not _CHART_NAME.fullmatch(name) or name in (".", ".."):
+            # The directory it is copied to is named after it: never a path.
+            raise _Refused(f"its dependency {dependency.name} has the chart name {name!r}")
         sub = os.path.join(target, "charts", name)
         if os.path.exists(sub):
             kept.append(raw)
             continue  # the same chart twice (two aliases): one copy serves both
         _copy_tree(path, sub, counter)
-        if depth == 0:
-            prepared.vendored[name] = path
+        if prepared.copy is not None:
+            shown = os.path.relpath(sub, os.path.join(prepared.copy, "chart"))
+            prepared.vendored[shown.replace(os.sep, "/")] = path
         _vendor(
             prepared, path, sub, as_dict(values.get(dependency.key)), boundaries, counter, depth + 1
         )

@@ -80,6 +80,14 @@ class SourceFiles:
         self._loaded: dict[str, LoadedFile | None] = {}
         self._kustomizations: dict[str, Kustomization] = {}
         self._templates: dict[str, TemplateText | None] = {}
+        self._parts: dict[str, Unit] = {}
+
+    def part(self, directory: str) -> Unit | None:
+        """A base already built alone for an overlay that did not build."""
+        return self._parts.get(os.path.realpath(directory))
+
+    def keep_part(self, directory: str, part: Unit) -> Unit:
+        return self._parts.setdefault(os.path.realpath(directory), part)
 
     def allow(self, boundaries: tuple[str, ...]) -> None:
         for boundary in boundaries:
@@ -324,8 +332,12 @@ def _judge_parts(
         base = sources.kustomization(reference.resolved)
         if base.is_component:
             continue  # a Component is built only inside a kustomization
-        part = Unit(display_path(base.directory), KUSTOMIZE, base.directory)
-        _build_kustomization(part, base, options, sources, depth + 1)
+        part = sources.part(base.directory)
+        if part is None:
+            # Built once per run, however many overlays include it.
+            part = Unit(display_path(base.directory), KUSTOMIZE, base.directory)
+            _build_kustomization(part, base, options, sources, depth + 1)
+            part = sources.keep_part(base.directory, part)
         failed = [p for p in part.render_problems if p.rule == RENDER_FAILED]
         if failed:
             causes.extend(failed)
@@ -871,12 +883,8 @@ def _map_helm_output(
         if not source or not isinstance(document.data, dict):
             continue
         file = template_file(chart, name, source)
-        parts = source.split("/", 3)
-        if file is None and vendored and len(parts) == 4 and parts[1] == "charts":
-            # A file:// dependency gpulint vendored: its templates are in its own directory.
-            home = vendored.get(parts[2])
-            if home is not None:
-                file = template_file(home, parts[2], f"{parts[2]}/{parts[3]}")
+        if file is None and vendored:
+            file = _vendored_template(vendored, source)
         if file is None:
             continue
         template = sources.template(file)
@@ -888,6 +896,18 @@ def _map_helm_output(
         if file not in unit.files:
             unit.files.add(file)
             _template_comments(unit, file, sources)
+
+
+def _vendored_template(vendored: dict[str, str], source: str) -> str | None:
+    """The template a ``# Source:`` path names inside a file:// dependency gpulint vendored
+    (``umbrella/charts/inference/templates/x.yaml``): in the dependency's own directory."""
+    parts = source.split("/")[1:]
+    for end in range(len(parts) - 1, 1, -1):
+        home = vendored.get("/".join(parts[:end]))
+        if home is not None:
+            name = parts[end - 1]
+            return template_file(home, name, "/".join([name, *parts[end:]]))
+    return None
 
 
 def _template_comments(unit: Unit, file: str, sources: SourceFiles) -> None:
