@@ -100,3 +100,41 @@ def test_a_duplicate_key_in_a_kustomization_is_reported(
     layout(tmp_path, {"prod": "namespace: ml\nresources: [../../base]\nnamespace: serving\n"})
     result = lint_result(tmp_path / "overlays", options=tools)
     assert ("GL701", "overlays/prod/kustomization.yaml", 3) in rows(result, tmp_path)
+
+
+def test_a_syntax_error_in_a_kustomization_is_reported(
+    tools: RenderOptions, tmp_path: Path
+) -> None:
+    layout(tmp_path, {"prod": "resources: [../../base]\nnamespace: [ml\n"})
+    result = lint_result(tmp_path / "overlays", options=tools)
+    assert [f for f in result.findings if f.rule == "GL702"]
+    assert all(
+        f.location.file.endswith("overlays/prod/kustomization.yaml")
+        for f in result.findings
+        if f.rule == "GL702"
+    )
+
+
+def test_a_component_that_fails_alone_is_not_taken_for_the_cause(
+    tools: RenderOptions, tmp_path: Path
+) -> None:
+    """A component patches what it is included with; alone it fails, and the overlay's own
+    failure (a missing addon) stays where it is, the base judged."""
+    layout(
+        tmp_path,
+        {
+            "prod": "resources: [../../base, ../../addons/gone]\n"
+            "components: [../../components/gpu]\n"
+        },
+    )
+    component = tmp_path / "components" / "gpu"
+    component.mkdir(parents=True)
+    (component / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n"
+        "- patch: |\n    apiVersion: apps/v1\n    kind: Deployment\n"
+        "    metadata: {name: triton}\n    spec: {replicas: 2}\n"
+    )
+    result = lint_result(tmp_path / "overlays", options=tools)
+    (failed,) = [f for f in result.findings if f.rule == "GL704"]
+    assert failed.location.file.endswith("overlays/prod/kustomization.yaml")
+    assert ("GL101", "base/app.yaml", 35) in rows(result, tmp_path)

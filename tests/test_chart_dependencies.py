@@ -207,3 +207,17 @@ def test_a_dependency_named_like_a_path_is_refused(tools: RenderOptions, tmp_pat
     (unavailable,) = [f for f in result.findings if f.rule == "GL705"]
     assert "chart name" in unavailable.message
     assert not (tmp_path / "escape").exists()
+
+
+def test_a_chart_yaml_linked_out_of_the_chart_is_not_read(
+    tools: RenderOptions, tmp_path: Path
+) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-library"
+    outside.mkdir()
+    (outside / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 1.0.0\ntype: library\n")
+    home = chart(tmp_path / "server", "server")
+    (home / "Chart.yaml").unlink()
+    (home / "Chart.yaml").symlink_to(outside / "Chart.yaml")
+    result = lint_result(home, options=tools)
+    assert not [n for n in result.notes if "library chart" in n]
+    assert [f for f in result.findings if f.rule == "GL705"]

@@ -43,7 +43,7 @@ MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 5  # file:// dependencies of dependencies
 _CHART_NAME = re.compile(r"[A-Za-z0-9_.-]{1,253}")
 REQUIRED_RETRIES = 5  # renders with stand-ins for `required` values, at most
-STAND_IN = "${gpulint stand-in for the required value %s}"
+STAND_IN = "${gpulint-stand-in:%s}"
 _META_LIMIT = 1 << 20
 
 
@@ -61,7 +61,13 @@ def is_library(chart: str) -> bool:
     return chart_metadata(chart).get("type") == "library"
 
 
-def _read_yaml(path: str) -> dict[str, Any]:
+def _read_yaml(path: str, confined: bool = True) -> dict[str, Any]:
+    """The first document of a chart's YAML file, as a mapping; ``confined``: only when the
+    file really is in its directory (a link out of the chart is never read)."""
+    if confined:
+        found, home = real(path), real(os.path.dirname(path) or ".")
+        if found is None or home is None or not within(found, home):
+            return {}
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode) or info.st_size > _META_LIMIT:
@@ -142,7 +148,7 @@ def merged_values(chart: str, values_files: list[str]) -> dict[str, Any]:
     """The chart's values.yaml with the user's values files over it (maps merged)."""
     values = _read_yaml(os.path.join(chart, "values.yaml"))
     for file in values_files:
-        values = _merge(values, _read_yaml(file))
+        values = _merge(values, _read_yaml(file, confined=False))  # given by the user
     return values
 
 

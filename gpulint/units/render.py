@@ -317,10 +317,11 @@ def _judge_parts(
     sources: SourceFiles,
     depth: int,
 ) -> None:
-    """A kustomization that did not build: build each base it includes alone. A base that
-    builds is a part of the unit (judged as a unit of its own); a base that does not build
-    either is where the failure is, so its GL704 (at the base, the same for every overlay
-    that includes it) replaces the overlay's own."""
+    """A kustomization that did not build: build each base and component it includes alone.
+    One that builds is a part of the unit (judged as a unit of its own); a base that does not
+    build either is where the failure is, so its GL704 (at the base, the same for every
+    overlay that includes it) replaces the overlay's own. A component that does not build
+    alone says nothing: it patches what it is included with."""
     if depth >= MAX_PART_DEPTH:
         return
     failed_here = [p for p in unit.render_problems if p.rule == RENDER_FAILED]
@@ -330,8 +331,6 @@ def _judge_parts(
         if not kustomization_file(reference.resolved):
             continue
         base = sources.kustomization(reference.resolved)
-        if base.is_component:
-            continue  # a Component is built only inside a kustomization
         part = sources.part(base.directory)
         if part is None:
             # Built once per run, however many overlays include it.
@@ -339,6 +338,8 @@ def _judge_parts(
             _build_kustomization(part, base, options, sources, depth + 1)
             part = sources.keep_part(base.directory, part)
         failed = [p for p in part.render_problems if p.rule == RENDER_FAILED]
+        if failed and base.is_component:
+            continue  # a Component patches what it is included with: alone it may fail
         if failed:
             causes.extend(failed)
             unit.parts.extend(part.parts)
