@@ -74,8 +74,9 @@ def build_units(plans: list[UnitPlan], options: RenderOptions) -> list[Unit]:
 
 def _with_parts(units: list[Unit]) -> list[Unit]:
     """The units, and after them the bases of kustomizations that did not build, each judged
-    as a unit once, unless a kustomization that built already judges it."""
+    as a unit once, unless it is a unit already or a kustomization that built judges it."""
     judged = {directory for unit in units for directory in unit.judged}
+    judged.update(os.path.realpath(unit.root) for unit in units if unit.kind != STDIN)
     parts: dict[str, Unit] = {}
     stack = [part for unit in units for part in unit.parts]
     while stack:

@@ -138,3 +138,25 @@ def test_a_component_that_fails_alone_is_not_taken_for_the_cause(
     (failed,) = [f for f in result.findings if f.rule == "GL704"]
     assert failed.location.file.endswith("overlays/prod/kustomization.yaml")
     assert ("GL101", "base/app.yaml", 35) in rows(result, tmp_path)
+
+
+def test_an_overlay_keeps_its_own_cause_beside_its_base_s(
+    tools: RenderOptions, tmp_path: Path
+) -> None:
+    layout(
+        tmp_path,
+        {"prod": "resources: [../../base, gone.yaml]\n"},
+        base="resources: [app.yaml, missing.yaml]\n",
+    )
+    result = lint_result(tmp_path / "overlays", options=tools)
+    failed = sorted(
+        (os.path.relpath(f.location.file, tmp_path), f.message)
+        for f in result.findings
+        if f.rule == "GL704"
+    )
+    assert [file for file, _ in failed] == [
+        "base/kustomization.yaml",
+        "overlays/prod/kustomization.yaml",
+    ]
+    assert "Kustomize refuses to build base" in failed[0][1]
+    assert "gone.yaml" in failed[1][1]

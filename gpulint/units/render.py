@@ -274,22 +274,24 @@ def _build_kustomization(
         finally:
             stand_ins.remove()
         return
+    own: list[RenderProblem] = []  # missing in this kustomization's own file
     for owner, reference in missing:
         where = owner.location(reference.field)
-        unit.render_problems.append(
-            RenderProblem(
-                RENDER_FAILED,
-                where.file,
-                where.line,
-                where.column,
-                f"kustomization {display_path(owner.directory)} names {reference.path}, which "
-                f"does not exist. Kustomize refuses to build {unit.name}, so no cluster can get "
-                "it.",
-                f"create {reference.path} or remove it from {os.path.basename(owner.file)}",
-            )
+        problem = RenderProblem(
+            RENDER_FAILED,
+            where.file,
+            where.line,
+            where.column,
+            f"kustomization {display_path(owner.directory)} names {reference.path}, which "
+            f"does not exist. Kustomize refuses to build {unit.name}, so no cluster can get "
+            "it.",
+            f"create {reference.path} or remove it from {os.path.basename(owner.file)}",
         )
+        unit.render_problems.append(problem)
+        if owner is kustomization:
+            own.append(problem)
     if missing:
-        _judge_parts(unit, kustomization, options, sources, depth)
+        _judge_parts(unit, kustomization, options, sources, depth, own)
         return
     _run_kustomize(unit, kustomization, chain, options, sources, depth=depth)
 
@@ -316,12 +318,14 @@ def _judge_parts(
     options: RenderOptions,
     sources: SourceFiles,
     depth: int,
+    own: list[RenderProblem] | None = None,
 ) -> None:
     """A kustomization that did not build: build each base and component it includes alone.
     One that builds is a part of the unit (judged as a unit of its own); a base that does not
     build either is where the failure is, so its GL704 (at the base, the same for every
-    overlay that includes it) replaces the overlay's own. A component that does not build
-    alone says nothing: it patches what it is included with."""
+    overlay that includes it) replaces the overlay's, except the problems ``own`` to the
+    kustomization's file (a file it names that does not exist). A component that does not
+    build alone says nothing: it patches what it is included with."""
     if depth >= MAX_PART_DEPTH:
         return
     failed_here = [p for p in unit.render_problems if p.rule == RENDER_FAILED]
@@ -348,9 +352,10 @@ def _judge_parts(
             judged.append(part.name)
     if causes:
         for problem in failed_here:
-            unit.render_problems.remove(problem)
+            if own is None or problem not in own:
+                unit.render_problems.remove(problem)
         unit.render_problems.extend(causes)
-        return
+        failed_here = own or []
     if judged:
         if len(judged) > 1:
             note = f"bases {', '.join(judged)} build alone and are judged as units of their own"
