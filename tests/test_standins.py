@@ -89,7 +89,7 @@ def test_a_missing_resource_still_means_no_cluster_gets_it(
         f.location.file.endswith("overlays/h200/kustomization.yaml") for f in failed
     )
     # The base builds alone and is judged as a unit of its own, without the overlay.
-    assert all("base builds alone" in (f.location.note or "") for f in failed)
+    assert all("base, which it includes, builds alone" in (f.location.note or "") for f in failed)
     assert not [n for n in result.notes if "stand-ins" in n]
 
 

@@ -358,9 +358,14 @@ def _judge_parts(
         failed_here = own or []
     if judged:
         if len(judged) > 1:
-            note = f"bases {', '.join(judged)} build alone and are judged as units of their own"
+            note = (
+                f"{', '.join(judged)}, which it includes, build alone and are judged as units "
+                "of their own"
+            )
         else:
-            note = f"base {judged[0]} builds alone and is judged as a unit of its own"
+            note = (
+                f"{judged[0]}, which it includes, builds alone and is judged as a unit of its own"
+            )
         for problem in failed_here:
             problem.note = note
 
