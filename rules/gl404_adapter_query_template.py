@@ -208,17 +208,18 @@ def _no_label_matchers(rule: AdapterRule, query: str, report: Report, kept: bool
             Severity.WARNING,
         )
     if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
-        consequence = (
-            "the HPA's metric selector is ignored and every request makes Prometheus "
-            "compute the value of every namespace, and its results lose the label the "
-            "adapter matches objects by"
+        return report(
+            "metricsQuery",
+            "metricsQuery never uses <<.LabelMatchers>>. The HPA's metric selector is "
+            "ignored, every request makes Prometheus compute the value of every namespace, "
+            "and the results lose the label the adapter matches objects by",
+            fix,
         )
-    else:
-        consequence = (
-            "the HPA's namespace, its pods' names and its metric selector never reach "
-            "Prometheus: the query reads every namespace, and objects of the same name in "
-            "different namespaces overwrite each other's values"
-        )
+    consequence = (
+        "the HPA's namespace, its pods' names and its metric selector never reach "
+        "Prometheus: the query reads every namespace, and objects of the same name in "
+        "different namespaces overwrite each other's values"
+    )
     return report(
         "metricsQuery", f"metricsQuery never uses <<.LabelMatchers>>, so {consequence}", fix
     )

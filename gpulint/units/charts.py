@@ -270,7 +270,7 @@ def _vendor(
                 prepared.disabled.append(dependency)
             continue
         path = os.path.normpath(os.path.join(source, local))
-        if os.path.isabs(local) or not inside(path, boundaries):
+        if not inside(path, boundaries):
             raise _Refused(
                 f"its dependency {dependency.name} ({dependency.repository}) is outside the "
                 "repository"
