@@ -69,7 +69,24 @@ def build_units(plans: list[UnitPlan], options: RenderOptions) -> list[Unit]:
                 "stdin is empty: nothing to lint (did the command before the pipe fail?)"
             )
         units.append(unit)
-    return units
+    return _with_parts(units)
+
+
+def _with_parts(units: list[Unit]) -> list[Unit]:
+    """The units, and after them the bases of kustomizations that did not build, each judged
+    as a unit once, unless it is a unit already or a kustomization that built judges it."""
+    judged = {directory for unit in units for directory in unit.judged}
+    judged.update(os.path.realpath(unit.root) for unit in units if unit.kind != STDIN)
+    parts: dict[str, Unit] = {}
+    stack = [part for unit in units for part in unit.parts]
+    while stack:
+        part = stack.pop(0)
+        stack.extend(part.parts)
+        key = os.path.realpath(part.root)
+        if key in judged or key in parts:
+            continue
+        parts[key] = part
+    return units + list(parts.values())
 
 
 def unit_inventory(unit: Unit, settings: Settings) -> Inventory:

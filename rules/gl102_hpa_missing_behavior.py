@@ -6,8 +6,9 @@ An HPA whose target asks for GPUs (followed through KServe and Knative like GL10
 autoscaling/v1 and v2beta1 HPAs, which cannot express one). A KEDA ScaledObject the same way:
 KEDA copies ``spec.advanced.horizontalPodAutoscalerConfig.behavior`` into the HPA it makes, and
 without it that HPA has Kubernetes' defaults. It also reports a scale-down whose stabilization
-window is shorter than ``min-scale-down-stabilization-seconds`` (60 s by default); a scale-down
-that sets ``selectPolicy: Disabled`` is left alone. Autoscalers that cannot scale out are not
+window is shorter than ``min-scale-down-stabilization-seconds`` (60 s by default), in an HPA's
+``behavior`` and in a ScaledObject's alike; a scale-down that sets ``selectPolicy: Disabled``
+is left alone. Autoscalers that cannot scale out are not
 judged: ``minReplicas`` equal to ``maxReplicas``, or at most one replica (KEDA's 0 to 1 is its
 activation, not its HPA's). HPAs that KEDA, KServe or Knative generated (found in cluster
 dumps) are not judged either: their behavior comes from their owner.
@@ -181,16 +182,42 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
             related=links,
             plan=plan,
         )
+    yield from _short_window(
+        hpa.manifest,
+        f"HorizontalPodAutoscaler {hpa.name}",
+        ("spec", "behavior"),
+        directions,
+        target.describe(),
+        resources,
+        links,
+        ctx,
+    )
+
+
+def _short_window(
+    manifest: Any,
+    subject: str,
+    behavior_path: Path,
+    directions: dict[str, Any],
+    target: str,
+    resources: str,
+    links: list[Related],
+    ctx: Context,
+) -> Iterator[Finding]:
+    """A scale-down stabilization window shorter than the option allows (the HPA's own
+    behavior, or the one KEDA copies into its HPA)."""
+    minimum = _minimum_window(ctx)
+    suggested_window = max(minimum, DEFAULT_SCALE_DOWN_WINDOW)
     down = directions.get("scaleDown")
     if minimum > 0 and isinstance(down, dict) and down.get("selectPolicy") != "Disabled":
         window = down.get("stabilizationWindowSeconds")
         down_path: Path
         if window is None:
-            effective, down_path = DEFAULT_SCALE_DOWN_WINDOW, ("spec", "behavior", "scaleDown")
+            effective, down_path = DEFAULT_SCALE_DOWN_WINDOW, (*behavior_path, "scaleDown")
             said = f"sets no stabilizationWindowSeconds, so the default {effective} s applies"
         elif isinstance(window, int) and not isinstance(window, bool):
             effective = window
-            down_path = ("spec", "behavior", "scaleDown", "stabilizationWindowSeconds")
+            down_path = (*behavior_path, "scaleDown", "stabilizationWindowSeconds")
             said = f"has stabilizationWindowSeconds {window}"
         else:
             return  # a template placeholder, or a value GL108 reports
@@ -201,19 +228,19 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
                 else f"once the load has been low for {effective} s"
             )
             yield ctx.finding(
-                hpa.manifest,
+                manifest,
                 down_path,
-                f"HorizontalPodAutoscaler {hpa.name} removes GPU pods of {target.describe()} "
-                f"{lull}. Its behavior.scaleDown {said}, less than the {minimum} s of option "
+                f"{subject} removes GPU pods of {target} {lull}. Its behavior.scaleDown "
+                f"{said}, less than the {minimum} s of option "
                 f"min-scale-down-stabilization-seconds, and bringing a pod ({resources}) back "
                 "when the load returns takes minutes of scheduling and model loading.",
                 f"stabilizationWindowSeconds: {suggested_window}",
                 related=links,
                 plan=edits.safe(
-                    edits.Replace(hpa.manifest, down_path, str(suggested_window))
+                    edits.Replace(manifest, down_path, str(suggested_window))
                     if window is not None
                     else edits.Insert(
-                        hpa.manifest,
+                        manifest,
                         down_path,
                         edits.entries(stabilizationWindowSeconds=suggested_window),
                     )
@@ -237,8 +264,30 @@ def _check_scaled_object(
         "scaleDown": ctx.options.get("report-missing-scale-down", True) is not False,
     }
     missing = [d for d in ("scaleUp", "scaleDown") if directions.get(d) is None and wanted[d]]
-    if not missing:
-        return
+    if missing:
+        yield _missing_keda_directions(scaled, target, resources, links, ctx, missing)
+    yield from _short_window(
+        scaled.manifest,
+        f"KEDA ScaledObject {scaled.name}",
+        KEDA_BEHAVIOR,
+        directions,
+        target,
+        resources,
+        links,
+        ctx,
+    )
+
+
+def _missing_keda_directions(
+    scaled: ScaledObject,
+    target: str,
+    resources: str,
+    links: list[Related],
+    ctx: Context,
+    missing: list[str],
+) -> Finding:
+    behavior = scaled.behavior
+    directions: dict[str, Any] = behavior if isinstance(behavior, dict) else {}
     minimum = _minimum_window(ctx)
     defaults = {"scaleUp": DEFAULT_SCALE_UP, "scaleDown": DEFAULT_SCALE_DOWN}
     consequence = "; ".join(defaults[d] for d in missing)
@@ -257,7 +306,7 @@ def _check_scaled_object(
     what = "sets no behavior" if not directions else f"sets no behavior.{missing[0]}"
     if len(missing) == 2:
         what = "sets no behavior"
-    yield ctx.finding(
+    return ctx.finding(
         scaled.manifest,
         KEDA_BEHAVIOR,  # placed at the deepest part of it that is written
         f"KEDA ScaledObject {scaled.name} scales {target}, which asks for GPUs, but {what} in "

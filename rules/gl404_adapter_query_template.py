@@ -197,12 +197,19 @@ def _needs(rule: AdapterRule, inventory: Inventory) -> Needs | None:
 def _no_label_matchers(rule: AdapterRule, query: str, report: Report, kept: bool) -> Finding:
     mapped = set(rule.resources.overrides.values())
     fix = f"metricsQuery: {_yaml_string(_with_label_matchers(query))}"
-    if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
-        consequence = (
-            "the HPA's metric selector is ignored and every request makes Prometheus "
-            "compute the value of every namespace, of which the adapter keeps one"
-        )
-    elif kept:
+    if kept:
+        # The adapter still finds each object's series by its label (docs/rules.md: a
+        # warning): the cost is a query over the whole cluster, and the ignored selector.
+        if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
+            return report(
+                "metricsQuery",
+                "metricsQuery never uses <<.LabelMatchers>>. Its results keep the label the "
+                "adapter matches objects by, so HPAs get values, but the HPA's metric selector "
+                "is ignored and every request makes Prometheus compute the value of every "
+                "namespace, of which the adapter keeps one",
+                fix,
+                Severity.WARNING,
+            )
         return report(
             "metricsQuery",
             "metricsQuery never uses <<.LabelMatchers>>. Its results keep the labels the "
@@ -212,12 +219,19 @@ def _no_label_matchers(rule: AdapterRule, query: str, report: Report, kept: bool
             fix,
             Severity.WARNING,
         )
-    else:
-        consequence = (
-            "the HPA's namespace, its pods' names and its metric selector never reach "
-            "Prometheus: the query reads every namespace, and objects of the same name in "
-            "different namespaces overwrite each other's values"
+    if rule.resources.template is None and mapped and mapped <= _CLUSTER_SCOPED:
+        return report(
+            "metricsQuery",
+            "metricsQuery never uses <<.LabelMatchers>>. The HPA's metric selector is "
+            "ignored, every request makes Prometheus compute the value of every namespace, "
+            "and the results lose the label the adapter matches objects by",
+            fix,
         )
+    consequence = (
+        "the HPA's namespace, its pods' names and its metric selector never reach "
+        "Prometheus: the query reads every namespace, and objects of the same name in "
+        "different namespaces overwrite each other's values"
+    )
     return report(
         "metricsQuery", f"metricsQuery never uses <<.LabelMatchers>>, so {consequence}", fix
     )

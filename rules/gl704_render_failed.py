@@ -14,6 +14,17 @@ clean environment, and anything that looks like environment data (NUL-separated 
 of ``NAME=value`` words, a value of gpulint's own environment) is cut out, so a template
 that prints a file it should not have read cannot put a CI secret into the report.
 
+When an overlay does not build, the bases it includes that build on their own (and that no
+other kustomization of the run judges) are judged as units of their own, at their real lines;
+a note on the overlay's finding names them. When the cause is in a base (it does not build
+alone either), the finding is at the base, once, naming the overlays that include it.
+
+A Helm chart is rendered as Helm would install it: ``file://`` dependencies are built from
+the repository, remote ones that ``charts/`` does not hold are left out (a note names those
+the values enable), a value a template ``required``s is stood in by a placeholder (a note
+names it), and a library chart (``type: library``), which cannot be installed, is not
+rendered.
+
 ## Why is this bad?
 ``kubectl apply -k`` and Argo CD or Flux fail on the same input, so the overlay or chart never
 reaches a cluster, and none of its other problems can be judged: gpulint cannot know what the
@@ -59,5 +70,7 @@ def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]
     for problem in inventory.render_problems:
         if problem.rule == ID:
             yield ctx.at(
-                Location(problem.file, problem.line, problem.column), problem.message, problem.fix
+                Location(problem.file, problem.line, problem.column, note=problem.note),
+                problem.message,
+                problem.fix,
             )

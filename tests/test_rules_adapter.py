@@ -613,3 +613,38 @@ def test_malformed_configs_are_findings_not_tracebacks() -> None:
     # The config's own findings sit in the config, at the keys where the mistakes are.
     config_lines = {f.location.line for f in findings if f.rule != "GL401"}
     assert config_lines <= set(range(1, 21)) and {2, 6, 16, 19, 20} <= config_lines
+
+
+NAMESPACE_RULE = """\
+rules:
+  default: false
+  custom:
+  - seriesQuery: '{__name__=~"^vllm:num_requests_waiting$"}'
+    resources:
+      overrides:
+        namespace: {resource: namespace}
+    name:
+      as: vllm_num_requests_waiting
+    metricsQuery: QUERY
+"""
+
+
+@pytest.mark.parametrize(
+    ("query", "severities"),
+    [
+        # The result keeps `namespace`: values arrive, computed over the whole cluster.
+        ("sum by(namespace) (vllm:num_requests_waiting)", ["warning"]),
+        ("vllm:num_requests_waiting", ["warning"]),
+        # The result loses it: nothing matches; both findings are errors.
+        ("sum(vllm:num_requests_waiting)", ["error", "error"]),
+        ("sum by(model) (vllm:num_requests_waiting)", ["error", "error"]),
+    ],
+)
+def test_missing_label_matchers_is_an_error_only_where_the_label_is_lost(
+    query: str, severities: list[str]
+) -> None:
+    findings = [f for f in lint_text(NAMESPACE_RULE.replace("QUERY", query)) if f.rule == "GL404"]
+    assert sorted(f.severity.name.lower() for f in findings) == severities
+    (matchers,) = [f for f in findings if "never uses <<.LabelMatchers>>" in f.message]
+    kept = severities == ["warning"]
+    assert ("so HPAs get values" in matchers.message) is kept

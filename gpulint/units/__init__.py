@@ -33,10 +33,17 @@ class RenderProblem:
     """A unit that did not render: GL704 (the input is wrong) or GL705 (it cannot be
     rendered here), at the kustomization or chart file."""
 
-    __slots__ = ("column", "file", "fix", "line", "message", "rule")
+    __slots__ = ("column", "file", "fix", "line", "message", "note", "rule")
 
     def __init__(
-        self, rule: str, file: str, line: int, column: int, message: str, fix: str = ""
+        self,
+        rule: str,
+        file: str,
+        line: int,
+        column: int,
+        message: str,
+        fix: str = "",
+        note: str | None = None,
     ) -> None:
         self.rule = rule
         self.file = file
@@ -44,6 +51,7 @@ class RenderProblem:
         self.column = column
         self.message = message
         self.fix = fix
+        self.note = note  # what else was judged in its place (the bases that build alone)
 
     def __repr__(self) -> str:
         return f"RenderProblem({self.rule}, {self.file}:{self.line}, {self.message!r})"
@@ -55,10 +63,12 @@ class Unit:
     __slots__ = (
         "files",
         "ignore_comments",
+        "judged",
         "kind",
         "loaded",
         "name",
         "notes",
+        "parts",
         "problems",
         "render_problems",
         "render_seconds",
@@ -80,6 +90,11 @@ class Unit:
         self.notes: list[str] = []  # what rendering stood in or left out, for the summary
         self.rendered_by: list[str] = []  # "kubectl kustomize overlays/prod", "helm template ..."
         self.render_seconds = 0.0
+        # Bases of a kustomization that did not build, built alone: judged as units of
+        # their own unless a kustomization that built judges them (``judged``: the real
+        # directories of every kustomization chain this unit built).
+        self.parts: list[Unit] = []
+        self.judged: set[str] = set()
 
     def __repr__(self) -> str:
         return f"Unit({self.name!r}, {self.kind})"

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import time
 from typing import Any
 
@@ -37,6 +39,14 @@ from gpulint.model import Location
 from gpulint.paths import display_path
 from gpulint.units import FILES, HELM, KUSTOMIZE, STDIN, RenderOptions, RenderProblem, Unit
 from gpulint.units.boundary import boundaries_of, inside, tree_problem
+from gpulint.units.charts import (
+    REQUIRED_RETRIES,
+    Prepared,
+    is_library,
+    prepare,
+    required_value,
+    stand_in_values,
+)
 from gpulint.units.helm import HelmSource, TemplateText, chart_name, template_file
 from gpulint.units.kustomize import (
     KUSTOMIZATION_NAMES,
@@ -54,7 +64,7 @@ from gpulint.units.kustomize import (
 )
 from gpulint.units.plan import UnitPlan
 from gpulint.units.standins import StandInTree, is_generator_input
-from gpulint.units.tools import ToolOutput, run_tool
+from gpulint.units.tools import Tool, ToolOutput, run_tool
 
 RENDER_FAILED, RENDER_UNAVAILABLE = "GL704", "GL705"
 
@@ -70,6 +80,14 @@ class SourceFiles:
         self._loaded: dict[str, LoadedFile | None] = {}
         self._kustomizations: dict[str, Kustomization] = {}
         self._templates: dict[str, TemplateText | None] = {}
+        self._parts: dict[str, Unit] = {}
+
+    def part(self, directory: str) -> Unit | None:
+        """A base already built alone for an overlay that did not build."""
+        return self._parts.get(os.path.realpath(directory))
+
+    def keep_part(self, directory: str, part: Unit) -> Unit:
+        return self._parts.setdefault(os.path.realpath(directory), part)
 
     def allow(self, boundaries: tuple[str, ...]) -> None:
         for boundary in boundaries:
@@ -180,10 +198,15 @@ def _unavailable(
 
 
 def _build_kustomization(
-    unit: Unit, kustomization: Kustomization, options: RenderOptions, sources: SourceFiles
+    unit: Unit,
+    kustomization: Kustomization,
+    options: RenderOptions,
+    sources: SourceFiles,
+    depth: int = 0,
 ) -> None:
     chain = _chain(kustomization, sources)
     unit.files.update(k.file for k in chain)
+    _kustomization_problems(unit, chain)
     here = kustomization.location()
 
     def unavailable(message: str, fix: str, at: Location | None = None) -> None:
@@ -247,27 +270,104 @@ def _build_kustomization(
         stand_ins = StandInTree.make(chain, [r.resolved for _, r in missing])
     if stand_ins is not None:
         try:
-            _run_kustomize(unit, kustomization, chain, options, sources, stand_ins)
+            _run_kustomize(unit, kustomization, chain, options, sources, stand_ins, depth)
         finally:
             stand_ins.remove()
         return
+    own: list[RenderProblem] = []  # missing in this kustomization's own file
     for owner, reference in missing:
         where = owner.location(reference.field)
-        unit.render_problems.append(
-            RenderProblem(
-                RENDER_FAILED,
-                where.file,
-                where.line,
-                where.column,
-                f"kustomization {display_path(owner.directory)} names {reference.path}, which "
-                f"does not exist. Kustomize refuses to build {unit.name}, so no cluster can get "
-                "it.",
-                f"create {reference.path} or remove it from {os.path.basename(owner.file)}",
-            )
+        problem = RenderProblem(
+            RENDER_FAILED,
+            where.file,
+            where.line,
+            where.column,
+            f"kustomization {display_path(owner.directory)} names {reference.path}, which "
+            f"does not exist. Kustomize refuses to build {unit.name}, so no cluster can get "
+            "it.",
+            f"create {reference.path} or remove it from {os.path.basename(owner.file)}",
         )
+        unit.render_problems.append(problem)
+        if owner is kustomization:
+            own.append(problem)
     if missing:
+        _judge_parts(unit, kustomization, options, sources, depth, own)
         return
-    _run_kustomize(unit, kustomization, chain, options, sources)
+    _run_kustomize(unit, kustomization, chain, options, sources, depth=depth)
+
+
+def _kustomization_problems(unit: Unit, chain: list[Kustomization]) -> None:
+    """A kustomization file that is not valid YAML, or writes a key twice (GL702, GL701):
+    reported at its line, whether or not kustomize builds it."""
+    for kustomization in chain:
+        loaded = kustomization.loaded
+        if not loaded.problems and not loaded.duplicates:
+            continue
+        shown = LoadedFile(loaded.path)
+        shown.problems = list(loaded.problems)
+        shown.duplicates = list(loaded.duplicates)
+        unit.loaded.append(shown)
+
+
+MAX_PART_DEPTH = 4  # bases of bases looked into when an overlay does not build
+
+
+def _judge_parts(
+    unit: Unit,
+    kustomization: Kustomization,
+    options: RenderOptions,
+    sources: SourceFiles,
+    depth: int,
+    own: list[RenderProblem] | None = None,
+) -> None:
+    """A kustomization that did not build: build each base and component it includes alone.
+    One that builds is a part of the unit (judged as a unit of its own); a base that does not
+    build either is where the failure is, so its GL704 (at the base, the same for every
+    overlay that includes it) replaces the overlay's, except the problems ``own`` to the
+    kustomization's file (a file it names that does not exist). A component that does not
+    build alone says nothing: it patches what it is included with."""
+    if depth >= MAX_PART_DEPTH:
+        return
+    failed_here = [p for p in unit.render_problems if p.rule == RENDER_FAILED]
+    judged: list[str] = []
+    causes: list[RenderProblem] = []
+    for reference in kustomization.directories:
+        if not kustomization_file(reference.resolved):
+            continue
+        base = sources.kustomization(reference.resolved)
+        part = sources.part(base.directory)
+        if part is None:
+            # Built once per run, however many overlays include it.
+            part = Unit(display_path(base.directory), KUSTOMIZE, base.directory)
+            _build_kustomization(part, base, options, sources, depth + 1)
+            part = sources.keep_part(base.directory, part)
+        failed = [p for p in part.render_problems if p.rule == RENDER_FAILED]
+        if failed and base.is_component:
+            continue  # a Component patches what it is included with: alone it may fail
+        if failed:
+            causes.extend(failed)
+            unit.parts.extend(part.parts)
+        elif not part.render_problems:
+            unit.parts.append(part)
+            judged.append(part.name)
+    if causes:
+        for problem in failed_here:
+            if own is None or problem not in own:
+                unit.render_problems.remove(problem)
+        unit.render_problems.extend(causes)
+        failed_here = own or []
+    if judged:
+        if len(judged) > 1:
+            note = (
+                f"{', '.join(judged)}, which it includes, build alone and are judged as units "
+                "of their own"
+            )
+        else:
+            note = (
+                f"{judged[0]}, which it includes, builds alone and is judged as a unit of its own"
+            )
+        for problem in failed_here:
+            problem.note = note
 
 
 def _run_kustomize(
@@ -277,6 +377,7 @@ def _run_kustomize(
     options: RenderOptions,
     sources: SourceFiles,
     stand_ins: StandInTree | None = None,
+    depth: int = 0,
 ) -> None:
     """Build a kustomization whose references were checked; with ``stand_ins``, build the
     private copy holding empty files for its missing generator inputs."""
@@ -385,7 +486,9 @@ def _run_kustomize(
                 f"fix what `{tool.name} {kustomization.directory}` reports",
             )
         )
+        _judge_parts(unit, kustomization, options, sources, depth)
         return
+    unit.judged.update(os.path.realpath(k.directory) for k in chain)
     if stand_ins is not None:
         unit.notes.append(stand_ins.note(unit.name))
     rendered = load_file(f"<{tool.name} {display_path(kustomization.directory)}>", output.stdout)
@@ -573,6 +676,15 @@ def _generated_files(kustomization: Kustomization, field: tuple[Any, ...]) -> di
 def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceFiles) -> None:
     chart_yaml = os.path.join(chart, "Chart.yaml")
     unit.files.add(chart_yaml)
+    if is_library(chart):
+        # Helm refuses to install a library chart ("library charts are not installable"):
+        # its templates are helpers other charts include, judged where they render.
+        unit.notes.append(
+            f"chart {unit.name} is a library chart (type: library): it cannot be installed "
+            "on its own, so it was not rendered; its helpers are judged in the charts that "
+            "use them"
+        )
+        return
     tool = options.helm
 
     def fallback() -> None:
@@ -617,13 +729,31 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
         )
         fallback()
         return
-    argv = [*tool.argv, "template", chart]
-    for values in options.helm_values:
-        argv += ["--values", values]
-    output = run_tool(argv, options.max_file_size, options.timeout, options.budget, options.limits)
+    prepared = prepare(chart, options.helm_values, tuple(sources.boundaries))
+    if prepared.problem is not None:
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_UNAVAILABLE,
+                chart_yaml,
+                1,
+                1,
+                f"chart {unit.name} was not rendered: {prepared.problem}; its values are "
+                "linted, its templates skipped.",
+                "keep file:// dependencies inside the repository, or run `helm dependency "
+                "build` and lint the chart with its charts/ directory",
+            )
+        )
+        fallback()
+        return
+    stand_in_dir = tempfile.mkdtemp(prefix="gpulint-values-")
+    try:
+        output, stood = _render_chart(tool, prepared, options, stand_in_dir)
+    finally:
+        shutil.rmtree(stand_in_dir, ignore_errors=True)
+        prepared.remove()
     unit.rendered_by.append(f"{tool.name} template {display_path(chart)}")
     if not output.ok:
-        message = output.message
+        message = prepared.unmirrored(output.message)
         if output.budget_spent:
             unit.render_problems.append(
                 RenderProblem(
@@ -666,6 +796,21 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
             )
             fallback()
             return
+        if stood:
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_UNAVAILABLE,
+                    chart_yaml,
+                    1,
+                    1,
+                    f"chart {unit.name} needs values the user supplies at install "
+                    f"({', '.join(stood)}), and it does not render with stand-ins for them. "
+                    f"Rendering it fails with: {message}",
+                    "pass the values gpulint should render with: --helm-values FILE",
+                )
+            )
+            fallback()
+            return
         line = _error_line(message)
         unit.render_problems.append(
             RenderProblem(
@@ -683,9 +828,40 @@ def _build_chart(unit: Unit, chart: str, options: RenderOptions, sources: Source
             )
         )
         return
+    if stood:
+        unit.notes.append(
+            f"chart {unit.name} was rendered with stand-ins for values it requires at install "
+            f"({', '.join(stood)}); what they would hold was not judged"
+        )
+    left_out = prepared.note(unit.name)
+    if left_out is not None:
+        unit.notes.append(left_out)
     rendered = load_file(f"<helm template {display_path(chart)}>", output.stdout)
-    _map_helm_output(unit, rendered, chart, sources)
+    _map_helm_output(unit, rendered, chart, sources, prepared.vendored)
     unit.loaded.append(rendered)
+
+
+def _render_chart(
+    tool: Tool, prepared: Prepared, options: RenderOptions, stand_in_dir: str
+) -> tuple[ToolOutput, list[str]]:
+    """``helm template`` of the prepared chart; a ``required`` value it fails on is stood in
+    and the render retried, a bounded number of times. (output, the value paths stood in)"""
+    stood: list[str] = []
+    while True:
+        argv = [*tool.argv, "template", prepared.directory]
+        for values in options.helm_values:
+            argv += ["--values", values]
+        if stood:
+            argv += ["--values", stand_in_values(stood, stand_in_dir)]
+        output = run_tool(
+            argv, options.max_file_size, options.timeout, options.budget, options.limits
+        )
+        if output.ok or output.budget_spent or output.timed_out or output.limited:
+            return output, stood
+        path = required_value(output.message, prepared.chart, prepared.directory)
+        if path is None or path in stood or len(stood) >= REQUIRED_RETRIES:
+            return output, stood
+        stood.append(path)
 
 
 def _budget(options: RenderOptions, output: ToolOutput) -> str:
@@ -704,7 +880,13 @@ def _error_line(message: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _map_helm_output(unit: Unit, rendered: LoadedFile, chart: str, sources: SourceFiles) -> None:
+def _map_helm_output(
+    unit: Unit,
+    rendered: LoadedFile,
+    chart: str,
+    sources: SourceFiles,
+    vendored: dict[str, str] | None = None,
+) -> None:
     name = chart_name(chart)
     counts: dict[str, int] = {}
     for document in rendered.documents:
@@ -712,6 +894,8 @@ def _map_helm_output(unit: Unit, rendered: LoadedFile, chart: str, sources: Sour
         if not source or not isinstance(document.data, dict):
             continue
         file = template_file(chart, name, source)
+        if file is None and vendored:
+            file = _vendored_template(vendored, source)
         if file is None:
             continue
         template = sources.template(file)
@@ -723,6 +907,18 @@ def _map_helm_output(unit: Unit, rendered: LoadedFile, chart: str, sources: Sour
         if file not in unit.files:
             unit.files.add(file)
             _template_comments(unit, file, sources)
+
+
+def _vendored_template(vendored: dict[str, str], source: str) -> str | None:
+    """The template a ``# Source:`` path names inside a file:// dependency gpulint vendored
+    (``umbrella/charts/inference/templates/x.yaml``): in the dependency's own directory."""
+    parts = source.split("/")[1:]
+    for end in range(len(parts) - 1, 1, -1):
+        home = vendored.get("/".join(parts[:end]))
+        if home is not None:
+            name = parts[end - 1]
+            return template_file(home, name, "/".join([name, *parts[end:]]))
+    return None
 
 
 def _template_comments(unit: Unit, file: str, sources: SourceFiles) -> None:
