@@ -133,6 +133,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="row names (default: all)")
     parser.add_argument("--checkov-bin", help="a checkov executable to time at 1,000 apps")
+    parser.add_argument(
+        "--each", action="store_true", help="also print every run (stderr), with the load average"
+    )
     args = parser.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # users' interpreters cache bytecode
     rows = [r for r in ROWS if not args.only or r[0] in args.only]
@@ -173,6 +176,15 @@ def main() -> int:
                 lints.append(wall - render)
                 renders.append(render)
                 peaks.append(peak)
+                if args.each:
+                    # one line per run on stderr: on a shared machine the spread matters
+                    print(
+                        f"{name} run {len(lints)}: floor {floors[-1]:.2f} s, gpulint "
+                        f"{lints[-1]:.2f} s, ratio {lints[-1] / floors[-1]:.2f}, peak RSS "
+                        f"{peak:.0f} MiB, load average {os.getloadavg()[0]:.2f}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
             floor, lint = statistics.median(floors), statistics.median(lints)
             print(
                 f"| {name} | {dimension} | {shape.describe()} | {files:,} | {floor:.2f} | "

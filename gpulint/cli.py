@@ -738,7 +738,7 @@ def _refuse_fix(args: argparse.Namespace) -> str | None:
 
 def _note_fixable(result: Result, unsafe: bool, fixing: bool) -> None:
     """Say how many of the findings ``--fix`` (and ``--unsafe-fixes``) would fix."""
-    from gpulint.fixing import fixable
+    from gpulint.edits import fixable
 
     safe, more = fixable(result, unsafe)
     if fixing:

@@ -18,18 +18,20 @@ their source map places the node in a file of the repository and the text there 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
 from gpulint.document import Document, Path, dig, plain_data
 from gpulint.yamlparse import YList, YMap
+
+if TYPE_CHECKING:
+    from gpulint.engine import Result
 
 SAFE, UNSAFE = "safe", "unsafe"
 # Files larger than this get no edits (their text is read again to place them).
@@ -758,12 +760,29 @@ def diff_name(file: str) -> str:
 
 def unified_diff(file: str, before: list[str], after: str, name: str | None = None) -> str:
     """``--diff`` output for one file, headed by ``name`` (``diff_name(file)``)."""
+    import difflib  # only --diff and --fix need it; a plain lint does not import it
+
     lines = after.splitlines(keepends=True)
     name = diff_name(file) if name is None else name
     diff = difflib.unified_diff(before, lines, fromfile=f"a/{name}", tofile=f"b/{name}")
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff
     )
+
+
+def fixable(result: Result, unsafe: bool) -> tuple[int, int]:
+    """How many findings ``--fix`` would fix, and how many more need ``--unsafe-fixes``
+    (those not asked for)."""
+    safe = more = 0
+    for finding in result.findings:
+        plan = finding.plan
+        if plan is None or result.edits_of(finding) is None:
+            continue
+        if plan.applicability == SAFE or unsafe:
+            safe += 1
+        else:
+            more += 1
+    return safe, more
 
 
 class Applied(NamedTuple):

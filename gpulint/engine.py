@@ -129,8 +129,6 @@ def unknown_rule_patterns(patterns: Iterable[str]) -> list[tuple[str, str | None
 
     A pattern is a rule ID (GL101), a rule name (hpa-cpu-on-gpu-workload), a prefix of IDs
     (GL1, GL10), or ALL."""
-    import difflib
-
     index = rule_index()
     ids = [info.id for info in index]
     names = [info.name for info in index]
@@ -141,6 +139,8 @@ def unknown_rule_patterns(patterns: Iterable[str]) -> list[tuple[str, str | None
             continue
         if re.fullmatch(r"GL\d{1,3}", upper) and any(i.startswith(upper) for i in ids):
             continue
+        import difflib  # only for a pattern that names no rule
+
         near = difflib.get_close_matches(upper.replace("O", "0"), ids, n=1, cutoff=0.6)
         if not near:
             near = difflib.get_close_matches(pattern.lower(), names, n=1, cutoff=0.6)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpulint.edits import SAFE, diff_name, plan_edits, unified_diff
+from gpulint.edits import diff_name, plan_edits, unified_diff
 from gpulint.paths import within
 from gpulint.report.escape import escape_controls, has_controls, safe_lines, safe_patch
 
@@ -115,21 +115,6 @@ def fix(
         outcome.files.update(dict.fromkeys(changed))
         current = relint()
     return current, outcome
-
-
-def fixable(result: Result, unsafe: bool) -> tuple[int, int]:
-    """How many findings ``--fix`` would fix, and how many more need ``--unsafe-fixes``
-    (those not asked for)."""
-    safe = more = 0
-    for finding in result.findings:
-        plan = finding.plan
-        if plan is None or result.edits_of(finding) is None:
-            continue
-        if plan.applicability == SAFE or unsafe:
-            safe += 1
-        else:
-            more += 1
-    return safe, more
 
 
 def _write(file: str, text: str) -> None:

@@ -42,6 +42,10 @@ def plan_units(
 
 def build_units(plans: list[UnitPlan], options: RenderOptions) -> list[Unit]:
     """Render and load every unit; renders run side by side (each is its own process)."""
+    if not any(p.kustomizations or p.charts or p.kind == STDIN for p in plans):
+        # Files only: the plans hold everything loaded, and the renderers (with the process
+        # machinery they import) are not needed; this is most of a one-file lint's imports.
+        return [_files_unit(p) for p in plans]
     from gpulint.units.render import SourceFiles, build
 
     sources = SourceFiles(options.max_file_size)
@@ -87,6 +91,18 @@ def _with_parts(units: list[Unit]) -> list[Unit]:
             continue
         parts[key] = part
     return units + list(parts.values())
+
+
+def _files_unit(plan: UnitPlan) -> Unit:
+    """The unit of a plan with nothing to render or read from stdin (what
+    ``gpulint.units.render.build`` makes of it)."""
+    unit = Unit(plan.name, plan.kind, plan.root)
+    unit.problems.extend(plan.problems)
+    unit.skipped.extend(plan.skipped)
+    for loaded in plan.loaded:
+        unit.loaded.append(loaded)
+        unit.files.add(loaded.path)
+    return unit
 
 
 def unit_inventory(unit: Unit, settings: Settings) -> Inventory:

@@ -22,17 +22,35 @@ def is_file_path(path: str) -> bool:
     return not path.startswith(NOT_FILES)
 
 
-@functools.lru_cache(maxsize=4096)
+# directory -> its git top level (or None), for every directory asked about and every one
+# walked through on the way up: the files of a repository live in many directories with the
+# same few ancestors, so each new directory costs one look for ``.git``, not one per level.
+_roots: dict[str, str | None] = {}
+_MAX_ROOTS = 65536  # a long-running process (the webhook) starts over rather than grow
+
+
 def git_root(directory: str) -> str | None:
     """The top level of the git work tree holding ``directory`` (absolute), if any."""
+    walked = []
     current = directory
     while True:
+        if current in _roots:
+            root = _roots[current]
+            break
+        walked.append(current)
         if os.path.exists(os.path.join(current, ".git")):
-            return current
+            root = current
+            break
         parent = os.path.dirname(current)
         if parent == current:
-            return None
+            root = None
+            break
         current = parent
+    if len(_roots) + len(walked) > _MAX_ROOTS:
+        _roots.clear()
+    for seen in walked:
+        _roots[seen] = root
+    return root
 
 
 def report_base(path: str) -> str:

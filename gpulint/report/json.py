@@ -5,6 +5,7 @@ for tools that show one line per finding."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import gpulint
@@ -26,10 +27,12 @@ def _object(ref: ObjectRef | None) -> dict[str, Any] | None:
     }
 
 
-def edits_to_list(edits: list[Edit]) -> list[dict[str, Any]]:
+def edits_to_list(
+    edits: list[Edit], shown: Callable[[str], str] = display_path
+) -> list[dict[str, Any]]:
     return [
         {
-            "file": display_path(edit.file),
+            "file": shown(edit.file),
             "start": {"line": edit.start[0], "column": edit.start[1]},
             "end": {"line": edit.end[0], "column": edit.end[1]},
             "text": edit.text,
@@ -38,7 +41,10 @@ def edits_to_list(edits: list[Edit]) -> list[dict[str, Any]]:
     ]
 
 
-def finding_to_dict(finding: Finding, edits: list[Edit] | None = None) -> dict[str, Any]:
+def finding_to_dict(
+    finding: Finding, edits: list[Edit] | None = None, shown: Callable[[str], str] = display_path
+) -> dict[str, Any]:
+    """``shown`` is how a file is written (``display_path``, or a memo of it)."""
     location = finding.location
     data: dict[str, Any] = {
         "rule": finding.rule,
@@ -46,14 +52,14 @@ def finding_to_dict(finding: Finding, edits: list[Edit] | None = None) -> dict[s
         "severity": str(finding.severity),
         "message": finding.message,
         "headline": finding.headline,
-        "file": display_path(location.file),
+        "file": shown(location.file),
         "line": location.line,
         "column": location.column,
         "object": _object(finding.object),
         "related": [
             {
                 **(_object(r.ref) or {}),
-                "file": display_path(r.location.file) if r.location else None,
+                "file": shown(r.location.file) if r.location else None,
                 "line": r.location.line if r.location else None,
             }
             for r in finding.related
@@ -67,16 +73,26 @@ def finding_to_dict(finding: Finding, edits: list[Edit] | None = None) -> dict[s
     if finding.units:
         data["units"] = list(finding.units)
     if edits and finding.plan is not None:
-        data["edits"] = edits_to_list(edits)
+        data["edits"] = edits_to_list(edits, shown)
         data["fixApplicability"] = finding.plan.applicability
     return data
 
 
 def result_to_dict(result: Result) -> dict[str, Any]:
+    # The findings of a large run name the same files many times over (each related object
+    # too): each file's reported path is worked out once.
+    paths: dict[str, str] = {}
+
+    def shown(file: str) -> str:
+        path = paths.get(file)
+        if path is None:
+            path = paths[file] = display_path(file)
+        return path
+
     report: dict[str, Any] = {
         "version": 1,
         "gpulintVersion": gpulint.__version__,
-        "findings": [finding_to_dict(f, result.edits_of(f)) for f in result.findings],
+        "findings": [finding_to_dict(f, result.edits_of(f), shown) for f in result.findings],
         "summary": {
             "files": result.files,
             "objects": result.objects,

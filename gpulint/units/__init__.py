@@ -115,20 +115,46 @@ class RenderOptions:
         limits: Limits | None = None,
         timeout: float | None = None,
     ) -> None:
-        from gpulint.units.tools import RENDER_BUDGET, RENDER_TIMEOUT, Limits, RenderBudget
-
         self.kustomize_command = kustomize
         self.helm_command = helm
         self.helm_values = list(helm_values or [])
         self.max_file_size = max_file_size
         self.stdin_filename = stdin_filename
-        self.budget: RenderBudget = RenderBudget(
-            RENDER_BUDGET if render_budget is None else render_budget
-        )
-        self.limits: Limits = limits or Limits()
-        self.timeout = RENDER_TIMEOUT if timeout is None else timeout
+        # The budget, limits and timeout come from gpulint.units.tools on first use: a run
+        # with nothing to render never imports the process machinery.
+        self._render_budget = render_budget
+        self._limits = limits
+        self._timeout = timeout
         self._kustomize: Tool | bool | None = False
         self._helm: Tool | bool | None = False
+
+    @property
+    def budget(self) -> RenderBudget:
+        """The run's render budget, shared by every unit (started when first asked for)."""
+        budget: RenderBudget | None = self.__dict__.get("_budget")
+        if budget is None:
+            from gpulint.units.tools import RENDER_BUDGET, RenderBudget
+
+            seconds = RENDER_BUDGET if self._render_budget is None else self._render_budget
+            # setdefault is atomic: units rendered side by side all get the first one made
+            budget = self.__dict__.setdefault("_budget", RenderBudget(seconds))
+        return budget
+
+    @property
+    def limits(self) -> Limits:
+        if self._limits is None:
+            from gpulint.units.tools import Limits
+
+            self._limits = Limits()
+        return self._limits
+
+    @property
+    def timeout(self) -> float:
+        if self._timeout is None:
+            from gpulint.units.tools import RENDER_TIMEOUT
+
+            self._timeout = RENDER_TIMEOUT
+        return self._timeout
 
     @property
     def kustomize(self) -> Tool | None:

@@ -11,9 +11,6 @@ result is the same either way.
 from __future__ import annotations
 
 import os
-import pickle
-import struct
-import tempfile
 from collections.abc import Callable
 from typing import IO
 
@@ -40,6 +37,11 @@ def load_all(files: list[str], load: Callable[[str], LoadedFile]) -> list[Loaded
     if total < MIN_BYTES:
         return [load(f) for f in files]
     child_part = _share(sizes, total)
+    # Imported here, not at the top: a small input never pays for them.
+    import pickle
+    import struct
+    import tempfile
+
     # The child writes what it loaded to a file in chunks, never blocking on the parent, and
     # the parent reads it back a chunk at a time: memory holds one chunk's bytes, not all.
     with tempfile.TemporaryFile() as spool:
@@ -87,6 +89,9 @@ def _share(sizes: list[int], total: int) -> list[int]:
 
 def _receive(spool: IO[bytes], pid: int, count: int) -> list[LoadedFile] | None:
     """What the child spooled, once it is done; None if it failed (then load it here)."""
+    import pickle
+    import struct
+
     try:
         _, status = os.waitpid(pid, 0)
     except ChildProcessError:

@@ -1,0 +1,75 @@
+"""A lint of plain files loads only what linting them needs: the renderers (and the process
+machinery they import) and the --fix machinery stay unimported, which is most of what a
+one-file lint would otherwise spend on start-up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llm, namespace: ml}
+spec:
+  selector: {matchLabels: {app: llm}}
+  template:
+    metadata: {labels: {app: llm}}
+    spec:
+      containers:
+      - name: server
+        image: vllm/vllm-openai:v0.6.3
+        resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+NOT_NEEDED = ("gpulint.units.render", "gpulint.units.tools", "gpulint.fixing", "difflib")
+
+
+def _imported_after(paths: list[str]) -> list[str]:
+    """The modules of NOT_NEEDED a fresh interpreter has imported after planning, building
+    and linting ``paths`` as ``gpulint lint`` does (and counting the fixable findings)."""
+    code = (
+        "import sys\n"
+        "from gpulint.config import Settings\n"
+        "from gpulint.edits import fixable\n"
+        "from gpulint.engine import Selection\n"
+        "from gpulint.lint import build_units, lint_units, plan_units\n"
+        "from gpulint.units import RenderOptions\n"
+        f"units = build_units(plan_units({paths!r}, Settings()), RenderOptions())\n"
+        "result = lint_units(units, Settings(), Selection())\n"
+        "assert result.objects == 1, result.objects\n"
+        "fixable(result, False)\n"
+        f"print(','.join(m for m in {NOT_NEEDED!r} if m in sys.modules))\n"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    return [name for name in output.strip().split(",") if name]
+
+
+def test_plain_files_import_no_renderer_and_no_fix_machinery(tmp_path: Path) -> None:
+    manifest = tmp_path / "deployment.yaml"
+    manifest.write_text(DEPLOYMENT)
+    assert _imported_after([str(manifest)]) == []
+
+
+def test_a_kustomization_still_loads_the_renderer(tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text("resources: [deployment.yaml]\n")
+    (tmp_path / "deployment.yaml").write_text(DEPLOYMENT)
+    code = (
+        "import sys\n"
+        "from gpulint.config import Settings\n"
+        "from gpulint.lint import build_units, plan_units\n"
+        "from gpulint.units import RenderOptions\n"
+        f"plans = plan_units([{str(tmp_path)!r}], Settings())\n"
+        "assert any(p.kustomizations for p in plans), plans\n"
+        "options = RenderOptions(kustomize='/nonexistent/kustomize')\n"
+        "build_units(plans, options)\n"
+        "assert options.budget is options.budget  # one budget for the whole run\n"
+        "print('gpulint.units.render' in sys.modules)\n"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert output.strip() == "True"
