@@ -141,15 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     trace.add_argument("--output", "-o", metavar="FILE", help="write the traces to FILE")
     trace.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    trace.add_argument("--config", "-c", metavar="FILE", help="configuration file")
-    trace.add_argument("--no-config", action="store_true", help="ignore any .gpulint.yaml")
-    trace.add_argument(
-        "--max-file-size",
-        type=_size,
-        default=64 * 1024 * 1024,
-        metavar="BYTES",
-        help="as for lint (default: 64Mi)",
-    )
+    add_input_options(trace)
     add_render_options(trace)
     add_live_options(trace)
     add_cluster_options(trace)
@@ -245,6 +237,19 @@ def add_fix_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the unified diff of what --fix would change and write nothing "
         "(exit 1 when there is a diff)",
+    )
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    """How a command other than lint reads its files: the configuration and the size limit."""
+    parser.add_argument("--config", "-c", metavar="FILE", help="configuration file")
+    parser.add_argument("--no-config", action="store_true", help="ignore any .gpulint.yaml")
+    parser.add_argument(
+        "--max-file-size",
+        type=_size,
+        default=64 * 1024 * 1024,
+        metavar="BYTES",
+        help="as for lint (default: 64Mi)",
     )
 
 

@@ -23,7 +23,7 @@ MAX_POINTS = 100_000
 
 
 def add_replay_options(parser: argparse.ArgumentParser) -> None:
-    from gpulint.cli import _size, add_cluster_options, add_render_options
+    from gpulint.cli import add_cluster_options, add_input_options, add_render_options
 
     parser.add_argument(
         "paths",
@@ -91,15 +91,7 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         "code 1; default: error)",
     )
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
-    parser.add_argument("--config", "-c", metavar="FILE", help="configuration file")
-    parser.add_argument("--no-config", action="store_true", help="ignore any .gpulint.yaml")
-    parser.add_argument(
-        "--max-file-size",
-        type=_size,
-        default=64 * 1024 * 1024,
-        metavar="BYTES",
-        help="as for lint (default: 64Mi)",
-    )
+    add_input_options(parser)
     add_render_options(parser)
     add_cluster_options(parser)
 
