@@ -471,16 +471,21 @@ class HorizontalController:
             return current
         proposals = []
         for policy in rules.policies:
-            start = (
-                current
-                - _changed_within(self.up_events, now, policy.period_s)
-                + _changed_within(self.down_events, now, policy.period_s)
-            )
+            start = self._period_start(now, current, policy.period_s)
             if policy.type == "Pods":
                 proposals.append(start + policy.value)
             else:
                 proposals.append(math.ceil(start * (1 + policy.value / 100.0)))
         return min(proposals) if rules.select == "Min" else max(proposals)
+
+    def _period_start(self, now: float, current: int, period_s: float) -> int:
+        """The replicas at the start of a policy's period: the current ones, less what was
+        added and plus what was removed within it."""
+        return (
+            current
+            - _changed_within(self.up_events, now, period_s)
+            + _changed_within(self.down_events, now, period_s)
+        )
 
     def scale_down_limit(self, now: float, current: int) -> int:
         """calculateScaleDownLimitWithBehaviors: per policy, the period's starting replicas
@@ -492,11 +497,7 @@ class HorizontalController:
             return current
         proposals = []
         for policy in rules.policies:
-            start = (
-                current
-                - _changed_within(self.up_events, now, policy.period_s)
-                + _changed_within(self.down_events, now, policy.period_s)
-            )
+            start = self._period_start(now, current, policy.period_s)
             if policy.type == "Pods":
                 proposals.append(start - policy.value)
             else:
