@@ -317,16 +317,17 @@ def render_svg(replayed: Replayed) -> str:
         f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
         f'<text x="{_LEFT}" y="16" font-size="13" font-weight="bold">{title}</text>',
     ]
-    for top, lo, hi, y, label in (
-        (_TOP, 0, top_replicas + 0.5, y_rep, "replicas"),
-        (top2, 0, metric_top, y_met, html.escape(metric.name if metric else "")),
+    # Replicas are whole pods: their axis is labelled at 0, half way and the top, rounded.
+    replica_marks = sorted({0, round(top_replicas / 2), top_replicas})
+    for top, marks, y, label in (
+        (_TOP, replica_marks, y_rep, "replicas"),
+        (top2, [0, metric_top / 2, metric_top], y_met, html.escape(metric.name if metric else "")),
     ):
         parts.append(
             f'<rect x="{_LEFT}" y="{top}" width="{WIDTH - _LEFT - _RIGHT}" height="{_PANEL}" '
             'fill="none" stroke="#d0d0d0"/>'
         )
-        for fraction in (0.0, 0.5, 1.0):
-            value = lo + (hi - lo) * fraction
+        for value in marks:
             parts.append(
                 f'<text x="{_LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:.3g}</text>'
             )
