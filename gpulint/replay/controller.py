@@ -167,16 +167,7 @@ def resource_replicas(
     """GetResourceReplicas: Utilization targets, the ratio of the pods' summed usage to their
     summed requests against the target percentage."""
     groups = group_pods(pods, resource_cpu=True)
-    counted = {
-        i: (p.value, p.request)
-        for i, p in enumerate(pods)
-        if i not in groups.ignored
-        and p.value is not None
-        and not p.deleting
-        and p.phase != "Failed"
-    }
-    if not counted:
-        raise MetricUnavailable("did not receive metrics for any ready pods")
+    counted = _counted(pods, groups, with_requests=True)
 
     def ratio(values: dict[int, tuple[float, float]]) -> float:
         usage = sum(v for v, _ in values.values())
@@ -190,14 +181,13 @@ def resource_replicas(
     return _rebalance(current, pods, groups, counted, usage_ratio, ratio, tolerance, None)
 
 
-def plain_metric_replicas(
-    current: int, pods: Sequence[Pod], target_average: float, tolerance: float = TOLERANCE
-) -> int:
-    """calcPlainMetricReplicas: Pods metrics (and Resource AverageValue), the mean of the
-    pods' values against the target average."""
-    groups = group_pods(pods, resource_cpu=False)
+def _counted(
+    pods: Sequence[Pod], groups: PodGroups, *, with_requests: bool
+) -> dict[int, tuple[float, float]]:
+    """The pods whose metric counts, by index: (value, request, or 0 without requests);
+    MetricUnavailable when none does."""
     counted = {
-        i: (p.value, 0.0)
+        i: (p.value, p.request if with_requests else 0.0)
         for i, p in enumerate(pods)
         if i not in groups.ignored
         and p.value is not None
@@ -206,6 +196,16 @@ def plain_metric_replicas(
     }
     if not counted:
         raise MetricUnavailable("did not receive metrics for any ready pods")
+    return counted
+
+
+def plain_metric_replicas(
+    current: int, pods: Sequence[Pod], target_average: float, tolerance: float = TOLERANCE
+) -> int:
+    """calcPlainMetricReplicas: Pods metrics (and Resource AverageValue), the mean of the
+    pods' values against the target average."""
+    groups = group_pods(pods, resource_cpu=False)
+    counted = _counted(pods, groups, with_requests=False)
 
     def ratio(values: dict[int, tuple[float, float]]) -> float:
         return (sum(v for v, _ in values.values()) / len(values)) / target_average
