@@ -503,6 +503,12 @@ class KubeFake:
             raise RuntimeError("the fake API server did not start")
         return self
 
+    def __enter__(self) -> KubeFake:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     async def _open(self) -> None:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._cert.configure_cert(context)

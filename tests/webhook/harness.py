@@ -29,6 +29,8 @@ from typing import Any
 
 import trustme
 
+from ..kubefake import KubeFake
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # kind -> resource, as the API server names them in request.resource.
@@ -304,6 +306,22 @@ def running(
 ) -> Iterator[Webhook]:
     webhook = Webhook(certificates, log_path, extra_args, **kwargs)
     try:
+        yield webhook
+    finally:
+        webhook.stop()
+
+
+@contextlib.contextmanager
+def serving_cluster(
+    kube: KubeFake, certificates: Certificates, directory: Path, *, ready: bool = True
+) -> Iterator[Webhook]:
+    """``gpulint serve`` whose caches read the fake API server ``kube`` (kubeconfig and log in
+    ``directory``); with ``ready``, once its caches have synced."""
+    kubeconfig = kube.write_kubeconfig(directory / "kubeconfig")
+    webhook = Webhook(certificates, directory / "serve.log", [f"--kubeconfig={kubeconfig}"])
+    try:
+        if ready:
+            webhook.wait_ready()
         yield webhook
     finally:
         webhook.stop()

@@ -15,7 +15,7 @@ import pytest
 from ..cluster.test_hostile_depth import claim_template, nested
 from ..kubefake import FakeCluster, KubeFake
 from . import objects
-from .harness import Certificates, Webhook, admission_review
+from .harness import Certificates, Webhook, admission_review, serving_cluster
 from .test_hostile_webhook import Served
 
 DEPTH = 1_500
@@ -110,11 +110,8 @@ def kube() -> Iterator[KubeFake]:
     cluster = FakeCluster()
     cluster.apply(objects.deployment("llm-server", "llm", gpus=2))
     cluster.create(claim_template("deep", nested()))
-    server = KubeFake(cluster).start()
-    try:
+    with KubeFake(cluster) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -122,12 +119,8 @@ def webhook(
     kube: KubeFake, module_certificates: Certificates, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Webhook]:
     directory = tmp_path_factory.mktemp("serve-deep")
-    kubeconfig = kube.write_kubeconfig(directory / "kubeconfig")
-    served = Webhook(module_certificates, directory / "serve.log", [f"--kubeconfig={kubeconfig}"])
-    try:
+    with serving_cluster(kube, module_certificates, directory, ready=False) as served:
         yield served
-    finally:
-        served.stop()
 
 
 def test_the_cache_syncs_and_other_reviews_are_judged(webhook: Webhook) -> None:

@@ -29,7 +29,7 @@ from gpulint.promql import (
 from ..conftest import lint_paths
 from ..kubefake import FakeCluster, KubeFake
 from . import objects
-from .harness import Certificates, Webhook, admission_review
+from .harness import Certificates, Webhook, admission_review, serving_cluster
 from .test_serve_cluster import ADAPTER_CONFIGMAP
 
 HOSTILE = "+".join(["sum(a)"] * 12_000)  # 84 KB
@@ -107,11 +107,8 @@ def kube() -> Iterator[KubeFake]:
     ]
     for obj in world:
         cluster.apply(copy.deepcopy(obj))
-    server = KubeFake(cluster).start()
-    try:
+    with KubeFake(cluster) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -119,13 +116,8 @@ def webhook(
     kube: KubeFake, module_certificates: Certificates, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Webhook]:
     directory = tmp_path_factory.mktemp("serve-promql")
-    kubeconfig = kube.write_kubeconfig(directory / "kubeconfig")
-    served = Webhook(module_certificates, directory / "serve.log", [f"--kubeconfig={kubeconfig}"])
-    try:
-        served.wait_ready()
+    with serving_cluster(kube, module_certificates, directory) as served:
         yield served
-    finally:
-        served.stop()
 
 
 def _rss(pid: int) -> int:

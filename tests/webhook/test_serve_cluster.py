@@ -17,7 +17,7 @@ import yaml
 from ..conftest import lint_paths
 from ..kubefake import FakeCluster, KubeFake
 from . import objects
-from .harness import Certificates, Webhook, admission_review
+from .harness import Certificates, Webhook, admission_review, serving_cluster
 
 ADAPTER_CONFIGMAP = {
     "apiVersion": "v1",
@@ -75,11 +75,8 @@ def kube() -> Iterator[KubeFake]:
     cluster = FakeCluster()
     for obj in world():
         cluster.apply(copy.deepcopy(obj))
-    server = KubeFake(cluster).start()
-    try:
+    with KubeFake(cluster) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +84,8 @@ def served(
     kube: KubeFake, module_certificates: Certificates, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Webhook]:
     directory = tmp_path_factory.mktemp("serve-cluster")
-    kubeconfig = kube.write_kubeconfig(directory / "kubeconfig")
-    webhook = Webhook(module_certificates, directory / "serve.log", [f"--kubeconfig={kubeconfig}"])
-    try:
-        webhook.wait_ready()
+    with serving_cluster(kube, module_certificates, directory) as webhook:
         yield webhook
-    finally:
-        webhook.stop()
 
 
 # --- the seeds' pitfalls ---------------------------------------------------------------------
