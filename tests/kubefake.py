@@ -369,6 +369,33 @@ class FakeCluster:
             self._record("MODIFIED", resource, previous, obj)
             return copy.deepcopy(obj)
 
+    def grant_as(self, cluster_roles: list[dict], roles: list[dict]) -> None:
+        """RBAC as these ClusterRoles and Roles grant it (the union, as Kubernetes reads it):
+        a resource a ClusterRole grants is readable everywhere, one that only Roles grant is
+        readable in their namespaces, and every other resource is forbidden."""
+
+        def granted(role: dict) -> set[tuple[str, str]]:
+            return {
+                (group, resource)
+                for rule in role["rules"]
+                for group in rule["apiGroups"]
+                for resource in rule["resources"]
+            }
+
+        everywhere = set().union(*(granted(role) for role in cluster_roles))
+        in_namespaces: dict[tuple[str, str], set[str]] = {}
+        for role in roles:
+            for pair in granted(role):
+                in_namespaces.setdefault(pair, set()).add(role["metadata"]["namespace"])
+        for key, resource in self.resources.items():
+            pair = (resource.group, resource.plural)
+            if pair in everywhere:
+                continue
+            if pair in in_namespaces:
+                self.granted_in[key] = in_namespaces[pair]
+            else:
+                self.forbidden.add(key)
+
     def apply(self, obj: dict) -> dict:
         """Create, or replace what exists (status included, as a test setting it wants)."""
         with self.lock:

@@ -1300,26 +1300,7 @@ def test_the_webhook_as_the_chart_deploys_it_reads_what_its_rbac_grants_and_judg
     config's own GPU resource is refused."""
     rendered = renders["one-namespace"]
     cluster = FakeCluster()
-    everywhere = {
-        (g, r)
-        for role in rendered.all("ClusterRole")
-        for rule in role["rules"]
-        for g in rule["apiGroups"]
-        for r in rule["resources"]
-    }
-    granted_in: dict[tuple[str, str], set[str]] = {}
-    for role in rendered.all("Role"):
-        for rule in role["rules"]:
-            for g in rule["apiGroups"]:
-                for r in rule["resources"]:
-                    granted_in.setdefault((g, r), set()).add(role["metadata"]["namespace"])
-    for key, resource in cluster.resources.items():
-        if (resource.group, resource.plural) in everywhere:
-            continue
-        if (resource.group, resource.plural) in granted_in:
-            cluster.granted_in[key] = granted_in[resource.group, resource.plural]
-        else:
-            cluster.forbidden.add(key)
+    cluster.grant_as(rendered.all("ClusterRole"), rendered.all("Role"))
     workload = pod_template_object(containers=[container({"example.com/gpu": "1"})])
     workload["metadata"] = {"name": "llm", "namespace": "team-a"}
     cluster.apply(workload)

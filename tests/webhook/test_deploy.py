@@ -372,23 +372,7 @@ def test_the_webhook_as_deployed_reads_what_it_needs_and_no_other_configmaps(
     Roles' namespaces, and the adapter config in monitoring is what admissions are judged by."""
     rendered = builds.rendered["cert-manager"]
     cluster = FakeCluster()
-    everywhere = {
-        (g, r)
-        for rule in rendered.one("ClusterRole")["rules"]
-        for g in rule["apiGroups"]
-        for r in rule["resources"]
-    }
-    in_namespaces: dict[tuple[str, str], set[str]] = {}
-    for role in rendered.all("Role"):
-        for rule in role["rules"]:
-            for g in rule["apiGroups"]:
-                for r in rule["resources"]:
-                    in_namespaces.setdefault((g, r), set()).add(role["metadata"]["namespace"])
-    for key, resource in cluster.resources.items():
-        if (resource.group, resource.plural) in in_namespaces:
-            cluster.granted_in[key] = in_namespaces[resource.group, resource.plural]
-        elif (resource.group, resource.plural) not in everywhere:
-            cluster.forbidden.add(key)
+    cluster.grant_as([rendered.one("ClusterRole")], rendered.all("Role"))
     assert cluster.granted_in == {"configmaps": {"monitoring", "kserve"}}
     adapter = {
         "apiVersion": "v1",
