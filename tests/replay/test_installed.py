@@ -9,27 +9,13 @@ import pytest
 
 from .. import artifacts
 from .conftest import Recorded
-from .test_replay_e2e import SCENARIOS
+from .test_replay_e2e import replay_args
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 
 def test_replay_from_the_wheel(recorded: Recorded, wheel_install: artifacts.Install) -> None:
-    done = wheel_install.run(
-        "replay",
-        str(SCENARIOS),
-        "--no-config",
-        "--prometheus",
-        recorded.url,
-        "--end",
-        str(recorded.end),
-        "--range",
-        "24h",
-        "--format",
-        "json",
-        "--fail-on",
-        "never",
-    )
+    done = wheel_install.run(*replay_args(recorded), "--fail-on", "never")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["version"] == 1 and report["replays"]

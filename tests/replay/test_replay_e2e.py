@@ -30,26 +30,26 @@ def gpu_hours(pod_syncs: float) -> Any:
     return pytest.approx(pod_syncs * SYNC / 3600.0, abs=0.0006)
 
 
+def replay_args(recorded: Recorded) -> list[str]:
+    """`gpulint replay` of the scenarios over the recorded day, as JSON."""
+    return [
+        "replay",
+        str(SCENARIOS),
+        "--no-config",
+        "--prometheus",
+        recorded.url,
+        "--end",
+        str(recorded.end),
+        "--range",
+        "24h",
+        "--format",
+        "json",
+    ]
+
+
 def run_replay(recorded: Recorded, tmp_path: Path, *extra: str) -> tuple[int, Any]:
     out = tmp_path / "replay.json"
-    code = main(
-        [
-            "replay",
-            str(SCENARIOS),
-            "--no-config",
-            "--prometheus",
-            recorded.url,
-            "--end",
-            str(recorded.end),
-            "--range",
-            "24h",
-            "--format",
-            "json",
-            "-o",
-            str(out),
-            *extra,
-        ]
-    )
+    code = main([*replay_args(recorded), "-o", str(out), *extra])
     return code, json.loads(out.read_text())
 
 
