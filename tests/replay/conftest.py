@@ -3,14 +3,14 @@ backfilled with ``promtool tsdb create-blocks-from openmetrics``."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
-from tests.live.harness import INSTALL_HINT, PrometheusServer, prometheus_binary, promtool_binary
+from tests.live.conftest import require_prometheus
+from tests.live.harness import PrometheusServer
 from tests.replay import loads
 
 
@@ -22,13 +22,6 @@ class Recorded:
     @property
     def end(self) -> float:
         return self.start + loads.DAY
-
-
-def require_prometheus() -> None:
-    if prometheus_binary() is None or promtool_binary() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true but no prometheus/promtool binary: {INSTALL_HINT}")
-        pytest.skip(INSTALL_HINT)
 
 
 @pytest.fixture(scope="session")
