@@ -38,8 +38,8 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpulint.config import Settings  # noqa: E402
-from gpulint.engine import inventory_from_paths  # noqa: E402
+from gpulint.engine.config import Settings  # noqa: E402
+from gpulint.engine.runner import inventory_from_paths  # noqa: E402
 from gpulint.live.collector import collect  # noqa: E402
 from gpulint.live.options import LiveOptions  # noqa: E402
 from tests.live.harness import (  # noqa: E402

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from gpulint import __version__
 
 if TYPE_CHECKING:
-    from gpulint.baseline import Baseline
-    from gpulint.changed import Changes
-    from gpulint.config import Settings
-    from gpulint.engine import Result, Selection
+    from gpulint.adoption.baseline import Baseline
+    from gpulint.adoption.changed import Changes
+    from gpulint.engine.config import Settings
+    from gpulint.engine.runner import Result, Selection
+    from gpulint.input.units import Unit
     from gpulint.inventory import Inventory
-    from gpulint.units import Unit
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -358,7 +358,7 @@ def add_adoption_options(parser: argparse.ArgumentParser) -> None:
 
 class _Adoption:
     """``--baseline``, ``--write-baseline``, ``--changed-since``, ``--report-only``: which
-    findings of a run are reported (gpulint.baseline, gpulint.changed)."""
+    findings of a run are reported (gpulint.adoption.baseline, gpulint.adoption.changed)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         """Raises ValueError (a BaselineError, a ChangedError) for a usage error."""
@@ -367,7 +367,7 @@ class _Adoption:
         self.changes: Changes | None = None
         path = getattr(args, "baseline", None)
         if path:
-            from gpulint.baseline import load_baseline
+            from gpulint.adoption.baseline import load_baseline
 
             self.baseline = load_baseline(path)
         ref = getattr(args, "changed_since", None)
@@ -377,11 +377,11 @@ class _Adoption:
         if ref and report_only:
             raise ValueError("give --changed-since or --report-only, not both")
         if ref:
-            from gpulint.changed import changes_since
+            from gpulint.adoption.changed import changes_since
 
             self.changes = changes_since(ref)
         elif report_only:
-            from gpulint.changed import whole_files
+            from gpulint.adoption.changed import whole_files
 
             paths = args.paths or []
             if "-" in paths:
@@ -395,7 +395,7 @@ class _Adoption:
     def narrow(self, result: Result) -> None:
         """Write the baseline, then keep the findings the baseline and the changes leave."""
         if self.write_to:
-            from gpulint.baseline import Baseline
+            from gpulint.adoption.baseline import Baseline
 
             written = Baseline.of(result.findings)
             written.write(self.write_to)
@@ -559,7 +559,7 @@ def _live_check(
     except OptionError as error:
         stderr.write(f"gpulint: error: {error}\n")
         return None
-    from gpulint.engine import all_rules
+    from gpulint.engine.runner import all_rules
     from gpulint.live.collector import LIVE_RULES
 
     if not any(
@@ -572,8 +572,8 @@ def _live_check(
 
 def run_check_adapter(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """``gpulint check-adapter --prometheus URL ADAPTER_FILE [PATHS...]``."""
+    from gpulint.input.loader import InputError, load_file
     from gpulint.inventory import Inventory as _Inventory
-    from gpulint.loader import InputError, load_file
 
     try:
         loaded = load_file(args.adapter_file)
@@ -595,8 +595,8 @@ def run_check_adapter(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) 
 def _settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
     """The configuration in use: ``--config``, else ``.gpulint.yaml`` found upward from the
     working directory (``--no-config``: none). None after an error, said on stderr."""
-    from gpulint.config import ConfigError, Settings, find_config, load_settings
-    from gpulint.engine import rule_names, rule_option_schemas
+    from gpulint.engine.config import ConfigError, Settings, find_config, load_settings
+    from gpulint.engine.runner import rule_names, rule_option_schemas
 
     if getattr(args, "no_config", False):
         return Settings()
@@ -613,7 +613,7 @@ def _settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
 def _selection(args: argparse.Namespace, stderr: TextIO) -> Selection | None:
     """``--select``/``--ignore``, every entry a rule ID, name or ID prefix (``GL4``); None
     after an unknown one, said on stderr with the nearest rule."""
-    from gpulint.engine import Selection, unknown_rule_patterns
+    from gpulint.engine.runner import Selection, unknown_rule_patterns
 
     select, ignore = _split_ids(args.select), _split_ids(args.ignore)
     for option, patterns in (("--select", select), ("--ignore", ignore)):
@@ -625,8 +625,8 @@ def _selection(args: argparse.Namespace, stderr: TextIO) -> Selection | None:
 
 
 def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from gpulint.engine import Result
-    from gpulint.model import Severity
+    from gpulint.core.model import Severity
+    from gpulint.engine.runner import Result
     from gpulint.report import render
     from gpulint.report.escape import escape_controls
 
@@ -667,8 +667,8 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     result: Result | int = reported()
     if fixing and isinstance(result, Result):
-        from gpulint.fixing import Writable, fix
-        from gpulint.paths import display_path
+        from gpulint.adoption.fix import Writable, fix
+        from gpulint.core.paths import display_path
 
         write = not args.diff
         result, outcome = fix(
@@ -743,7 +743,7 @@ def _refuse_fix(args: argparse.Namespace) -> str | None:
 
 def _note_fixable(result: Result, unsafe: bool, fixing: bool) -> None:
     """Say how many of the findings ``--fix`` (and ``--unsafe-fixes``) would fix."""
-    from gpulint.edits import fixable
+    from gpulint.adoption.edits import fixable
 
     safe, more = fixable(result, unsafe)
     if fixing:
@@ -769,7 +769,7 @@ def _lint_once(
 ) -> Result | int:
     """One lint of the input (files and units, or the cluster): the result, or an exit code
     after an error said on stderr."""
-    from gpulint.engine import Result, run
+    from gpulint.engine.runner import Result, run
 
     notes: list[str] = list(live) if isinstance(live, list) else []
     prepare = live if isinstance(live, _Live) else None
@@ -782,7 +782,7 @@ def _lint_once(
         result = Result(findings, 0, len(inventory.manifests), inventory.skipped)
         notes = cluster_notes + notes
     else:
-        from gpulint.lint import lint_units
+        from gpulint.engine.files import lint_units
 
         built = _built_units(args, settings, stderr)
         if built is None:
@@ -807,7 +807,7 @@ def _prepared_cluster(
 ) -> tuple[Inventory, list[str]] | None:
     """The cluster's inventory and notes, with the live check's snapshot taken for it when
     ``prepare``; None after an error said on stderr."""
-    from gpulint.loader import InputError
+    from gpulint.input.loader import InputError
 
     problem = missing_extra("cluster", "--cluster")
     if problem is not None:
@@ -828,9 +828,9 @@ def _built_units(
 ) -> tuple[list[Unit], float] | None:
     """The lint units of the paths given, rendered, and the seconds rendering took; None
     after an error said on stderr."""
-    from gpulint.lint import build_units, plan_units
-    from gpulint.loader import InputError
-    from gpulint.units import RenderOptions
+    from gpulint.engine.files import build_units, plan_units
+    from gpulint.input.loader import InputError
+    from gpulint.input.units import RenderOptions
 
     options = RenderOptions(
         getattr(args, "kustomize", None),
@@ -851,8 +851,8 @@ def _built_units(
 
 def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """``gpulint trace``: the chains of every unit (or of the cluster), rendered."""
-    from gpulint.engine import Selection, run
-    from gpulint.model import Severity
+    from gpulint.core.model import Severity
+    from gpulint.engine.runner import Selection, run
     from gpulint.trace.chain import Trace, select, traces
 
     gc.disable()
@@ -872,7 +872,7 @@ def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         inventory = cluster[0]
         found.extend(traces(inventory, run(inventory, selection), "cluster"))
     else:
-        from gpulint.lint import unit_inventory
+        from gpulint.engine.files import unit_inventory
 
         built = _built_units(args, settings, stderr)
         if built is None:
@@ -923,8 +923,8 @@ def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
     import json
 
-    from gpulint.engine import all_rules
-    from gpulint.ruledocs import rules_document, rules_table
+    from gpulint.engine.docs import rules_document, rules_table
+    from gpulint.engine.runner import all_rules
 
     specs = all_rules()
     if args.markdown:
@@ -959,8 +959,8 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def run_explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from gpulint.engine import rule_by_id, unknown_rule_patterns
-    from gpulint.ruledocs import rule_text
+    from gpulint.engine.docs import rule_text
+    from gpulint.engine.runner import rule_by_id, unknown_rule_patterns
 
     spec = rule_by_id(args.rule)
     if spec is None:

@@ -60,11 +60,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.hpa import HPA
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context, claim_links, related
 from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.keda import ScaledObject
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context, claim_links, related
+from gpulint.kinds.hpa import HPA
+from gpulint.kinds.keda import ScaledObject
 
 ID = "GL101"
 NAME = "hpa-cpu-on-gpu-workload"

@@ -64,15 +64,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint import edits
-from gpulint.document import Manifest, as_dict, as_list, plain_data, yaml_text
-from gpulint.hpa import HPA, RESOURCE_METRIC_TYPES
+from gpulint.adoption import edits
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.engine.rule import Context, related
+from gpulint.input.document import Manifest, as_dict, as_list, plain_data, yaml_text
 from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.keda import ScaledObject
-from gpulint.kserve import CLASS_ANNOTATION
-from gpulint.model import Finding, Related, Severity
-from gpulint.promql import mentions
-from gpulint.rule import Context, related
+from gpulint.kinds.hpa import HPA, RESOURCE_METRIC_TYPES
+from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.kserve import CLASS_ANNOTATION
+from gpulint.metrics.promql import mentions
 
 ID = "GL103"
 NAME = "duplicate-autoscalers"

@@ -57,10 +57,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.document import Manifest
-from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.core.quantity import format_number, try_quantity
+from gpulint.engine.rule import Context, related
+from gpulint.input.document import Manifest
 from gpulint.inventory import Autoscaler, Inventory, ResolvedTarget, TargetGroup
-from gpulint.knative import (
+from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA
+from gpulint.kinds.knative import (
     HPA_CLASS,
     REVISION_LABEL,
     KnativeService,
@@ -68,9 +71,6 @@ from gpulint.knative import (
     owning_revision,
     revision_deployment_parent,
 )
-from gpulint.model import Finding, Related, Severity
-from gpulint.quantity import format_number, try_quantity
-from gpulint.rule import Context, related
 
 ID = "GL105"
 NAME = "hpa-targets-revision"

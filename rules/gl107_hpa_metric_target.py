@@ -68,13 +68,10 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from gpulint import edits, gpumetrics
-from gpulint.adapter import AdapterRule
-from gpulint.gpumetrics import Scale
-from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, HpaMetric, MetricTarget
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.model import Finding, Severity
-from gpulint.quantity import (
+from gpulint.adoption import edits
+from gpulint.chain.adapter import AdapterRule
+from gpulint.core.model import Finding, Severity
+from gpulint.core.quantity import (
     INT32_MAX,
     SHOWN_CHARS,
     QuantityError,
@@ -88,8 +85,18 @@ from gpulint.quantity import (
     ratio_target_fix,
     shown_value,
 )
-from gpulint.rule import Context
-from gpulint.yamlparse import OversizedNumber
+from gpulint.engine.rule import Context
+from gpulint.input.yamlparse import OversizedNumber
+from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.kinds.hpa import (
+    CUSTOM_METRIC_TYPES,
+    HPA,
+    RESOURCE_METRIC_TYPES,
+    HpaMetric,
+    MetricTarget,
+)
+from gpulint.metrics import names as gpumetrics
+from gpulint.metrics.names import Scale
 
 ID = "GL107"
 NAME = "hpa-metric-target"

@@ -66,12 +66,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, TypeGuard
 
-from gpulint import edits
-from gpulint.document import Path
-from gpulint.hpa import HPA
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.model import Finding, Severity
-from gpulint.quantity import (
+from gpulint.adoption import edits
+from gpulint.core.model import Finding, Severity
+from gpulint.core.quantity import (
     INT32_MAX,
     abbreviated,
     int32_out_of_range,
@@ -79,8 +76,11 @@ from gpulint.quantity import (
     shown_value,
     try_quantity,
 )
-from gpulint.rule import Context
-from gpulint.yamlparse import OversizedNumber
+from gpulint.engine.rule import Context
+from gpulint.input.document import Path
+from gpulint.input.yamlparse import OversizedNumber
+from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.kinds.hpa import HPA
 
 ID = "GL108"
 NAME = "hpa-invalid-spec"

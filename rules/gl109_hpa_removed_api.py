@@ -50,12 +50,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint import edits
-from gpulint.document import yaml_text
-from gpulint.hpa import HPA
+from gpulint.adoption import edits
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
+from gpulint.input.document import yaml_text
 from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context
+from gpulint.kinds.hpa import HPA
 
 ID = "GL109"
 NAME = "hpa-removed-api"

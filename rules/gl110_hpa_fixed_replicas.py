@@ -40,10 +40,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.hpa import HPA, HPA_KIND
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory, is_generated_autoscaler, key_of
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context
+from gpulint.kinds.hpa import HPA, HPA_KIND
 
 ID = "GL110"
 NAME = "hpa-fixed-replicas"

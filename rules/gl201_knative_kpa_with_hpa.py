@@ -59,11 +59,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint.document import Manifest, Path
-from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, TargetRef
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.core.quantity import format_number, try_quantity
+from gpulint.engine.rule import Context, related
+from gpulint.input.document import Manifest, Path
 from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.keda import ScaledObject
-from gpulint.knative import (
+from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, TargetRef
+from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.knative import (
     CLASS_ANNOTATION,
     CONFIGURATION_LABEL,
     HPA_CLASS,
@@ -73,10 +76,7 @@ from gpulint.knative import (
     is_knative_owned,
     revision_deployment_parent,
 )
-from gpulint.kserve import KNATIVE
-from gpulint.model import Finding, Related, Severity
-from gpulint.quantity import format_number, try_quantity
-from gpulint.rule import Context, related
+from gpulint.kinds.kserve import KNATIVE
 
 ID = "GL201"
 NAME = "knative-kpa-with-hpa"

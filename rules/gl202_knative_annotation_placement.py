@@ -57,11 +57,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint import edits
+from gpulint.adoption import edits
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context, related
 from gpulint.inventory import Inventory
-from gpulint.knative import KnativeService, annotation_text, is_autoscaling_annotation
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context, related
+from gpulint.kinds.knative import KnativeService, annotation_text, is_autoscaling_annotation
 
 ID = "GL202"
 NAME = "knative-annotation-placement"

@@ -67,10 +67,13 @@ import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from gpulint.document import Manifest, Path
-from gpulint.engine import PodOwner
+from gpulint.core.model import Finding, Severity
+from gpulint.core.quantity import abbreviated
+from gpulint.engine.rule import Context
+from gpulint.engine.runner import PodOwner
+from gpulint.input.document import Manifest, Path
 from gpulint.inventory import Inventory
-from gpulint.knative import (
+from gpulint.kinds.knative import (
     CLASS_ANNOTATION,
     HPA_CLASS,
     KPA_METRICS,
@@ -79,10 +82,7 @@ from gpulint.knative import (
     KnativeService,
     RevisionAutoscaling,
 )
-from gpulint.kserve import KNATIVE, InferenceService
-from gpulint.model import Finding, Severity
-from gpulint.quantity import abbreviated
-from gpulint.rule import Context
+from gpulint.kinds.kserve import KNATIVE, InferenceService
 
 ID = "GL203"
 NAME = "knative-metric-class"

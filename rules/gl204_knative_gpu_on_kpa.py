@@ -57,8 +57,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context, claim_links
 from gpulint.inventory import Inventory
-from gpulint.knative import (
+from gpulint.kinds.knative import (
     CLASS_ANNOTATION,
     HPA_CLASS,
     KPA_METRICS,
@@ -67,8 +69,6 @@ from gpulint.knative import (
     KnativeService,
     annotation_text,
 )
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context, claim_links
 
 ID = "GL204"
 NAME = "knative-gpu-on-kpa"

@@ -55,10 +55,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint import edits
-from gpulint.document import Path
+from gpulint.adoption import edits
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context, related
+from gpulint.input.document import Path
 from gpulint.inventory import Inventory
-from gpulint.kserve import (
+from gpulint.kinds.kserve import (
     MODE_ANNOTATION,
     MODE_VALUES,
     STANDARD,
@@ -66,8 +68,6 @@ from gpulint.kserve import (
     mode_note,
     mode_spelling,
 )
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context, related
 
 ID = "GL301"
 NAME = "kserve-deploymentmode-field"

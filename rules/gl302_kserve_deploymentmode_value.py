@@ -49,8 +49,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpulint.core.model import Finding, Severity
+from gpulint.core.quantity import is_unknown
+from gpulint.engine.rule import Context, related
 from gpulint.inventory import Inventory
-from gpulint.kserve import (
+from gpulint.kinds.kserve import (
     DEPRECATED_MODES,
     KNATIVE,
     MODE_ANNOTATION,
@@ -60,9 +63,6 @@ from gpulint.kserve import (
     mode_note,
     mode_spelling,
 )
-from gpulint.model import Finding, Severity
-from gpulint.quantity import is_unknown
-from gpulint.rule import Context, related
 
 ID = "GL302"
 NAME = "kserve-deploymentmode-value"

@@ -73,18 +73,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.document import Path
-from gpulint.hpa import behavior_fix
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context, claim_links
+from gpulint.input.document import Path
 from gpulint.inventory import Inventory
-from gpulint.kserve import (
+from gpulint.kinds.hpa import behavior_fix
+from gpulint.kinds.kserve import (
     CLASS_ANNOTATION,
     LEGACY_AUTOSCALING_ANNOTATIONS,
     Component,
     InferenceService,
     generated_hpa_metrics,
 )
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context, claim_links
 
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 

@@ -41,11 +41,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.document import Path
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
+from gpulint.input.document import Path
 from gpulint.inventory import Inventory
-from gpulint.kserve import CLASS_ANNOTATION, InferenceService
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context
+from gpulint.kinds.kserve import CLASS_ANNOTATION, InferenceService
 
 ID = "GL304"
 NAME = "kserve-max-replicas-missing"

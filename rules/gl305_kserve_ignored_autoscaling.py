@@ -62,18 +62,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.document import Path
+from gpulint.core.model import Finding, Severity
+from gpulint.core.quantity import abbreviated
+from gpulint.engine.rule import Context
+from gpulint.input.document import Path
 from gpulint.inventory import Inventory
-from gpulint.kserve import (
+from gpulint.kinds.kserve import (
     CLASS_ANNOTATION,
     LEGACY_AUTOSCALING_ANNOTATIONS,
     STANDARD,
     Component,
     InferenceService,
 )
-from gpulint.model import Finding, Severity
-from gpulint.quantity import abbreviated
-from gpulint.rule import Context
 
 ID = "GL305"
 NAME = "kserve-ignored-autoscaling"

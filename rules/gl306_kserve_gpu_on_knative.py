@@ -63,10 +63,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context, claim_links, related
 from gpulint.inventory import Inventory
-from gpulint.knative import CLASS_ANNOTATION, HPA_CLASS, METRIC_ANNOTATION, TARGET_ANNOTATION
-from gpulint.kserve import CLASS_ANNOTATION as KSERVE_CLASS_ANNOTATION
-from gpulint.kserve import (
+from gpulint.kinds.knative import CLASS_ANNOTATION, HPA_CLASS, METRIC_ANNOTATION, TARGET_ANNOTATION
+from gpulint.kinds.kserve import CLASS_ANNOTATION as KSERVE_CLASS_ANNOTATION
+from gpulint.kinds.kserve import (
     KNATIVE,
     MODE_ANNOTATION,
     STANDARD,
@@ -74,8 +76,6 @@ from gpulint.kserve import (
     mode_note,
     mode_spelling,
 )
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context, claim_links, related
 
 ID = "GL306"
 NAME = "kserve-gpu-on-knative"

@@ -75,8 +75,8 @@ import difflib
 import re
 from collections.abc import Iterator
 
-from gpulint import edits
-from gpulint.adapter import (
+from gpulint.adoption import edits
+from gpulint.chain.adapter import (
     CUSTOM,
     EXTERNAL,
     SERIES_NAME,
@@ -85,14 +85,14 @@ from gpulint.adapter import (
     canonical_resource,
     requested_metric_name,
 )
-from gpulint.gpumetrics import exporter_of_series, names_a_gpu
-from gpulint.hpa import HPA, HpaMetric
+from gpulint.core.message import capitalized
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.core.quantity import abbreviated
+from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
-from gpulint.keda import scaled_object_of
-from gpulint.message import capitalized
-from gpulint.model import Finding, Related, Severity
-from gpulint.quantity import abbreviated
-from gpulint.rule import Context
+from gpulint.kinds.hpa import HPA, HpaMetric
+from gpulint.kinds.keda import scaled_object_of
+from gpulint.metrics.names import exporter_of_series, names_a_gpu
 
 ID = "GL401"
 NAME = "adapter-metric-not-exposed"

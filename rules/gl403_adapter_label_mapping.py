@@ -68,17 +68,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from gpulint import edits
-from gpulint.adapter import CUSTOM, AdapterRule, singular
-from gpulint.document import as_dict
-from gpulint.gpumetrics import Exporter, is_dcgm_field, lookup
+from gpulint.adoption import edits
+from gpulint.chain.adapter import CUSTOM, AdapterRule, singular
+from gpulint.chain.scrapelabels import DcgmScrape
+from gpulint.core.message import capitalized
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.core.quantity import abbreviated
+from gpulint.engine.rule import Context, related
+from gpulint.input.document import as_dict
 from gpulint.inventory import Inventory
-from gpulint.message import capitalized
-from gpulint.model import Finding, Related, Severity
-from gpulint.monitoring import DcgmScrape
-from gpulint.promql import metric_names_in_query
-from gpulint.quantity import abbreviated
-from gpulint.rule import Context, related
+from gpulint.metrics.names import Exporter, is_dcgm_field, lookup
+from gpulint.metrics.promql import metric_names_in_query
 
 ID = "GL403"
 NAME = "adapter-label-mapping"

@@ -66,17 +66,17 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple, Protocol
 
-from gpulint import querytemplate
-from gpulint.adapter import EXTERNAL, MAX_QUERY_CHARS, AdapterRule
+from gpulint.chain.adapter import EXTERNAL, MAX_QUERY_CHARS, AdapterRule
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
-from gpulint.model import Finding, Severity
-from gpulint.promql import (
+from gpulint.metrics import querytemplate
+from gpulint.metrics.promql import (
     PlacedAggregation,
     metric_names_in_query,
     outermost_aggregations,
     top_level_text,
 )
-from gpulint.rule import Context
 
 ID = "GL404"
 NAME = "adapter-query-template"

@@ -68,7 +68,7 @@ import re
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from gpulint.adapter import (
+from gpulint.chain.adapter import (
     CONFIG_KEYS,
     FILTER_KEYS,
     NAME_KEYS,
@@ -81,11 +81,11 @@ from gpulint.adapter import (
     compile_go_regex,
     go_regex_problem,
 )
-from gpulint.document import Path, as_dict
+from gpulint.core.model import Finding, Severity
+from gpulint.core.quantity import abbreviated
+from gpulint.engine.rule import Context
+from gpulint.input.document import Path, as_dict
 from gpulint.inventory import Inventory
-from gpulint.model import Finding, Severity
-from gpulint.quantity import abbreviated
-from gpulint.rule import Context
 
 ID = "GL405"
 NAME = "adapter-config-schema"

@@ -46,14 +46,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint.adapter import CUSTOM, AdapterRule
-from gpulint.gpumetrics import Exporter, GpuMetric, Scale, lookup
-from gpulint.hpa import HPA, HpaMetric
+from gpulint.chain.adapter import CUSTOM, AdapterRule
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.core.quantity import format_number, try_quantity
+from gpulint.engine.rule import Context, related
 from gpulint.inventory import Inventory, ResolvedTarget
-from gpulint.model import Finding, Related, Severity
-from gpulint.promql import metric_names_in_query, placed_aggregations, top_level_text
-from gpulint.quantity import format_number, try_quantity
-from gpulint.rule import Context, related
+from gpulint.kinds.hpa import HPA, HpaMetric
+from gpulint.metrics.names import Exporter, GpuMetric, Scale, lookup
+from gpulint.metrics.promql import metric_names_in_query, placed_aggregations, top_level_text
 
 ID = "GL406"
 NAME = "adapter-sum-over-gpus"

@@ -45,11 +45,11 @@ import json
 import re
 from collections.abc import Iterator
 
-from gpulint.adapter import AdapterRule
-from gpulint.gpumetrics import Scale, lookup
+from gpulint.chain.adapter import AdapterRule
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context
+from gpulint.metrics.names import Scale, lookup
 
 ID = "GL407"
 NAME = "adapter-unit-mismatch"

@@ -47,15 +47,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint.adapter import AdapterRule, requested_metric_name
-from gpulint.gpumetrics import Exporter, GpuMetric, Scale, canonical_metric_name, lookup
-from gpulint.hpa import HPA, HpaMetric
+from gpulint.chain.adapter import AdapterRule, requested_metric_name
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.core.quantity import format_number, try_quantity
+from gpulint.engine.rule import Context, related
 from gpulint.inventory import Inventory
-from gpulint.model import Finding, Related, Severity
-from gpulint.promql import mention, metric_names_in_query
-from gpulint.quantity import format_number, try_quantity
-from gpulint.rule import Context, related
-from gpulint.workload import GpuRequest
+from gpulint.kinds.hpa import HPA, HpaMetric
+from gpulint.kinds.workload import GpuRequest
+from gpulint.metrics.names import Exporter, GpuMetric, Scale, canonical_metric_name, lookup
+from gpulint.metrics.promql import mention, metric_names_in_query
 
 ID = "GL408"
 NAME = "adapter-mig-gpu-util"

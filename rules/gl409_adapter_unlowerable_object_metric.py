@@ -56,13 +56,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from gpulint.adapter import CUSTOM, AdapterRule, canonical_resource
-from gpulint.gpumetrics import Exporter, is_dcgm_field, lookup
-from gpulint.hpa import HPA, HpaMetric
+from gpulint.chain.adapter import CUSTOM, AdapterRule, canonical_resource
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.engine.rule import Context, related
 from gpulint.inventory import Inventory, ResolvedTarget
-from gpulint.model import Finding, Related, Severity
-from gpulint.promql import metric_names_in_query, outermost_aggregations
-from gpulint.rule import Context, related
+from gpulint.kinds.hpa import HPA, HpaMetric
+from gpulint.metrics.names import Exporter, is_dcgm_field, lookup
+from gpulint.metrics.promql import metric_names_in_query, outermost_aggregations
 
 ID = "GL409"
 NAME = "adapter-unlowerable-object-metric"

@@ -54,11 +54,8 @@ from collections.abc import Iterator
 from decimal import ROUND_CEILING
 from typing import Any, NamedTuple
 
-from gpulint.engine import PodOwner
-from gpulint.inventory import Inventory
-from gpulint.knative import KNATIVE_SERVING_GROUP
-from gpulint.model import Finding, Severity
-from gpulint.quantity import (
+from gpulint.core.model import Finding, Severity
+from gpulint.core.quantity import (
     Quantity,
     QuantityError,
     QuantityOutOfRange,
@@ -69,8 +66,11 @@ from gpulint.quantity import (
     shown_value,
     try_quantity,
 )
-from gpulint.rule import Context
-from gpulint.workload import Container, PodTemplate
+from gpulint.engine.rule import Context
+from gpulint.engine.runner import PodOwner
+from gpulint.inventory import Inventory
+from gpulint.kinds.knative import KNATIVE_SERVING_GROUP
+from gpulint.kinds.workload import Container, PodTemplate
 
 ID = "GL501"
 NAME = "gpu-resource-requests"

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context
 
 ID = "GL703"
 NAME = "unused-suppression"

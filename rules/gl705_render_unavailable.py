@@ -54,9 +54,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpulint.core.model import Finding, Location, Severity
+from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
-from gpulint.model import Finding, Location, Severity
-from gpulint.rule import Context
 
 ID = "GL705"
 NAME = "render-unavailable"

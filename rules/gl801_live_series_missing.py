@@ -54,7 +54,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.adapter import EXTERNAL, AdapterRule
+from gpulint.chain.adapter import EXTERNAL, AdapterRule
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.engine.rule import Context, related
 from gpulint.inventory import Inventory
 from gpulint.live.options import format_duration
 from gpulint.live.snapshot import (
@@ -63,9 +65,7 @@ from gpulint.live.snapshot import (
     SeriesSummary,
 )
 from gpulint.live.words import ago, labels_carried, listing, rule_label
-from gpulint.model import Finding, Related, Severity
-from gpulint.promql import Matcher
-from gpulint.rule import Context, related
+from gpulint.metrics.promql import Matcher
 
 ID = "GL801"
 NAME = "live-series-missing"

@@ -52,14 +52,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpulint.adapter import AdapterRule, canonical_resource, render_resource_template
-from gpulint.document import Path
-from gpulint.gpumetrics import looks_like_gpu_metric
+from gpulint.chain.adapter import AdapterRule, canonical_resource, render_resource_template
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
+from gpulint.input.document import Path
 from gpulint.inventory import Inventory
 from gpulint.live.snapshot import NAMESPACE_LABELS, POD_LABELS, LiveSnapshot, SeriesSummary
 from gpulint.live.words import listing, rule_label
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context
+from gpulint.metrics.names import looks_like_gpu_metric
 
 ID = "GL802"
 NAME = "live-label-mapping"

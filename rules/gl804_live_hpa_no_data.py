@@ -52,12 +52,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.hpa import HPA
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context, related
 from gpulint.inventory import Inventory
+from gpulint.kinds.hpa import HPA
 from gpulint.live.snapshot import HpaEvidence, LiveSnapshot
 from gpulint.live.words import code, listing, rule_where
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context, related
 
 ID = "GL804"
 NAME = "live-hpa-no-data"

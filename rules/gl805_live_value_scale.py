@@ -42,16 +42,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.gpumetrics import scale_of
-from gpulint.hpa import HPA
+from gpulint.core.model import Finding, Severity
+from gpulint.core.quantity import paste_quantity, ratio_target_fix, try_quantity
+from gpulint.engine.rule import Context, related
 from gpulint.inventory import Inventory
+from gpulint.kinds.hpa import HPA
 from gpulint.live.options import format_duration
 from gpulint.live.scale import Verdict, between, judge
 from gpulint.live.snapshot import HpaEvidence, LiveSnapshot
 from gpulint.live.words import number, rule_where, stats
-from gpulint.model import Finding, Severity
-from gpulint.quantity import paste_quantity, ratio_target_fix, try_quantity
-from gpulint.rule import Context, related
+from gpulint.metrics.names import scale_of
 
 ID = "GL805"
 NAME = "live-value-scale"

@@ -43,13 +43,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.document import Document, Path
+from gpulint.chain.monitors import Monitor
+from gpulint.chain.scrape import (
+    dcgm_series_read,
+    dcgm_targets,
+    endpoint_problems,
+    selection_problem,
+)
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
+from gpulint.input.document import Document, Path
 from gpulint.inventory import Inventory
 from gpulint.live.snapshot import LiveSnapshot
-from gpulint.model import Finding, Severity
-from gpulint.monitors import Monitor
-from gpulint.rule import Context
-from gpulint.scrape import dcgm_series_read, dcgm_targets, endpoint_problems, selection_problem
 
 ID = "GL806"
 NAME = "live-exporter-not-scraped"

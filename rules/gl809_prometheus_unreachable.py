@@ -39,11 +39,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.document import Document, Path
+from gpulint.core.model import Finding, Location, Severity
+from gpulint.engine.rule import Context
+from gpulint.input.document import Document, Path
 from gpulint.inventory import Inventory
 from gpulint.live.snapshot import LiveSnapshot
-from gpulint.model import Finding, Location, Severity
-from gpulint.rule import Context
 
 ID = "GL809"
 NAME = "prometheus-unreachable"

@@ -57,8 +57,10 @@ import json
 import re
 from collections.abc import Iterator
 
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
-from gpulint.keda import ScaledObject
+from gpulint.kinds.keda import ScaledObject
 from gpulint.live.kedaquery import Answer
 from gpulint.live.options import format_duration
 from gpulint.live.snapshot import LiveSnapshot, SeriesSummary, TriggerEvidence
@@ -71,9 +73,7 @@ from gpulint.live.words import (
     sent_to,
     target_of,
 )
-from gpulint.model import Finding, Severity
-from gpulint.promql import Matcher, Selector, mention, metric_names_in_query
-from gpulint.rule import Context
+from gpulint.metrics.promql import Matcher, Selector, mention, metric_names_in_query
 
 ID = "GL811"
 NAME = "live-keda-no-data"

@@ -73,11 +73,11 @@ from gpulint.cluster.snapshot import (
     ClusterSnapshot,
     MetricProbe,
 )
-from gpulint.hpa import HPA, HpaMetric
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
-from gpulint.keda import scaled_object_of
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context
+from gpulint.kinds.hpa import HPA, HpaMetric
+from gpulint.kinds.keda import scaled_object_of
 
 ID = "GL901"
 NAME = "cluster-metric-unavailable"

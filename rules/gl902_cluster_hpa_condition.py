@@ -42,11 +42,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.document import as_dict, as_list
-from gpulint.hpa import HPA
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context
+from gpulint.input.document import as_dict, as_list
 from gpulint.inventory import Inventory
-from gpulint.model import Finding, Severity
-from gpulint.rule import Context
+from gpulint.kinds.hpa import HPA
 
 ID = "GL902"
 NAME = "cluster-hpa-condition"

@@ -49,19 +49,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.document import Manifest, as_dict
-from gpulint.hpa import CUSTOM_METRIC_TYPES, HPA
+from gpulint.core.model import Finding, Related, Severity
+from gpulint.core.quantity import format_number, try_quantity
+from gpulint.engine.rule import Context, related
+from gpulint.input.document import Manifest, as_dict
 from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.knative import (
+from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA
+from gpulint.kinds.knative import (
     CONFIGURATION_LABEL,
     HPA_CLASS,
     KnativeService,
     owning_revision,
     revision_deployment_parent,
 )
-from gpulint.model import Finding, Related, Severity
-from gpulint.quantity import format_number, try_quantity
-from gpulint.rule import Context, related
 
 ID = "GL903"
 NAME = "cluster-knative-owned-target"

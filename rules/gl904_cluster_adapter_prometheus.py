@@ -41,11 +41,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpulint.chain.scrape import looks_like_prometheus, url_fix
+from gpulint.chain.urls import PrometheusUrl
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.rule import Context, related
 from gpulint.inventory import Inventory
-from gpulint.model import Finding, Severity
-from gpulint.promurl import PrometheusUrl
-from gpulint.rule import Context, related
-from gpulint.scrape import looks_like_prometheus, url_fix
 
 ID = "GL904"
 NAME = "cluster-adapter-prometheus"

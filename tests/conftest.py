@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.config import Settings
-from gpulint.engine import Result, Selection, inventory_from_paths, run
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.files import build_units, lint_units, plan_units
+from gpulint.engine.runner import Result, Selection, inventory_from_paths, run
+from gpulint.input.loader import load_file
+from gpulint.input.units import RenderOptions
 from gpulint.inventory import Inventory
-from gpulint.lint import build_units, lint_units, plan_units
-from gpulint.loader import load_file
-from gpulint.model import Finding
-from gpulint.units import RenderOptions
 
 from . import artifacts
 from .tools import helm_command, kustomize_command

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from gpulint.adapter import (
+from gpulint.chain.adapter import (
     CUSTOM,
     EXTERNAL,
     AdapterConfig,
@@ -17,15 +17,15 @@ from gpulint.adapter import (
     go_truthy,
     requested_metric_name,
 )
-from gpulint.config import Settings
-from gpulint.document import Document
-from gpulint.gpumetrics import Exporter, is_dcgm_field, lookup
+from gpulint.chain.scrapelabels import scrapes_in_values
+from gpulint.engine.config import Settings
+from gpulint.input.document import Document
+from gpulint.input.loader import load_file
+from gpulint.input.yamlparse import parse_documents
 from gpulint.inventory import Inventory
-from gpulint.loader import load_file
-from gpulint.monitoring import scrapes_in_values
-from gpulint.promql import outermost_aggregations, placed_aggregations, top_level_text
-from gpulint.querytemplate import TemplateError, parse
-from gpulint.yamlparse import parse_documents
+from gpulint.metrics.names import Exporter, is_dcgm_field, lookup
+from gpulint.metrics.promql import outermost_aggregations, placed_aggregations, top_level_text
+from gpulint.metrics.querytemplate import TemplateError, parse
 
 
 def inventory_of(text: str, name: str = "input.yaml") -> Inventory:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from gpulint.baseline import Baseline, fingerprint, load_baseline, node_path
-from gpulint.changed import changed_lines, document_spans
+from gpulint.adoption.baseline import Baseline, fingerprint, load_baseline, node_path
+from gpulint.adoption.changed import changed_lines, document_spans
 from gpulint.cli import main
-from gpulint.model import Finding, Location, ObjectRef, Severity
+from gpulint.core.model import Finding, Location, ObjectRef, Severity
 
 DEPLOYMENT = """\
 apiVersion: apps/v1

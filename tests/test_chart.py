@@ -45,9 +45,14 @@ from gpulint.cluster.kinds import (
     AdapterConfigMapSelector,
     watched_kinds,
 )
-from gpulint.document import Manifest
-from gpulint.kinds import spec_of
-from gpulint.workload import GPU_RESOURCE_NAMES, GPU_RESOURCE_PREFIXES, GpuNames, pod_templates
+from gpulint.input.document import Manifest
+from gpulint.kinds.registry import spec_of
+from gpulint.kinds.workload import (
+    GPU_RESOURCE_NAMES,
+    GPU_RESOURCE_PREFIXES,
+    GpuNames,
+    pod_templates,
+)
 
 from .kubefake import FakeCluster, KubeFake, Resource
 from .tools import helm_command, kustomize_build, kustomize_command
@@ -629,7 +634,7 @@ def test_workloads_are_sent_when_they_ask_for_gpus(
 
 
 def test_every_gpu_resource_gpulint_knows_is_sent(renders: dict[str, Rendered]) -> None:
-    """The chart's list follows gpulint's (gpulint.workload): a name added there and not in
+    """The chart's list follows gpulint's (gpulint.kinds.workload): a name added there and not in
     the chart's matchConditions would leave such workloads unchecked."""
     configuration = renders["defaults"].one("ValidatingWebhookConfiguration")
     resources = [*GPU_RESOURCE_NAMES, *(f"{prefix}any" for prefix in GPU_RESOURCE_PREFIXES)]

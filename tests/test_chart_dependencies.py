@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.units import RenderOptions
+from gpulint.input.units import RenderOptions
 
 from .conftest import FIXTURES, lint_result
 

@@ -1,5 +1,5 @@
 """GPUs through DRA: ResourceClaims and ResourceClaimTemplates in each API version, the
-claims pods name, and how they count as GPUs (gpulint.dra, gpulint.workload)."""
+claims pods name, and how they count as GPUs (gpulint.kinds.dra, gpulint.kinds.workload)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 
 from gpulint.cluster.kinds import RESOURCES
 from gpulint.cluster.reading import cluster_file, cluster_manifest
-from gpulint.config import ConfigError, Settings, settings_from_data
-from gpulint.document import Manifest
-from gpulint.dra import Alternative, DeviceRequest, PodClaim, device_requests, pod_claims
+from gpulint.engine.config import ConfigError, Settings, settings_from_data
+from gpulint.input.document import Manifest
 from gpulint.inventory import Inventory
-from gpulint.workload import ClaimedGpu, containers_of, pod_templates
+from gpulint.kinds.dra import Alternative, DeviceRequest, PodClaim, device_requests, pod_claims
+from gpulint.kinds.workload import ClaimedGpu, containers_of, pod_templates
 
 from .conftest import lint_text
 

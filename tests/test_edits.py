@@ -1,4 +1,4 @@
-"""The edit engine (gpulint.edits): operations on parsed nodes placed as text edits that keep
+"""The edit engine (adoption.edits): operations on parsed nodes placed as text edits that keep
 everything else of the file byte for byte, and refused rather than guessed."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpulint import edits
-from gpulint.document import Document
-from gpulint.edits import Sources, apply, plan_edits, resolve
-from gpulint.loader import load_file
+from gpulint.adoption import edits
+from gpulint.adoption.edits import Sources, apply, plan_edits, resolve
+from gpulint.input.document import Document
+from gpulint.input.loader import load_file
 
 
 def _document(tmp_path: Path, text: str, index: int = 0, name: str = "a.yaml") -> Document:
@@ -185,6 +185,6 @@ def test_files_a_fix_may_not_write_are_refused(tmp_path: Path) -> None:
     "key", ["on", "yes", "No", "null", "1", "1e5", "~", "a: b", "#x", "- x", "true"]
 )
 def test_keys_are_written_so_yaml_reads_them_back(key: str) -> None:
-    from gpulint.edits import _key_text
+    from gpulint.adoption.edits import _key_text
 
     assert yaml.safe_load(f"{_key_text(key)}: 0") == {key: 0}

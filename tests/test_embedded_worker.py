@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from gpulint.admission.embedded import EmbeddedWorker, ParseLimit
-from gpulint.yamlparse import YamlError
+from gpulint.input.yamlparse import YamlError
 
 CONFIG = "rules:\n- seriesQuery: DCGM_FI_DEV_GPU_UTIL\n  metricsQuery: avg(<<.Series>>)\n"
 

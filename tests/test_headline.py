@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpulint.message import split_message
-from gpulint.model import Finding, Location, Severity
+from gpulint.core.message import split_message
+from gpulint.core.model import Finding, Location, Severity
 
 from .conftest import FIXTURES, lint_paths
 

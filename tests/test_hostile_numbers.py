@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import pytest
 
-from gpulint.quantity import (
+from gpulint.core.quantity import (
     QuantityError,
     QuantityOutOfRange,
     parse_quantity,

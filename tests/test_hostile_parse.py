@@ -20,8 +20,8 @@ from typing import TypeVar
 
 import pytest
 
-from gpulint.loader import load_file
-from gpulint.yamlparse import (
+from gpulint.input.loader import load_file
+from gpulint.input.yamlparse import (
     MAX_NUMBER_CHARS,
     OversizedNumber,
     ParsedDocument,

@@ -20,15 +20,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpulint.config import ConfigError, Settings, settings_from_data
-from gpulint.lint import build_units, plan_units
-from gpulint.loader import InputError
-from gpulint.units import RenderOptions, Unit
-from gpulint.units.boundary import boundaries_of, inside, tree_problem
-from gpulint.units.helm import chart_name, template_file
-from gpulint.units.kustomize import Kustomization
-from gpulint.units.references import is_remote, remote_reason
-from gpulint.units.tools import Limits, RenderBudget, run_tool, scrub
+from gpulint.engine.config import ConfigError, Settings, settings_from_data
+from gpulint.engine.files import build_units, plan_units
+from gpulint.input.loader import InputError
+from gpulint.input.units import RenderOptions, Unit
+from gpulint.input.units.boundary import boundaries_of, inside, tree_problem
+from gpulint.input.units.helm import chart_name, template_file
+from gpulint.input.units.kustomize import Kustomization
+from gpulint.input.units.references import is_remote, remote_reason
+from gpulint.input.units.tools import Limits, RenderBudget, run_tool, scrub
 
 from .tools import helm_command, kustomize_command
 
@@ -556,7 +556,7 @@ def test_a_units_glob_out_of_the_repository_is_a_config_error(
 def test_a_units_glob_over_a_huge_tree_stops_at_its_bound(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gpulint.units.plan as plan_module
+    import gpulint.input.units.plan as plan_module
 
     for i in range(60):
         (repo / f"d{i}" / "e").mkdir(parents=True)

@@ -544,7 +544,7 @@ def test_diff_keeps_a_file_with_a_control_character_out_of_the_patch(tmp_path: P
 
 
 def test_safe_patch() -> None:
-    from gpulint.edits import unified_diff
+    from gpulint.adoption.edits import unified_diff
     from gpulint.report.escape import safe_patch
 
     before = ["a\n", "  ::error x\n", "b\n", "##[warning]y"]

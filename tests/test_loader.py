@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.document import position_of
+from gpulint.input.document import position_of
+from gpulint.input.loader import InputError, load_file
+from gpulint.input.units.walk import walk
+from gpulint.input.yamlparse import MAX_EXPANDED_NODES, YamlError, parse_documents
 from gpulint.inventory import Inventory
-from gpulint.loader import InputError, load_file
-from gpulint.units.walk import walk
-from gpulint.yamlparse import MAX_EXPANDED_NODES, YamlError, parse_documents
 
 from .conftest import lint_paths, lint_text, rules_of
 

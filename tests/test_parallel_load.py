@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.loader import LoadedFile, load_file
-from gpulint.units import parallel
+from gpulint.input.loader import LoadedFile, load_file
+from gpulint.input.units import parallel
 
 from .conftest import FIXTURES
 

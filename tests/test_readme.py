@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpulint.engine import all_rules
-from gpulint.ruledocs import (
+from gpulint.engine.docs import (
     RULES_DOC,
     TABLE_BEGIN,
     TABLE_END,
@@ -13,10 +12,11 @@ from gpulint.ruledocs import (
     rules_document,
     rules_table,
 )
+from gpulint.engine.runner import all_rules
 
 from .conftest import ROOT
 
-REGENERATE = "regenerate with: python -m gpulint.ruledocs"
+REGENERATE = "regenerate with: python -m gpulint.engine.docs"
 
 
 def test_readme_rule_table_matches_the_catalog() -> None:

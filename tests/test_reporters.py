@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpulint import ruledocs
-from gpulint.engine import Result
-from gpulint.model import Finding, Location, ObjectRef, Related, Severity
+from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity
+from gpulint.engine import docs as ruledocs
+from gpulint.engine.runner import Result
 from gpulint.report import render
 from gpulint.report.text import DEFAULT_WIDTH, output_width
 

@@ -8,10 +8,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpulint.config import Settings
-from gpulint.engine import run
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import run
+from gpulint.input.loader import load_file
 from gpulint.inventory import Inventory
-from gpulint.loader import load_file
 
 from .conftest import FIXTURES, lint_text
 

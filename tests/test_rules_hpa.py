@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.config import RuleSettings, Settings
-from gpulint.model import Finding, Severity
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.config import RuleSettings, Settings
 
 from .conftest import lint_paths, lint_text
 
@@ -976,8 +976,8 @@ def test_corpus_findings_are_exactly_the_reviewed_ones(corpus: Path) -> None:
 
 
 def test_options_are_read_from_the_configuration_file() -> None:
-    from gpulint.config import settings_from_data
-    from gpulint.engine import rule_option_schemas
+    from gpulint.engine.config import settings_from_data
+    from gpulint.engine.runner import rule_option_schemas
 
     data = {
         "rules": {

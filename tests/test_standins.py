@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.units import RenderOptions
+from gpulint.input.units import RenderOptions
 
 from . import artifacts
 from .conftest import FIXTURES, lint_result

@@ -23,7 +23,12 @@ spec:
         resources: {limits: {nvidia.com/gpu: 1}}
 """
 
-NOT_NEEDED = ("gpulint.units.render", "gpulint.units.tools", "gpulint.fixing", "difflib")
+NOT_NEEDED = (
+    "gpulint.input.units.render",
+    "gpulint.input.units.tools",
+    "gpulint.adoption.fix",
+    "difflib",
+)
 
 
 def _imported_after(paths: list[str]) -> list[str]:
@@ -31,11 +36,11 @@ def _imported_after(paths: list[str]) -> list[str]:
     and linting ``paths`` as ``gpulint lint`` does (and counting the fixable findings)."""
     code = (
         "import sys\n"
-        "from gpulint.config import Settings\n"
-        "from gpulint.edits import fixable\n"
-        "from gpulint.engine import Selection\n"
-        "from gpulint.lint import build_units, lint_units, plan_units\n"
-        "from gpulint.units import RenderOptions\n"
+        "from gpulint.engine.config import Settings\n"
+        "from gpulint.adoption.edits import fixable\n"
+        "from gpulint.engine.runner import Selection\n"
+        "from gpulint.engine.files import build_units, lint_units, plan_units\n"
+        "from gpulint.input.units import RenderOptions\n"
         f"units = build_units(plan_units({paths!r}, Settings()), RenderOptions())\n"
         "result = lint_units(units, Settings(), Selection())\n"
         "assert result.objects == 1, result.objects\n"
@@ -59,15 +64,15 @@ def test_a_kustomization_still_loads_the_renderer(tmp_path: Path) -> None:
     (tmp_path / "deployment.yaml").write_text(DEPLOYMENT)
     code = (
         "import sys\n"
-        "from gpulint.config import Settings\n"
-        "from gpulint.lint import build_units, plan_units\n"
-        "from gpulint.units import RenderOptions\n"
+        "from gpulint.engine.config import Settings\n"
+        "from gpulint.engine.files import build_units, plan_units\n"
+        "from gpulint.input.units import RenderOptions\n"
         f"plans = plan_units([{str(tmp_path)!r}], Settings())\n"
         "assert any(p.kustomizations for p in plans), plans\n"
         "options = RenderOptions(kustomize='/nonexistent/kustomize')\n"
         "build_units(plans, options)\n"
         "assert options.budget is options.budget  # one budget for the whole run\n"
-        "print('gpulint.units.render' in sys.modules)\n"
+        "print('gpulint.input.units.render' in sys.modules)\n"
     )
     output = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

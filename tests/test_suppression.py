@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpulint.model import Finding
+from gpulint.core.model import Finding
 
 from .conftest import lint_text as lint_all
 from .conftest import rules_of

@@ -15,7 +15,7 @@ import pytest
 
 import gpulint
 from gpulint.cli import main
-from gpulint.model import ObjectRef
+from gpulint.core.model import ObjectRef
 from gpulint.trace.chain import STAGES, Link, Trace
 from gpulint.trace.render import render_mermaid, render_text
 
@@ -164,7 +164,7 @@ def test_mermaid_labels_cannot_end_their_node() -> None:
 
 
 def _location():  # type: ignore[no-untyped-def]
-    from gpulint.model import Location
+    from gpulint.core.model import Location
 
     return Location("f.yaml", 1, 1)
 

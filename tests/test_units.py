@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.config import Settings
-from gpulint.engine import Result, Selection
-from gpulint.lint import build_units, lint_units, plan_units
-from gpulint.model import Finding
-from gpulint.units import RenderOptions
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.files import build_units, lint_units, plan_units
+from gpulint.engine.runner import Result, Selection
+from gpulint.input.units import RenderOptions
 
 from .conftest import FIXTURES, ROOT, lint_result
 

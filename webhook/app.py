@@ -46,7 +46,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 
 from gpulint.cluster.decoding import MAX_OBJECT_DEPTH
-from gpulint.engine import DeadlineExceeded
+from gpulint.engine.runner import DeadlineExceeded
 
 from .connections import BodyPool
 from .evaluator import (
@@ -122,7 +122,7 @@ class WebhookApp:
         deny_undecodable: bool = False,
         max_buffered_bytes: int | None = None,
     ) -> None:
-        from gpulint.model import Severity
+        from gpulint.core.model import Severity
 
         self.evaluator = evaluator
         self.decider = Decider(

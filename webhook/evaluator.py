@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gpulint.admission.overlay import FINDINGS_PER_RULE
-from gpulint.classify import EmbeddedParser, parse_embedded
-from gpulint.config import Settings
-from gpulint.engine import INTERNAL_ERROR, Selection
-from gpulint.kinds import evaluated_kinds
-from gpulint.model import Finding, ObjectRef, Severity
+from gpulint.core.model import Finding, ObjectRef, Severity
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import INTERNAL_ERROR, Selection
+from gpulint.kinds.classify import EmbeddedParser, parse_embedded
+from gpulint.kinds.registry import evaluated_kinds
 
 from .review import (
     ReviewRequest,
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from .live import LiveRefresh
 
-# (API group, kind) of the objects gpulint evaluates (gpulint.kinds); any version of the
+# (API group, kind) of the objects gpulint evaluates (gpulint.kinds.registry); any version of the
 # group (an autoscaling/v2beta2 HPA is evaluated, and GL109 says it is no longer served).
 EVALUATED_KINDS = evaluated_kinds()
 
@@ -79,7 +79,7 @@ class ClusterEvaluator:
         self.live = live
         self._live_rules: frozenset[str] = frozenset()
         if live is not None:
-            from gpulint.engine import rule_index
+            from gpulint.engine.runner import rule_index
 
             self._live_rules = frozenset(i.id for i in rule_index() if i.requires == "live")
 

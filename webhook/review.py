@@ -6,7 +6,7 @@ An object nested deeper than ``gpulint.cluster.decoding.MAX_OBJECT_DEPTH`` level
 server passes on up to 10,000) is read with its deeper parts cut (``too_deep``), never
 refused as undecodable: the envelope and what the rules read stay whole, so the review is
 judged and answered (``webhook.app`` says what happens to such an object).
-Numbers are read as the linter reads them (``gpulint.yamlparse.read_json``): one that is too
+Numbers are read as the linter reads them (``gpulint.input.yamlparse.read_json``): one that is too
 long or too large to hold (a 4,301-digit integer, ``1e400``) stays its text, so that the
 rules report it as out of range and the review is still answered.
 
@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulint.cluster.decoding import MAX_OBJECT_DEPTH, has_too_deep, loads_bounded
-from gpulint.message import split_message
-from gpulint.model import Finding, Severity
+from gpulint.core.message import split_message
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.docs import rule_doc_link
+from gpulint.input.yamlparse import read_json
 from gpulint.report.escape import escape_controls, safe_lines
-from gpulint.ruledocs import rule_doc_link
-from gpulint.yamlparse import read_json
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from gpulint.yamlparse import ParsedDocument, YamlError, parse_documents
+from gpulint.input.yamlparse import ParsedDocument, YamlError, parse_documents
 
 MAX_BYTES = 1 << 20  # a ConfigMap holds at most 1 MiB
 TIMEOUT = 1.0

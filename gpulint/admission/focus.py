@@ -18,19 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulint.adapter import AdapterConfig, AdapterRule, requested_metric_name
-from gpulint.classify import classify_manifest
-from gpulint.document import Manifest, as_dict
-from gpulint.dra import is_device_claim
-from gpulint.engine import PodOwner, pod_owner
-from gpulint.hpa import HPA
+from gpulint.chain.adapter import AdapterConfig, AdapterRule, requested_metric_name
+from gpulint.core.model import Finding, ObjectRef
+from gpulint.engine.rule import SCOPES
+from gpulint.engine.runner import PodOwner, pod_owner
+from gpulint.input.document import Manifest, as_dict
 from gpulint.inventory import Inventory, Key, TargetGroup, key_of
-from gpulint.keda import ScaledObject
-from gpulint.kinds import AUTOSCALER, ViewContext, spec_for
-from gpulint.knative import KnativeService
-from gpulint.kserve import InferenceService, default_mode_from_configmap
-from gpulint.model import Finding, ObjectRef
-from gpulint.rule import SCOPES
+from gpulint.kinds.classify import classify_manifest
+from gpulint.kinds.dra import is_device_claim
+from gpulint.kinds.hpa import HPA
+from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.knative import KnativeService
+from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
+from gpulint.kinds.registry import AUTOSCALER, ViewContext, spec_for
 
 KSERVE_CONFIGMAP = "inferenceservice-config"
 # HPAs that read one metric the same way get the same answer from the adapter: a change of

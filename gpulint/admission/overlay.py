@@ -15,13 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from gpulint.admission.focus import related_items
-from gpulint.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
-from gpulint.config import Settings
-from gpulint.document import Manifest
-from gpulint.engine import DeadlineExceeded, Selection, run
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import DeadlineExceeded, Selection, run
+from gpulint.input.document import Manifest
 from gpulint.inventory import Inventory
-from gpulint.model import Finding
-from gpulint.promql import analysis_deadline
+from gpulint.kinds.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
+from gpulint.metrics.promql import analysis_deadline
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")
 # An admission answer has room for a few findings of each rule (the API server keeps 4 KiB of

@@ -22,7 +22,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gpulint.admission.overlay import admitted_manifest, check_deadline, evaluate_over
-from gpulint.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
 from gpulint.cluster.api import ApiError, KubeApi, WatchStream
 from gpulint.cluster.decoding import has_too_deep
 from gpulint.cluster.kinds import (
@@ -43,11 +42,12 @@ from gpulint.cluster.reading import (
     resource_version,
     too_deep_note,
 )
-from gpulint.config import Settings
-from gpulint.document import Manifest
-from gpulint.engine import Selection
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import Selection
+from gpulint.input.document import Manifest
 from gpulint.inventory import Inventory
-from gpulint.model import Finding
+from gpulint.kinds.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
 
 if TYPE_CHECKING:
     import kubernetes
@@ -234,7 +234,7 @@ class ClusterCache:
         if self._warmed or not self.synced():
             return
         self._warmed = True
-        from gpulint.engine import all_rules
+        from gpulint.engine.runner import all_rules
 
         all_rules()
         with self.lock:

@@ -10,11 +10,11 @@ Service's name is read.
 
 from __future__ import annotations
 
+from gpulint.chain.services import SERVICE_NAME_LABEL
 from gpulint.cluster.api import ApiError, KubeApi
 from gpulint.cluster.kinds import ENDPOINT_SLICES, ENDPOINTS
 from gpulint.cluster.reading import Discovery, cluster_manifest, list_objects
 from gpulint.inventory import Inventory
-from gpulint.services import SERVICE_NAME_LABEL
 
 # Services whose endpoints one run reads at most: the chain names a handful.
 MAX_SERVICES = 50

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from gpulint.kinds import KindSpec, read_specs, watched_specs
+from gpulint.kinds.registry import KindSpec, read_specs, watched_specs
 
 KSERVE_CONFIGMAP = "inferenceservice-config"
 # prometheus-community/prometheus-adapter chart: its ConfigMap carries the chart's name
@@ -76,8 +76,8 @@ def _resource(spec: KindSpec) -> WatchedKind:
     )
 
 
-# The kinds gpulint.kinds marks as watched, each in the versions it reads (autoscaling/v2beta2
-# only where v2 is not served, before Kubernetes 1.23).
+# The kinds gpulint.kinds.registry marks as watched, each in the versions it reads
+# (autoscaling/v2beta2 only where v2 is not served, before Kubernetes 1.23).
 RESOURCES: tuple[WatchedKind, ...] = tuple(_resource(spec) for spec in watched_specs())
 # What cluster mode lists besides: the scrape chain (dcgm-exporter's DaemonSets, Services,
 # monitors, Prometheus objects, namespaces, gpu-operator's ClusterPolicy). The webhook does not

@@ -31,9 +31,9 @@ from gpulint.cluster.snapshot import (
     UNAVAILABLE,
     MetricProbe,
 )
-from gpulint.document import as_dict
-from gpulint.hpa import HPA, HpaMetric
+from gpulint.input.document import as_dict
 from gpulint.inventory import Inventory
+from gpulint.kinds.hpa import HPA, HpaMetric
 
 # The versions the HPA controller's clients speak, preferred first.
 CUSTOM_VERSIONS = ("v1beta2", "v1beta1")

@@ -26,10 +26,10 @@ from gpulint.cluster.reading import (
     too_deep_note,
 )
 from gpulint.cluster.snapshot import ClusterSnapshot
-from gpulint.config import Settings
-from gpulint.engine import Selection, rule_index
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import Selection, rule_index
+from gpulint.input.loader import InputError
 from gpulint.inventory import Inventory
-from gpulint.loader import InputError
 
 PROBING_RULES = ("GL901",)
 

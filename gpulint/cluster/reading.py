@@ -12,8 +12,8 @@ from typing import Any
 from gpulint.cluster.api import ApiError, KubeApi
 from gpulint.cluster.decoding import MAX_OBJECT_DEPTH, has_too_deep
 from gpulint.cluster.kinds import WatchedKind
-from gpulint.document import Manifest
-from gpulint.dra import made_for_one_pod
+from gpulint.input.document import Manifest
+from gpulint.kinds.dra import made_for_one_pod
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PAGE_SIZE = 500

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gpulint.hpa import HPA
+from gpulint.kinds.hpa import HPA
 
 # The outcomes of one question to a metrics API.
 SERVED = "served"  # values came back

@@ -2,7 +2,7 @@
 
 The inventory is the seam between where objects come from (files and rendered output, an
 admission request, a live cluster) and the rules. It receives classified documents
-(``gpulint.classify``) and answers questions such as "what does this HPA scale, and does that
+(``gpulint.kinds.classify``) and answers questions such as "what does this HPA scale, and does that
 ask for GPUs?" or "which autoscalers claim this Deployment?". Its parts, one job each:
 
 * ``store``: the objects, by kind/namespace/name and by rule scope;
@@ -23,13 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from gpulint.adapter import AdapterConfig, AdapterRule
-from gpulint.chartvalues import ChartValues
-from gpulint.classify import Classified, classify_document, classify_manifest
-from gpulint.config import Settings
-from gpulint.document import Document, Manifest, Path, as_dict
-from gpulint.gitops import ReleaseFile
-from gpulint.hpa import HPA, TargetRef
+from gpulint.chain.adapter import AdapterConfig, AdapterRule
+from gpulint.chain.scrapelabels import DcgmScrape
+from gpulint.engine.config import Settings
+from gpulint.input.chartvalues import ChartValues
+from gpulint.input.document import Document, Manifest, Path, as_dict
+from gpulint.input.gitops import ReleaseFile
+from gpulint.input.loader import IgnoreComment, LoadedFile, LoadProblem
+from gpulint.input.yamlparse import DuplicateKey
 from gpulint.inventory.claims import Autoscaler, Claims, TargetGroup, is_generated_autoscaler
 from gpulint.inventory.devices import DeviceClaims
 from gpulint.inventory.exposure import Consumer, Exposure
@@ -37,18 +38,17 @@ from gpulint.inventory.nearest import nearest
 from gpulint.inventory.pipeline import Pipeline
 from gpulint.inventory.store import Key, ObjectStore, key_of
 from gpulint.inventory.targets import ResolvedTarget, TargetResolver
-from gpulint.keda import ScaledObject
-from gpulint.kinds import WORKLOAD, ViewContext, spec_for
-from gpulint.knative import KnativeService
-from gpulint.kserve import InferenceService, default_mode_from_configmap
-from gpulint.loader import IgnoreComment, LoadedFile, LoadProblem
-from gpulint.monitoring import DcgmScrape
-from gpulint.scaling import ScalingRange, replicas_range
-from gpulint.workload import GpuNames, PodTemplate, pod_templates
-from gpulint.yamlparse import DuplicateKey
+from gpulint.kinds.classify import Classified, classify_document, classify_manifest
+from gpulint.kinds.hpa import HPA, TargetRef
+from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.knative import KnativeService
+from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
+from gpulint.kinds.registry import WORKLOAD, ViewContext, spec_for
+from gpulint.kinds.scaling import ScalingRange, replicas_range
+from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
 
 if TYPE_CHECKING:
-    from gpulint.units import RenderProblem
+    from gpulint.input.units import RenderProblem
 
 __all__ = [
     "Autoscaler",

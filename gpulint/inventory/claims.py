@@ -12,13 +12,13 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from gpulint.document import Manifest, Path
-from gpulint.hpa import HPA, TargetRef
+from gpulint.input.document import Manifest, Path
 from gpulint.inventory.store import Key, ObjectStore, key_of
-from gpulint.keda import ScaledObject, scaled_object_of
-from gpulint.kinds import spec_for
-from gpulint.knative import revision_deployment_parent
-from gpulint.kserve import STANDARD, InferenceService
+from gpulint.kinds.hpa import HPA, TargetRef
+from gpulint.kinds.keda import ScaledObject, scaled_object_of
+from gpulint.kinds.knative import revision_deployment_parent
+from gpulint.kinds.kserve import STANDARD, InferenceService
+from gpulint.kinds.registry import spec_for
 
 if TYPE_CHECKING:
     from gpulint.inventory.targets import TargetResolver

@@ -1,6 +1,6 @@
 """The ResourceClaims and ResourceClaimTemplates pods name (DRA), and who names each.
 
-Pod templates look their claims up here (``gpulint.workload.ClaimSource``): by kind,
+Pod templates look their claims up here (``gpulint.kinds.workload.ClaimSource``): by kind,
 namespace and name, as the API server resolves them, and among copies in several
 directories the one nearest to the pod's object. ``generation`` counts the claims that came
 and went, so that what a pod template worked out from them is worked out again.
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulint.document import Document, Manifest
-from gpulint.dra import GROUP, is_device_claim
+from gpulint.input.document import Document, Manifest
 from gpulint.inventory.store import Key, ObjectStore, key_of
-from gpulint.workload import PodTemplate, pod_templates
+from gpulint.kinds.dra import GROUP, is_device_claim
+from gpulint.kinds.workload import PodTemplate, pod_templates
 
 
 class DeviceClaims:

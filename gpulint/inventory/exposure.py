@@ -16,17 +16,17 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from gpulint.adapter import (
+from gpulint.chain.adapter import (
     EXTERNAL,
     AdapterConfig,
     AdapterRule,
     canonical_resource,
     requested_metric_name,
 )
-from gpulint.document import Document
-from gpulint.hpa import HPA, HpaMetric
+from gpulint.chain.scrapelabels import DcgmScrape
+from gpulint.input.document import Document
 from gpulint.inventory.nearest import DirectoryIndex, consumer_directories, directory_parts
-from gpulint.monitoring import DcgmScrape
+from gpulint.kinds.hpa import HPA, HpaMetric
 
 
 def _api_of(api: str) -> str:

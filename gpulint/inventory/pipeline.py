@@ -14,9 +14,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from gpulint.chartvalues import DCGM_EXPORTER, GPU_OPERATOR, ChartValues
-from gpulint.document import Document, Manifest, Path
-from gpulint.exporter import (
+from gpulint.chain.exporter import (
     DcgmExporter,
     Placement,
     Taint,
@@ -24,10 +22,7 @@ from gpulint.exporter import (
     exporter_of,
     placement_of_pod,
 )
-from gpulint.gitops import ReleaseFile
-from gpulint.inventory.nearest import DirectoryIndex
-from gpulint.inventory.store import ObjectStore
-from gpulint.monitors import (
+from gpulint.chain.monitors import (
     DCGM_CHART_PORT,
     OPERATOR_EXPORTER,
     OPERATOR_PORT,
@@ -40,10 +35,8 @@ from gpulint.monitors import (
     monitor_of,
     scrapes_dcgm,
 )
-from gpulint.prometheus import PrometheusServer, prometheus_of, stack_server
-from gpulint.promurl import PrometheusUrl, adapter_values_url, deployment_urls, keda_urls
-from gpulint.selectors import Labels, LabelSelector, labels_of
-from gpulint.services import (
+from gpulint.chain.servers import PrometheusServer, prometheus_of, stack_server
+from gpulint.chain.services import (
     EndpointState,
     ServicePort,
     ServiceView,
@@ -51,10 +44,17 @@ from gpulint.services import (
     endpoints_service,
     service_view,
 )
-from gpulint.workload import GpuNames, PodTemplate
+from gpulint.chain.urls import PrometheusUrl, adapter_values_url, deployment_urls, keda_urls
+from gpulint.core.selectors import Labels, LabelSelector, labels_of
+from gpulint.input.chartvalues import DCGM_EXPORTER, GPU_OPERATOR, ChartValues
+from gpulint.input.document import Document, Manifest, Path
+from gpulint.input.gitops import ReleaseFile
+from gpulint.inventory.nearest import DirectoryIndex
+from gpulint.inventory.store import ObjectStore
+from gpulint.kinds.workload import GpuNames, PodTemplate
 
 if TYPE_CHECKING:
-    from gpulint.adapter import AdapterConfig
+    from gpulint.chain.adapter import AdapterConfig
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Taints every node may carry for a while, which pods tolerate by default (the

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from gpulint.document import Document, Manifest
+from gpulint.input.document import Document, Manifest
 from gpulint.inventory.nearest import nearest
-from gpulint.kinds import VIEW_SCOPES
+from gpulint.kinds.registry import VIEW_SCOPES
 
 Key = tuple[str, str, str]  # (kind, namespace or "", name)
 

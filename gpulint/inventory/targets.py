@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpulint.document import Document, Manifest
-from gpulint.hpa import TargetRef
+from gpulint.input.document import Document, Manifest
 from gpulint.inventory.store import Key, ObjectStore, key_of
-from gpulint.knative import (
+from gpulint.kinds.hpa import TargetRef
+from gpulint.kinds.knative import (
     KNATIVE_SERVING_GROUP,
     KnativeService,
     is_knative_service,
     revision_deployment_parent,
 )
-from gpulint.kserve import InferenceService
-from gpulint.workload import GpuNames, GpuRequest, PodTemplate, pod_templates
+from gpulint.kinds.kserve import InferenceService
+from gpulint.kinds.workload import GpuNames, GpuRequest, PodTemplate, pod_templates
 
 if TYPE_CHECKING:
-    from gpulint.kserve import Component
+    from gpulint.kinds.kserve import Component
 
 
 class ResolvedTarget:

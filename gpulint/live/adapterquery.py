@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpulint.adapter import EXTERNAL, AdapterRule, canonical_resource
-from gpulint.document import as_dict, as_list
-from gpulint.querytemplate import render
+from gpulint.chain.adapter import EXTERNAL, AdapterRule, canonical_resource
+from gpulint.input.document import as_dict, as_list
+from gpulint.metrics.querytemplate import render
 
 # Resources without a namespace: the adapter adds no namespace matcher for them.
 CLUSTER_SCOPED = ("namespaces", "nodes", "persistentvolumes")

@@ -35,10 +35,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gpulint.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
-from gpulint.hpa import HPA, HpaMetric
+from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
+from gpulint.chain.scrape import dcgm_series_read
 from gpulint.inventory import Inventory
-from gpulint.keda import PrometheusTrigger
+from gpulint.kinds.hpa import HPA, HpaMetric
+from gpulint.kinds.keda import PrometheusTrigger
 from gpulint.live.adapterquery import (
     QueryLabels,
     go_quote,
@@ -69,9 +70,8 @@ from gpulint.live.snapshot import (
     TriggerEvidence,
 )
 from gpulint.live.workers import run_all, run_each
-from gpulint.promql import metric_names_in_query, selectors_in_query
-from gpulint.querytemplate import RenderUnsupported, TemplateError
-from gpulint.scrape import dcgm_series_read
+from gpulint.metrics.promql import metric_names_in_query, selectors_in_query
+from gpulint.metrics.querytemplate import RenderUnsupported, TemplateError
 
 LIVE_RULES = (
     "GL801",

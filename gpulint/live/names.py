@@ -1,6 +1,6 @@
 """ "Did you mean": the names a missing GPU metric goes by in other exporters, and how to convert.
 
-Built on gpulint.gpumetrics (exporters, scales, DCGM equivalents). One relation is added here:
+Built on gpulint.metrics.names (exporters, scales, DCGM equivalents). One relation is added here:
 on MIG instances and in NVIDIA's own guidance ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` stands in for
 ``DCGM_FI_DEV_GPU_UTIL`` (NVIDIA/DCGM#80), on a 0-1 scale instead of 0-100.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from gpulint.gpumetrics import DCGM_NAMES, Exporter, GpuMetric, Scale, lookup
 from gpulint.live.snapshot import Alternative
+from gpulint.metrics.names import DCGM_NAMES, Exporter, GpuMetric, Scale, lookup
 
 _STAND_INS = {
     "DCGM_FI_DEV_GPU_UTIL": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 
-from gpulint.gpumetrics import Scale
+from gpulint.metrics.names import Scale
 
 
 class Verdict(enum.Enum):

@@ -25,7 +25,7 @@ from gpulint.live.snapshot import (
     SeriesSummary,
     Sighting,
 )
-from gpulint.promql import Matcher
+from gpulint.metrics.promql import Matcher
 
 
 def summarize(

@@ -40,10 +40,10 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gpulint.adapter import AdapterRule
-from gpulint.hpa import HPA, HpaMetric
-from gpulint.keda import PrometheusTrigger
-from gpulint.promql import Selector
+from gpulint.chain.adapter import AdapterRule
+from gpulint.kinds.hpa import HPA, HpaMetric
+from gpulint.kinds.keda import PrometheusTrigger
+from gpulint.metrics.promql import Selector
 
 if TYPE_CHECKING:
     from gpulint.inventory import Inventory

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 
-from gpulint.adapter import EXTERNAL, AdapterRule
+from gpulint.chain.adapter import EXTERNAL, AdapterRule
 from gpulint.live.kedaquery import request_for, same_server
 from gpulint.live.options import format_duration
 from gpulint.live.snapshot import NAMESPACE_LABELS, POD_LABELS, SeriesSummary, TriggerEvidence

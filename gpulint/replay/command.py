@@ -109,7 +109,7 @@ def _time(text: str) -> float:
 
 def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.cli import _built_units, _prepared_cluster, _settings, missing_extra
-    from gpulint.engine import Selection
+    from gpulint.engine.runner import Selection
     from gpulint.live.options import OptionError, parse_duration, parse_header, parse_url
 
     problem = missing_extra("live", "gpulint replay")
@@ -149,7 +149,7 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             return EXIT_USAGE
         inventories.append(cluster[0])
     else:
-        from gpulint.lint import unit_inventory
+        from gpulint.engine.files import unit_inventory
 
         built = _built_units(args, settings, stderr)
         if built is None:
@@ -245,7 +245,7 @@ def _write(
 
 
 def _exit_code(fail_on: str, replays: list[Replayed]) -> int:
-    from gpulint.model import Severity
+    from gpulint.core.model import Severity
 
     if fail_on == "never":
         return EXIT_OK

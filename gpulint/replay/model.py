@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpulint.document import Document, Path
+from gpulint.input.document import Document, Path
 from gpulint.replay.controller import Behavior, KedaActivation
 
 # How a metric's value relates to the replicas (see gpulint.replay.simulate):

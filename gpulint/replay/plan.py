@@ -17,16 +17,17 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gpulint.adapter import CUSTOM, EXTERNAL, canonical_resource
-from gpulint.document import as_dict
-from gpulint.gpumetrics import Scale, scale_of
-from gpulint.hpa import HPA, HPA_KIND, HpaMetric
+from gpulint.chain.adapter import CUSTOM, EXTERNAL, canonical_resource
+from gpulint.core.quantity import try_quantity
+from gpulint.input.document import as_dict
 from gpulint.inventory import Inventory
-from gpulint.keda import ScaledObject, scaled_object_of
+from gpulint.kinds.hpa import HPA, HPA_KIND, HpaMetric
+from gpulint.kinds.keda import ScaledObject, scaled_object_of
+from gpulint.kinds.workload import PodTemplate
 from gpulint.live.adapterquery import mapping_for, pod_name_pattern, render_query
 from gpulint.live.kedaquery import request_for
-from gpulint.quantity import try_quantity
-from gpulint.querytemplate import RenderUnsupported, TemplateError
+from gpulint.metrics.names import Scale, scale_of
+from gpulint.metrics.querytemplate import RenderUnsupported, TemplateError
 from gpulint.replay.controller import (
     KEDA_COOLDOWN_S,
     KEDA_INITIAL_COOLDOWN_S,
@@ -35,7 +36,6 @@ from gpulint.replay.controller import (
     hpa_min_replicas,
 )
 from gpulint.replay.model import ReplayMetric, ReplaySpec
-from gpulint.workload import PodTemplate
 
 # When the pod template has no probe to tell: a GPU inference pod pulls a large image and
 # loads a model before it serves; two minutes is a common floor. --pod-ready-after says better.

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from gpulint.model import Finding
+from gpulint.core.model import Finding
 from gpulint.replay.controller import SYNC_PERIOD_S
 from gpulint.replay.model import History
 from gpulint.replay.report import Replayed, describe_behavior, stamp

@@ -10,16 +10,16 @@ from typing import Any
 
 import yaml
 
-from gpulint.config import Settings
-from gpulint.engine import load_rule, rule_index
-from gpulint.hpa import behavior_fix
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.rule import Context
+from gpulint.engine.runner import load_rule, rule_index
 from gpulint.inventory import Inventory
-from gpulint.model import Finding
+from gpulint.kinds.hpa import behavior_fix
 from gpulint.replay.controller import Behavior
 from gpulint.replay.figures import Figures, measure
 from gpulint.replay.model import History, ReplaySpec, Run
 from gpulint.replay.simulate import replay
-from gpulint.rule import Context
 
 REPLAY = "replay"  # the REQUIRES of the rules only gpulint replay runs
 

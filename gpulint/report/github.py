@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from gpulint.engine import Result
-from gpulint.message import split_message
-from gpulint.model import Severity
-from gpulint.paths import display_path
+from gpulint.core.message import split_message
+from gpulint.core.model import Severity
+from gpulint.core.paths import display_path
+from gpulint.engine.runner import Result
 from gpulint.report.escape import escape_controls
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}

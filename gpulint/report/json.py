@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 import gpulint
-from gpulint.edits import Edit
-from gpulint.engine import Result
-from gpulint.model import Finding, ObjectRef, Severity
-from gpulint.paths import display_path
+from gpulint.adoption.edits import Edit
+from gpulint.core.model import Finding, ObjectRef, Severity
+from gpulint.core.paths import display_path
+from gpulint.engine.runner import Result
 from gpulint.report.escape import write_json
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from gpulint.engine import Result
-from gpulint.model import Severity
-from gpulint.paths import display_path
+from gpulint.core.model import Severity
+from gpulint.core.paths import display_path
+from gpulint.engine.runner import Result
 from gpulint.report.escape import markdown_text
 
 MAX_ROWS = 500

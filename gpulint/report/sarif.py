@@ -3,7 +3,7 @@
 One reportingDescriptor per rule, generated from the rule's docstring: ``shortDescription``
 its summary line, ``fullDescription`` what it checks, ``help`` the whole documentation,
 ``helpUri`` its section of docs/rules.md when gpulint knows where that is published
-(``gpulint.ruledocs.rules_doc_url``; SARIF wants an absolute URI there). Results have real
+(``gpulint.engine.docs.rules_doc_url``; SARIF wants an absolute URI there). Results have real
 line/column regions and related locations for cross-object findings.
 
 A result's ``message.text`` is the whole message, then the fix: its first sentence is the
@@ -20,12 +20,12 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 import gpulint
-from gpulint.edits import Edit
-from gpulint.engine import Result, all_rules
-from gpulint.model import Finding, Location, Severity
-from gpulint.paths import is_file_path, sarif_root
+from gpulint.adoption.edits import Edit
+from gpulint.core.model import Finding, Location, Severity
+from gpulint.core.paths import is_file_path, sarif_root
+from gpulint.engine.docs import rule_help_uri, rule_markdown
+from gpulint.engine.runner import Result, all_rules
 from gpulint.report.escape import write_json
-from gpulint.ruledocs import rule_help_uri, rule_markdown
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

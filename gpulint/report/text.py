@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
-from gpulint.engine import Result
-from gpulint.message import split_message
-from gpulint.model import Severity
-from gpulint.paths import display_path
+from gpulint.core.message import split_message
+from gpulint.core.model import Severity
+from gpulint.core.paths import display_path
+from gpulint.engine.runner import Result
 from gpulint.report.escape import escape_controls, safe_line, safe_lines
 
 _COLORS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}

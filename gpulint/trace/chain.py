@@ -16,23 +16,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from gpulint.adapter import CUSTOM, EXTERNAL, AdapterRule, requested_metric_name
-from gpulint.document import Document, Manifest, Path, as_dict, as_list
-from gpulint.gpumetrics import Exporter as MetricSource
-from gpulint.gpumetrics import is_dcgm_field, lookup
-from gpulint.hpa import HPA, HpaMetric, TargetRef
+from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, requested_metric_name
+from gpulint.chain.monitors import Monitor
+from gpulint.chain.scrape import dcgm_targets, url_target
+from gpulint.chain.servers import PrometheusServer
+from gpulint.chain.services import ServiceView
+from gpulint.chain.urls import PrometheusUrl, keda_urls
+from gpulint.core.model import Finding, Location, ObjectRef, Severity
+from gpulint.engine.rule import describe_document
+from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
-from gpulint.keda import ScaledObject
-from gpulint.knative import KnativeService
-from gpulint.kserve import InferenceService
-from gpulint.model import Finding, Location, ObjectRef, Severity
-from gpulint.monitors import Monitor
-from gpulint.prometheus import PrometheusServer
-from gpulint.promql import metric_names_in_query
-from gpulint.promurl import PrometheusUrl, keda_urls
-from gpulint.rule import describe_document
-from gpulint.scrape import dcgm_targets, url_target
-from gpulint.services import ServiceView
+from gpulint.kinds.hpa import HPA, HpaMetric, TargetRef
+from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.knative import KnativeService
+from gpulint.kinds.kserve import InferenceService
+from gpulint.metrics.names import Exporter as MetricSource
+from gpulint.metrics.names import is_dcgm_field, lookup
+from gpulint.metrics.promql import metric_names_in_query
 
 STAGES = (
     "workload",

@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 import gpulint
-from gpulint.model import Location, ObjectRef
-from gpulint.paths import display_path
+from gpulint.core.model import Location, ObjectRef
+from gpulint.core.paths import display_path
 from gpulint.report.escape import (
     escape_controls,
     markdown_text,

@@ -11,8 +11,8 @@ import pytest
 
 from gpulint.cluster.cache import ClusterCache
 from gpulint.cluster.mode import connect
-from gpulint.config import Settings
-from gpulint.document import Manifest
+from gpulint.engine.config import Settings
+from gpulint.input.document import Manifest
 
 from ..kubefake import FakeCluster, KubeFake
 

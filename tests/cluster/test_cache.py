@@ -13,7 +13,7 @@ from kubernetes import client
 from gpulint.cluster.cache import ClusterCache
 from gpulint.cluster.kinds import AdapterConfigMapSelector
 from gpulint.cluster.mode import connect
-from gpulint.config import Settings
+from gpulint.engine.config import Settings
 
 from ..kubefake import FakeCluster, KubeFake
 from .conftest import cached, cached_names, wait_for

@@ -15,7 +15,7 @@ from kubernetes import client
 from gpulint.admission.focus import related_items
 from gpulint.cluster.cache import ClusterCache
 from gpulint.cluster.mode import connect
-from gpulint.workload import ClaimedGpu, pod_templates
+from gpulint.kinds.workload import ClaimedGpu, pod_templates
 
 from ..kubefake import KubeFake
 from .conftest import cached_names, wait_for
@@ -169,7 +169,7 @@ def test_the_focus_of_a_template_is_what_the_pods_naming_it_relate_to(
     cache = new_cache()
     wait_for(cache.synced, what="sync")
     from gpulint.cluster.reading import cluster_file
-    from gpulint.document import Manifest
+    from gpulint.input.document import Manifest
 
     template = _template("gpu.nvidia.com")
     manifest = Manifest(template, cluster_file(template))

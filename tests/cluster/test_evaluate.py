@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gpulint import engine
 from gpulint.cluster.cache import ClusterCache, evaluate_alone
-from gpulint.config import Settings
-from gpulint.engine import DeadlineExceeded, Selection
+from gpulint.engine import runner as engine
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import DeadlineExceeded, Selection
 
 from ..kubefake import KubeFake
 from .conftest import wait_for
@@ -279,7 +279,7 @@ def test_an_isvc_created_with_kserves_own_hpa_while_a_user_hpa_exists(cache: Clu
 
 def _manifest(obj: dict[str, Any]) -> Any:
     from gpulint.cluster.reading import cluster_file
-    from gpulint.document import Manifest
+    from gpulint.input.document import Manifest
 
     return Manifest(copy.deepcopy(obj), cluster_file(obj))
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from gpulint import engine
 from gpulint.admission.focus import related_items
 from gpulint.cluster.cache import ClusterCache
-from gpulint.config import Settings
-from gpulint.engine import run
+from gpulint.engine import runner as engine
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import run
 from gpulint.inventory import Inventory
 
 from ..kubefake import FakeCluster, KubeFake
@@ -114,7 +114,7 @@ def test_evaluate_hands_the_rules_the_same_items_in_a_small_and_a_large_cluster(
 
 def _inventory(world: list[dict[str, Any]], by_directory: bool = True) -> Inventory:
     from gpulint.cluster.reading import cluster_file
-    from gpulint.document import Manifest
+    from gpulint.input.document import Manifest
 
     inventory = Inventory(Settings(), by_directory=by_directory)
     for obj in world:
@@ -267,7 +267,7 @@ def test_a_kserve_configmap_change_reaches_the_inferenceservices_it_governs() ->
         "data": {"deploy": '{"defaultDeploymentMode": "Standard"}'},
     }
     from gpulint.cluster.reading import cluster_file
-    from gpulint.document import Manifest
+    from gpulint.input.document import Manifest
 
     manifest = Manifest(configmap, cluster_file(configmap))
     inventory.add_manifest(manifest)
@@ -305,7 +305,7 @@ def test_an_hpa_coming_or_going_updates_the_rules_consumers_without_a_rebuild(
 ) -> None:
     """A review swaps one HPA in the cluster's inventory: the adapter rules' consumers follow
     it at the cost of that HPA's metrics, and agree with a fresh build."""
-    from gpulint.document import Manifest
+    from gpulint.input.document import Manifest
     from gpulint.inventory.exposure import Exposure
 
     world = big_world(600)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.config import Settings
-from gpulint.engine import Selection, inventory_from_paths, run
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import Selection, inventory_from_paths, run
 from gpulint.live.collector import collect
 from gpulint.live.options import LiveOptions, parse_duration
 from gpulint.live.snapshot import LiveSnapshot
-from gpulint.model import Finding
 
 from .harness import INSTALL_HINT, free_port, prometheus_binary, promtool_binary
 from .world import World, start_world

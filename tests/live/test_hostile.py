@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from gpulint.core.model import Finding
 from gpulint.live.snapshot import MAX_VALUES_PER_LABEL
-from gpulint.model import Finding
 
 from .conftest import LIVE_FIXTURES, lint_live, show
 from .harness import ROOT, AppServer

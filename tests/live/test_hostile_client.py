@@ -19,13 +19,13 @@ from collections.abc import Iterator
 import pytest
 from aiohttp import web
 
-from gpulint.config import Settings
-from gpulint.engine import Selection, inventory_from_paths, run
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import Selection, inventory_from_paths, run
 from gpulint.live.client import MAX_ANSWER_BYTES, MAX_DEPTH, MAX_REDIRECTS
 from gpulint.live.collector import collect
 from gpulint.live.options import LiveOptions
 from gpulint.live.snapshot import LiveSnapshot
-from gpulint.model import Finding
 
 from .conftest import LIVE_FIXTURES, show
 from .harness import ROOT, AppServer

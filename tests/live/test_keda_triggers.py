@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession, web
 
-from gpulint.config import Settings
-from gpulint.engine import Selection, inventory_from_paths, run
+from gpulint.core.model import Finding, Severity
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import Selection, inventory_from_paths, run
 from gpulint.live.collector import collect
 from gpulint.live.kedaquery import Answer
 from gpulint.live.options import LiveOptions, parse_duration
 from gpulint.live.snapshot import LiveSnapshot
-from gpulint.model import Finding, Severity
 
 from .conftest import LIVE_FIXTURES, lint_live, show
 from .harness import AppServer

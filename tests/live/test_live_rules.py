@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.model import Finding, Severity
+from gpulint.core.model import Finding, Severity
 
 from .conftest import LIVE_FIXTURES, lint_live, server_url, show
 from .world import World

@@ -11,12 +11,13 @@ import time
 import pytest
 import yaml
 
-from gpulint.adapter import AdapterConfig
-from gpulint.config import Settings
-from gpulint.document import Document
-from gpulint.engine import Selection, run
+from gpulint.chain.adapter import AdapterConfig
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import Selection, run
+from gpulint.input.document import Document
+from gpulint.input.loader import load_file
 from gpulint.inventory import Inventory
-from gpulint.keda import PrometheusTrigger
+from gpulint.kinds.keda import PrometheusTrigger
 from gpulint.live.adapterquery import (
     mapping_for,
     matches_pattern,
@@ -44,8 +45,7 @@ from gpulint.live.snapshot import (
     TriggerEvidence,
 )
 from gpulint.live.workers import run_each
-from gpulint.loader import load_file
-from gpulint.promql import parse_selector, reads_no_series, selectors_in_query
+from gpulint.metrics.promql import parse_selector, reads_no_series, selectors_in_query
 
 from .conftest import LIVE_FIXTURES
 from .harness import ROOT

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpulint.config import Settings
-from gpulint.engine import inventory_from_paths
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import inventory_from_paths
 from gpulint.replay.plan import DEFAULT_POD_READY_AFTER_S, plan
 
 KSERVE = """

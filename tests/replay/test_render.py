@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.config import Settings
+from gpulint.engine.config import Settings
 from gpulint.inventory import Inventory
 from gpulint.replay.model import History, ReplayMetric, ReplaySpec
 from gpulint.replay.render import render_html, render_markdown, render_svg

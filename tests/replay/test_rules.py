@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from gpulint.config import Settings
-from gpulint.engine import inventory_from_paths
-from gpulint.model import Finding
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import inventory_from_paths
 from gpulint.replay.controller import DEFAULT_SCALE_DOWN, Behavior, Policy, Rules
 from gpulint.replay.model import History, ReplaySpec
 from gpulint.replay.plan import plan
@@ -77,8 +77,8 @@ def test_no_scale_up_lag_with_a_prompt_scale_up() -> None:
 
 
 def test_configured_severity_and_disabling_apply() -> None:
-    from gpulint.config import RuleSettings
-    from gpulint.model import Severity
+    from gpulint.core.model import Severity
+    from gpulint.engine.config import RuleSettings
 
     spec, inventory = step_spec()
     settings = Settings()

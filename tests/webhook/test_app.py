@@ -18,9 +18,9 @@ from gpulint.webhook.evaluator import StandaloneEvaluator
 from gpulint.webhook.logs import JsonLog
 from gpulint.webhook.metrics import WebhookMetrics
 
-from gpulint.config import Settings
-from gpulint.engine import Selection
-from gpulint.model import Finding
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import Selection
 
 from . import objects
 from .harness import Metrics, admission_review
@@ -85,7 +85,7 @@ def test_a_rule_failing_on_the_object_warns_and_the_other_denials_still_deny(
     monkeypatch: Any,
 ) -> None:
     """GL799 for the rule that failed, a warning; GL109 still refuses the removed API."""
-    from gpulint import engine
+    from gpulint.engine import runner as engine
 
     info = next(i for i in engine.rule_index() if i.id == "GL108")
     spec = engine.load_rule(info)

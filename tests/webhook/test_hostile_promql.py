@@ -1,6 +1,6 @@
 """Adapter queries written to stall gpulint: ``sum(a)+sum(a)+...`` over 84 KB in a ConfigMap
 anyone may label as a prometheus-adapter config. The analysis is linear and bounded
-(``gpulint.promql``, ``adapter.MAX_QUERY_CHARS``); reviews that meet such a ConfigMap in the
+(``gpulint.metrics.promql``, ``adapter.MAX_QUERY_CHARS``); reviews that meet such a ConfigMap in the
 cache are still judged within their deadline, over the real TLS server and the fake API
 server."""
 
@@ -17,9 +17,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpulint.adapter import MAX_QUERY_CHARS
-from gpulint.engine import DeadlineExceeded
-from gpulint.promql import (
+from gpulint.chain.adapter import MAX_QUERY_CHARS
+from gpulint.engine.runner import DeadlineExceeded
+from gpulint.metrics.promql import (
     _placed_aggregations,
     analysis_deadline,
     metric_names_in_query,

@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 
 from gpulint.cluster.decoding import loads_bounded
 from gpulint.cluster.kinds import AdapterConfigMapSelector
-from gpulint.config import Settings
-from gpulint.engine import Selection
-from gpulint.yamlparse import read_json
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import Selection
+from gpulint.input.yamlparse import read_json
 
 from . import objects
 from .harness import Metrics, admission_review

@@ -23,8 +23,8 @@ from gpulint.webhook.review import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpulint import ruledocs
-from gpulint.model import Finding, Location, ObjectRef, Severity
+from gpulint.core.model import Finding, Location, ObjectRef, Severity
+from gpulint.engine import docs as ruledocs
 
 from . import objects
 from .harness import admission_review

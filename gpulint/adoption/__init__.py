@@ -1,0 +1,1 @@
+"""Adopting gpulint in a repository: fixes, edits, baselines, changed-only reports."""

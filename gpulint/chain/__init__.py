@@ -1,0 +1,1 @@
+"""The scrape chain: dcgm-exporter, monitors, Prometheus, prometheus-adapter."""

@@ -1,0 +1,1 @@
+"""The small values every part of gpulint passes around."""

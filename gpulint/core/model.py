@@ -1,0 +1,106 @@
+"""The small values every part of gpulint passes around: severities, references, findings."""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from gpulint.adoption.edits import FixPlan
+
+from gpulint.core.message import split_message
+
+
+class Severity(enum.IntEnum):
+    """Ordered so that ``finding.severity >= Severity.WARNING`` reads naturally."""
+
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r} (use error, warning or info)") from None
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+class ObjectRef(NamedTuple):
+    """A Kubernetes object (or a non-object document such as a Helm values file)."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+
+class Location(NamedTuple):
+    """Where a finding points: a file and a 1-based line and column.
+
+    ``rendered_from`` is what rendered the object the finding is about: the template path
+    of a ``# Source:`` comment in ``helm template`` output, or the kustomization that was
+    built. ``note`` says how the position was found when it is not the exact node (an
+    object's first line, when kustomize or a template produced the offending value).
+    """
+
+    file: str
+    line: int
+    column: int
+    rendered_from: str | None = None
+    note: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class Related(NamedTuple):
+    """Another object a cross-object finding names."""
+
+    ref: ObjectRef
+    location: Location | None
+    role: str = ""
+
+
+class Finding(NamedTuple):
+    rule: str
+    name: str
+    severity: Severity
+    message: str
+    location: Location
+    fix: str = ""
+    object: ObjectRef | None = None
+    related: tuple[Related, ...] = ()
+    # The lint units it was found in, when a run has several (overlays/prod, clusters/us).
+    units: tuple[str, ...] = ()
+    # The fix as edits of the source (gpulint.adoption.edits.FixPlan); None: the fix is prose only.
+    plan: FixPlan | None = None
+    # The offending node inside the object (("spec", "metrics", 0)): where it is, whatever
+    # line it moves to; () for findings placed at a location without a document.
+    path: tuple[str | int, ...] = ()
+
+    @property
+    def headline(self) -> str:
+        """The message's first sentence: the problem, naming the objects (reporters show it
+        on the finding's first line)."""
+        return split_message(self.message)[0]
+
+    @property
+    def detail(self) -> str:
+        """The rest of the message: why, and what follows from it ("" when none)."""
+        return split_message(self.message)[1]
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        loc = self.location
+        return (loc.file, loc.line, loc.column, self.rule, self.message)

@@ -1,0 +1,1 @@
+"""The one engine: rule modules, their registry, configuration, and the run."""

@@ -1,0 +1,342 @@
+"""``.gpulint.yaml``: which rules run, at what severity, with which options.
+
+Example::
+
+    rules:
+      GL102:
+        severity: error
+        min-scale-down-stabilization-seconds: 600
+      GL110: off
+    gpu-resources: ["example.com/gpu", "vendor.example/*"]
+    gpu-device-classes: ["gpu.example.com"]
+    metric-aliases:
+      gpu_busy_percent: DCGM_FI_DEV_GPU_UTIL
+    kserve:
+      default-deployment-mode: Standard
+      version: "0.15"           # how fixes spell deployment modes (Standard from 0.16)
+    exclude: ["charts/*/templates/**"]
+    units: ["clusters/*"]       # one lint unit (one cluster) per matching directory
+
+The file is validated with JSON Schema; mistakes are reported with their line and column.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from typing import Any
+
+from gpulint.core.model import Severity
+from gpulint.input.document import position_of
+from gpulint.input.yamlparse import YamlError, YMap, parse_documents
+
+CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")
+KSERVE_VERSION = re.compile(
+    r"^v?([0-9]{1,4})\.([0-9]{1,4})(\.[0-9]{1,6})?([-+][0-9A-Za-z.-]{0,64})?$"
+)
+
+
+def parse_kserve_version(text: str) -> tuple[int, int] | None:
+    """``v0.15.2`` -> (0, 15)."""
+    match = KSERVE_VERSION.match(text.strip())
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+class ConfigError(Exception):
+    """A configuration mistake, with where it is."""
+
+    def __init__(self, file: str, line: int, column: int, message: str) -> None:
+        super().__init__(f"{file}:{line}:{column}: {message}")
+        self.file, self.line, self.column, self.message = file, line, column, message
+
+
+class RuleSettings:
+    __slots__ = ("enabled", "options", "severity")
+
+    def __init__(
+        self,
+        enabled: bool = True,
+        severity: Severity | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.enabled = enabled
+        self.severity = severity
+        self.options: dict[str, Any] = {} if options is None else options
+
+    def __repr__(self) -> str:
+        return f"RuleSettings(enabled={self.enabled!r}, severity={self.severity!r})"
+
+
+class Settings:
+    """The resolved configuration every front door hands to the engine."""
+
+    __slots__ = (
+        "exclude",
+        "gpu_device_classes",
+        "gpu_resources",
+        "kserve_default_mode",
+        "kserve_version",
+        "metric_aliases",
+        "rules",
+        "source",
+        "units",
+    )
+
+    def __init__(
+        self,
+        rules: dict[str, RuleSettings] | None = None,
+        gpu_resources: list[str] | None = None,
+        metric_aliases: dict[str, str] | None = None,
+        kserve_default_mode: str = "Knative",
+        exclude: list[str] | None = None,
+        source: str | None = None,
+        units: list[str] | None = None,
+        gpu_device_classes: list[str] | None = None,
+    ) -> None:
+        self.rules: dict[str, RuleSettings] = {} if rules is None else rules
+        self.gpu_resources: list[str] = [] if gpu_resources is None else gpu_resources
+        # DRA device classes of GPUs, besides gpu.nvidia.com and mig.nvidia.com.
+        self.gpu_device_classes: list[str] = (
+            [] if gpu_device_classes is None else gpu_device_classes
+        )
+        self.metric_aliases: dict[str, str] = {} if metric_aliases is None else metric_aliases
+        self.kserve_default_mode = kserve_default_mode
+        # The KServe release of the clusters (major, minor): decides how modes are spelled.
+        self.kserve_version: tuple[int, int] | None = None
+        self.exclude: list[str] = [] if exclude is None else exclude
+        self.source = source
+        # Globs (relative to the configuration's directory) of directories that are one
+        # lint unit each: what one cluster gets.
+        self.units: list[str] = [] if units is None else units
+
+    def __repr__(self) -> str:
+        return f"Settings(rules={self.rules!r}, gpu_resources={self.gpu_resources!r})"
+
+    def rule(self, rule_id: str) -> RuleSettings:
+        return self.rules.get(rule_id) or RuleSettings()
+
+    def excluded(self, path: str) -> bool:
+        normalized = path.replace(os.sep, "/")
+        return any(
+            fnmatch.fnmatch(normalized, pattern) or fnmatch.fnmatch(normalized, f"*/{pattern}")
+            for pattern in self.exclude
+        )
+
+
+def find_config(start: str | None = None) -> str | None:
+    """``.gpulint.yaml`` in the working directory or the nearest parent."""
+    directory = os.path.realpath(start or os.getcwd())
+    while True:
+        for name in CONFIG_NAMES:
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate):
+                return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The JSON Schema of the file; each rule contributes the schema of its options."""
+    severity = {"enum": ["error", "warning", "info"]}
+    rule_entries: dict[str, Any] = {}
+    for rule_id, options in sorted(rule_options.items()):
+        rule_entries[rule_id] = {
+            "oneOf": [
+                {"type": "boolean"},
+                {"enum": ["off", "on"]},
+                {
+                    "type": "object",
+                    "properties": {"enabled": {"type": "boolean"}, "severity": severity, **options},
+                    "additionalProperties": False,
+                },
+            ]
+        }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "rules": {"type": "object", "properties": rule_entries, "additionalProperties": False},
+            "gpu-resources": {"type": "array", "items": {"type": "string", "minLength": 1}},
+            "gpu-device-classes": {"type": "array", "items": {"type": "string", "minLength": 1}},
+            "metric-aliases": {
+                "type": "object",
+                "additionalProperties": {"type": "string", "minLength": 1},
+            },
+            "kserve": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "default-deployment-mode": {
+                        "enum": ["Knative", "Standard", "Serverless", "RawDeployment", "ModelMesh"]
+                    },
+                    "version": {"type": "string", "pattern": KSERVE_VERSION.pattern},
+                },
+            },
+            "exclude": {"type": "array", "items": {"type": "string"}},
+            "units": {"type": "array", "items": {"type": "string", "minLength": 1}},
+        },
+    }
+
+
+def load_settings(
+    path: str,
+    rule_options: dict[str, dict[str, Any]],
+    rule_names: dict[str, str] | None = None,
+) -> Settings:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as error:
+        raise ConfigError(path, 1, 1, f"cannot read configuration: {error.strerror}") from None
+    try:
+        documents = list(parse_documents(raw))
+    except YamlError as error:
+        raise ConfigError(path, error.line, error.column, error.message) from None
+    data = documents[0].value if documents else None
+    if data is None:
+        return Settings(source=path)
+    if documents[0].duplicates:
+        dup = documents[0].duplicates[0]
+        raise ConfigError(path, dup.line, dup.column, f"key {dup.key!r} is written twice")
+    return settings_from_data(data, path, rule_options, rule_names)
+
+
+def _rule_keys(data: Any, path: str, rule_names: dict[str, str]) -> Any:
+    """``rules:`` keyed by rule IDs: names (``hpa-missing-behavior``) become their IDs, and a
+    key that is neither is an error at the key, with the nearest rule."""
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), dict) or not rule_names:
+        return data
+    import difflib
+
+    rules = data["rules"]
+    ids = set(rule_names.values())
+    renamed = YMap(getattr(rules, "start", 0))
+    for index, (key, value) in enumerate(rules.items()):
+        rule_id = key.upper() if isinstance(key, str) and key.upper() in ids else None
+        if rule_id is None and isinstance(key, str):
+            rule_id = rule_names.get(key.lower())
+        if rule_id is None:
+            line, column = position_of(data, ("rules", key))
+            text = str(key)
+            near = difflib.get_close_matches(text.upper().replace("O", "0"), sorted(ids), n=1)
+            near = near or difflib.get_close_matches(text.lower(), sorted(rule_names), n=1)
+            hint = f"; did you mean {near[0]}?" if near else " (see `gpulint rules`)"
+            raise ConfigError(path, line, column, f"rules: no rule {text!r}{hint}")
+        if rule_id in renamed:
+            line, column = position_of(data, ("rules", key))
+            raise ConfigError(path, line, column, f"rules: {rule_id} is configured twice")
+        renamed[rule_id] = value
+        marks = getattr(rules, "marks", None)
+        if marks is not None and 2 * index + 1 < len(marks):
+            renamed.marks.append(marks[2 * index])
+            renamed.marks.append(marks[2 * index + 1])
+    copy = YMap(getattr(data, "start", 0))
+    for index, (key, value) in enumerate(data.items()):
+        copy[key] = renamed if key == "rules" else value
+        marks = getattr(data, "marks", None)
+        if marks is not None and 2 * index + 1 < len(marks):
+            copy.marks.append(marks[2 * index])
+            copy.marks.append(marks[2 * index + 1])
+    return copy
+
+
+def settings_from_data(
+    data: Any,
+    path: str,
+    rule_options: dict[str, dict[str, Any]],
+    rule_names: dict[str, str] | None = None,
+) -> Settings:
+    """Settings from a parsed configuration; ``rule_names`` maps rule names to IDs (names
+    are accepted wherever IDs are). Raises ConfigError at the offending key or value."""
+    import jsonschema  # only when a configuration exists: it costs start-up time
+
+    data = _rule_keys(data, path, rule_names or {})
+
+    validator = jsonschema.Draft202012Validator(config_schema(rule_options))
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        error = jsonschema.exceptions.best_match(errors) or errors[0]
+        where = list(error.absolute_path)
+        line, column = position_of(data, where)
+        location = ".".join(str(p) for p in where) or "(top level)"
+        raise ConfigError(path, line, column, f"{location}: {_describe(error)}")
+    settings = Settings(source=path)
+    for rule_id, entry in (data.get("rules") or {}).items():
+        if entry is False or entry == "off":
+            settings.rules[rule_id] = RuleSettings(enabled=False)
+        elif entry is True or entry == "on":
+            settings.rules[rule_id] = RuleSettings()
+        else:
+            options = {k: v for k, v in entry.items() if k not in ("enabled", "severity")}
+            severity = Severity.parse(entry["severity"]) if "severity" in entry else None
+            settings.rules[rule_id] = RuleSettings(entry.get("enabled", True), severity, options)
+    settings.gpu_resources = list(data.get("gpu-resources") or [])
+    settings.gpu_device_classes = list(data.get("gpu-device-classes") or [])
+    settings.metric_aliases = dict(data.get("metric-aliases") or {})
+    version = (data.get("kserve") or {}).get("version")
+    if isinstance(version, str):
+        settings.kserve_version = parse_kserve_version(version)
+    mode = (data.get("kserve") or {}).get("default-deployment-mode")
+    if mode:
+        settings.kserve_default_mode = {"Serverless": "Knative", "RawDeployment": "Standard"}.get(
+            mode, mode
+        )
+    settings.exclude = list(data.get("exclude") or [])
+    settings.units = list(data.get("units") or [])
+    for index, pattern in enumerate(settings.units):
+        problem = unit_pattern_problem(pattern)
+        if problem is not None:
+            line, column = position_of(data, ["units", index])
+            raise ConfigError(path, line, column, f"units.{index}: {problem}")
+    return settings
+
+
+# ``units:`` globs name directories of the repository: ``clusters/*``, ``envs/*/regions/*``.
+MAX_UNIT_PATTERN_DEPTH = 8
+MAX_UNIT_PATTERN_LENGTH = 512
+
+
+def unit_pattern_problem(pattern: str) -> str | None:
+    """Why a ``units:`` glob is refused, or None: it must be relative to the configuration's
+    directory, stay inside it, and name at most ``MAX_UNIT_PATTERN_DEPTH`` levels, so that
+    matching it is a bounded walk of the repository, never of the filesystem."""
+    shown = repr(pattern[:80])
+    if len(pattern) > MAX_UNIT_PATTERN_LENGTH:
+        return f"{shown}...: a pattern longer than {MAX_UNIT_PATTERN_LENGTH} characters"
+    if any(ord(c) < 32 for c in pattern):
+        return f"{shown}: a pattern with control characters"
+    if pattern.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[/\\]", pattern):
+        return (
+            f"{shown}: an absolute pattern; units are directories of the repository, "
+            "written relative to .gpulint.yaml (for example clusters/*)"
+        )
+    parts = [p for p in re.split(r"[/\\]", pattern) if p not in ("", ".")]
+    if ".." in parts:
+        return f"{shown}: a pattern that leaves the repository (..)"
+    if not parts:
+        return f"{shown}: a pattern that names no directory"
+    if len(parts) > MAX_UNIT_PATTERN_DEPTH:
+        return (
+            f"{shown}: {len(parts)} levels deep; unit patterns may name at most "
+            f"{MAX_UNIT_PATTERN_DEPTH} (for example clusters/*/regions/*)"
+        )
+    return None
+
+
+def _describe(error: Any) -> str:
+    if error.validator == "additionalProperties":
+        return str(error.message).replace("Additional properties are not allowed", "unknown key")
+    if error.validator == "oneOf" and isinstance(error.instance, dict):
+        for sub in error.context or []:
+            if sub.validator == "additionalProperties":
+                return str(sub.message).replace(
+                    "Additional properties are not allowed", "unknown option"
+                )
+            if sub.validator in ("enum", "type", "minimum", "maximum") and sub.absolute_path:
+                return f"{'.'.join(str(p) for p in sub.absolute_path)}: {sub.message}"
+        return "expected true, false, off, on or a mapping of enabled/severity/options"
+    return str(error.message)

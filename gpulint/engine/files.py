@@ -1,0 +1,208 @@
+"""A run over files: units planned, rendered, each judged on its own, the findings merged.
+
+Every unit gets its own inventory, so that what one cluster holds never changes the verdict
+on another. A file that reaches several units (a kustomize base under two overlays) has its
+findings reported once, naming the units where each occurs; a suppression in such a file is
+unused (GL703) only when it is unused in every unit that reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from gpulint.core.model import Finding
+from gpulint.engine.config import Settings
+from gpulint.engine.runner import UNUSED_SUPPRESSION, Result, Selection, UnitSummary, run
+from gpulint.input.loader import MAX_FILE_SIZE, InputError
+from gpulint.input.units import STDIN, Unit
+from gpulint.input.units.plan import UnitPlan, plan
+from gpulint.inventory import Inventory
+
+if TYPE_CHECKING:
+    from gpulint.input.units import RenderOptions
+
+# Called with each unit's inventory before the rules run (the live Prometheus check).
+Prepare = Callable[[Inventory], None]
+
+
+def plan_units(
+    paths: Iterable[str], settings: Settings, max_file_size: int = MAX_FILE_SIZE
+) -> list[UnitPlan]:
+    """The units of a run. Raises InputError for a path that does not exist or an input with
+    nothing to lint."""
+    paths = list(paths)
+    plans = plan(paths, settings, max_file_size)
+    if not plans:
+        raise InputError(f"no .yaml, .yml or .json files in {' '.join(paths)}")
+    return plans
+
+
+def build_units(plans: list[UnitPlan], options: RenderOptions) -> list[Unit]:
+    """Render and load every unit; renders run side by side (each is its own process)."""
+    if not any(p.kustomizations or p.charts or p.kind == STDIN for p in plans):
+        # Files only: the plans hold everything loaded, and the renderers (with the process
+        # machinery they import) are not needed; this is most of a one-file lint's imports.
+        return [_files_unit(p) for p in plans]
+    from gpulint.input.units.render import SourceFiles, build
+
+    sources = SourceFiles(options.max_file_size)
+    rendered = [p for p in plans if p.kustomizations or p.charts]
+    built: dict[int, Unit] = {}
+    if len(rendered) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        workers = min(len(rendered), max(2, os.cpu_count() or 2))
+        with ThreadPoolExecutor(workers) as pool:
+            for p, unit in zip(
+                rendered, pool.map(lambda p: build(p, options, sources), rendered), strict=True
+            ):
+                built[id(p)] = unit
+    units = []
+    for p in plans:
+        found = built.get(id(p))
+        unit = found if found is not None else build(p, options, sources)
+        if (
+            unit.kind == STDIN
+            and not any((loaded.text or b"").strip() for loaded in unit.loaded)
+            and not any(loaded.problems for loaded in unit.loaded)
+        ):
+            raise InputError(
+                "stdin is empty: nothing to lint (did the command before the pipe fail?)"
+            )
+        units.append(unit)
+    return _with_parts(units)
+
+
+def _with_parts(units: list[Unit]) -> list[Unit]:
+    """The units, and after them the bases of kustomizations that did not build, each judged
+    as a unit once, unless it is a unit already or a kustomization that built judges it."""
+    judged = {directory for unit in units for directory in unit.judged}
+    judged.update(os.path.realpath(unit.root) for unit in units if unit.kind != STDIN)
+    parts: dict[str, Unit] = {}
+    stack = [part for unit in units for part in unit.parts]
+    while stack:
+        part = stack.pop(0)
+        stack.extend(part.parts)
+        key = os.path.realpath(part.root)
+        if key in judged or key in parts:
+            continue
+        parts[key] = part
+    return units + list(parts.values())
+
+
+def _files_unit(plan: UnitPlan) -> Unit:
+    """The unit of a plan with nothing to render or read from stdin (what
+    ``gpulint.input.units.render.build`` makes of it)."""
+    unit = Unit(plan.name, plan.kind, plan.root)
+    unit.problems.extend(plan.problems)
+    unit.skipped.extend(plan.skipped)
+    for loaded in plan.loaded:
+        unit.loaded.append(loaded)
+        unit.files.add(loaded.path)
+    return unit
+
+
+def unit_inventory(unit: Unit, settings: Settings) -> Inventory:
+    inventory = Inventory(settings)
+    inventory.problems.extend(unit.problems)
+    inventory.skipped.extend(unit.skipped)
+    inventory.render_problems.extend(unit.render_problems)
+    for loaded in unit.loaded:
+        inventory.add_file(loaded)
+        loaded.text = None  # classified: the bytes are not needed again
+    inventory.ignore_comments.extend(unit.ignore_comments)
+    inventory.files = sorted(unit.files)
+    return inventory
+
+
+def lint_units(
+    units: list[Unit],
+    settings: Settings,
+    selection: Selection,
+    prepare: Prepare | None = None,
+) -> Result:
+    """Judge each unit; one Result for the run."""
+    started = time.monotonic()
+    per_unit: list[tuple[Unit, list[Finding], set[str]]] = []
+    summaries: list[UnitSummary] = []
+    files: set[str] = set()
+    skipped: list[tuple[str, str]] = []
+    suppressed: dict[str, int] = {}
+    objects = 0
+    for unit in units:
+        inventory = unit_inventory(unit, settings)
+        if prepare is not None:
+            prepare(inventory)
+        counts: dict[str, int] = {}
+        findings = run(inventory, selection, suppressed=counts)
+        for rule, count in counts.items():
+            suppressed[rule] = suppressed.get(rule, 0) + count
+        comment_files = {c.file for c in inventory.ignore_comments}
+        per_unit.append((unit, findings, unit.files | comment_files))
+        files.update(unit.files)
+        skipped.extend(unit.skipped)
+        for loaded in unit.loaded:
+            if loaded.skipped_reason:
+                skipped.append((loaded.path, loaded.skipped_reason))
+        objects += len(inventory)
+        summaries.append(
+            UnitSummary(
+                unit.name,
+                unit.kind,
+                unit.root,
+                len(inventory),
+                tuple(unit.rendered_by),
+                unit.render_seconds,
+            )
+        )
+    findings = merge(per_unit) if len(per_unit) > 1 else (per_unit[0][1] if per_unit else [])
+    result = Result(findings, len(files), objects, _unique(skipped), units=summaries)
+    for unit in units:
+        if unit.kind == STDIN:  # edits are placed in what was piped, not in a file on disk
+            for loaded in unit.loaded:
+                if loaded.text is not None:
+                    result.sources.give(loaded.path, loaded.text.decode("utf-8", "replace"))
+    result.notes.extend(dict.fromkeys(note for unit in units for note in unit.notes))
+    result.suppressed = suppressed
+    result.lint_seconds = time.monotonic() - started
+    return result
+
+
+def merge(per_unit: list[tuple[Unit, list[Finding], set[str]]]) -> list[Finding]:
+    """One finding per (rule, place, message), naming the units it was found in. A finding
+    in a file that only one unit reads needs no unit names: the file says it."""
+    readers: dict[str, list[str]] = {}
+    for unit, _, unit_files in per_unit:
+        for file in unit_files:
+            readers.setdefault(file, []).append(unit.name)
+    merged: dict[tuple[Any, ...], tuple[Finding, list[str]]] = {}
+    for unit, findings, _ in per_unit:
+        for finding in findings:
+            where = finding.location
+            key = (finding.rule, where.file, where.line, where.column, finding.message)
+            entry = merged.get(key)
+            if entry is None:
+                merged[key] = (finding, [unit.name])
+            elif unit.name not in entry[1]:
+                entry[1].append(unit.name)
+    found = []
+    for finding, names in merged.values():
+        file = finding.location.file
+        reading = readers.get(file, [])
+        if finding.rule == UNUSED_SUPPRESSION and len(names) < len(reading):
+            continue  # the suppression is used in another unit that reads the file
+        if len(reading) > 1 or len(names) > 1:
+            location = finding.location
+            if len(names) > 1 and location.rendered_from in names:
+                location = location._replace(rendered_from=None)  # the units say it
+            finding = finding._replace(units=tuple(names), location=location)
+        found.append(finding)
+    found.sort(key=Finding.sort_key)
+    return found
+
+
+def _unique(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,228 @@
+"""What a rule module is, and the context it reports through.
+
+A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
+
+* its docstring is the user documentation, in sections (``## Why is this bad?``,
+  ``## Example``, ``## Use instead``, ``## Options``, ``## References``); ``gpulint explain``,
+  the README table and the SARIF help are generated from it;
+* ``ID``, ``NAME``, ``SEVERITY``, ``SCOPE`` and optionally ``OPTIONS`` (a JSON Schema
+  ``properties`` mapping whose entries carry a ``default``) and ``FIXES``, the kinds of
+  fix plan its findings can carry (``("safe",)``, ``("safe", "unsafe")``; none: prose only);
+* ``check(item, inventory, ctx)``, a generator of findings for one item of its scope.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import ModuleType
+from typing import Any, NamedTuple
+
+from gpulint.adoption.edits import FixPlan
+from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity
+from gpulint.input.document import Document, Manifest, Path
+from gpulint.kinds.registry import VIEW_SCOPES
+from gpulint.kinds.workload import ClaimedGpu, GpuRequest
+
+# What a rule iterates over; the engine hands it one item at a time. The views of kinds
+# (the registry: "hpa" HPA, "scaledobject" ScaledObject, "isvc" InferenceService, "knative"
+# KnativeService), then:
+SCOPES = (
+    *VIEW_SCOPES,
+    "autoscaler",  # HPA and ScaledObject alike: what sets a workload's replicas through an HPA
+    "pod-owner",  # gpulint.engine.runner.PodOwner: anything with pod templates
+    "adapter-rule",  # gpulint.chain.adapter.AdapterRule
+    "adapter-config",  # gpulint.chain.adapter.AdapterConfig
+    # gpulint.chain.adapter.AdapterRule and gpulint.kinds.keda.PrometheusTrigger: what sends PromQL
+    "prometheus-query",
+    "target-group",  # gpulint.inventory.TargetGroup
+    "monitor",  # gpulint.chain.monitors.Monitor: dcgm-exporter's ServiceMonitors and PodMonitors
+    "exporter",  # gpulint.chain.exporter.Exporter: dcgm-exporter DaemonSets
+    "prometheus-url",  # gpulint.chain.urls.PrometheusUrl: where the adapter (or KEDA) queries
+    "inventory",  # the Inventory itself (load problems, duplicate keys)
+)
+
+
+class RuleDoc(NamedTuple):
+    summary: str
+    sections: dict[str, str]
+
+    def section(self, *names: str) -> str:
+        for name in names:
+            for title, body in self.sections.items():
+                if title.lower() == name.lower():
+                    return body
+        return ""
+
+
+def parse_doc(text: str | None) -> RuleDoc:
+    """Split a rule docstring into its first line and its ``## `` sections."""
+    lines = (text or "").strip("\n").splitlines()
+    summary = lines[0].strip() if lines else ""
+    sections: dict[str, str] = {}
+    current = "Description"
+    buffer: list[str] = []
+    for line in lines[1:]:
+        heading = re.match(r"^## (.+)$", line.strip())
+        if heading:
+            if buffer and "".join(buffer).strip():
+                sections[current] = "\n".join(buffer).strip("\n")
+            current, buffer = heading.group(1).strip(), []
+        else:
+            buffer.append(line)
+    if buffer and "".join(buffer).strip():
+        sections[current] = "\n".join(buffer).strip("\n")
+    return RuleDoc(summary, sections)
+
+
+class RuleSpec(NamedTuple):
+    id: str
+    name: str
+    severity: Severity
+    scope: str
+    check: Callable[..., Iterator[Finding]]
+    options: dict[str, dict[str, Any]]
+    doc: RuleDoc
+    module: str
+    fixes: tuple[str, ...] = ()  # "safe", "unsafe": the fix plans its findings can carry
+
+    @property
+    def fixable(self) -> bool:
+        """Does ``--fix`` (without ``--unsafe-fixes``) fix some of its findings?"""
+        return "safe" in self.fixes
+
+    @classmethod
+    def from_module(cls, module: ModuleType) -> RuleSpec:
+        scope = module.SCOPE
+        if scope not in SCOPES:
+            raise ValueError(f"{module.__name__}: unknown SCOPE {scope!r}")
+        return cls(
+            module.ID,
+            module.NAME,
+            module.SEVERITY,
+            scope,
+            module.check,
+            dict(getattr(module, "OPTIONS", {})),
+            parse_doc(module.__doc__),
+            module.__name__,
+            _fixes(module),
+        )
+
+    def defaults(self) -> dict[str, Any]:
+        return {name: schema.get("default") for name, schema in self.options.items()}
+
+
+def _fixes(module: ModuleType) -> tuple[str, ...]:
+    fixes = tuple(getattr(module, "FIXES", ()))
+    unknown = [kind for kind in fixes if kind not in ("safe", "unsafe")]
+    if unknown:
+        raise ValueError(f"{module.__name__}: unknown FIXES {unknown}")
+    return fixes
+
+
+def describe_document(document: Document) -> ObjectRef:
+    """The object a document is, or a stand-in naming what kind of file it is."""
+    if isinstance(document, Manifest):
+        return document.ref
+    from gpulint.chain.adapter import looks_like_adapter_config, looks_like_adapter_values
+
+    data = document.data
+    if looks_like_adapter_config(data):
+        kind = "PrometheusAdapterConfig"
+    elif looks_like_adapter_values(data) or isinstance(data, dict):
+        kind = "HelmValues"
+    else:
+        kind = "Document"
+    name = document.file.rsplit("/", 1)[-1]
+    return ObjectRef("", kind, None, name)
+
+
+class Anchor(NamedTuple):
+    """Where a finding was raised, for suppression by annotation."""
+
+    document: Document
+    path: Path
+
+
+class Context:
+    """Handed to ``check``: the rule's options and a way to build findings."""
+
+    __slots__ = ("anchors", "options", "spec")
+
+    def __init__(self, spec: RuleSpec, options: dict[str, Any]) -> None:
+        self.spec = spec
+        self.options = options
+        self.anchors: dict[int, Anchor] = {}
+
+    def finding(
+        self,
+        document: Document,
+        path: Sequence[str | int],
+        message: str,
+        fix: str = "",
+        *,
+        related: Sequence[Related] = (),
+        key: bool = True,
+        obj: ObjectRef | None = None,
+        severity: Severity | None = None,
+        plan: FixPlan | None = None,
+    ) -> Finding:
+        """A finding at ``path`` of ``document``; ``severity`` defaults to the rule's (a
+        ``severity`` in ``.gpulint.yaml`` still replaces it for every finding of the rule).
+        ``plan``: the fix as edits (adoption.edits), when it can be applied mechanically; its
+        kind must be one the rule declares in ``FIXES``."""
+        if plan is not None and plan.applicability not in self.spec.fixes:
+            raise ValueError(f"{self.spec.id} declares no {plan.applicability} fixes (FIXES)")
+        location = document.location(tuple(path), key=key)
+        finding = Finding(
+            self.spec.id,
+            self.spec.name,
+            self.spec.severity if severity is None else severity,
+            message,
+            location,
+            fix,
+            obj or describe_document(document),
+            tuple(related),
+            plan=plan,
+            path=tuple(path),
+        )
+        self.anchors[id(finding)] = Anchor(document, tuple(path))
+        return finding
+
+    def at(
+        self,
+        location: Location,
+        message: str,
+        fix: str = "",
+        *,
+        obj: ObjectRef | None = None,
+        related: Sequence[Related] = (),
+    ) -> Finding:
+        """A finding at a known location (load problems have no document)."""
+        return Finding(
+            self.spec.id,
+            self.spec.name,
+            self.spec.severity,
+            message,
+            location,
+            fix,
+            obj,
+            tuple(related),
+        )
+
+
+def related(document: Document, path: Sequence[str | int] = (), role: str = "") -> Related:
+    return Related(describe_document(document), document.location(tuple(path)), role)
+
+
+def claim_links(gpus: Iterable[GpuRequest]) -> list[Related]:
+    """The DRA ResourceClaims and ResourceClaimTemplates GPUs are claimed through, as related
+    objects at their requests: a finding about a GPU workload names what made it one (and an
+    admitted template is judged by the findings that name it)."""
+    found: dict[tuple[int, Path], Related] = {}
+    for gpu in gpus:
+        if isinstance(gpu, ClaimedGpu) and gpu.source is not None:
+            key = (id(gpu.source), gpu.source_path)
+            if key not in found:
+                found[key] = related(gpu.source, gpu.source_path, "DRA claim")
+    return list(found.values())

@@ -1,0 +1,1 @@
+"""From paths to YAML documents and lint units: loading, parsing, rendering."""

@@ -1,0 +1,426 @@
+"""Charts as Helm would install them, prepared offline: dependencies, library charts, and the
+values a user must supply.
+
+``helm template`` refuses a chart whose ``dependencies:`` are not in its ``charts/``
+directory (Helm: pkg/action/dependency.go ``CheckDependencies``), although many are
+buildable offline or never rendered:
+
+* a ``file://`` dependency is a chart in the repository: gpulint copies the chart into a
+  private temporary directory and puts the dependency (and its own ``file://`` ones) into
+  the copy's ``charts/``, as ``helm dependency build`` would, without writing to the
+  repository or reaching the network;
+* a remote dependency (``https://``, ``oci://``, a repository alias) that ``charts/`` does not
+  hold is left out of the copy's ``Chart.yaml``. When the values disable it (its
+  ``condition:``, Helm: pkg/chartutil/dependencies.go ``processDependencyConditions``) Helm
+  would not render it either; otherwise the chart is rendered without it and a note names it.
+
+A ``type: library`` chart (Helm: "Library Charts") holds only helpers and cannot be installed:
+it is not rendered, and a note says so.
+
+A template that ``required``s a value the user supplies at install (``required "set
+image.repository" .Values.image.repository``) is rendered with a stand-in for it, a
+placeholder gpulint's rules treat as unknown (``${...}``), and a note names the values stood in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import tempfile
+from typing import Any
+
+from gpulint.core.paths import display_path, within
+from gpulint.input.document import as_dict, as_list
+from gpulint.input.units.boundary import inside, real, tree_problem
+from gpulint.input.yamlparse import YamlError, parse_documents
+
+# What a private copy may hold: charts hold hundreds of files, not tens of thousands.
+MAX_FILES = 20_000
+MAX_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 5  # file:// dependencies of dependencies
+_CHART_NAME = re.compile(r"[A-Za-z0-9_.-]{1,253}")
+REQUIRED_RETRIES = 5  # renders with stand-ins for `required` values, at most
+STAND_IN = "${gpulint-stand-in:%s}"
+_META_LIMIT = 1 << 20
+
+
+def chart_metadata(chart: str) -> dict[str, Any]:
+    """Chart.yaml of ``chart`` (with ``requirements.yaml``'s dependencies for a v1 chart)."""
+    data = _read_yaml(os.path.join(chart, "Chart.yaml"))
+    if "dependencies" not in data:
+        requirements = _read_yaml(os.path.join(chart, "requirements.yaml"))
+        if requirements.get("dependencies"):
+            data = {**data, "dependencies": requirements["dependencies"]}
+    return data
+
+
+def is_library(chart: str) -> bool:
+    return chart_metadata(chart).get("type") == "library"
+
+
+def _read_yaml(path: str, confined: bool = True) -> dict[str, Any]:
+    """The first document of a chart's YAML file, as a mapping; ``confined``: only when the
+    file really is in its directory (a link out of the chart is never read)."""
+    if confined:
+        found, home = real(path), real(os.path.dirname(path) or ".")
+        if found is None or home is None or not within(found, home):
+            return {}
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _META_LIMIT:
+            return {}
+        with open(path, "rb") as handle:
+            documents = list(parse_documents(handle.read(_META_LIMIT)))
+    except (OSError, YamlError, RecursionError, ValueError):
+        return {}
+    value = documents[0].value if documents else None
+    return value if isinstance(value, dict) else {}
+
+
+class Dependency:
+    """One entry of ``dependencies:``."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        name = data.get("name")
+        self.name = name if isinstance(name, str) else ""
+        alias = data.get("alias")
+        self.key = alias if isinstance(alias, str) and alias else self.name  # its values key
+        repository = data.get("repository")
+        self.repository = repository if isinstance(repository, str) else ""
+        condition = data.get("condition")
+        self.condition = condition if isinstance(condition, str) else ""
+        self.tags = [t for t in as_list(data.get("tags")) if isinstance(t, str)]
+
+    @property
+    def local_path(self) -> str | None:
+        if self.repository.startswith("file://"):
+            return self.repository[len("file://") :]
+        return None
+
+    def shown(self) -> str:
+        where = self.repository or "no repository"
+        return f"{self.key} ({where})"
+
+
+def vendored_names(chart: str) -> set[str]:
+    """The chart names ``charts/`` holds (directories and ``.tgz`` archives)."""
+    found: set[str] = set()
+    directory = os.path.join(chart, "charts")
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return found
+    for entry in entries:
+        path = os.path.join(directory, entry)
+        if os.path.isdir(path):
+            name = chart_metadata(path).get("name")
+            found.add(name if isinstance(name, str) else entry)
+        elif entry.endswith(".tgz"):
+            # name-1.2.3.tgz: the name is everything before the version.
+            found.add(re.sub(r"-v?\d[\w.+-]*\.tgz$", "", entry))
+    return found
+
+
+def enabled(dependency: Dependency, values: dict[str, Any]) -> bool:
+    """Would Helm render the dependency with these values? Its ``condition:`` (the first of
+    its comma-separated paths that holds a boolean decides), else its ``tags:`` (any true
+    tag enables it, all false disable it), else yes."""
+    for path in dependency.condition.split(","):
+        path = path.strip()
+        if not path:
+            continue
+        node: Any = values
+        for step in path.split("."):
+            node = node.get(step) if isinstance(node, dict) else None
+        if isinstance(node, bool):
+            return node
+    tags = as_dict(values.get("tags"))
+    states = [tags[t] for t in dependency.tags if isinstance(tags.get(t), bool)]
+    if states:
+        return any(states)
+    return True
+
+
+def merged_values(chart: str, values_files: list[str]) -> dict[str, Any]:
+    """The chart's values.yaml with the user's values files over it (maps merged)."""
+    values = _read_yaml(os.path.join(chart, "values.yaml"))
+    for file in values_files:
+        values = _merge(values, _read_yaml(file, confined=False))  # given by the user
+    return values
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class Prepared:
+    """A chart ready for ``helm template``: the directory to render (the chart itself, or a
+    private copy), what the copy vendored, and what it left out."""
+
+    def __init__(self, chart: str) -> None:
+        self.chart = chart
+        self.directory = chart
+        self.copy: str | None = None
+        # Where a vendored dependency is in the rendered chart (``charts/a/charts/b``) -> its
+        # real directory.
+        self.vendored: dict[str, str] = {}
+        self.left_out: list[Dependency] = []  # remote, absent, and enabled
+        self.disabled: list[Dependency] = []  # remote, absent, and turned off by the values
+        self.problem: str | None = None  # why it cannot be prepared (GL705)
+
+    def remove(self) -> None:
+        if self.copy is not None:
+            shutil.rmtree(self.copy, ignore_errors=True)
+            self.copy = None
+
+    def unmirrored(self, text: str) -> str:
+        if self.copy is None:
+            return text
+        return text.replace(os.path.join(self.copy, "chart"), display_path(self.chart)).replace(
+            self.copy, "<gpulint temp>"
+        )
+
+    def note(self, unit: str) -> str | None:
+        if not self.left_out:
+            return None
+        shown = ", ".join(d.shown() for d in self.left_out[:5])
+        more = len(self.left_out) - 5
+        if more > 0:
+            shown += f" and {more} more"
+        return (
+            f"chart {unit} was rendered without its remote dependencies {shown}: gpulint does "
+            "not download charts, so what they would install was not judged"
+        )
+
+
+def prepare(chart: str, values_files: list[str], boundaries: tuple[str, ...]) -> Prepared:
+    """The chart to render: itself when every dependency is in ``charts/``, else a private
+    copy with its ``file://`` dependencies vendored and absent remote ones left out."""
+    prepared = Prepared(chart)
+    dependencies = [
+        Dependency(as_dict(d)) for d in as_list(chart_metadata(chart).get("dependencies"))
+    ]
+    vendored = vendored_names(chart)
+    absent = [d for d in dependencies if d.name and d.name not in vendored]
+    if not absent:
+        return prepared
+    copy = tempfile.mkdtemp(prefix="gpulint-chart-")
+    prepared.copy = copy
+    target = os.path.join(copy, "chart")
+    try:
+        counter = _Counter()
+        _copy_tree(chart, target, counter)
+        values = merged_values(chart, values_files)
+        _vendor(prepared, chart, target, values, boundaries, counter, 0)
+    except _Refused as refused:
+        prepared.remove()
+        prepared.problem = str(refused)
+        return prepared
+    except OSError as error:
+        prepared.remove()
+        prepared.problem = f"its copy could not be made ({error.strerror})"
+        return prepared
+    prepared.directory = target
+    return prepared
+
+
+class _Refused(Exception):
+    pass
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.files = 0
+        self.bytes = 0
+
+
+def _vendor(
+    prepared: Prepared,
+    source: str,
+    target: str,
+    values: dict[str, Any],
+    boundaries: tuple[str, ...],
+    counter: _Counter,
+    depth: int,
+) -> None:
+    """Put ``source``'s absent ``file://`` dependencies into ``target``/charts/ and rewrite
+    ``target``'s Chart.yaml without the absent remote ones."""
+    metadata = chart_metadata(source)
+    dependencies = [Dependency(as_dict(d)) for d in as_list(metadata.get("dependencies"))]
+    vendored = vendored_names(source)
+    kept: list[Any] = []
+    for raw, dependency in zip(as_list(metadata.get("dependencies")), dependencies, strict=True):
+        if not dependency.name or dependency.name in vendored:
+            kept.append(raw)
+            continue
+        local = dependency.local_path
+        if local is None:
+            if enabled(dependency, values):
+                prepared.left_out.append(dependency)
+            else:
+                prepared.disabled.append(dependency)
+            continue
+        path = os.path.normpath(os.path.join(source, local))
+        if not inside(path, boundaries):
+            raise _Refused(
+                f"its dependency {dependency.name} ({dependency.repository}) is outside the "
+                "repository"
+            )
+        if not os.path.isfile(os.path.join(path, "Chart.yaml")):
+            raise _Refused(
+                f"its dependency {dependency.name} ({dependency.repository}) is not a chart "
+                "directory"
+            )
+        if depth >= MAX_DEPTH:
+            raise _Refused(f"its file:// dependencies nest more than {MAX_DEPTH} deep")
+        problem = tree_problem(path)
+        if problem is not None:
+            raise _Refused(f"in its dependency {dependency.name}, {problem}")
+        name = chart_metadata(path).get("name")
+        name = name if isinstance(name, str) and name else dependency.name
+        if not _CHART_NAME.fullmatch(name) or name in (".", ".."):
+            # The directory it is copied to is named after it: never a path.
+            raise _Refused(f"its dependency {dependency.name} has the chart name {name!r}")
+        sub = os.path.join(target, "charts", name)
+        if os.path.exists(sub):
+            kept.append(raw)
+            continue  # the same chart twice (two aliases): one copy serves both
+        _copy_tree(path, sub, counter)
+        if prepared.copy is not None:
+            shown = os.path.relpath(sub, os.path.join(prepared.copy, "chart"))
+            prepared.vendored[shown.replace(os.sep, "/")] = path
+        _vendor(
+            prepared, path, sub, as_dict(values.get(dependency.key)), boundaries, counter, depth + 1
+        )
+        kept.append(raw)
+    _rewrite(target, metadata, kept)
+
+
+def _rewrite(target: str, metadata: dict[str, Any], dependencies: list[Any]) -> None:
+    """The copy's Chart.yaml with only ``dependencies`` (JSON is YAML), and no lock file
+    (it describes the dependencies as they were)."""
+    data = {key: value for key, value in metadata.items() if key != "dependencies"}
+    if dependencies:
+        data["dependencies"] = dependencies
+    for name in ("Chart.lock", "requirements.lock", "requirements.yaml"):
+        path = os.path.join(target, name)
+        if os.path.lexists(path):
+            os.remove(path)
+    with open(os.path.join(target, "Chart.yaml"), "w", encoding="utf-8") as handle:
+        json.dump(data, handle, default=str)
+
+
+def _copy_tree(source: str, target: str, counter: _Counter) -> None:
+    """Regular files of ``source`` (already checked by ``tree_problem``: links stay inside
+    it) copied to ``target``, bounded in files and bytes."""
+    root = real(source)
+    if root is None:
+        raise _Refused(f"{display_path(source)} cannot be resolved")
+    for directory, dirs, files in os.walk(root):
+        dirs.sort()
+        relative = os.path.relpath(directory, root)
+        os.makedirs(os.path.normpath(os.path.join(target, relative)), exist_ok=True)
+        for name in sorted(files):
+            path = os.path.join(directory, name)
+            found = real(path)
+            if found is None or not within(found, root) or not os.path.isfile(found):
+                continue
+            counter.files += 1
+            counter.bytes += os.path.getsize(found)
+            if counter.files > MAX_FILES or counter.bytes > MAX_BYTES:
+                raise _Refused(
+                    f"it and its dependencies hold more than {MAX_FILES:,} files or "
+                    f"{MAX_BYTES >> 20} MiB"
+                )
+            shutil.copyfile(found, os.path.normpath(os.path.join(target, relative, name)))
+
+
+# --- values a user supplies at install ----------------------------------------------------
+
+# `required "message" .Values.a.b` and `.Values.a.b | required "message"`.
+_VALUE = r"\$?\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)"
+_MESSAGE = r"(\"(?:[^\"\\]|\\.)*\"|`[^`]*`)"
+_REQUIRED_CALL = re.compile(r"required\s+" + _MESSAGE + r"\s+\(?" + _VALUE)
+_REQUIRED_PIPE = re.compile(_VALUE + r"\s*\|\s*required\s+" + _MESSAGE)
+# Helm: `execution error at (chart/templates/x.yaml:7:20): <the message>`.
+_EXECUTION_ERROR = re.compile(r"execution error at \(([^():]+):(\d+):\d+\): (.*)")
+# ... or, when a parent of the value is missing too, Go's nil pointer before `required` runs:
+# `template: chart/templates/x.yaml:7:20: executing "..." at <.Values.a.b>: nil pointer ...`.
+_NIL_POINTER = re.compile(
+    r"template: ([^():\s]+):(\d+):\d+: executing \"[^\"]*\" at <\$?\.Values((?:\.[\w]+)+)>: "
+    r"nil pointer"
+)
+
+
+def required_value(message: str, chart: str, rendered: str) -> str | None:
+    """The value path (``image.repository``, ``sub.token`` for a subchart's) a ``required``
+    that failed asks for, found at the template line Helm's error names; None when the
+    error is not a ``required`` failure gpulint can place."""
+    match = _EXECUTION_ERROR.search(message)
+    nil = _NIL_POINTER.search(message) if match is None else None
+    if match is not None:
+        source, line, said = match.group(1), int(match.group(2)), match.group(3)
+    elif nil is not None:
+        source, line, said = nil.group(1), int(nil.group(2)), ""
+    else:
+        return None
+    head, _, rest = source.partition("/")
+    prefix: list[str] = []
+    parts = rest.split("/")
+    while len(parts) > 2 and parts[0] == "charts":
+        prefix.append(parts[1])
+        parts = parts[2:]
+    file = os.path.join(rendered, *[p for q in prefix for p in ("charts", q)], *parts)
+    if not head or ".." in parts or not within(os.path.realpath(file), os.path.realpath(rendered)):
+        return None
+    try:
+        with open(file, "rb") as handle:
+            lines = handle.read(_META_LIMIT).decode("utf-8", "replace").split("\n")
+    except OSError:
+        return None
+    candidates: list[tuple[str, str]] = []
+    for text in lines[max(line - 1, 0) : line]:
+        for call in _REQUIRED_CALL.finditer(text):
+            candidates.append((call.group(1), call.group(2)))
+        for pipe in _REQUIRED_PIPE.finditer(text):
+            candidates.append((pipe.group(2), pipe.group(1)))
+    for quoted, path in candidates:
+        try:
+            text = json.loads(quoted) if quoted.startswith('"') else quoted.strip("`")
+        except ValueError:
+            text = quoted
+        if nil is not None:
+            chosen = path == nil.group(3)
+        else:
+            chosen = len(candidates) == 1 or (isinstance(text, str) and bool(text) and text in said)
+        if chosen:
+            return ".".join([*prefix, path.strip(".")])
+    return None
+
+
+def stand_in_values(paths: list[str], directory: str) -> str:
+    """A values file (in ``directory``, gpulint's own temporary one) setting each path to a
+    placeholder; its name."""
+    values: dict[str, Any] = {}
+    for path in paths:
+        node = values
+        steps = path.split(".")
+        for step in steps[:-1]:
+            child = node.get(step)
+            if not isinstance(child, dict):
+                child = node[step] = {}
+            node = child
+        node[steps[-1]] = STAND_IN % path
+    file = os.path.join(directory, "gpulint-stand-ins.yaml")
+    with open(file, "w", encoding="utf-8") as handle:
+        json.dump(values, handle)
+    return file

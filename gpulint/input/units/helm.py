@@ -1,0 +1,161 @@
+"""Helm charts: rendered by ``helm template``, findings placed in the template that made them.
+
+``helm template`` writes ``# Source: <chart>/templates/<file>`` before each object. gpulint
+reports an object's findings in that template: at the line that writes the offending key when
+the template spells it out (``maxReplicas:``), else at the object's first line in the
+template, with a note that the value comes from a template expression. The JSON report keeps
+the rendered template path as ``renderedFrom``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from gpulint.core.model import Location
+from gpulint.core.paths import within
+from gpulint.input.document import Document, Path
+from gpulint.input.units.boundary import real
+from gpulint.input.yamlparse import YamlError, parse_documents
+
+_KIND_LINE = re.compile(r"^kind:\s*\S")
+
+
+def chart_name(chart: str) -> str:
+    """The ``name`` of Chart.yaml (what ``# Source:`` paths start with), else the directory's."""
+    documents = []
+    chart_yaml = os.path.join(chart, "Chart.yaml")
+    root = real(chart)
+    found = real(chart_yaml)
+    if root is not None and found is not None and within(found, root):
+        try:
+            with open(found, "rb") as handle:
+                documents = list(parse_documents(handle.read(1 << 20)))
+        except (OSError, YamlError, RecursionError, ValueError):
+            documents = []
+    data = documents[0].value if documents else None
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and name else os.path.basename(os.path.abspath(chart))
+
+
+def template_file(chart: str, name: str, source: str) -> str | None:
+    """The file a ``# Source:`` path names, inside ``chart`` (whose Chart.yaml says ``name``).
+
+    The comment is text anyone can write (``# Source: c/../../x.yaml`` in piped output, a
+    template that prints one): a path that leaves the chart, or a link out of it, names
+    nothing, so no finding is mapped to, and no byte read from, a file outside the chart."""
+    head, _, rest = source.partition("/")
+    if head != name or not rest or "\x00" in rest or os.path.isabs(rest):
+        return None
+    candidate = os.path.normpath(os.path.join(chart, rest))
+    root, found = real(chart), real(candidate)
+    if root is None or found is None or found == root or not within(found, root):
+        return None
+    return candidate if os.path.isfile(candidate) else None
+
+
+class TemplateText:
+    """A template's lines, with where each object of it starts."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self.lines = text.split("\n")
+        self.starts = [i for i, line in enumerate(self.lines) if _KIND_LINE.match(line)]
+        self.document_starts = [i for i, line in enumerate(self.lines) if line.startswith("---")]
+
+    def object_start(self, index: int) -> int:
+        """The 0-based line where the ``index``-th object rendered from it starts: its
+        ``apiVersion``/``kind`` block (the last one when the template loops)."""
+        if not self.starts:
+            return 0
+        kind_line = self.starts[min(index, len(self.starts) - 1)]
+        first = kind_line
+        # The object begins at the first line after the previous document separator.
+        previous = [d for d in self.document_starts if d < kind_line]
+        floor = previous[-1] + 1 if previous else 0
+        for line in range(kind_line - 1, floor - 1, -1):
+            text = self.lines[line]
+            if text.startswith(("apiVersion:", "metadata:")):
+                first = line
+        return first
+
+    def key_line(self, start: int, path: Path) -> tuple[int, int] | None:
+        """(0-based line, 1-based column) of the last key of ``path`` when the template
+        spells every key of it out below ``start``; None otherwise."""
+        end = len(self.lines)
+        following = [d for d in self.document_starts if d > start]
+        if following:
+            end = following[0]
+        if not any(isinstance(step, str) for step in path):
+            return None
+        line, indent, column = start, -1, 1
+        for step in path:
+            found = (
+                self._item(line, end, indent, step)
+                if isinstance(step, int)
+                else self._key(line, end, indent, step)
+            )
+            if found is None:
+                return None
+            line, indent = found
+            column = indent + 1
+        return line, column
+
+    def _key(self, line: int, end: int, indent: int, key: str) -> tuple[int, int] | None:
+        pattern = re.compile(r"^(\s*(?:-\s+)*)" + re.escape(key) + r"\s*:")
+        for candidate in range(line, end):
+            match = pattern.match(self.lines[candidate])
+            if match and len(match.group(1)) > indent:
+                return candidate, len(match.group(1))
+        return None
+
+    def _item(self, line: int, end: int, indent: int, index: int) -> tuple[int, int] | None:
+        """The ``index``-th ``- `` item below ``line`` (its content's indentation)."""
+        item_indent = None
+        seen = 0
+        for candidate in range(line + 1, end):
+            text = self.lines[candidate]
+            stripped = text.lstrip(" ")
+            if not stripped or stripped.startswith(("#", "{{")):
+                continue
+            here = len(text) - len(stripped)
+            if here <= indent and not stripped.startswith("- "):
+                return None  # the list ended
+            if stripped.startswith("- ") and (item_indent is None or here == item_indent):
+                item_indent = here
+                if seen == index:
+                    return candidate, here + 2  # the item's content, after "- "
+                seen += 1
+        return None
+
+
+class HelmSource:
+    """Where a rendered object's nodes are written in its chart."""
+
+    def __init__(
+        self, data: Any, template: TemplateText, index: int, rendered_from: str, unit: str
+    ) -> None:
+        self.data = data
+        self.template = template
+        self.start = template.object_start(index)
+        self.rendered_from = rendered_from
+        self.unit = unit
+
+    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
+        if document.data is not self.data:
+            return None
+        found = self.template.key_line(self.start, path) if path else None
+        if found is not None:
+            line, column = found
+            return Location(self.template.file, line + 1, column, self.rendered_from)
+        note = None
+        if path:
+            note = (
+                f"helm template {self.unit}: the value comes from a template expression; "
+                "this is the object's first line in the template"
+            )
+        return Location(self.template.file, self.start + 1, 1, self.rendered_from, note)
+
+    def embedded(self, document: Document, path: Path, line: int, column: int) -> None:
+        return None

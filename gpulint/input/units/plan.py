@@ -1,0 +1,448 @@
+"""From the paths of a run to the units it lints (see ``gpulint.input.units``)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from gpulint.core.paths import display_path, normalized, within
+from gpulint.engine.config import Settings, unit_pattern_problem
+from gpulint.input.loader import (
+    MAX_FILE_SIZE,
+    InputError,
+    LoadedFile,
+    LoadProblem,
+    load_file,
+    read_bounded,
+    read_problem,
+)
+from gpulint.input.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
+from gpulint.input.units.boundary import boundaries_of
+from gpulint.input.units.parallel import load_all
+from gpulint.input.units.walk import walk
+
+if TYPE_CHECKING:
+    from gpulint.input.units.kustomize import Kustomization
+
+
+class UnitPlan:
+    """A unit before it is built: what to render and which files to read."""
+
+    __slots__ = (
+        "boundaries",
+        "charts",
+        "kind",
+        "kustomizations",
+        "loaded",
+        "name",
+        "problems",
+        "root",
+        "skipped",
+    )
+
+    def __init__(self, name: str, kind: str, root: str) -> None:
+        self.name = name
+        self.kind = kind
+        self.root = root
+        self.kustomizations: list[Kustomization] = []  # gpulint.input.units.kustomize
+        self.charts: list[str] = []
+        self.loaded: list[LoadedFile] = []  # plain files, already read
+        self.problems: list[LoadProblem] = []
+        self.skipped: list[tuple[str, str]] = []
+        # The directories the unit's rendering may read (``gpulint.input.units.boundary``).
+        self.boundaries: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"UnitPlan({self.name!r}, {self.kind})"
+
+
+class Input:
+    """Everything the walk of a run's paths found, before it is cut into units."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, None] = {}
+        self.kustomizations: dict[str, None] = {}
+        self.charts: dict[str, None] = {}
+        self.problems: list[LoadProblem] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.stdin = False
+
+
+def gather(paths: Iterable[str], settings: Settings, max_file_size: int = MAX_FILE_SIZE) -> Input:
+    """Walk the paths (``-`` is stdin). Raises InputError for a path that does not exist."""
+    found = Input()
+    for raw in paths:
+        if raw == "-":
+            found.stdin = True
+            continue
+        path = normalized(raw)
+        if os.path.basename(path) in KUSTOMIZATION_NAMES and os.path.isfile(path):
+            found.kustomizations[os.path.dirname(path) or "."] = None
+            continue
+        if os.path.basename(path) == "Chart.yaml" and os.path.isfile(path):
+            found.charts[os.path.dirname(path) or "."] = None
+            continue
+        walked = walk(path, max_file_size, settings)
+        for file in walked.files:
+            if not settings.excluded(file):
+                found.files[file] = None
+        for directory in walked.kustomizations:
+            found.kustomizations[directory] = None
+        for directory in walked.charts:
+            found.charts[directory] = None
+        found.problems.extend(walked.problems)
+        found.skipped.extend(walked.skipped)
+    return found
+
+
+def plan(
+    paths: Iterable[str], settings: Settings, max_file_size: int = MAX_FILE_SIZE
+) -> list[UnitPlan]:
+    """The units of a run, in a stable order."""
+    paths = list(paths)
+    found = gather(paths, settings, max_file_size)
+    boundaries = boundaries_of(paths)
+    charts = _top_charts(list(found.charts))
+    chart_dirs = _Directories(charts)
+    if found.kustomizations:
+        from gpulint.input.units.kustomize import Kustomization
+    kustomizations = {
+        directory: Kustomization(directory, boundaries)
+        for directory in found.kustomizations
+        if chart_dirs.holding(directory) is None
+    }
+    referenced: set[str] = set()
+    for kustomization in kustomizations.values():
+        for reference in kustomization.directories:
+            referenced.add(_key(reference.resolved))
+    owned: set[str] = set()
+    for kustomization in kustomizations.values():
+        owned.update(_key(f) for f in kustomization.owned_files())
+    loose = [
+        f
+        for f in found.files
+        if (not owned or _key(f) not in owned) and (not charts or chart_dirs.holding(f) is None)
+    ]
+    roots = [
+        k for d, k in kustomizations.items() if _key(d) not in referenced and not k.is_component
+    ]
+    plans: list[UnitPlan] = []
+    declared = _Directories(_declared_roots(settings))
+    by_declared: dict[str, UnitPlan] = {}
+
+    def declared_plan(path: str) -> UnitPlan | None:
+        root = declared.holding(path) if declared else None
+        if root is None:
+            return None
+        if root not in by_declared:
+            by_declared[root] = UnitPlan(display_path(root), FILES, root)
+        return by_declared[root]
+
+    for kustomization in roots:
+        target = declared_plan(kustomization.directory)
+        if target is None:
+            target = UnitPlan(
+                display_path(kustomization.directory), KUSTOMIZE, kustomization.directory
+            )
+            plans.append(target)
+        target.kustomizations.append(kustomization)
+    for directory, kustomization in kustomizations.items():
+        if kustomization.is_component and _key(directory) not in referenced:
+            # Built only inside the kustomizations that use it; none of them is in the input.
+            unused = UnitPlan(display_path(directory), KUSTOMIZE, directory)
+            unused.skipped.append(
+                (
+                    kustomization.file,
+                    "a kustomize Component no kustomization of the input uses: it is judged "
+                    "through the kustomizations that include it",
+                )
+            )
+            plans.append(unused)
+    for chart in charts:
+        target = declared_plan(chart)
+        if target is None:
+            target = UnitPlan(display_path(chart), HELM, chart)
+            plans.append(target)
+        target.charts.append(chart)
+    remaining: list[LoadedFile] = []
+    for loaded in load_all(loose, lambda file: _load(file, max_file_size)):
+        file = loaded.path
+        target = declared_plan(file)
+        if target is not None:
+            target.loaded.append(loaded)
+        else:
+            remaining.append(loaded)
+    plans.extend(by_declared[root] for root in sorted(by_declared))
+    plans.extend(_split(remaining))
+    if found.stdin:
+        plans.append(UnitPlan("<stdin>", STDIN, "-"))
+    homes = {_key(p.root): p for p in plans if p.kind != STDIN}
+    home_dirs = _Directories([p.root for p in plans if p.kind != STDIN])
+    fallback = plans[0] if plans else None
+    for path, item in [(p.file, p) for p in found.problems] + [(s[0], s) for s in found.skipped]:
+        root = home_dirs.holding(path)
+        target = homes[_key(root)] if root is not None else fallback
+        if target is None:
+            target = UnitPlan(display_path(path), FILES, path)
+            plans.append(target)
+            fallback = target
+        if isinstance(item, LoadProblem):
+            target.problems.append(item)
+        else:
+            target.skipped.append(item)
+    for unit_plan in plans:
+        unit_plan.boundaries = boundaries
+    return plans
+
+
+class _Directories:
+    """Some directories; for any path, the deepest of them that holds it, in O(depth)."""
+
+    def __init__(self, directories: Iterable[str]) -> None:
+        self.by_key = {_key(d): d for d in directories}
+
+    def __bool__(self) -> bool:
+        return bool(self.by_key)
+
+    def holding(self, path: str, strict: bool = False) -> str | None:
+        current = _key(path)
+        if strict:
+            current = os.path.dirname(current)
+        while True:
+            found = self.by_key.get(current)
+            if found is not None:
+                return found
+            parent = os.path.dirname(current)
+            if parent == current:
+                return None
+            current = parent
+
+
+def _load(file: str, max_file_size: int) -> LoadedFile:
+    try:
+        data = read_bounded(file, max_file_size)
+    except OSError as error:
+        loaded = LoadedFile(file)
+        loaded.problems.append(read_problem(file, error))
+        return loaded
+    return load_file(file, data)
+
+
+def _key(path: str) -> str:
+    # Paths of one run are spelled from the same arguments: the absolute path compares them
+    # (resolving every link would cost a system call per path component and file).
+    return os.path.abspath(path)
+
+
+def _under(path: str, root: str) -> bool:
+    return within(_key(path), _key(root))
+
+
+def _top_charts(charts: list[str]) -> list[str]:
+    """Chart directories that are not subcharts of another (``charts/`` of a chart)."""
+    every = _Directories(charts)
+    return sorted(chart for chart in charts if every.holding(chart, strict=True) is None)
+
+
+# ``units:`` globs are matched by a bounded walk: at most this many directory entries looked
+# at and this many seconds, for every pattern of the configuration together.
+UNIT_SCAN_LIMIT = 200_000
+UNIT_SCAN_SECONDS = 5.0
+UNIT_MATCH_LIMIT = 10_000
+_MAGIC = re.compile(r"[*?[]")
+
+
+def _declared_roots(settings: Settings) -> list[str]:
+    """The directories ``units:`` globs of the configuration match: inside the configuration's
+    directory (links out of it are not followed), found by a walk bounded in entries, time
+    and matches. Raises InputError for a pattern that is refused or matches too much."""
+    if not settings.units:
+        return []
+    base = os.path.dirname(os.path.abspath(settings.source)) if settings.source else os.getcwd()
+    tree = os.path.realpath(base)
+    shown_config = display_path(settings.source) if settings.source else ".gpulint.yaml"
+    scan = _Scan(shown_config)
+    roots: dict[str, None] = {}
+    for pattern in settings.units:
+        problem = unit_pattern_problem(pattern)
+        if problem is not None:
+            raise InputError(f"{shown_config}: units: {problem}")
+        parts = [p for p in re.split(r"[/\\]", pattern) if p not in ("", ".")]
+        for match in _matching_directories(base, tree, parts, pattern, scan):
+            relative = os.path.relpath(match)
+            roots[relative if not relative.startswith("..") else match] = None
+    return sorted(roots)
+
+
+class _Scan:
+    """What the matching of ``units:`` globs has spent."""
+
+    def __init__(self, config: str) -> None:
+        self.config = config
+        self.entries = 0
+        self.deadline = time.monotonic() + UNIT_SCAN_SECONDS
+
+    def spend(self, pattern: str) -> None:
+        self.entries += 1
+        if self.entries > UNIT_SCAN_LIMIT:
+            spent = f"looked at more than {UNIT_SCAN_LIMIT:,} directory entries"
+        elif self.entries % 1024 == 0 and time.monotonic() > self.deadline:
+            spent = f"took more than {UNIT_SCAN_SECONDS:g} s"
+        else:
+            return
+        raise InputError(
+            f"{self.config}: units: matching {pattern!r} {spent}; name the unit directories "
+            "more narrowly (for example clusters/*)"
+        )
+
+
+def _matching_directories(
+    base: str, tree: str, parts: list[str], pattern: str, scan: _Scan
+) -> list[str]:
+    current = [base]
+    for part in parts:
+        following: list[str] = []
+        for directory in current:
+            if not _MAGIC.search(part):
+                scan.spend(pattern)
+                candidate = os.path.join(directory, part)
+                if os.path.isdir(candidate) and within(os.path.realpath(candidate), tree):
+                    following.append(candidate)
+                continue
+            try:
+                with os.scandir(directory) as entries:
+                    listing = sorted(entries, key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in listing:
+                scan.spend(pattern)
+                if entry.name.startswith(".") and not part.startswith("."):
+                    continue  # as glob: a wildcard does not match hidden names
+                if not fnmatch.fnmatchcase(entry.name, part):
+                    continue
+                try:
+                    if not entry.is_dir():
+                        continue
+                    if entry.is_symlink() and not within(os.path.realpath(entry.path), tree):
+                        continue
+                except OSError:
+                    continue
+                following.append(entry.path)
+        if len(following) > UNIT_MATCH_LIMIT:
+            raise InputError(
+                f"{scan.config}: units: {pattern!r} matches more than {UNIT_MATCH_LIMIT:,} "
+                "directories; name the unit directories more narrowly"
+            )
+        current = following
+    return current
+
+
+# --- plain files: one unit, or one per directory holding its own copy of an object ------------
+
+
+def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
+    """Plain files as units: directories that each hold their own copy of one object
+    (same kind, namespace and name) are separate units, the rest is one unit."""
+    if not loaded:
+        return []
+    places: dict[tuple[str, str, str], set[tuple[str, ...]]] = defaultdict(set)
+    parts_of: dict[str, tuple[str, ...]] = {}
+
+    def parts_of_file(path: str) -> tuple[str, ...]:
+        name = os.path.dirname(path) or "."
+        found = parts_of.get(name)
+        if found is None:
+            found = parts_of[name] = _parts(name)
+        return found
+
+    for file in loaded:
+        parts = parts_of_file(file.path)
+        for document in file.documents:
+            key = _object_key(document.data)
+            if key is not None:
+                places[key].add(parts)
+    roots: set[tuple[str, ...]] = set()
+    for directories in places.values():
+        if len(directories) < 2:
+            continue
+        common = _common_prefix(directories)
+        if any(len(d) == len(common) for d in directories):
+            continue  # a copy in the common directory itself: not one per environment
+        roots.update(d[: len(common) + 1] for d in directories)
+    groups: dict[tuple[str, ...] | None, list[LoadedFile]] = defaultdict(list)
+    for file in loaded:
+        parts = parts_of_file(file.path)
+        home = None
+        for depth in range(len(parts), 0, -1):
+            if parts[:depth] in roots:
+                home = parts[:depth]
+                break
+        groups[home].append(file)
+    plans = []
+    rest = groups.pop(None, [])
+    for root in sorted((r for r in groups if r is not None), key=lambda r: r):
+        directory = _spelled(groups[root][0].path, root)
+        unit = UnitPlan(display_path(directory), FILES, directory)
+        unit.loaded = groups[root]
+        plans.append(unit)
+    if rest:
+        directory = _common_directory([f.path for f in rest])
+        unit = UnitPlan(display_path(directory), FILES, directory)
+        unit.loaded = rest
+        plans.append(unit)
+    return plans
+
+
+def _object_key(data: object) -> tuple[str, str, str] | None:
+    if not isinstance(data, dict):
+        return None
+    kind, metadata = data.get("kind"), data.get("metadata")
+    if not isinstance(kind, str) or not isinstance(metadata, dict):
+        return None
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if not isinstance(name, str) or not name:
+        return None
+    return (kind, namespace if isinstance(namespace, str) else "", name)
+
+
+def _parts(directory: str) -> tuple[str, ...]:
+    return tuple(os.path.abspath(directory).split(os.sep))
+
+
+def _common_prefix(directories: set[tuple[str, ...]]) -> tuple[str, ...]:
+    items = list(directories)
+    common = items[0]
+    for other in items[1:]:
+        length = 0
+        for a, b in zip(common, other, strict=False):
+            if a != b:
+                break
+            length += 1
+        common = common[:length]
+    return common
+
+
+def _spelled(file: str, parts: tuple[str, ...]) -> str:
+    """The directory ``parts`` (absolute) in the spelling of ``file`` (relative or not)."""
+    absolute = os.sep.join(parts) or os.sep
+    if os.path.isabs(file):
+        return absolute
+    relative = os.path.relpath(absolute)
+    return relative
+
+
+def _common_directory(files: list[str]) -> str:
+    if len(files) == 1:
+        return os.path.dirname(files[0]) or "."
+    try:
+        common = os.path.commonpath([os.path.abspath(f) for f in files])
+    except ValueError:
+        return "."
+    if os.path.isfile(common):
+        common = os.path.dirname(common)
+    return common if os.path.isabs(files[0]) else os.path.relpath(common)

@@ -1,0 +1,215 @@
+"""Knative Serving Services and Configurations, and the names of what they generate.
+
+Facts (knative/serving v1.23):
+* the autoscaler class is ``autoscaling.knative.dev/class`` on the revision template's
+  annotations: ``kpa.autoscaling.knative.dev`` (the default) or ``hpa.autoscaling.knative.dev``;
+* autoscaling annotations on the Service/Configuration's own metadata are rejected
+  (pkg/apis/serving/metadata_validation.go);
+* each template change creates a revision ``<configuration>-%05d`` and a Deployment
+  ``<revision>-deployment`` owned by the Revision; KPA writes that Deployment's replicas.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gpulint.input.document import Manifest, ManifestView, Path, as_dict
+from gpulint.kinds.workload import PodTemplate, pod_template_at
+
+if TYPE_CHECKING:
+    from gpulint.kinds.scaling import ScalingRange
+
+KNATIVE_SERVING_GROUP = "serving.knative.dev"
+AUTOSCALING_PREFIX = "autoscaling.knative.dev/"
+CLASS_ANNOTATION = "autoscaling.knative.dev/class"
+METRIC_ANNOTATION = "autoscaling.knative.dev/metric"
+TARGET_ANNOTATION = "autoscaling.knative.dev/target"
+KPA_CLASS = "kpa.autoscaling.knative.dev"
+HPA_CLASS = "hpa.autoscaling.knative.dev"
+KPA_METRICS = ("concurrency", "rps")
+REVISION_LABEL = "serving.knative.dev/revision"
+CONFIGURATION_LABEL = "serving.knative.dev/configuration"
+# Knative rejects any annotation key with this prefix on a Service/Configuration's own
+# metadata (metadata_validation.go ValidateHasNoAutoscalingAnnotation: strings.HasPrefix).
+AUTOSCALING_GROUP = "autoscaling.knative.dev"
+# The metric each class uses when no metric annotation is set (pa_defaults.go defaultMetric).
+DEFAULT_METRICS = {KPA_CLASS: "concurrency", HPA_CLASS: "cpu"}
+CLASS_NAMES = {KPA_CLASS: "KPA", HPA_CLASS: "HPA"}
+
+
+class AutoscalingSetting(NamedTuple):
+    """One autoscaling setting of a revision: its value, and where it was written.
+
+    ``path`` is None for a default nobody wrote; ``origin`` names the field for messages.
+    """
+
+    value: str
+    path: Path | None
+    origin: str
+
+    @property
+    def is_default(self) -> bool:
+        return self.path is None
+
+
+class RevisionAutoscaling(NamedTuple):
+    """The class, metric and target the revisions of a Knative Service (or of a KServe
+    Knative-mode component) are scaled with, each with where it came from."""
+
+    document: Manifest
+    autoscaler_class: AutoscalingSetting
+    metric: AutoscalingSetting | None  # None for a third-party class without a metric
+    target: AutoscalingSetting | None
+
+    @property
+    def uses_kpa(self) -> bool:
+        return self.autoscaler_class.value == KPA_CLASS
+
+    @property
+    def uses_hpa_class(self) -> bool:
+        return self.autoscaler_class.value == HPA_CLASS
+
+    def describe_class(self) -> str:
+        """``KPA (the default class)``, ``HPA (hpa.autoscaling.knative.dev)`` ..."""
+        value = self.autoscaler_class.value
+        name = CLASS_NAMES.get(value, value)
+        if self.autoscaler_class.is_default:
+            return f"{name} ({self.autoscaler_class.origin})"
+        return f"{name} ({value})" if name != value else value
+
+    def describe_metric(self) -> str:
+        """``concurrency (target 10 requests in flight per pod)`` and the like."""
+        metric = self.metric.value if self.metric is not None else "its own metric"
+        target = self.target.value if self.target is not None else None
+        if metric == "concurrency":
+            if target is None:
+                # config-autoscaler container-concurrency-target-default (or the template's
+                # containerConcurrency when set).
+                return "concurrency (Knative's default target, 100 requests in flight per pod)"
+            return f"concurrency (target {target} requests in flight per pod)"
+        if metric == "rps":
+            if target is None:
+                return "rps (Knative's default target, 200 requests per second per pod)"
+            return f"rps (target {target} requests per second per pod)"
+        return f"{metric} (target {target})" if target is not None else metric
+
+
+def annotation_text(value: Any) -> str | None:
+    """An annotation value as Kubernetes reads it; numbers written unquoted count as text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def is_autoscaling_annotation(key: Any) -> bool:
+    return isinstance(key, str) and key.startswith(AUTOSCALING_GROUP)
+
+
+# <configuration>-00001-deployment (names.go: ChildName(revision, "-deployment")).
+REVISION_DEPLOYMENT = re.compile(r"^(?P<configuration>.+)-(?P<generation>\d{5})-deployment$")
+
+
+class KnativeService(ManifestView):
+    """A Knative Service or Configuration (both carry a revision template at spec.template)."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        self.template_path: Path = ("spec", "template")
+        self.template: PodTemplate | None = pod_template_at(
+            manifest.data, self.template_path, "revision template", manifest
+        )
+        template_meta = as_dict(
+            as_dict(as_dict(manifest.data.get("spec")).get("template")).get("metadata")
+        )
+        self.template_annotations: dict[str, Any] = as_dict(template_meta.get("annotations"))
+
+    def scaling_range(self) -> ScalingRange:
+        """The replicas the revisions can have (``gpulint.kinds.scaling``)."""
+        from gpulint.kinds.scaling import knative_range
+
+        return knative_range(
+            self.template_annotations,
+            (*self.template_path, "metadata", "annotations"),
+            f"Knative {self.manifest.kind} {self.name}",
+        )
+
+    def pod_templates(self) -> list[PodTemplate]:
+        """The revision template, as the pod-owner rules read it."""
+        return [self.template] if self.template is not None else []
+
+    @property
+    def autoscaler_class(self) -> str:
+        value = self.template_annotations.get(CLASS_ANNOTATION)
+        return value if isinstance(value, str) and value else KPA_CLASS
+
+    @property
+    def uses_kpa(self) -> bool:
+        return self.autoscaler_class == KPA_CLASS
+
+    @property
+    def metric(self) -> str:
+        value = self.template_annotations.get(METRIC_ANNOTATION)
+        if isinstance(value, str) and value:
+            return value
+        return "concurrency" if self.uses_kpa else "cpu"
+
+    def annotation_path(self, key: str) -> Path:
+        return (*self.template_path, "metadata", "annotations", key)
+
+    @property
+    def owned_by_kserve(self) -> bool:
+        """A Knative Service KServe generated for a Knative-mode InferenceService component
+        (found in cluster dumps); its settings come from the InferenceService."""
+        return any(
+            owner.get("kind") == "InferenceService"
+            and str(owner.get("apiVersion", "")).startswith("serving.kserve.io/")
+            for owner in self.manifest.owner_references
+        )
+
+    def revision_autoscaling(self) -> RevisionAutoscaling:
+        """Class, metric and target from the revision template's annotations."""
+
+        def setting(key: str) -> AutoscalingSetting | None:
+            text = annotation_text(self.template_annotations.get(key))
+            if text is None:
+                return None
+            return AutoscalingSetting(text, self.annotation_path(key), f"annotation {key}")
+
+        klass = setting(CLASS_ANNOTATION)
+        if klass is None or not klass.value:
+            klass = AutoscalingSetting(KPA_CLASS, None, "the default class")
+        metric = setting(METRIC_ANNOTATION)
+        if metric is None and klass.value in DEFAULT_METRICS:
+            metric = AutoscalingSetting(DEFAULT_METRICS[klass.value], None, "default metric")
+        return RevisionAutoscaling(self.manifest, klass, metric, setting(TARGET_ANNOTATION))
+
+
+def is_knative_service(manifest: Manifest) -> bool:
+    return manifest.group == KNATIVE_SERVING_GROUP and manifest.kind in ("Service", "Configuration")
+
+
+def revision_deployment_parent(name: str) -> str | None:
+    """``hello`` for ``hello-00001-deployment``; None for any other name."""
+    match = REVISION_DEPLOYMENT.match(name)
+    return match.group("configuration") if match else None
+
+
+def owning_revision(manifest: Manifest) -> str | None:
+    """The name of the Knative Revision an object's ownerReferences name, if any."""
+    for owner in manifest.owner_references:
+        name = owner.get("name")
+        if (
+            owner.get("kind") == "Revision"
+            and str(owner.get("apiVersion", "")).startswith(KNATIVE_SERVING_GROUP + "/")
+            and isinstance(name, str)
+        ):
+            return name
+    return None
+
+
+def is_knative_owned(manifest: Manifest) -> bool:
+    """A Deployment Knative created for a revision (label or controller ownerReference)."""
+    return REVISION_LABEL in manifest.labels or owning_revision(manifest) is not None

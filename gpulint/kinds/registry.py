@@ -1,0 +1,314 @@
+"""Every kind of Kubernetes object gpulint knows, written down once.
+
+A ``KindSpec`` says what gpulint needs to know of a kind: where the API serves it (group,
+versions, plural), what it is to the rules (a workload with pod templates, an autoscaler that
+claims a workload's replicas, a generator of workloads, configuration), which typed view rules
+read it through and under which rule scope, whether the admission webhook evaluates it and
+whether cluster mode lists and watches it. The inventory, the rule scopes, the cluster
+resources and the webhook's evaluated kinds are all derived from ``KINDS``; a new CRD is one
+entry here plus its view.
+
+Kinds are matched by API group and kind. Workload kinds also match in any group
+(``extensions/v1beta1`` Deployments in old dumps, forks of Argo Rollouts), and any other object
+with a pod template at ``spec.template`` counts as a workload too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gpulint.input.document import Manifest, Path
+
+if TYPE_CHECKING:
+    from gpulint.kinds.hpa import HPA
+    from gpulint.kinds.keda import ScaledObject
+    from gpulint.kinds.knative import KnativeService
+    from gpulint.kinds.kserve import InferenceService
+
+    View = HPA | ScaledObject | InferenceService | KnativeService
+
+WORKLOAD, AUTOSCALER, GENERATOR, CONFIG, MONITORING, NETWORK = (
+    "workload",
+    "autoscaler",
+    "generator",
+    "config",
+    "monitoring",
+    "network",
+)
+DEVICE_CLAIM = "device-claim"  # what pods claim devices through (DRA, gpulint.kinds.dra)
+
+
+class ViewContext(NamedTuple):
+    """What a view needs from the inventory when it is built."""
+
+    kserve_default_mode: str
+    kserve_version: tuple[int, int] | None = None
+
+
+class KindSpec(NamedTuple):
+    kind: str
+    group: str  # "" for the core group
+    versions: tuple[str, ...]  # served versions gpulint reads, preferred first
+    plural: str
+    role: str  # workload | autoscaler | generator | config | monitoring | network | device-claim
+    # The rule scope whose items are this kind's view, and how to build the view.
+    scope: str | None = None
+    view: Callable[[Manifest, ViewContext], Any] | None = None
+    # Where pod templates live (workloads); () with the default spec.template.
+    template_paths: tuple[Path, ...] = ()
+    # Order of claims on one workload: explicit HPAs, then ScaledObjects, then the HPA a
+    # controller (KServe) makes. None: the kind claims no replicas.
+    claim_rank: int | None = None
+    evaluated: bool = False  # the admission webhook evaluates it
+    watched: bool = False  # cluster mode and the webhook list and watch it
+    # Cluster mode lists it once (the scrape chain before the adapter); the webhook does
+    # not watch it (gpulint.cluster.kinds.cluster_kinds).
+    read: bool = False
+    any_group: bool = False  # matched by kind alone (workloads)
+
+    @property
+    def api_versions(self) -> tuple[str, ...]:
+        return tuple(f"{self.group}/{v}" if self.group else v for v in self.versions)
+
+    @property
+    def resource(self) -> str:
+        """``horizontalpodautoscalers.autoscaling``, ``configmaps``."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def _hpa(manifest: Manifest, context: ViewContext) -> HPA:
+    from gpulint.kinds.hpa import HPA
+
+    return HPA(manifest)
+
+
+def _scaled_object(manifest: Manifest, context: ViewContext) -> ScaledObject:
+    from gpulint.kinds.keda import ScaledObject
+
+    return ScaledObject(manifest)
+
+
+def _inference_service(manifest: Manifest, context: ViewContext) -> InferenceService:
+    from gpulint.kinds.kserve import InferenceService
+
+    return InferenceService(manifest, context.kserve_default_mode, context.kserve_version)
+
+
+def _knative_service(manifest: Manifest, context: ViewContext) -> KnativeService:
+    from gpulint.kinds.knative import KnativeService
+
+    return KnativeService(manifest)
+
+
+def _workload(
+    kind: str,
+    group: str,
+    plural: str,
+    versions: tuple[str, ...] = ("v1",),
+    template_paths: tuple[Path, ...] = (),
+    *,
+    watched: bool = False,
+    read: bool = False,
+) -> KindSpec:
+    return KindSpec(
+        kind,
+        group,
+        versions,
+        plural,
+        WORKLOAD,
+        template_paths=template_paths,
+        evaluated=watched,
+        watched=watched,
+        read=read,
+        any_group=True,
+    )
+
+
+KINDS: tuple[KindSpec, ...] = (
+    # Autoscalers. autoscaling/v2beta2 is read only where v2 is not served (Kubernetes < 1.23).
+    KindSpec(
+        "HorizontalPodAutoscaler",
+        "autoscaling",
+        ("v2", "v2beta2"),
+        "horizontalpodautoscalers",
+        AUTOSCALER,
+        "hpa",
+        _hpa,
+        claim_rank=0,
+        evaluated=True,
+        watched=True,
+    ),
+    KindSpec(
+        "ScaledObject",
+        "keda.sh",
+        ("v1alpha1",),
+        "scaledobjects",
+        AUTOSCALER,
+        "scaledobject",
+        _scaled_object,
+        claim_rank=1,
+        evaluated=True,
+        watched=True,
+    ),
+    # Generators: they make Deployments (and KServe its own HPA: claim rank 2).
+    KindSpec(
+        "InferenceService",
+        "serving.kserve.io",
+        ("v1beta1",),
+        "inferenceservices",
+        GENERATOR,
+        "isvc",
+        _inference_service,
+        claim_rank=2,
+        evaluated=True,
+        watched=True,
+    ),
+    KindSpec(
+        "Service",
+        "serving.knative.dev",
+        ("v1",),
+        "services",
+        GENERATOR,
+        "knative",
+        _knative_service,
+        evaluated=True,
+        watched=True,
+    ),
+    KindSpec(
+        "Configuration",
+        "serving.knative.dev",
+        ("v1",),
+        "configurations",
+        GENERATOR,
+        "knative",
+        _knative_service,
+        evaluated=True,
+        watched=True,
+    ),
+    # Workloads: kinds whose pod templates an autoscaler can scale, and a few that only hold
+    # pods.
+    _workload("Deployment", "apps", "deployments", watched=True),
+    _workload("StatefulSet", "apps", "statefulsets", watched=True),
+    _workload("ReplicaSet", "apps", "replicasets"),
+    _workload("DaemonSet", "apps", "daemonsets", read=True),  # dcgm-exporter
+    _workload("ReplicationController", "", "replicationcontrollers"),
+    _workload("Pod", "", "pods"),  # the pod spec is the object's own (workload.pod_templates)
+    _workload("Job", "batch", "jobs"),
+    _workload(
+        "CronJob",
+        "batch",
+        "cronjobs",
+        template_paths=(("spec", "jobTemplate", "spec", "template"),),
+    ),
+    _workload("Rollout", "argoproj.io", "rollouts", ("v1alpha1",)),
+    _workload(
+        "LeaderWorkerSet",
+        "leaderworkerset.x-k8s.io",
+        "leaderworkersets",
+        template_paths=(
+            ("spec", "leaderWorkerTemplate", "leaderTemplate"),
+            ("spec", "leaderWorkerTemplate", "workerTemplate"),
+        ),
+    ),
+    _workload("DeploymentConfig", "apps.openshift.io", "deploymentconfigs"),
+    _workload("CloneSet", "apps.kruise.io", "clonesets", ("v1alpha1",)),
+    # What pods claim devices through (Dynamic Resource Allocation, gpulint.kinds.dra): a claim for
+    # a GPU device class makes its pods' owner a GPU workload. A new template can change that
+    # for a Deployment already there, so templates are evaluated; ResourceClaims are only
+    # read (the control plane makes one per pod from a template; gpulint reads none of those).
+    KindSpec(
+        "ResourceClaimTemplate",
+        "resource.k8s.io",
+        ("v1", "v1beta2", "v1beta1"),
+        "resourceclaimtemplates",
+        DEVICE_CLAIM,
+        evaluated=True,
+        watched=True,
+    ),
+    KindSpec(
+        "ResourceClaim",
+        "resource.k8s.io",
+        ("v1", "v1beta2", "v1beta1"),
+        "resourceclaims",
+        DEVICE_CLAIM,
+        watched=True,
+    ),
+    # Configuration: ConfigMaps hold the prometheus-adapter config and KServe's
+    # inferenceservice-config; PrometheusRules create series (record:).
+    KindSpec("ConfigMap", "", ("v1",), "configmaps", CONFIG),
+    KindSpec("PrometheusRule", "monitoring.coreos.com", ("v1",), "prometheusrules", CONFIG),
+    # GitOps wrappers whose chart values gpulint reads (gpulint.input.gitops).
+    KindSpec("HelmRelease", "helm.toolkit.fluxcd.io", ("v2", "v2beta2"), "helmreleases", CONFIG),
+    KindSpec("Application", "argoproj.io", ("v1alpha1",), "applications", CONFIG),
+    # gpu-operator's ClusterPolicy: its spec is the chart's values (dcgmExporter, daemonsets).
+    KindSpec("ClusterPolicy", "nvidia.com", ("v1",), "clusterpolicies", CONFIG, read=True),
+    # How dcgm-exporter is scraped: monitors, the Prometheus servers that select them (Prometheus
+    # Operator), and the Services, endpoints and namespaces between them. Cluster mode reads
+    # them; the webhook does not watch them (it evaluates autoscalers and adapter configs).
+    # Endpoints and EndpointSlices are read only for the Services the chain names
+    # (gpulint.cluster.endpoints), never listed whole.
+    KindSpec(
+        "ServiceMonitor", "monitoring.coreos.com", ("v1",), "servicemonitors", MONITORING, read=True
+    ),
+    KindSpec("PodMonitor", "monitoring.coreos.com", ("v1",), "podmonitors", MONITORING, read=True),
+    KindSpec("Prometheus", "monitoring.coreos.com", ("v1",), "prometheuses", MONITORING, read=True),
+    KindSpec("Service", "", ("v1",), "services", NETWORK, read=True),
+    KindSpec("Endpoints", "", ("v1",), "endpoints", NETWORK),
+    KindSpec("EndpointSlice", "discovery.k8s.io", ("v1",), "endpointslices", NETWORK),
+    KindSpec("Namespace", "", ("v1",), "namespaces", CONFIG, read=True),
+    KindSpec("PodMonitoring", "monitoring.googleapis.com", ("v1",), "podmonitorings", MONITORING),
+    KindSpec(
+        "ClusterPodMonitoring",
+        "monitoring.googleapis.com",
+        ("v1",),
+        "clusterpodmonitorings",
+        MONITORING,
+    ),
+)
+
+_BY_GROUP_KIND: dict[tuple[str, str], KindSpec] = {(s.group, s.kind): s for s in KINDS}
+_BY_KIND_ANY_GROUP: dict[str, KindSpec] = {s.kind: s for s in KINDS if s.any_group}
+
+# The rule scopes that iterate views of kinds, in KINDS order, one per scope.
+VIEW_SCOPES: tuple[str, ...] = tuple(dict.fromkeys(s.scope for s in KINDS if s.scope))
+
+
+def group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def spec_of(api_version: str, kind: str) -> KindSpec | None:
+    """The spec of an object's kind; None for kinds gpulint does not know."""
+    found = _BY_GROUP_KIND.get((group_of(api_version), kind))
+    if found is None:
+        found = _BY_KIND_ANY_GROUP.get(kind)
+    return found
+
+
+def spec_for(manifest: Manifest) -> KindSpec | None:
+    return spec_of(manifest.api_version, manifest.kind)
+
+
+def template_paths(kind: str, api_version: str = "") -> tuple[Path, ...]:
+    """Where an object of ``kind`` keeps its pod templates (``spec.template`` by default)."""
+    spec = spec_of(api_version, kind) if api_version else _BY_KIND_ANY_GROUP.get(kind)
+    if spec is not None and spec.template_paths:
+        return spec.template_paths
+    return (("spec", "template"),)
+
+
+def evaluated_kinds() -> frozenset[tuple[str, str]]:
+    """(API group, kind) of the objects the admission webhook evaluates, any version."""
+    return frozenset((s.group, s.kind) for s in KINDS if s.evaluated)
+
+
+def read_specs() -> tuple[KindSpec, ...]:
+    """The kinds cluster mode lists once besides the watched ones (the scrape chain)."""
+    return tuple(s for s in KINDS if s.read and not s.watched)
+
+
+def watched_specs() -> tuple[KindSpec, ...]:
+    """The kinds cluster mode and the webhook list and watch (ConfigMaps apart: they are read
+    through selectors, see ``gpulint.cluster.kinds``)."""
+    return tuple(s for s in KINDS if s.watched)

@@ -1,0 +1,1 @@
+"""GPU metric names and the query languages that name them (PromQL, adapter templates)."""
