@@ -20,13 +20,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpulint.config import Settings  # noqa: E402
-from gpulint.lint import build_units, plan_units, unit_inventory  # noqa: E402
+from gpulint.engine.config import Settings  # noqa: E402
+from gpulint.engine.files import build_units, plan_units, unit_inventory  # noqa: E402
+from gpulint.input.units import RenderOptions  # noqa: E402
 from gpulint.replay.model import History  # noqa: E402
 from gpulint.replay.plan import plan  # noqa: E402
 from gpulint.replay.render import render_svg  # noqa: E402
 from gpulint.replay.report import replay_one  # noqa: E402
-from gpulint.units import RenderOptions  # noqa: E402
 
 START = 1_768_435_200.0  # 2026-01-15T00:00:00Z
 SEED = ROOT / "examples" / "seed-ja" / "fixed"
