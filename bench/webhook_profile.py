@@ -24,7 +24,6 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
