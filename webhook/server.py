@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
@@ -293,6 +294,7 @@ async def _serve(
     watcher = asyncio.create_task(
         _watch_certificate(certificate, options.tls_check_interval, log, metrics)
     )
+    freezer = asyncio.create_task(_freeze_when_ready(evaluator))
     log.info(
         "serving",
         version=__version__,
@@ -309,7 +311,20 @@ async def _serve(
         prometheusRefreshSeconds=options.prometheus_refresh if options.prometheus else None,
     )
     await stop.wait()
+    freezer.cancel()
     return await _shutdown(options, webhook, runner, evaluator, watcher, log)
+
+
+async def _freeze_when_ready(evaluator: Evaluator, interval: float = 0.5) -> None:
+    """Once the caches have synced, set what is in memory then (the rules, the cached
+    objects) aside from the garbage collector: a full collection otherwise walks every
+    cached object (50,000 objects as bare dicts took 0.7 s of CPU on the benchmark machine)
+    in the middle of whichever review happens to allocate at that moment. What the caches
+    take in later is collected as usual (Python's gc.freeze)."""
+    while not evaluator.ready():
+        await asyncio.sleep(interval)
+    gc.collect()
+    gc.freeze()
 
 
 def _shown_scopes(options: ServeOptions, adapter: AdapterConfigMapSelector) -> list[str]:
