@@ -2,6 +2,7 @@
 
     python bench/webhook_floor.py [--connections 50] [--duration 15] [--rate 500]
                                   [--rate-duration 20] [--rounds 2] [--record]
+                                  [--baseline OTHER_CHECKOUT/.venv/bin/python]
 
 Both servers run as regular processes on this machine, over TLS with one certificate from
 a test CA, on uvloop when it is installed, and answer ``POST /validate``:
@@ -16,7 +17,9 @@ refused) go to each, in ``--rounds`` alternating rounds so that a change in the 
 load falls on both: a closed loop over ``--connections`` keep-alive connections for
 ``--duration`` seconds (capacity), then an open loop at ``--rate`` requests/s (latency from
 when each review was due, queueing included). The table is printed; ``--record`` writes it
-to bench/RESULTS.md under "Webhook: against a bare TLS server". Nothing here asserts.
+to bench/RESULTS.md under "Webhook: against a bare TLS server". With ``--baseline``, each
+round also measures the gpulint another interpreter has installed (the release before, from
+its own checkout), so that before and after share the machine's load. Nothing here asserts.
 """
 
 from __future__ import annotations
@@ -115,6 +118,12 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--rate-duration", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="also measure the gpulint installed for this interpreter (another checkout's "
+        "virtualenv: the release before) in each round, for a before/after in one run",
+    )
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
 
@@ -150,15 +159,19 @@ def main() -> int:
                     measure(floor, directory, "floor", port, context, bodies, args, run),
                 )
             )
-            port = load._free_port()
-            gpulint = [
-                sys.executable, "-m", "gpulint", "serve", f"--tls-cert={cert}",
-                f"--tls-key={key}", f"--port={port}", "--bind=127.0.0.1", "--no-cluster",
-            ]  # fmt: skip
-            rows.append(
-                (number, "gpulint serve --no-cluster",
-                 measure(gpulint, directory, "gpulint", port, context, bodies, args, run))
-            )  # fmt: skip
+            servers = [("gpulint serve --no-cluster", sys.executable)]
+            if args.baseline:
+                servers.append(("the same, release before (--baseline)", args.baseline))
+            for name, python in servers:
+                port = load._free_port()
+                gpulint = [
+                    python, "-m", "gpulint", "serve", f"--tls-cert={cert}",
+                    f"--tls-key={key}", f"--port={port}", "--bind=127.0.0.1", "--no-cluster",
+                ]  # fmt: skip
+                rows.append(
+                    (number, name,
+                     measure(gpulint, directory, "gpulint", port, context, bodies, args, run))
+                )  # fmt: skip
             print(f"round {number}: done", file=sys.stderr)
     load_after = os.getloadavg()
     lines = [
