@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import gc
 import signal
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -37,6 +38,7 @@ EXIT_OK, EXIT_USAGE = 0, 2
 # Longer than the API server keeps an idle connection to a webhook (Go's 90 s
 # IdleConnTimeout), so that gpulint never closes a connection the API server is about to use.
 KEEPALIVE_TIMEOUT = 120.0
+SWITCH_INTERVAL = 0.0005
 
 
 class StartError(Exception):
@@ -68,6 +70,12 @@ def run_serve(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         embedded.stop()
         stderr.write(f"gpulint: error: {error}\n")
         return EXIT_USAGE
+    # A review thread evaluating a large object holds the GIL; the event loop gives it up at
+    # every read, write and poll, and waits up to a switch interval to take it back each
+    # time. At CPython's 5 ms the small reviews answered on the loop meanwhile took several
+    # times that; at 0.5 ms they keep their p99 (bench/webhook_hostile.py), and with no
+    # thread busy nothing switches at all.
+    sys.setswitchinterval(SWITCH_INTERVAL)
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             return runner.run(
