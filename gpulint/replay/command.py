@@ -23,7 +23,7 @@ MAX_POINTS = 100_000
 
 
 def add_replay_options(parser: argparse.ArgumentParser) -> None:
-    from gpulint.cli import add_cluster_options, add_input_options, add_render_options
+    from gpulint.cli.options import add_cluster_options, add_input_options, add_render_options
 
     parser.add_argument(
         "paths",
@@ -108,7 +108,8 @@ def _time(text: str) -> float:
 
 
 def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from gpulint.cli import _built_units, _prepared_cluster, _settings, missing_extra
+    from gpulint.cli.extras import missing_extra
+    from gpulint.cli.inputs import built_units, prepared_cluster, read_settings
     from gpulint.engine.runner import Selection
     from gpulint.live.options import OptionError, parse_duration, parse_header, parse_url
 
@@ -139,19 +140,19 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     end = math.floor(end / step) * step  # on the step's grid, as Prometheus aligns nothing
     start = end - span
-    settings = _settings(args, stderr)
+    settings = read_settings(args, stderr)
     if settings is None:
         return EXIT_USAGE
     inventories: list[Inventory] = []
     if args.cluster:
-        cluster = _prepared_cluster(args, settings, Selection(), None, stderr)
+        cluster = prepared_cluster(args, settings, Selection(), None, stderr)
         if cluster is None:
             return EXIT_USAGE
         inventories.append(cluster[0])
     else:
         from gpulint.engine.files import unit_inventory
 
-        built = _built_units(args, settings, stderr)
+        built = built_units(args, settings, stderr)
         if built is None:
             return EXIT_USAGE
         inventories.extend(unit_inventory(unit, settings) for unit in built[0])
