@@ -7,25 +7,27 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from gpulint.input.document import Document, Manifest, as_dict, as_list
+from gpulint.core.model import Location
+from gpulint.input.document import Document, Manifest, Path, as_dict, as_list, has_step
 from gpulint.input.units.boundary import inside
-from gpulint.input.units.kustomize import (
-    Kustomization,
-    KustomizeSource,
-    Patch,
+from gpulint.input.units.buildmetadata import (
     build_annotations,
-    find_origin_document,
-    kustomization_file,
     origin_path,
     strip_build_annotations,
 )
+from gpulint.input.units.kustomize import (
+    Kustomization,
+    Patch,
+    kustomization_file,
+)
+from gpulint.input.units.patching import depth_in
 from gpulint.input.units.sources import (
     SourceFiles,
     kustomization_chain,
 )
+from gpulint.kinds.classify import embedded_origin
 
 if TYPE_CHECKING:
-    from gpulint.core.model import Location
     from gpulint.input.loader import (
         LoadedFile,
     )
@@ -196,3 +198,155 @@ def _generated_files(kustomization: Kustomization, field: tuple[Any, ...]) -> di
         if not os.path.isabs(path) and inside(file, kustomization.boundaries):
             found[key] = file
     return found
+
+
+class KustomizeSource:
+    """Where a rendered object's nodes are written: its origin file, or the patches of the
+    kustomizations that ran on it (see the module docstring)."""
+
+    def __init__(
+        self,
+        rendered: Manifest,
+        origin: Document | None,
+        origin_text: bytes | None,
+        patches: list[Patch],
+        fallback: Location,
+        unit: str,
+        generated_files: dict[str, str] | None = None,
+    ) -> None:
+        self.rendered = rendered
+        self.origin = origin
+        self.origin_text = origin_text
+        self.patches = patches
+        self.fallback = fallback
+        self.unit = unit
+        # For a ConfigMap a generator made: data key -> the file its value was read from.
+        self.generated_files = generated_files or {}
+
+    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
+        if document.data is not self.rendered.data:
+            return None
+        full = len(path)
+        origin_depth, origin_inner = (
+            depth_in(self.origin.data, self.rendered.data, path, 0) if self.origin else (-1, ())
+        )
+        node = (
+            self.rendered.get(path) if _rendered_depth(self.rendered.data, path) == full else None
+        )
+        if origin_depth == full and isinstance(node, dict | list):
+            # A mapping or list is where the object defines it, though patches add to it.
+            return self.origin_location(origin_inner, key)
+        best: tuple[int, Patch, Path] | None = None
+        for patch in reversed(self.patches):  # the last patch that writes a node wins
+            depth, inner = patch.depth(self.rendered.data, path)
+            if depth == full and depth > 0:
+                best = (depth, patch, inner)
+                break
+            if depth > 0 and (best is None or depth > best[0]):
+                best = (depth, patch, inner)
+        if best is not None and (best[0] == full or best[0] > max(origin_depth, 0)):
+            depth, patch, inner = best
+            found = patch.document.location(inner, key=key if depth == full else True)
+            return found._replace(rendered_from=self.unit)
+        if self.origin is not None:
+            located = self.origin.location(origin_inner, key=key if origin_depth == full else True)
+            if origin_depth == full or _rendered_depth(self.rendered.data, path) <= origin_depth:
+                # Written there, or missing in the rendered object too (the origin's parent
+                # is where to add it).
+                return located._replace(rendered_from=self.unit)
+            return self.origin.location(())._replace(
+                rendered_from=self.unit,
+                note=(
+                    f"found after kustomize built {self.unit}: a transformer (namePrefix, "
+                    "namespace, replacements, a generator ...) wrote the value, not this file"
+                ),
+            )
+        return self.fallback._replace(
+            rendered_from=self.unit,
+            note=f"found after kustomize built {self.unit}; its origin is not in the input",
+        )
+
+    def origin_location(self, inner: Path, key: bool | None) -> Location:
+        assert self.origin is not None
+        return self.origin.location(inner, key=key)._replace(rendered_from=self.unit)
+
+    def embedded(
+        self, document: Document, path: Path, line: int, column: int
+    ) -> EmbeddedSource | None:
+        """YAML in a string of the object: mapped into the origin's copy of the same string,
+        or into the file a configMapGenerator read it from."""
+        if document.data is not self.rendered.data or len(path) != 2 or path[0] != "data":
+            return None
+        key = path[1]
+        generated = self.generated_files.get(str(key))
+        if generated is not None:
+            return EmbeddedSource(line, column, generated, 0, 0, self.unit)
+        if self.origin is None:
+            return None
+        value = self.rendered.get(path)
+        if not isinstance(value, str) or self.origin.get(path) != value:
+            return None
+        origin_line, origin_column = embedded_origin(self.origin, path, self.origin_text)
+        return EmbeddedSource(line, column, self.origin.file, origin_line, origin_column, self.unit)
+
+
+class EmbeddedSource:
+    """YAML embedded in a rendered string, at the same relative place in its source."""
+
+    def __init__(
+        self,
+        line: int,
+        column: int,
+        file: str,
+        source_line: int,
+        source_column: int,
+        unit: str,
+    ) -> None:
+        self.line, self.column = line, column
+        self.file = file
+        self.source_line, self.source_column = source_line, source_column
+        self.unit = unit
+
+    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
+        raw = document.location(path, key=key, raw=True)
+        line = raw.line - self.line + self.source_line
+        column = raw.column - self.column + self.source_column
+        return Location(self.file, max(line, 1), max(column, 1), self.unit)
+
+    def embedded(
+        self, document: Document, path: Path, line: int, column: int
+    ) -> EmbeddedSource | None:
+        return None
+
+
+def _rendered_depth(data: Any, path: Path) -> int:
+    depth = 0
+    for step in path:
+        if not has_step(data, step):
+            break
+        data = data[step]
+        depth += 1
+    return depth
+
+
+def find_origin_document(
+    loaded: LoadedFile, rendered: Manifest, names: set[str], strict: bool = False
+) -> Document | None:
+    """The document of an origin file that became ``rendered``: same kind and name (the name
+    before prefixes and suffixes), else (unless ``strict``) the only document of that kind."""
+    same_kind = [
+        doc
+        for doc in loaded.documents
+        if isinstance(doc.data, dict) and doc.data.get("kind") == rendered.kind
+    ]
+    for doc in same_kind:
+        name = as_dict(doc.data.get("metadata")).get("name")
+        if isinstance(name, str) and name in names:
+            return doc
+    for doc in same_kind:
+        name = as_dict(doc.data.get("metadata")).get("name")
+        if isinstance(name, str) and name and name in rendered.name:
+            return doc
+    if len(same_kind) == 1 and not strict:
+        return same_kind[0]
+    return None

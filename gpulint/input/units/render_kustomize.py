@@ -16,12 +16,11 @@ from gpulint.input.loader import (
 )
 from gpulint.input.units import KUSTOMIZE, RenderOptions, RenderProblem, Unit
 from gpulint.input.units.boundary import tree_problem
+from gpulint.input.units.buildmetadata import remove_wrapper, wrapper_kustomization
 from gpulint.input.units.kustomize import (
     Kustomization,
     Reference,
     kustomization_file,
-    remove_wrapper,
-    wrapper_kustomization,
 )
 from gpulint.input.units.kustomize_origins import map_kustomize_output
 from gpulint.input.units.sources import (

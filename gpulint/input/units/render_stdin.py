@@ -14,10 +14,10 @@ from gpulint.input.loader import (
     read_problem,
     read_source,
 )
+from gpulint.input.units.buildmetadata import build_annotations
 from gpulint.input.units.helm import HelmSource, chart_name, template_file
 from gpulint.input.units.kustomize import (
     KUSTOMIZATION_NAMES,
-    build_annotations,
     kustomization_file,
 )
 from gpulint.input.units.kustomize_origins import map_kustomize_output
