@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gpulint.replay.controller import SYNC_PERIOD_S, TOLERANCE
+from gpulint.replay.behavior import SYNC_PERIOD_S, TOLERANCE
 from gpulint.replay.model import ReplaySpec, Run
 
 FLAP_WINDOW_S = 600.0  # a change reversed within 10 minutes is a flap

@@ -28,13 +28,13 @@ from gpulint.live.adapterquery import mapping_for, pod_name_pattern, render_quer
 from gpulint.live.kedaquery import request_for
 from gpulint.metrics.names import Scale, scale_of
 from gpulint.metrics.querytemplate import RenderUnsupported, TemplateError
-from gpulint.replay.controller import (
+from gpulint.replay.activation import (
     KEDA_COOLDOWN_S,
     KEDA_INITIAL_COOLDOWN_S,
-    Behavior,
     KedaActivation,
     hpa_min_replicas,
 )
+from gpulint.replay.behavior import Behavior
 from gpulint.replay.model import ReplayMetric, ReplaySpec
 
 # When the pod template has no probe to tell: a GPU inference pod pulls a large image and

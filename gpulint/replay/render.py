@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from gpulint.core.model import Finding
-from gpulint.replay.controller import SYNC_PERIOD_S
+from gpulint.replay.behavior import SYNC_PERIOD_S
 from gpulint.replay.model import History
 from gpulint.replay.report import Replayed, describe_behavior, stamp
 

@@ -23,15 +23,9 @@ import bisect
 import dataclasses
 import math
 
-from gpulint.replay.controller import (
-    KEDA_POLLING_INTERVAL_S,
-    SYNC_PERIOD_S,
-    HorizontalController,
-    max_over_metrics,
-    per_pod_total_replicas,
-    uniform_pods_replicas,
-    usage_ratio_replicas,
-)
+from gpulint.replay.activation import KEDA_POLLING_INTERVAL_S
+from gpulint.replay.behavior import SYNC_PERIOD_S
+from gpulint.replay.controller import HorizontalController
 from gpulint.replay.model import (
     PER_POD,
     TOTAL_PER_POD,
@@ -41,6 +35,12 @@ from gpulint.replay.model import (
     ReplaySpec,
     Run,
     Tick,
+)
+from gpulint.replay.replicas import (
+    max_over_metrics,
+    per_pod_total_replicas,
+    uniform_pods_replicas,
+    usage_ratio_replicas,
 )
 
 
