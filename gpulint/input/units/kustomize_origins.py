@@ -236,14 +236,7 @@ class KustomizeSource:
         if origin_depth == full and isinstance(node, dict | list):
             # A mapping or list is where the object defines it, though patches add to it.
             return self.origin_location(origin_inner, key)
-        best: tuple[int, Patch, Path] | None = None
-        for patch in reversed(self.patches):  # the last patch that writes a node wins
-            depth, inner = patch.depth(self.rendered.data, path)
-            if depth == full and depth > 0:
-                best = (depth, patch, inner)
-                break
-            if depth > 0 and (best is None or depth > best[0]):
-                best = (depth, patch, inner)
+        best = self._deepest_patch(path)
         if best is not None and (best[0] == full or best[0] > max(origin_depth, 0)):
             depth, patch, inner = best
             found = patch.document.location(inner, key=key if depth == full else True)
@@ -265,6 +258,19 @@ class KustomizeSource:
             rendered_from=self.unit,
             note=f"found after kustomize built {self.unit}; its origin is not in the input",
         )
+
+    def _deepest_patch(self, path: Path) -> tuple[int, Patch, Path] | None:
+        """The patch that writes ``path`` (the last one that writes all of it), else the one
+        that writes the most of it; with how much, and its own path there."""
+        full = len(path)
+        best: tuple[int, Patch, Path] | None = None
+        for patch in reversed(self.patches):  # the last patch that writes a node wins
+            depth, inner = patch.depth(self.rendered.data, path)
+            if depth == full and depth > 0:
+                return (depth, patch, inner)
+            if depth > 0 and (best is None or depth > best[0]):
+                best = (depth, patch, inner)
+        return best
 
     def origin_location(self, inner: Path, key: bool | None) -> Location:
         assert self.origin is not None
