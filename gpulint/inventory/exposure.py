@@ -27,6 +27,7 @@ from gpulint.chain.scrapelabels import DcgmScrape
 from gpulint.input.document import Document
 from gpulint.inventory.nearest import DirectoryIndex, consumer_directories, directory_parts
 from gpulint.kinds.hpa import HPA, HpaMetric
+from gpulint.kinds.view import KindView
 
 
 def _api_of(api: str) -> str:
@@ -191,6 +192,16 @@ class Exposure:
         if len(kept) != len(self.scrapes):
             self.scrapes = kept
             self._scrape_index = None
+
+    def view_added(self, view: KindView) -> None:
+        # Only HPAs read metrics through prometheus-adapter: KEDA and KServe's KEDA class query
+        # Prometheus themselves, Knative's HPA class makes an HPA of its own.
+        if isinstance(view, HPA):
+            self.hpa_added(view)
+
+    def view_removed(self, view: KindView) -> None:
+        if isinstance(view, HPA):
+            self.hpa_removed(view)
 
     def hpa_added(self, hpa: HPA) -> None:
         if self._consumers_by_rule is not None:

@@ -24,7 +24,18 @@ from gpulint.kinds.dra import (
     device_requests,
     pod_claims,
 )
-from gpulint.kinds.registry import template_paths
+
+# Where workload kinds keep their pod templates when not at ``spec.template`` (the registry's
+# workload entries say the same: gpulint.kinds.registry reads this table). CronJob: batch/v1
+# CronJobSpec.jobTemplate; LeaderWorkerSet: leaderworkerset.x-k8s.io/v1 LeaderWorkerTemplate.
+TEMPLATE_PATHS: dict[str, tuple[Path, ...]] = {
+    "CronJob": (("spec", "jobTemplate", "spec", "template"),),
+    "LeaderWorkerSet": (
+        ("spec", "leaderWorkerTemplate", "leaderTemplate"),
+        ("spec", "leaderWorkerTemplate", "workerTemplate"),
+    ),
+}
+DEFAULT_TEMPLATE_PATHS: tuple[Path, ...] = (("spec", "template"),)
 
 # Resource names a device plugin advertises for GPUs (NVIDIA k8s-device-plugin README; AMD
 # ROCm device plugin; intel-device-plugins-for-kubernetes).
@@ -386,7 +397,7 @@ def _read_pod_templates(manifest: Manifest) -> list[PodTemplate]:
         if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
             return [_pod_template((), manifest.metadata, spec, "pod", manifest)]
         return []
-    paths = template_paths(kind, manifest.api_version)
+    paths = TEMPLATE_PATHS.get(kind, DEFAULT_TEMPLATE_PATHS)
     found = []
     for path in paths:
         label = "pod template" if len(paths) == 1 else f"{path[-1]}"
