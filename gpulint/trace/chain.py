@@ -21,15 +21,21 @@ from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrape import dcgm_targets, url_target
 from gpulint.chain.servers import PrometheusServer
 from gpulint.chain.services import ServiceView
-from gpulint.chain.urls import PrometheusUrl, keda_urls
+from gpulint.chain.urls import PrometheusUrl
 from gpulint.core.model import Finding, Location, ObjectRef, Severity
 from gpulint.engine.rule import describe_document
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA, HpaMetric, TargetRef
-from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.knative import KnativeService
-from gpulint.kinds.kserve import InferenceService
+from gpulint.kinds.registry import VIEW_SCOPES
+from gpulint.kinds.view import (
+    AdapterMetric,
+    AdapterTrace,
+    KindView,
+    QueryTrace,
+    RevisionTrace,
+    TargetRef,
+    TraceSource,
+)
 from gpulint.metrics.names import Exporter as MetricSource
 from gpulint.metrics.names import is_dcgm_field, lookup
 from gpulint.metrics.promql import metric_names_in_query
@@ -463,7 +469,7 @@ class _Chain:
             label=rule.describe().split(" in ", 1)[0],
         )
 
-    def metrics_api(self, hpa: HPA, metric: HpaMetric) -> Link:
+    def metrics_api(self, hpa: KindView, metric: AdapterMetric) -> Link:
         findings = self.findings.on("metrics-api", [_anchor(hpa.manifest)])
         cluster = self.inventory.cluster
         if cluster is not None:
@@ -518,7 +524,7 @@ class _Chain:
             findings,
         )
 
-    def autoscaler(self, hpa: HPA, metric: HpaMetric) -> Link:
+    def autoscaler(self, hpa: KindView, metric: AdapterMetric) -> Link:
         detail = f"{metric.type} metric {metric.name}"
         target = metric.target
         if target is not None:
@@ -563,117 +569,67 @@ class _Chain:
 
 
 def traces(inventory: Inventory, findings: Iterable[Finding], unit: str = "") -> list[Trace]:
-    """One trace per autoscaler metric of the unit."""
+    """One trace per autoscaler metric of the unit, from each view's trace sources."""
     chain = _Chain(inventory, _Findings(findings))
     found: list[Trace] = []
-    for hpa in inventory.hpas:
-        found.extend(_hpa_traces(chain, hpa, unit))
-    for scaled in inventory.scaled_objects:
-        found.extend(_keda_traces(chain, scaled, unit))
-    for service in inventory.knative_services:
-        found.extend(_knative_traces(chain, service, unit))
-    for isvc in inventory.inference_services:
-        found.extend(_kserve_traces(chain, isvc, unit))
+    for scope in VIEW_SCOPES:
+        for view in inventory.items_of(scope):
+            for source in view.trace_sources():
+                found.append(_trace(chain, view, source, unit))
     return found
 
 
-def _hpa_traces(chain: _Chain, hpa: HPA, unit: str) -> list[Trace]:
-    found = []
+def _trace(chain: _Chain, view: KindView, source: TraceSource, unit: str) -> Trace:
+    if isinstance(source, AdapterTrace):
+        return _adapter_trace(chain, view, source, unit)
+    if isinstance(source, QueryTrace):
+        return _query_trace(chain, view, source, unit)
+    return _revision_trace(chain, view.manifest, source, unit)
+
+
+def _adapter_trace(chain: _Chain, view: KindView, source: AdapterTrace, unit: str) -> Trace:
+    """A metric read through prometheus-adapter (an HPA's Pods, Object or External metric)."""
     inventory = chain.inventory
-    for metric in hpa.metrics:
-        if not metric.is_custom or not metric.name:
-            continue
-        api = EXTERNAL if metric.type == "External" else CUSTOM
-        rules = inventory.rules_exposing(metric.name, api, near=hpa.manifest)
-        series: list[str] = [metric.name]
-        if rules:
-            series = rules[0].series_for(requested_metric_name(metric.name, api)) or series
-        links = [
-            chain.workload(hpa.namespace, hpa.target_ref, hpa.manifest),
-            *chain.scrape_links(_gpu_metric(series, bool(rules), metric.name), hpa.manifest),
-            chain.prometheus(chain.adapter_url(rules[0] if rules else None), hpa.manifest),
-            chain.adapter(metric.name, api, hpa.manifest, rules),
-            chain.metrics_api(hpa, metric),
-            chain.autoscaler(hpa, metric),
-        ]
-        found.append(
-            Trace(
-                hpa.manifest.ref,
-                hpa.manifest.location(metric.name_path),
-                metric.name,
-                tuple(links),
-                unit,
-            )
-        )
-    return found
+    metric, owner = source.metric, view.manifest
+    name = metric.name or ""
+    api = EXTERNAL if metric.type == "External" else CUSTOM
+    rules = inventory.rules_exposing(name, api, near=owner)
+    series: list[str] = [name]
+    if rules:
+        series = rules[0].series_for(requested_metric_name(name, api)) or series
+    links = [
+        chain.workload(view.namespace, source.ref, owner),
+        *chain.scrape_links(_gpu_metric(series, bool(rules), name), owner),
+        chain.prometheus(chain.adapter_url(rules[0] if rules else None), owner),
+        chain.adapter(name, api, owner, rules),
+        chain.metrics_api(view, metric),
+        chain.autoscaler(view, metric),
+    ]
+    return Trace(owner.ref, owner.location(metric.name_path), name, tuple(links), unit)
 
 
-def _query_traces(
-    chain: _Chain,
-    owner: Manifest,
-    namespace: str | None,
-    ref: TargetRef | None,
-    queries: list[tuple[str, str, PrometheusUrl | None, Path]],
-    autoscaler_detail: str,
-    unit: str,
-) -> list[Trace]:
-    """Autoscalers that query Prometheus themselves (KEDA): no adapter in between."""
-    found = []
-    for name, query, url, path in queries:
-        links = [
-            chain.workload(namespace, ref, owner),
-            *chain.scrape_links(_is_dcgm(metric_names_in_query(query)), owner),
-            chain.prometheus(url, owner),
-            chain.unknown_metrics_api(
-                f"KEDA's metrics server serves it as the external metric {name}: only the "
-                "cluster tells (gpulint trace --cluster reads the HPA KEDA makes)"
-            ),
-            chain.owner_autoscaler(owner, f"{autoscaler_detail}: {query}"),
-        ]
-        found.append(Trace(owner.ref, owner.location(path), name, tuple(links), unit))
-    return found
+def _query_trace(chain: _Chain, view: KindView, source: QueryTrace, unit: str) -> Trace:
+    """An autoscaler that queries Prometheus itself (KEDA): no adapter in between."""
+    owner = view.manifest
+    links = [
+        chain.workload(view.namespace, source.ref, owner),
+        *chain.scrape_links(_is_dcgm(metric_names_in_query(source.query)), owner),
+        chain.prometheus(source.url, owner),
+        chain.unknown_metrics_api(
+            f"KEDA's metrics server serves it as the external metric {source.name}: only the "
+            "cluster tells (gpulint trace --cluster reads the HPA KEDA makes)"
+        ),
+        chain.owner_autoscaler(owner, f"{source.detail}: {source.query}"),
+    ]
+    return Trace(owner.ref, owner.location(source.path), source.name, tuple(links), unit)
 
 
-def _keda_traces(chain: _Chain, scaled: ScaledObject, unit: str) -> list[Trace]:
-    urls = {u.path: u for u in keda_urls(scaled.manifest)}
-    queries = []
-    for index, trigger in enumerate(scaled.triggers):
-        if trigger.get("type") != "prometheus":
-            continue
-        metadata = as_dict(trigger.get("metadata"))
-        query = metadata.get("query")
-        path: Path = ("spec", "triggers", index)
-        url = urls.get((*path, "metadata", "serverAddress"))
-        if isinstance(query, str):
-            queries.append((f"s{index}-prometheus", query.strip(), url, path))
-    return _query_traces(
-        chain,
-        scaled.manifest,
-        scaled.namespace,
-        scaled.target_ref,
-        queries,
-        "KEDA prometheus trigger",
-        unit,
-    )
-
-
-_BUILT_IN_METRICS = ("cpu", "memory", "concurrency", "rps")
-
-
-def _knative_traces(chain: _Chain, service: KnativeService, unit: str) -> list[Trace]:
-    revision = service.revision_autoscaling()
-    metric = revision.metric.value if revision.metric is not None else None
-    if not revision.uses_hpa_class or metric is None or metric in _BUILT_IN_METRICS:
-        return []
-    return [_revision_trace(chain, service.manifest, metric, revision.metric, unit)]
-
-
-def _revision_trace(chain: _Chain, owner: Manifest, metric: str, setting: Any, unit: str) -> Trace:
+def _revision_trace(chain: _Chain, owner: Manifest, source: RevisionTrace, unit: str) -> Trace:
     """A Knative revision on the HPA class: Knative makes a Pods metric of that name."""
     inventory = chain.inventory
+    metric = source.metric
     rules = inventory.rules_exposing(metric, CUSTOM, near=owner)
     series = (rules[0].series_for(metric) if rules else None) or [metric]
-    path: Path = setting.path or () if setting is not None else ()
     links = [
         chain.workload_of(owner, f"{describe_document(owner)}: its revisions' pods"),
         *chain.scrape_links(_gpu_metric(series, bool(rules), metric), owner),
@@ -684,62 +640,7 @@ def _revision_trace(chain: _Chain, owner: Manifest, metric: str, setting: Any, u
         ),
         chain.owner_autoscaler(owner, f"Knative HPA class, metric {metric}"),
     ]
-    return Trace(owner.ref, owner.location(path), metric, tuple(links), unit)
-
-
-def _kserve_traces(chain: _Chain, isvc: InferenceService, unit: str) -> list[Trace]:
-    found: list[Trace] = []
-    for component in isvc.components:
-        if isvc.mode == "Knative":
-            revision = isvc.revision_autoscaling(component)
-            metric = revision.metric.value if revision.metric is not None else None
-            if revision.uses_hpa_class and metric is not None and metric not in _BUILT_IN_METRICS:
-                found.append(_revision_trace(chain, isvc.manifest, metric, revision.metric, unit))
-            continue
-        if isvc.autoscaler_class != "keda":
-            continue
-        auto_scaling = as_dict(component.get("autoScaling"))
-        queries = []
-        for index, entry in enumerate(as_list(auto_scaling.get("metrics"))):
-            item = as_dict(entry)
-            source = as_dict(item.get("external") or item.get("podmetric"))
-            settings = as_dict(source.get("metric"))
-            query = settings.get("query")
-            if settings.get("backend") != "prometheus" or not isinstance(query, str):
-                continue
-            path: Path = (*component.path, "autoScaling", "metrics", index)
-            address = settings.get("serverAddress")
-            url = (
-                PrometheusUrl(
-                    address,
-                    isvc.manifest,
-                    (
-                        *path,
-                        "external" if "external" in item else "podmetric",
-                        "metric",
-                        "serverAddress",
-                    ),
-                    "keda",
-                    f"InferenceService {isvc.name} {component.name} metric {index}",
-                    None,
-                    isvc.manifest,
-                )
-                if isinstance(address, str) and address
-                else None
-            )
-            queries.append((f"s{index}-prometheus", query.strip(), url, path))
-        found.extend(
-            _query_traces(
-                chain,
-                isvc.manifest,
-                isvc.namespace,
-                TargetRef("Deployment", isvc.component_name(component.name), "apps/v1", ()),
-                queries,
-                "KServe KEDA autoscaler",
-                unit,
-            )
-        )
-    return found
+    return Trace(owner.ref, owner.location(source.path), metric, tuple(links), unit)
 
 
 def select(found: list[Trace], wanted: str | None) -> list[Trace]:
