@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from gpulint.chain.adapter import AdapterConfig
 from gpulint.chain.exporter import (
     DcgmExporter,
     Placement,
@@ -53,9 +54,6 @@ from gpulint.inventory.nearest import DirectoryIndex
 from gpulint.inventory.store import ObjectStore
 from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.workload import GpuNames, PodTemplate
-
-if TYPE_CHECKING:
-    from gpulint.chain.adapter import AdapterConfig
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Taints every node may carry for a while, which pods tolerate by default (the
