@@ -13,18 +13,17 @@ A link's status:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import Any
 
 from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, requested_metric_name
 from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrape import dcgm_targets, url_target
-from gpulint.chain.servers import PrometheusServer
 from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import PrometheusUrl
-from gpulint.core.model import Finding, Location, ObjectRef, Severity
+from gpulint.core.model import Finding, ObjectRef
 from gpulint.engine.rule import describe_document
-from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
+from gpulint.input.document import Document, Manifest, as_dict, as_list
 from gpulint.inventory import Inventory
 from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.view import (
@@ -36,21 +35,23 @@ from gpulint.kinds.view import (
     TargetRef,
     TraceSource,
 )
-from gpulint.metrics.names import Exporter as MetricSource
-from gpulint.metrics.names import is_dcgm_field, lookup
 from gpulint.metrics.promql import metric_names_in_query
-
-STAGES = (
-    "workload",
-    "exporter",
-    "service",
-    "scrape",
-    "prometheus",
-    "adapter-rule",
-    "metrics-api",
-    "autoscaler",
+from gpulint.trace.links import (
+    BROKEN,
+    OK,
+    UNKNOWN,
+    Link,
+    StageFindings,
+    Trace,
+    anchor,
+    gpu_metric,
+    is_dcgm,
+    link,
+    made,
+    server_label,
 )
-OK, BROKEN, UNKNOWN = "ok", "broken", "unknown"
+
+__all__ = ["STAGE_RULES", "Link", "Trace", "select", "traces"]
 
 # The rules whose findings break each stage.
 STAGE_RULES: dict[str, frozenset[str]] = {
@@ -73,141 +74,8 @@ STAGE_RULES: dict[str, frozenset[str]] = {
 _UNIT_RULES = {"GL806": "scrape", "GL809": "prometheus"}
 
 
-class Link(NamedTuple):
-    stage: str
-    object: ObjectRef | None
-    location: Location | None
-    status: str
-    findings: tuple[str, ...]
-    detail: str
-    severity: Severity | None = None  # of a broken link
-    label: str = ""  # a short name for diagrams ("rule rules.custom[0]")
-
-
-class Trace(NamedTuple):
-    autoscaler: ObjectRef
-    location: Location
-    metric: str
-    links: tuple[Link, ...]
-    unit: str = ""
-
-    def first_broken(self) -> Link | None:
-        return next((link for link in self.links if link.status == BROKEN), None)
-
-    def worst(self) -> Severity | None:
-        found = [link.severity for link in self.links if link.severity is not None]
-        return max(found) if found else None
-
-
-class _Anchor(NamedTuple):
-    """An object a link stands for, as findings name it."""
-
-    file: str
-    ref: ObjectRef | None  # None: a values document (matched by its file)
-    lines: tuple[int, int] | None = None  # only findings on these lines (one adapter rule)
-
-
-def _anchor(document: Document, lines: tuple[int, int] | None = None) -> _Anchor:
-    ref = document.ref if isinstance(document, Manifest) else None
-    return _Anchor(document.location(()).file, ref, lines)
-
-
-class _Findings:
-    def __init__(self, findings: Iterable[Finding]) -> None:
-        self.by_file: dict[str, list[Finding]] = {}
-        self.unit: dict[str, list[Finding]] = {}
-        for finding in findings:
-            stage = _UNIT_RULES.get(finding.rule)
-            if stage is not None:
-                self.unit.setdefault(stage, []).append(finding)
-            else:
-                self.by_file.setdefault(finding.location.file, []).append(finding)
-
-    def on(self, stage: str, anchors: Sequence[_Anchor]) -> list[Finding]:
-        rules = STAGE_RULES[stage]
-        found: list[Finding] = list(self.unit.get(stage, []))
-        for anchor in anchors:
-            for finding in self.by_file.get(anchor.file, []):
-                if finding.rule not in rules or finding in found:
-                    continue
-                if anchor.lines is not None and not (
-                    anchor.lines[0] <= finding.location.line < anchor.lines[1]
-                ):
-                    continue
-                if anchor.ref is not None and _ref_of(finding) not in (anchor.ref, None):
-                    continue
-                found.append(finding)
-        return found
-
-
-def _ref_of(finding: Finding) -> ObjectRef | None:
-    ref = finding.object
-    if ref is None or not ref.api_version:
-        return None  # a values file: its findings are matched by file
-    return ref
-
-
-def _link(
-    stage: str,
-    document: Document | None,
-    status: str,
-    detail: str,
-    findings: list[Finding],
-    obj: ObjectRef | None = None,
-    path: Path = (),
-    label: str = "",
-) -> Link:
-    severities = [f.severity for f in findings if f.severity >= Severity.WARNING]
-    if severities:
-        status = BROKEN
-    ref = obj if obj is not None else (describe_document(document) if document else None)
-    location = document.location(path) if document is not None else None
-    severity = max(severities) if severities else (Severity.ERROR if status == BROKEN else None)
-    return Link(
-        stage,
-        ref,
-        location,
-        status,
-        tuple(sorted({f.rule for f in findings})),
-        detail,
-        severity,
-        label or (str(ref) if ref is not None else ""),
-    )
-
-
-def _made(api_version: str, kind: str, namespace: str | None, name: str | None) -> ObjectRef:
-    """The object a chart or operator makes, as the link's object."""
-    return ObjectRef(api_version, kind, namespace, name or "<release>-dcgm-exporter")
-
-
-def _server_label(server: PrometheusServer) -> str:
-    if server.chart is not None:
-        return f"kube-prometheus-stack {server.release or server.name or ''}".strip()
-    return f"Prometheus {server.name}"
-
-
-# --- what the chain is made of ---------------------------------------------------------------
-
-
-def _is_dcgm(names: Iterable[str]) -> bool:
-    for name in names:
-        known = lookup(name)
-        if is_dcgm_field(name) or (known is not None and known.exporter is MetricSource.DCGM):
-            return True
-    return False
-
-
-def _gpu_metric(series: list[str], served: bool, name: str) -> bool:
-    """Is the metric dcgm-exporter's? Its series say, when an adapter rule of the input
-    serves it; without one, a name that says GPU is taken to be (an adapter elsewhere, or
-    the cluster's, renames DCGM_FI_DEV_GPU_UTIL as gpu_utilization)."""
-    if _is_dcgm(series):
-        return True
-    return not served and ("gpu" in name.lower() or "dcgm" in name.lower())
-
-
 class _Chain:
-    def __init__(self, inventory: Inventory, findings: _Findings) -> None:
+    def __init__(self, inventory: Inventory, findings: StageFindings) -> None:
         self.inventory = inventory
         self.findings = findings
         self.pipeline = inventory.pipeline
@@ -216,13 +84,13 @@ class _Chain:
 
     def workload(self, namespace: str | None, ref: TargetRef | None, near: Document) -> Link:
         if ref is None:
-            return _link("workload", None, UNKNOWN, "the autoscaler has no scaleTargetRef", [])
+            return link("workload", None, UNKNOWN, "the autoscaler has no scaleTargetRef", [])
         target = self.inventory.resolve_target(namespace, ref, near)
         shown = target.describe()
-        anchors = [_anchor(near)]
+        anchors = [anchor(near)]
         document = target.manifest or target.owner
         if document is None:
-            return _link(
+            return link(
                 "workload",
                 None,
                 UNKNOWN,
@@ -230,7 +98,7 @@ class _Chain:
                 self.findings.on("workload", anchors),
                 obj=ObjectRef(ref.api_version, ref.kind or "Deployment", namespace, ref.name),
             )
-        anchors.append(_anchor(document))
+        anchors.append(anchor(document))
         gpus = target.gpu_requests(self.inventory.gpu_names)
         if gpus:
             resources = sorted({g.resource for g in gpus})
@@ -243,11 +111,11 @@ class _Chain:
         else:
             detail = f"{shown} asks for no GPU"
         via = f" (made by {describe_document(target.owner)})" if target.owner is not None else ""
-        return _link("workload", document, OK, detail + via, self.findings.on("workload", anchors))
+        return link("workload", document, OK, detail + via, self.findings.on("workload", anchors))
 
     def workload_of(self, document: Manifest, detail: str) -> Link:
-        return _link(
-            "workload", document, OK, detail, self.findings.on("workload", [_anchor(document)])
+        return link(
+            "workload", document, OK, detail, self.findings.on("workload", [anchor(document)])
         )
 
     # --- exporter, service, scrape ----------------------------------------------------------
@@ -256,7 +124,7 @@ class _Chain:
         if not gpu:
             why = "the metric is not a dcgm-exporter series: its exporter is not traced"
             return [
-                _link(stage, None, UNKNOWN, why, []) for stage in ("exporter", "service", "scrape")
+                link(stage, None, UNKNOWN, why, []) for stage in ("exporter", "service", "scrape")
             ]
         exporters = self.pipeline.exporters_near(near)
         monitors = [m for m in self.pipeline.all_monitors()]
@@ -270,13 +138,13 @@ class _Chain:
                 + (", ".join(str(t) for t in exporter.placement.tolerations) or "no taint")
             )
             links.append(
-                _link(
+                link(
                     "exporter",
                     exporter.document,
                     OK,
                     f"{exporter.describe()}; {placement}",
-                    self.findings.on("exporter", [_anchor(exporter.document)]),
-                    obj=_made("apps/v1", "DaemonSet", exporter.namespace, exporter.name)
+                    self.findings.on("exporter", [anchor(exporter.document)]),
+                    obj=made("apps/v1", "DaemonSet", exporter.namespace, exporter.name)
                     if exporter.made_by
                     else None,
                     path=exporter.path,
@@ -284,7 +152,7 @@ class _Chain:
             )
         else:
             links.append(
-                _link(
+                link(
                     "exporter",
                     None,
                     UNKNOWN,
@@ -315,8 +183,8 @@ class _Chain:
                 if exporters
                 else "no dcgm-exporter Service in the input"
             )
-            findings = self.findings.on("service", [_anchor(m.document) for m in monitors])
-            return _link("service", None, UNKNOWN, detail, findings)
+            findings = self.findings.on("service", [anchor(m.document) for m in monitors])
+            return link("service", None, UNKNOWN, detail, findings)
         service = services[0]
         ports = ", ".join(p.describe() for p in service.ports) or "no port"
         detail = f"{service.describe()}: {ports}"
@@ -333,17 +201,15 @@ class _Chain:
             detail += f"; {ready} ready endpoint{'s' * (ready != 1)} in the cluster"
             if ready == 0:
                 status = BROKEN
-        return _link(
+        return link(
             "service",
             service.document,
             status,
             detail,
             self.findings.on(
-                "service", [_anchor(s.document) for s in services if s.made_by is None]
+                "service", [anchor(s.document) for s in services if s.made_by is None]
             ),
-            obj=_made("v1", "Service", service.namespace, service.name)
-            if service.made_by
-            else None,
+            obj=made("v1", "Service", service.namespace, service.name) if service.made_by else None,
             path=service.path,
         )
 
@@ -357,8 +223,8 @@ class _Chain:
             status = OK if up else BROKEN
         if not monitors:
             if targets_text:
-                return _link("scrape", None, status, targets_text, self.findings.on("scrape", []))
-            return _link(
+                return link("scrape", None, status, targets_text, self.findings.on("scrape", []))
+            return link(
                 "scrape",
                 None,
                 UNKNOWN,
@@ -368,13 +234,13 @@ class _Chain:
             )
         monitor = monitors[0]
         detail = monitor.describe() + (f"; {targets_text}" if targets_text else "")
-        return _link(
+        return link(
             "scrape",
             monitor.document,
             status,
             detail,
-            self.findings.on("scrape", [_anchor(m.document) for m in monitors]),
-            obj=_made("monitoring.coreos.com/v1", monitor.kind, monitor.namespace, monitor.name)
+            self.findings.on("scrape", [anchor(m.document) for m in monitors]),
+            obj=made("monitoring.coreos.com/v1", monitor.kind, monitor.namespace, monitor.name)
             if monitor.made_by
             else None,
             path=monitor.labels_path if monitor.made_by else monitor.path,
@@ -384,9 +250,9 @@ class _Chain:
 
     def prometheus(self, url: PrometheusUrl | None, near: Document) -> Link:
         servers = self.pipeline.servers_near(near)
-        anchors = [_anchor(s.document) for s in servers]
+        anchors = [anchor(s.document) for s in servers]
         if url is not None:
-            anchors.append(_anchor(url.document))
+            anchors.append(anchor(url.document))
         findings = self.findings.on("prometheus", anchors)
         server_text = servers[0].describe() if servers else ""
         if url is None:
@@ -395,8 +261,8 @@ class _Chain:
                 detail = f"{server_text}; {detail}"
             status = OK if servers else UNKNOWN
             document = servers[0].document if servers else None
-            label = _server_label(servers[0]) if servers else ""
-            return _link("prometheus", document, status, detail, findings, label=label)
+            label = server_label(servers[0]) if servers else ""
+            return link("prometheus", document, status, detail, findings, label=label)
         live = self.inventory.live
         target = url_target(url, self.inventory)
         if target.service is not None:
@@ -413,10 +279,10 @@ class _Chain:
         if live is not None:
             detail += f"; {live.url} answered" if live.available else f"; {live.url}: {live.error}"
         server = servers[0] if servers else None
-        label = _server_label(server) if server is not None else ""
+        label = server_label(server) if server is not None else ""
         if target.service is not None:
             label = f"Service {target.service.name}"
-        return _link(
+        return link(
             "prometheus", url.document, status, detail, findings, path=url.path, label=label
         )
 
@@ -431,7 +297,7 @@ class _Chain:
     # --- adapter, metrics API, autoscaler ------------------------------------------------------
 
     def adapter(self, metric: str, api: str, near: Manifest, rules: list[AdapterRule]) -> Link:
-        hpa_anchor = [_anchor(near)]
+        hpa_anchor = [anchor(near)]
         if not rules:
             findings = self.findings.on("adapter-rule", hpa_anchor)
             status = BROKEN if findings else UNKNOWN
@@ -440,7 +306,7 @@ class _Chain:
                 if self.inventory.adapter_configs
                 else "the prometheus-adapter config is not in the input"
             )
-            return _link("adapter-rule", None, status, detail, findings)
+            return link("adapter-rule", None, status, detail, findings)
         rule = rules[0]
         start = rule.location().line
         later = [
@@ -449,7 +315,7 @@ class _Chain:
             if not other.generated and other.location().line > start
         ]
         end = min(later) if later and not rule.generated else 1 << 30
-        anchors = [_anchor(rule.document, (start, end)), *hpa_anchor]
+        anchors = [anchor(rule.document, (start, end)), *hpa_anchor]
         series = rule.series_for(requested_metric_name(metric, api))
         detail = rule.describe()
         if series:
@@ -458,7 +324,7 @@ class _Chain:
         evidence = live.for_rule(rule) if live is not None else None
         if evidence is not None:
             detail += f"; Prometheus has {evidence.series.count} series for its seriesQuery"
-        return _link(
+        return link(
             "adapter-rule",
             rule.document,
             OK,
@@ -470,7 +336,7 @@ class _Chain:
         )
 
     def metrics_api(self, hpa: KindView, metric: AdapterMetric) -> Link:
-        findings = self.findings.on("metrics-api", [_anchor(hpa.manifest)])
+        findings = self.findings.on("metrics-api", [anchor(hpa.manifest)])
         cluster = self.inventory.cluster
         if cluster is not None:
             probe = cluster.probe(hpa, metric.index)
@@ -481,7 +347,7 @@ class _Chain:
                     detail += f" ({probe.detail})"
                 if probe.outcome == "served":
                     detail += f", {probe.values} value{'s' * (probe.values != 1)}"
-                return _link("metrics-api", None, status, detail, findings)
+                return link("metrics-api", None, status, detail, findings)
         live = self.inventory.live
         if live is not None and live.available:
             for evidence in live.for_hpa(hpa, self.inventory):
@@ -489,7 +355,7 @@ class _Chain:
                     continue
                 if evidence.usable:
                     values = ", ".join(f"{s.value:g}" for s in evidence.usable[:4])
-                    return _link(
+                    return link(
                         "metrics-api",
                         None,
                         OK,
@@ -497,7 +363,7 @@ class _Chain:
                         f"{'s' * (len(evidence.usable) != 1)} for {evidence.target} ({values})",
                         findings,
                     )
-                return _link(
+                return link(
                     "metrics-api",
                     None,
                     UNKNOWN,
@@ -516,7 +382,7 @@ class _Chain:
         else:
             path = f"/apis/{api}/v1beta1/namespaces/{namespace}/pods/*/{metric.name}"
         status = BROKEN if findings else UNKNOWN
-        return _link(
+        return link(
             "metrics-api",
             None,
             status,
@@ -547,22 +413,22 @@ class _Chain:
                 if stats is not None:
                     low, median, high = stats
                     detail += f"; observed {low:g} / {median:g} / {high:g} (min / median / max)"
-        return _link(
+        return link(
             "autoscaler",
             hpa.manifest,
             OK,
             detail,
-            self.findings.on("autoscaler", [_anchor(hpa.manifest)]),
+            self.findings.on("autoscaler", [anchor(hpa.manifest)]),
             path=metric.name_path,
         )
 
     def owner_autoscaler(self, document: Manifest, detail: str) -> Link:
-        return _link(
-            "autoscaler", document, OK, detail, self.findings.on("autoscaler", [_anchor(document)])
+        return link(
+            "autoscaler", document, OK, detail, self.findings.on("autoscaler", [anchor(document)])
         )
 
     def unknown_metrics_api(self, detail: str) -> Link:
-        return _link("metrics-api", None, UNKNOWN, detail, [])
+        return link("metrics-api", None, UNKNOWN, detail, [])
 
 
 # --- the traces of a unit ------------------------------------------------------------------------
@@ -570,7 +436,7 @@ class _Chain:
 
 def traces(inventory: Inventory, findings: Iterable[Finding], unit: str = "") -> list[Trace]:
     """One trace per autoscaler metric of the unit, from each view's trace sources."""
-    chain = _Chain(inventory, _Findings(findings))
+    chain = _Chain(inventory, StageFindings(findings, STAGE_RULES, _UNIT_RULES))
     found: list[Trace] = []
     for scope in VIEW_SCOPES:
         for view in inventory.items_of(scope):
@@ -599,7 +465,7 @@ def _adapter_trace(chain: _Chain, view: KindView, source: AdapterTrace, unit: st
         series = rules[0].series_for(requested_metric_name(name, api)) or series
     links = [
         chain.workload(view.namespace, source.ref, owner),
-        *chain.scrape_links(_gpu_metric(series, bool(rules), name), owner),
+        *chain.scrape_links(gpu_metric(series, bool(rules), name), owner),
         chain.prometheus(chain.adapter_url(rules[0] if rules else None), owner),
         chain.adapter(name, api, owner, rules),
         chain.metrics_api(view, metric),
@@ -613,7 +479,7 @@ def _query_trace(chain: _Chain, view: KindView, source: QueryTrace, unit: str) -
     owner = view.manifest
     links = [
         chain.workload(view.namespace, source.ref, owner),
-        *chain.scrape_links(_is_dcgm(metric_names_in_query(source.query)), owner),
+        *chain.scrape_links(is_dcgm(metric_names_in_query(source.query)), owner),
         chain.prometheus(source.url, owner),
         chain.unknown_metrics_api(
             f"KEDA's metrics server serves it as the external metric {source.name}: only the "
@@ -632,7 +498,7 @@ def _revision_trace(chain: _Chain, owner: Manifest, source: RevisionTrace, unit:
     series = (rules[0].series_for(metric) if rules else None) or [metric]
     links = [
         chain.workload_of(owner, f"{describe_document(owner)}: its revisions' pods"),
-        *chain.scrape_links(_gpu_metric(series, bool(rules), metric), owner),
+        *chain.scrape_links(gpu_metric(series, bool(rules), metric), owner),
         chain.prometheus(chain.adapter_url(rules[0] if rules else None), owner),
         chain.adapter(metric, CUSTOM, owner, rules),
         chain.unknown_metrics_api(
