@@ -166,17 +166,7 @@ class _Chain:
         return links
 
     def _service(self, monitors: list[Monitor], exporters: list[Any]) -> Link:
-        services: list[ServiceView] = []
-        for monitor in monitors:
-            for service in self.pipeline.services_selected(monitor).certain:
-                if service not in services:
-                    services.append(service)
-        if not services:
-            services = [
-                s
-                for s in self.pipeline.all_services()
-                if s.made_by is not None and "dcgm" in s.name.lower()
-            ]
+        services = self._dcgm_services(monitors)
         if not services:
             detail = (
                 "no Service in front of dcgm-exporter in the input"
@@ -188,23 +178,13 @@ class _Chain:
         service = services[0]
         ports = ", ".join(p.describe() for p in service.ports) or "no port"
         detail = f"{service.describe()}: {ports}"
-        status = OK
-        cluster = self.inventory.cluster
-        if (
-            cluster is not None
-            and service.made_by is None
-            and service.namespace
-            and (service.namespace, service.name) in cluster.endpoints_read
-        ):
-            state = self.pipeline.endpoints_of(service)
-            ready = state.ready if state is not None else 0
+        ready = self._ready_endpoints(service)
+        if ready is not None:
             detail += f"; {ready} ready endpoint{'s' * (ready != 1)} in the cluster"
-            if ready == 0:
-                status = BROKEN
         return link(
             "service",
             service.document,
-            status,
+            BROKEN if ready == 0 else OK,
             detail,
             self.findings.on(
                 "service", [anchor(s.document) for s in services if s.made_by is None]
@@ -212,6 +192,34 @@ class _Chain:
             obj=made("v1", "Service", service.namespace, service.name) if service.made_by else None,
             path=service.path,
         )
+
+    def _dcgm_services(self, monitors: list[Monitor]) -> list[ServiceView]:
+        """The Services the monitors select, else those a chart made for dcgm-exporter."""
+        services: list[ServiceView] = []
+        for monitor in monitors:
+            for service in self.pipeline.services_selected(monitor).certain:
+                if service not in services:
+                    services.append(service)
+        if services:
+            return services
+        return [
+            s
+            for s in self.pipeline.all_services()
+            if s.made_by is not None and "dcgm" in s.name.lower()
+        ]
+
+    def _ready_endpoints(self, service: ServiceView) -> int | None:
+        """Ready endpoints of a Service the cluster was asked about; None when not asked."""
+        cluster = self.inventory.cluster
+        if (
+            cluster is None
+            or service.made_by is not None
+            or not service.namespace
+            or (service.namespace, service.name) not in cluster.endpoints_read
+        ):
+            return None
+        state = self.pipeline.endpoints_of(service)
+        return state.ready if state is not None else 0
 
     def _scrape(self, monitors: list[Monitor]) -> Link:
         live = self.inventory.live
@@ -337,58 +345,51 @@ class _Chain:
 
     def metrics_api(self, hpa: KindView, metric: AdapterMetric) -> Link:
         findings = self.findings.on("metrics-api", [anchor(hpa.manifest)])
-        cluster = self.inventory.cluster
-        if cluster is not None:
-            probe = cluster.probe(hpa, metric.index)
-            if probe is not None:
-                status = BROKEN if probe.broken else (OK if probe.outcome == "served" else UNKNOWN)
-                detail = f"kubectl get --raw '{probe.request}': {probe.outcome}"
-                if probe.detail:
-                    detail += f" ({probe.detail})"
-                if probe.outcome == "served":
-                    detail += f", {probe.values} value{'s' * (probe.values != 1)}"
-                return link("metrics-api", None, status, detail, findings)
-        live = self.inventory.live
-        if live is not None and live.available:
-            for evidence in live.for_hpa(hpa, self.inventory):
-                if evidence.metric is not metric:
-                    continue
-                if evidence.usable:
-                    values = ", ".join(f"{s.value:g}" for s in evidence.usable[:4])
-                    return link(
-                        "metrics-api",
-                        None,
-                        OK,
-                        f"the adapter's query returns {len(evidence.usable)} value"
-                        f"{'s' * (len(evidence.usable) != 1)} for {evidence.target} ({values})",
-                        findings,
-                    )
-                return link(
-                    "metrics-api",
-                    None,
-                    UNKNOWN,
-                    f"the adapter's query returns no value for {evidence.target}",
-                    findings,
-                )
-        api = "external.metrics.k8s.io" if metric.type == "External" else "custom.metrics.k8s.io"
-        namespace = hpa.namespace or "<namespace>"
-        if metric.type == "External":
-            path = f"/apis/{api}/v1beta1/namespaces/{namespace}/{(metric.name or '').lower()}"
-        elif metric.type == "Object":
-            described = metric.described_object or {}
-            kind = str(described.get("kind", "<kind>")).lower() + "s"
-            name = described.get("name")
-            path = f"/apis/{api}/v1beta1/namespaces/{namespace}/{kind}/{name}/{metric.name}"
-        else:
-            path = f"/apis/{api}/v1beta1/namespaces/{namespace}/pods/*/{metric.name}"
-        status = BROKEN if findings else UNKNOWN
+        told = self._probed(hpa, metric, findings) or self._live(hpa, metric, findings)
+        if told is not None:
+            return told
         return link(
             "metrics-api",
             None,
-            status,
-            f"only the cluster tells: kubectl get --raw '{path}' (or gpulint trace --cluster)",
+            BROKEN if findings else UNKNOWN,
+            "only the cluster tells: kubectl get --raw "
+            f"'{_metrics_api_path(hpa, metric)}' (or gpulint trace --cluster)",
             findings,
         )
+
+    def _probed(self, hpa: KindView, metric: AdapterMetric, findings: list[Finding]) -> Link | None:
+        """What the cluster's metrics API answered for the metric (cluster mode)."""
+        cluster = self.inventory.cluster
+        probe = cluster.probe(hpa, metric.index) if cluster is not None else None
+        if probe is None:
+            return None
+        status = BROKEN if probe.broken else (OK if probe.outcome == "served" else UNKNOWN)
+        detail = f"kubectl get --raw '{probe.request}': {probe.outcome}"
+        if probe.detail:
+            detail += f" ({probe.detail})"
+        if probe.outcome == "served":
+            detail += f", {probe.values} value{'s' * (probe.values != 1)}"
+        return link("metrics-api", None, status, detail, findings)
+
+    def _live(self, hpa: KindView, metric: AdapterMetric, findings: list[Finding]) -> Link | None:
+        """What the adapter's query returned from a live Prometheus (``--prometheus``)."""
+        live = self.inventory.live
+        if live is None or not live.available:
+            return None
+        for evidence in live.for_hpa(hpa, self.inventory):
+            if evidence.metric is not metric:
+                continue
+            if not evidence.usable:
+                detail = f"the adapter's query returns no value for {evidence.target}"
+                return link("metrics-api", None, UNKNOWN, detail, findings)
+            count = len(evidence.usable)
+            values = ", ".join(f"{s.value:g}" for s in evidence.usable[:4])
+            detail = (
+                f"the adapter's query returns {count} value{'s' * (count != 1)} for "
+                f"{evidence.target} ({values})"
+            )
+            return link("metrics-api", None, OK, detail, findings)
+        return None
 
     def autoscaler(self, hpa: KindView, metric: AdapterMetric) -> Link:
         detail = f"{metric.type} metric {metric.name}"
@@ -432,6 +433,19 @@ class _Chain:
 
 
 # --- the traces of a unit ------------------------------------------------------------------------
+
+
+def _metrics_api_path(hpa: KindView, metric: AdapterMetric) -> str:
+    """The request the HPA controller makes for the metric (custom/external metrics API)."""
+    api = "external.metrics.k8s.io" if metric.type == "External" else "custom.metrics.k8s.io"
+    base = f"/apis/{api}/v1beta1/namespaces/{hpa.namespace or '<namespace>'}"
+    if metric.type == "External":
+        return f"{base}/{(metric.name or '').lower()}"
+    if metric.type == "Object":
+        described = metric.described_object or {}
+        kind = str(described.get("kind", "<kind>")).lower() + "s"
+        return f"{base}/{kind}/{described.get('name')}/{metric.name}"
+    return f"{base}/pods/*/{metric.name}"
 
 
 def traces(inventory: Inventory, findings: Iterable[Finding], unit: str = "") -> list[Trace]:
