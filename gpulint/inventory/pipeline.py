@@ -106,15 +106,7 @@ class Pipeline:
     def _build(self) -> None:
         if self._built:
             return
-        self.charts: list[ChartValues] = []
-        files = self._release_files()
-        for values in self._charts():
-            release = files.get(os.path.normpath(values.document.file))
-            if release is not None and (release.chart in (None, values.chart)):
-                values = values.with_install(
-                    release.release, release.namespace, release.installed_by
-                )
-            self.charts.append(values)
+        self.charts = self._installed_charts()
         self.services: list[ServiceView] = []
         self.monitors: list[Monitor] = []
         self.servers: list[PrometheusServer] = []
@@ -135,6 +127,26 @@ class Pipeline:
             url = adapter_values_url(config, self._adapter_namespace(config))
             if url is not None:
                 self.urls.append(url)
+        self._index_services()
+        self._server_index: DirectoryIndex[PrometheusServer] | None = None
+        self._exporter_index: DirectoryIndex[DcgmExporter] | None = None
+        self._built = True
+
+    def _installed_charts(self) -> list[ChartValues]:
+        """The chart values, each with the release a helmfile installs it as, if one does."""
+        charts: list[ChartValues] = []
+        files = self._release_files()
+        for values in self._charts():
+            release = files.get(os.path.normpath(values.document.file))
+            if release is not None and (release.chart in (None, values.chart)):
+                values = values.with_install(
+                    release.release, release.namespace, release.installed_by
+                )
+            charts.append(values)
+        return charts
+
+    def _index_services(self) -> None:
+        """Services by namespace and name, by namespace, and by each of their labels."""
         self._by_key: dict[tuple[str, str], list[ServiceView]] = {}
         self._by_label: dict[tuple[str, str], list[ServiceView]] = {}
         self._by_namespace: dict[str, list[ServiceView]] = {}
@@ -151,9 +163,6 @@ class Pipeline:
             for key, value in service.labels.items():
                 if value is not None:
                     self._by_label.setdefault((key, value), []).append(service)
-        self._server_index: DirectoryIndex[PrometheusServer] | None = None
-        self._exporter_index: DirectoryIndex[DcgmExporter] | None = None
-        self._built = True
 
     def _adapter_namespace(self, config: AdapterConfig) -> str | None:
         if config.release_namespace:
