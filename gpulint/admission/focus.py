@@ -120,9 +120,16 @@ class _Collector:
         for autoscaler in group.autoscalers:
             if not autoscaler.implicit:
                 self.add_view(self.inventory.view_of(autoscaler.manifest))
+        self.add_targeting(group.target)
 
     def add_groups_of(self, key: Key) -> None:
         self.add_group(self.inventory.target_groups().get(key))
+        self.add_targeting(key)
+
+    def add_targeting(self, key: Key) -> None:
+        """Objects that act on the workload without setting its replicas."""
+        for view in self.inventory.views_targeting(key):
+            self.add_view(view)
 
     def add_generated(self, namespace: str | None, name: str) -> None:
         """The groups of what a controller names ``name``: the Deployment KServe makes for a
@@ -212,6 +219,7 @@ def _collect(collector: _Collector, inventory: Inventory, subject: Manifest, mem
         return
     for target in _claimed_targets(inventory, view, member):
         collector.add_group(_group_with(inventory, target, subject))
+        collector.add_targeting(target)
     for name, api in view.adapter_metrics():
         collector.add_adapter_rules(inventory.rules_exposing(name, api, subject))
     for name in view.generated_names():
@@ -220,14 +228,16 @@ def _collect(collector: _Collector, inventory: Inventory, subject: Manifest, mem
 
 def _claimed_targets(inventory: Inventory, view: KindView, member: bool) -> list[Key]:
     """The workloads an object's scaleTargetRefs name (what a controller makes for it is
-    followed by name, ``add_generated``)."""
-    if member:
+    followed by name, ``add_generated``); for a kind that claims no replicas, those its
+    target refs name."""
+    spec = spec_for(view.manifest)
+    if spec is None or spec.claim_rank is None:
+        refs = view.target_refs()
+    elif member:
         return [c.target for c in inventory.claims_of(view.manifest) if c.ref is not None]
-    return [
-        inventory.resolve_target(view.namespace, claim.ref, view.manifest).key
-        for claim in view.replica_claims()
-        if claim.ref is not None
-    ]
+    else:
+        refs = [claim.ref for claim in view.replica_claims() if claim.ref is not None]
+    return [inventory.resolve_target(view.namespace, ref, view.manifest).key for ref in refs]
 
 
 def _collect_configmap(

@@ -338,6 +338,11 @@ class Inventory:
             return None
         return replicas_range(manifest.data.get("spec"), f"{manifest.kind} {manifest.name}")
 
+    def views_targeting(self, target: Key) -> list[KindView]:
+        """Objects that act on a workload without setting its replicas (their kind claims
+        none) and name it in ``target_refs``."""
+        return self.claims.targeting(target)
+
     def autoscalers_for(self, target: Key) -> list[Autoscaler]:
         group = self.target_groups().get(target)
         return group.autoscalers if group else []

@@ -129,6 +129,8 @@ class Claims:
         self._floating: set[int] = set()  # claims whose target depends on other objects
         self._revision_groups: dict[tuple[str, str], dict[Key, None]] = {}
         self._groups: dict[Key, TargetGroup] | None = None
+        # Views of kinds that claim no replicas, by the (kind, name) their target refs name.
+        self._targeting: dict[tuple[str, str], dict[int, KindView]] = {}
 
     @property
     def built(self) -> bool:
@@ -174,11 +176,31 @@ class Claims:
         self._floating.discard(id(manifest))
 
     def view_added(self, view: KindView) -> None:
-        if self._claims is not None and _claims_replicas(view):
-            self.set(view)
+        if _claims_replicas(view):
+            if self._claims is not None:
+                self.set(view)
+            return
+        for ref in view.target_refs():
+            self._targeting.setdefault((ref.kind, ref.name), {})[id(view.manifest)] = view
 
     def view_removed(self, view: KindView) -> None:
         self.drop(view.manifest)
+        for ref in view.target_refs():
+            views = self._targeting.get((ref.kind, ref.name), {})
+            views.pop(id(view.manifest), None)
+            if not views:
+                self._targeting.pop((ref.kind, ref.name), None)
+
+    def targeting(self, target: Key) -> list[KindView]:
+        """Views of kinds that claim no replicas whose target refs resolve to ``target``."""
+        kind, _, name = target
+        found = []
+        for view in self._targeting.get((kind, name), {}).values():
+            for ref in view.target_refs():
+                if self.resolver.resolve(view.namespace, ref, view.manifest).key == target:
+                    found.append(view)
+                    break
+        return found
 
     def refresh_floating(self) -> None:
         """Claims written without a namespace resolve against what else is loaded."""

@@ -10,6 +10,9 @@ HPA). Readers never ask which view class they hold:
 * ``pod_templates()``: the pods the object makes, with their GPU claims (pod-owner rules);
 * ``replica_claims()``: the workloads whose replicas it sets, written as a scaleTargetRef
   (the inventory resolves it) or named by the controller (``ReplicaClaim``);
+* ``target_refs()``: the workloads it acts on as written (an HPA's scaleTargetRef; a kind that
+  targets a workload without setting its replicas says so here only, and admission brings it
+  in whenever that workload or an autoscaler on it changes);
 * ``scaling_range_of(workload)``: the replicas it gives one of the workloads it claims;
 * ``generated_names()``: the names a controller gives the workloads it makes for the object
   (KServe's ``<isvc>-predictor``, Knative's ``<service>-NNNNN-deployment`` parent), which
@@ -191,6 +194,10 @@ class KindView(ManifestView):
     def replica_claims(self) -> list[ReplicaClaim]:
         """The workloads whose replicas the object sets."""
         return []
+
+    def target_refs(self) -> list[TargetRef]:
+        """The workloads the object acts on, as written; by default those it claims."""
+        return [claim.ref for claim in self.replica_claims() if claim.ref is not None]
 
     def scaling_range_of(self, workload: str) -> ScalingRange | None:
         """The replicas the object gives the workload named ``workload`` (one it claims)."""
