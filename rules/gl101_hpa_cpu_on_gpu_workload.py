@@ -70,6 +70,7 @@ ID = "GL101"
 NAME = "hpa-cpu-on-gpu-workload"
 SEVERITY = Severity.ERROR
 SCOPE = "autoscaler"
+STAGES = ("autoscaler",)
 
 CPU_TRIGGERS = ("cpu", "memory")
 

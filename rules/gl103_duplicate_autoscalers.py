@@ -79,6 +79,7 @@ NAME = "duplicate-autoscalers"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
 FIXES = ("unsafe",)
+STAGES = ("autoscaler",)
 
 HPA_KIND = "HorizontalPodAutoscaler"
 # A group of thousands of autoscalers on one workload gets a finding per member, each naming

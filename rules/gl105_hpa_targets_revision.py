@@ -76,6 +76,7 @@ ID = "GL105"
 NAME = "hpa-targets-revision"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
+STAGES = ("workload",)
 
 KSERVE_COMPONENT_SUFFIXES = ("-predictor", "-transformer", "-explainer")
 # Labels Knative puts on a revision's Deployment (pkg/apis/serving/register.go).

@@ -52,6 +52,7 @@ ID = "GL106"
 NAME = "hpa-targets-legacy-kserve-name"
 SEVERITY = Severity.WARNING
 SCOPE = "target-group"
+STAGES = ("workload",)
 
 LEGACY_NAME = re.compile(r"^(?P<isvc>.+)-(?P<component>predictor|transformer|explainer)-default$")
 

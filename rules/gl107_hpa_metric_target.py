@@ -103,6 +103,7 @@ NAME = "hpa-metric-target"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("safe", "unsafe")
+STAGES = ("autoscaler",)
 
 METRIC_TYPES = (*RESOURCE_METRIC_TYPES, *CUSTOM_METRIC_TYPES)
 TARGET_TYPES = ("Utilization", "Value", "AverageValue")

@@ -87,6 +87,7 @@ NAME = "hpa-invalid-spec"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("safe", "unsafe")
+STAGES = ("autoscaler",)
 
 OPTIONS = {
     "scale-to-zero-gate": {

@@ -62,6 +62,7 @@ NAME = "hpa-removed-api"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("safe",)
+STAGES = ("autoscaler",)
 
 # The last Kubernetes minor release that served each version is the one before these.
 NOT_SERVED_SINCE = {"v2beta1": "1.25", "v2beta2": "1.26"}

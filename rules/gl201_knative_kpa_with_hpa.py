@@ -82,6 +82,7 @@ ID = "GL201"
 NAME = "knative-kpa-with-hpa"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
+STAGES = ("workload",)
 
 PROMETHEUS_QUERY_ANNOTATION = "autoscaling.knative.dev/prometheus-query"
 

@@ -68,6 +68,7 @@ NAME = "knative-annotation-placement"
 SEVERITY = Severity.ERROR
 SCOPE = "knative"
 FIXES = ("safe",)
+STAGES = ("workload",)
 
 REJECTION = 'autoscaling annotations must be put under "spec.template.metadata.annotations" to work'
 

@@ -70,7 +70,7 @@ from typing import NamedTuple
 from gpulint.core.model import Finding, Severity
 from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import Context
-from gpulint.engine.runner import PodOwner
+from gpulint.engine.scopes import PodOwner
 from gpulint.input.document import Manifest, Path
 from gpulint.inventory import Inventory
 from gpulint.kinds.knative import (
@@ -88,6 +88,7 @@ ID = "GL203"
 NAME = "knative-metric-class"
 SEVERITY = Severity.ERROR
 SCOPE = "pod-owner"
+STAGES = ("workload",)
 
 RESOURCE_METRICS = ("cpu", "memory")
 

@@ -74,6 +74,7 @@ ID = "GL204"
 NAME = "knative-gpu-on-kpa"
 SEVERITY = Severity.WARNING
 SCOPE = "knative"
+STAGES = ("workload",)
 
 MIN_SCALE_KEYS = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale")
 

@@ -74,6 +74,7 @@ NAME = "kserve-deploymentmode-field"
 SEVERITY = Severity.ERROR
 SCOPE = "isvc"
 FIXES = ("safe", "unsafe")
+STAGES = ("workload",)
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

@@ -68,6 +68,7 @@ ID = "GL302"
 NAME = "kserve-deploymentmode-value"
 SEVERITY = Severity.ERROR
 SCOPE = "isvc"
+STAGES = ("workload",)
 
 _KNOWN = ", ".join(MODE_VALUES)
 

@@ -92,6 +92,7 @@ ID = "GL303"
 NAME = "kserve-cpu-autoscaler-on-gpu"
 SEVERITY = Severity.ERROR
 SCOPE = "isvc"
+STAGES = ("workload",)
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

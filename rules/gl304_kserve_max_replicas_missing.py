@@ -51,6 +51,7 @@ ID = "GL304"
 NAME = "kserve-max-replicas-missing"
 SEVERITY = Severity.WARNING
 SCOPE = "isvc"
+STAGES = ("workload",)
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

@@ -79,6 +79,7 @@ ID = "GL305"
 NAME = "kserve-ignored-autoscaling"
 SEVERITY = Severity.WARNING
 SCOPE = "isvc"
+STAGES = ("workload",)
 
 KEDA_FIX = f"{CLASS_ANNOTATION}: keda   # in metadata.annotations: KEDA reads these"
 CPU_DEFAULT = (

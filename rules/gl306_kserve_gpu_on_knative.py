@@ -81,6 +81,7 @@ ID = "GL306"
 NAME = "kserve-gpu-on-knative"
 SEVERITY = Severity.WARNING
 SCOPE = "isvc"
+STAGES = ("workload",)
 
 RESOURCE_METRICS = ("cpu", "memory")
 

@@ -99,6 +99,7 @@ NAME = "adapter-metric-not-exposed"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("unsafe",)
+STAGES = ("adapter-rule",)
 # HPA and metric names in a headline are cut at this many characters.
 NAME_CHARS = 32
 

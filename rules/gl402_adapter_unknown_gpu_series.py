@@ -92,6 +92,7 @@ ID = "GL402"
 NAME = "adapter-unknown-gpu-series"
 SEVERITY = Severity.WARNING
 SCOPE = "prometheus-query"
+STAGES = ("adapter-rule",)
 
 _LEGACY = (Exporter.MINDPRINCE, Exporter.CADVISOR, Exporter.DCGM_1X)
 _LEGACY_NOTE = {

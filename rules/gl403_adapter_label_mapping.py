@@ -85,6 +85,7 @@ NAME = "adapter-label-mapping"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 FIXES = ("safe",)
+STAGES = ("adapter-rule",)
 
 EXPORTED = {"pod": "exported_pod", "namespace": "exported_namespace"}
 RESOURCE_OF = {"pod": "pods", "namespace": "namespaces"}

@@ -82,6 +82,7 @@ ID = "GL404"
 NAME = "adapter-query-template"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
+STAGES = ("adapter-rule",)
 
 CUSTOM_QUERY = "metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'"
 EXTERNAL_QUERY = "metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'"

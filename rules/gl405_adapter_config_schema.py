@@ -91,6 +91,7 @@ ID = "GL405"
 NAME = "adapter-config-schema"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-config"
+STAGES = ("adapter-rule",)
 
 STRICT = (
     "The adapter reads its config with yaml.UnmarshalStrict and exits at start-up: "

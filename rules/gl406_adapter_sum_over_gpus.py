@@ -59,6 +59,7 @@ ID = "GL406"
 NAME = "adapter-sum-over-gpus"
 SEVERITY = Severity.WARNING
 SCOPE = "hpa"
+STAGES = ("adapter-rule",)
 
 _ONE_GPU_MAX = {Scale.PERCENT: 100.0, Scale.RATIO: 1.0}
 

@@ -55,6 +55,7 @@ ID = "GL407"
 NAME = "adapter-unit-mismatch"
 SEVERITY = Severity.WARNING
 SCOPE = "adapter-rule"
+STAGES = ("adapter-rule",)
 
 _BYTES_NAME = re.compile(r"_bytes$", re.IGNORECASE)
 _PERCENT_NAME = re.compile(r"(_percent|_percentage|_pct)$", re.IGNORECASE)

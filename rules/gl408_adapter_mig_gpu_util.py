@@ -61,6 +61,7 @@ ID = "GL408"
 NAME = "adapter-mig-gpu-util"
 SEVERITY = Severity.WARNING
 SCOPE = "hpa"
+STAGES = ("adapter-rule",)
 
 REPLACEMENT = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 

@@ -67,7 +67,7 @@ from gpulint.core.quantity import (
     try_quantity,
 )
 from gpulint.engine.rule import Context
-from gpulint.engine.runner import PodOwner
+from gpulint.engine.scopes import PodOwner
 from gpulint.inventory import Inventory
 from gpulint.kinds.knative import KNATIVE_SERVING_GROUP
 from gpulint.kinds.workload import Container, PodTemplate
@@ -76,6 +76,7 @@ ID = "GL501"
 NAME = "gpu-resource-requests"
 SEVERITY = Severity.ERROR
 SCOPE = "pod-owner"
+STAGES = ("workload",)
 
 _MISSING = object()
 # Resource and container names in a headline are cut at these many characters.

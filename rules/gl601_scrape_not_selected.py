@@ -79,6 +79,7 @@ ID = "GL601"
 NAME = "scrape-not-selected"
 SEVERITY = Severity.ERROR
 SCOPE = "monitor"
+STAGES = ("scrape",)
 
 
 def check(monitor: Monitor, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

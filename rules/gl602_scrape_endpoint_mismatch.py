@@ -68,6 +68,7 @@ ID = "GL602"
 NAME = "scrape-endpoint-mismatch"
 SEVERITY = Severity.ERROR
 SCOPE = "monitor"
+STAGES = ("service", "scrape")
 
 
 def check(monitor: Monitor, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

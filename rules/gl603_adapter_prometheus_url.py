@@ -71,6 +71,7 @@ ID = "GL603"
 NAME = "adapter-prometheus-url"
 SEVERITY = Severity.ERROR
 SCOPE = "prometheus-url"
+STAGES = ("prometheus",)
 
 
 def check(url: PrometheusUrl, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

@@ -71,6 +71,7 @@ ID = "GL604"
 NAME = "exporter-not-on-gpu-nodes"
 SEVERITY = Severity.WARNING
 SCOPE = "exporter"
+STAGES = ("exporter",)
 
 
 def check(exporter: DcgmExporter, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

@@ -72,6 +72,7 @@ NAME = "live-series-missing"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("adapter-rule",)
 
 
 def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

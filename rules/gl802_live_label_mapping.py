@@ -66,6 +66,7 @@ NAME = "live-label-mapping"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("adapter-rule",)
 
 _EXPORTER_POD = re.compile(r"dcgm|exporter", re.IGNORECASE)
 _KIND = {"pods": "pod", "namespaces": "namespace"}

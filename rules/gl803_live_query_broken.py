@@ -56,6 +56,7 @@ NAME = "live-query-broken"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("adapter-rule",)
 
 GAUGE_QUERY = "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'"
 COUNTER_QUERY = "metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'"

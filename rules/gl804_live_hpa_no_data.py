@@ -64,6 +64,7 @@ NAME = "live-hpa-no-data"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("metrics-api",)
 
 # What MIG instances report in place of DCGM_FI_DEV_GPU_UTIL (NVIDIA/DCGM#80).
 STAND_IN = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"

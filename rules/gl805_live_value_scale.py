@@ -58,6 +58,7 @@ NAME = "live-value-scale"
 SEVERITY = Severity.WARNING
 SCOPE = "hpa"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("autoscaler",)
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

@@ -50,6 +50,7 @@ NAME = "prometheus-unreachable"
 SEVERITY = Severity.WARNING
 SCOPE = "inventory"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("prometheus",)
 
 
 def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:

@@ -72,8 +72,7 @@ from gpulint.core.model import Finding, Severity
 from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
 from gpulint.kinds.keda import ScaledObject
-from gpulint.live.kedaquery import Answer, Reading
-from gpulint.live.snapshot import TIMEOUT, LiveSnapshot, TriggerEvidence
+from gpulint.live.snapshot import TIMEOUT, Answer, LiveSnapshot, Reading, TriggerEvidence
 from gpulint.live.words import code, curl_for, failing_poll, listing, sent_to
 from gpulint.metrics.names import Scale, scale_of
 from gpulint.metrics.promql import metric_names_in_query

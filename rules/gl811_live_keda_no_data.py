@@ -61,9 +61,8 @@ from gpulint.core.model import Finding, Severity
 from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
 from gpulint.kinds.keda import ScaledObject
-from gpulint.live.kedaquery import Answer
 from gpulint.live.options import format_duration
-from gpulint.live.snapshot import LiveSnapshot, SeriesSummary, TriggerEvidence
+from gpulint.live.snapshot import Answer, LiveSnapshot, SeriesSummary, TriggerEvidence
 from gpulint.live.words import (
     ago,
     curl_for,

@@ -84,6 +84,8 @@ NAME = "cluster-metric-unavailable"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 REQUIRES = "cluster"  # runs only with --cluster
+STAGES = ("metrics-api",)
+PROBES_CLUSTER = True  # cluster mode asks the metrics APIs for it
 
 _API_GROUP = {"custom": "custom.metrics.k8s.io", "external": "external.metrics.k8s.io"}
 _CONDITION_REASON = {

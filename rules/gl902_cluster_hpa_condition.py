@@ -53,6 +53,7 @@ NAME = "cluster-hpa-condition"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 REQUIRES = "cluster"  # runs only with --cluster
+STAGES = ("autoscaler",)
 
 # The rules whose findings name a cause (ID -> name, as in the catalog).
 RULES = {

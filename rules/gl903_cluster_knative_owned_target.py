@@ -68,6 +68,7 @@ NAME = "cluster-knative-owned-target"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
 REQUIRES = "cluster"  # in files, GL105 reports the same targets
+STAGES = ("workload",)
 
 SERVICE_LABEL = "serving.knative.dev/service"
 

@@ -52,6 +52,7 @@ NAME = "cluster-adapter-prometheus"
 SEVERITY = Severity.ERROR
 SCOPE = "prometheus-url"
 REQUIRES = "cluster"  # runs only with --cluster
+STAGES = ("prometheus",)
 
 
 def check(url: PrometheusUrl, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -64,11 +65,10 @@ def check(url: PrometheusUrl, inventory: Inventory, ctx: Context) -> Iterator[Fi
     namespace = host.namespace or url.client_namespace
     if namespace is None:
         return
-    pipeline = inventory.pipeline
-    services = [s for s in pipeline.services_named(host.name, namespace) if s.made_by is None]
+    services = [s for s in inventory.services_named(host.name, namespace) if s.made_by is None]
     if not services:
         candidates = [
-            s for s in pipeline.all_services() if s.made_by is None and looks_like_prometheus(s)
+            s for s in inventory.services() if s.made_by is None and looks_like_prometheus(s)
         ]
         shown = ", ".join(
             f"{s.namespace}/{s.name} ({', '.join(str(p.port) for p in s.ports)})"
@@ -112,7 +112,7 @@ def check(url: PrometheusUrl, inventory: Inventory, ctx: Context) -> Iterator[Fi
         return
     if (namespace, service.name) not in cluster.endpoints_read:
         return  # its endpoints could not be read: nothing is known
-    state = pipeline.endpoints_of(service)
+    state = inventory.endpoints_of(service)
     if state is not None and state.ready > 0:
         return
     waiting = f" ({state.not_ready} not ready)" if state is not None and state.not_ready else ""

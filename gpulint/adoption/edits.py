@@ -31,7 +31,7 @@ from gpulint.input.document import Document, Path, dig, plain_data
 from gpulint.input.yamlparse import YList, YMap
 
 if TYPE_CHECKING:
-    from gpulint.engine.runner import Result
+    from gpulint.engine.result import Result
 
 SAFE, UNSAFE = "safe", "unsafe"
 # Files larger than this get no edits (their text is read again to place them).

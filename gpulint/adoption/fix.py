@@ -32,7 +32,7 @@ from gpulint.core.paths import within
 from gpulint.report.escape import escape_controls, has_controls, safe_lines, safe_patch
 
 if TYPE_CHECKING:
-    from gpulint.engine.runner import Result
+    from gpulint.engine.result import Result
 
 MAX_ROUNDS = 8
 

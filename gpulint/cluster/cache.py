@@ -44,7 +44,7 @@ from gpulint.cluster.reading import (
 )
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection
+from gpulint.engine.registry import Selection
 from gpulint.input.document import Manifest
 from gpulint.inventory import Inventory
 from gpulint.kinds.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
@@ -234,7 +234,7 @@ class ClusterCache:
         if self._warmed or not self.synced():
             return
         self._warmed = True
-        from gpulint.engine.runner import all_rules
+        from gpulint.engine.registry import all_rules
 
         all_rules()
         with self.lock:

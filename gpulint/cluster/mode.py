@@ -27,11 +27,9 @@ from gpulint.cluster.reading import (
 )
 from gpulint.cluster.snapshot import ClusterSnapshot
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection, rule_index
+from gpulint.engine.registry import Selection, rule_index
 from gpulint.input.loader import InputError
 from gpulint.inventory import Inventory
-
-PROBING_RULES = ("GL901",)
 
 
 class ClusterError(InputError):
@@ -145,7 +143,7 @@ def cluster_inventory(
         snapshot.endpoints_read, endpoint_notes = read_endpoints(api, inventory, Discovery(api))
         notes.extend(endpoint_notes)
         if any(
-            info.id in PROBING_RULES and selection.allows(info) and settings.rule(info.id).enabled
+            info.probes_cluster and selection.allows(info) and settings.rule(info.id).enabled
             for info in rule_index()
         ):
             from gpulint.cluster.metrics import probe_metrics

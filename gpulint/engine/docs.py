@@ -134,7 +134,7 @@ def rules_document(specs: list[RuleSpec]) -> str:
 
 def update_files(readme: str = "README.md", rules_doc: str = "docs/rules.md") -> None:
     """Regenerate the README's rule table and docs/rules.md from the rule modules."""
-    from gpulint.engine.runner import all_rules
+    from gpulint.engine.registry import all_rules
 
     specs = all_rules()
     with open(readme, encoding="utf-8") as handle:

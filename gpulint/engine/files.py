@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import UNUSED_SUPPRESSION, Result, Selection, UnitSummary, run
+from gpulint.engine.registry import Selection
+from gpulint.engine.result import Result, UnitSummary
+from gpulint.engine.runner import UNUSED_SUPPRESSION, run
 from gpulint.input.loader import MAX_FILE_SIZE, InputError
 from gpulint.input.units import STDIN, Unit
 from gpulint.input.units.plan import UnitPlan, plan

@@ -23,7 +23,8 @@ from gpulint.chain.servers import PrometheusServer
 from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import PrometheusUrl, keda_urls
 from gpulint.core.model import Finding, Location, ObjectRef, Severity
-from gpulint.engine.rule import describe_document
+from gpulint.engine.registry import stage_rules
+from gpulint.engine.rule import TRACE_STAGES, describe_document
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HpaMetric, TargetRef
@@ -34,35 +35,9 @@ from gpulint.metrics.names import Exporter as MetricSource
 from gpulint.metrics.names import is_dcgm_field, lookup
 from gpulint.metrics.promql import metric_names_in_query
 
-STAGES = (
-    "workload",
-    "exporter",
-    "service",
-    "scrape",
-    "prometheus",
-    "adapter-rule",
-    "metrics-api",
-    "autoscaler",
-)
+STAGES = TRACE_STAGES  # the rules whose findings break each stage declare it (STAGES)
 OK, BROKEN, UNKNOWN = "ok", "broken", "unknown"
 
-# The rules whose findings break each stage.
-STAGE_RULES: dict[str, frozenset[str]] = {
-    "workload": frozenset(
-        {"GL105", "GL106", "GL201", "GL202", "GL203", "GL204", "GL303", "GL306", "GL501", "GL903"}
-        | {"GL301", "GL302", "GL304", "GL305"}
-    ),
-    "exporter": frozenset({"GL604"}),
-    "service": frozenset({"GL602"}),
-    "scrape": frozenset({"GL601", "GL602", "GL806"}),
-    "prometheus": frozenset({"GL603", "GL809", "GL904"}),
-    "adapter-rule": frozenset(
-        {"GL401", "GL402", "GL403", "GL404", "GL405", "GL406", "GL407", "GL408"}
-        | {"GL801", "GL802", "GL803"}
-    ),
-    "metrics-api": frozenset({"GL804", "GL901"}),
-    "autoscaler": frozenset({"GL101", "GL103", "GL107", "GL108", "GL109", "GL805", "GL902"}),
-}
 # Findings about the whole unit's Prometheus, wherever they are placed.
 _UNIT_RULES = {"GL806": "scrape", "GL809": "prometheus"}
 
@@ -118,7 +93,7 @@ class _Findings:
                 self.by_file.setdefault(finding.location.file, []).append(finding)
 
     def on(self, stage: str, anchors: Sequence[_Anchor]) -> list[Finding]:
-        rules = STAGE_RULES[stage]
+        rules = stage_rules()[stage]
         found: list[Finding] = list(self.unit.get(stage, []))
         for anchor in anchors:
             for finding in self.by_file.get(anchor.file, []):
