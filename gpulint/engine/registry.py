@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
 import os
 import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+import gpulint.rules as rules_package
 from gpulint.core.model import Severity
 from gpulint.engine.rule import FIX_KINDS, REQUIREMENTS, SCOPES, TRACE_STAGES, RuleSpec
 
@@ -65,10 +65,8 @@ def rule_index() -> list[RuleInfo]:
     Raises RuleDeclarationError naming the module whose declarations cannot be read."""
     global _index
     if _index is None:
-        spec = importlib.util.find_spec("gpulint.rules")
-        locations = spec.submodule_search_locations if spec else None
         found = []
-        for directory in locations or []:
+        for directory in rules_package.__path__:
             for entry in sorted(os.listdir(directory)):
                 if not (entry.startswith("gl") and entry.endswith(".py")):
                     continue
