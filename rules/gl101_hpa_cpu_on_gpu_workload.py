@@ -60,11 +60,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, claim_links, related
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.kinds.hpa import HPA
-from gpulint.kinds.keda import ScaledObject
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    Inventory,
+    ScaledObject,
+    Severity,
+    claim_links,
+    is_generated_autoscaler,
+    related,
+)
 
 ID = "GL101"
 NAME = "hpa-cpu-on-gpu-workload"

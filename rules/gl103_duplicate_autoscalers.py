@@ -64,15 +64,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Manifest, as_dict, as_list, plain_data, yaml_text
-from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.kinds.hpa import HPA, RESOURCE_METRIC_TYPES
-from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.kserve import CLASS_ANNOTATION
-from gpulint.metrics.promql import mentions
+from gpulint.ruleapi import (
+    HPA,
+    KSERVE_CLASS_ANNOTATION,
+    RESOURCE_METRIC_TYPES,
+    Autoscaler,
+    Context,
+    Finding,
+    Inventory,
+    Manifest,
+    Related,
+    ScaledObject,
+    Severity,
+    TargetGroup,
+    as_dict,
+    as_list,
+    edits,
+    mentions,
+    plain_data,
+    related,
+    yaml_text,
+)
 
 ID = "GL103"
 NAME = "duplicate-autoscalers"
@@ -268,8 +280,8 @@ def _join(items: list[str]) -> str:
 
 
 def _class_path(isvc: Manifest) -> tuple[str, ...]:
-    if CLASS_ANNOTATION in isvc.annotations:
-        return ("metadata", "annotations", CLASS_ANNOTATION)
+    if KSERVE_CLASS_ANNOTATION in isvc.annotations:
+        return ("metadata", "annotations", KSERVE_CLASS_ANNOTATION)
     return ("metadata", "annotations") if isvc.annotations else ("metadata",)
 
 

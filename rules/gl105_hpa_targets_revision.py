@@ -57,19 +57,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import format_number, try_quantity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Manifest
-from gpulint.inventory import Autoscaler, Inventory, ResolvedTarget, TargetGroup
-from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA
-from gpulint.kinds.knative import (
+from gpulint.ruleapi import (
+    CUSTOM_METRIC_TYPES,
+    HPA,
     HPA_CLASS,
     REVISION_LABEL,
+    Autoscaler,
+    Context,
+    Finding,
+    Inventory,
     KnativeService,
+    Manifest,
+    Related,
+    ResolvedTarget,
+    Severity,
+    TargetGroup,
+    format_number,
     is_knative_owned,
     owning_revision,
+    related,
     revision_deployment_parent,
+    try_quantity,
 )
 
 ID = "GL105"

@@ -43,10 +43,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.kinds.kserve import KNATIVE, STANDARD, InferenceService
+from gpulint.ruleapi import (
+    KNATIVE,
+    STANDARD,
+    Autoscaler,
+    Context,
+    Finding,
+    InferenceService,
+    Inventory,
+    Related,
+    Severity,
+    TargetGroup,
+    related,
+)
 
 ID = "GL106"
 NAME = "hpa-targets-legacy-kserve-name"

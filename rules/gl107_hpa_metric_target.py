@@ -68,35 +68,35 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from gpulint.adoption import edits
-from gpulint.chain.adapter import AdapterRule
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import (
+from gpulint.ruleapi import (
+    CUSTOM_METRIC_TYPES,
+    HPA,
     INT32_MAX,
+    RESOURCE_METRIC_TYPES,
     SHOWN_CHARS,
+    AdapterRule,
+    Context,
+    Finding,
+    HpaMetric,
+    Inventory,
+    MetricTarget,
+    OversizedNumber,
     QuantityError,
     QuantityOutOfRange,
+    Scale,
+    Severity,
     abbreviated,
+    edits,
     format_number,
+    gpumetrics,
     int32_out_of_range,
+    is_generated_autoscaler,
     is_unknown,
     parse_quantity,
     paste_quantity,
     ratio_target_fix,
     shown_value,
 )
-from gpulint.engine.rule import Context
-from gpulint.input.yamlparse import OversizedNumber
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.kinds.hpa import (
-    CUSTOM_METRIC_TYPES,
-    HPA,
-    RESOURCE_METRIC_TYPES,
-    HpaMetric,
-    MetricTarget,
-)
-from gpulint.metrics import names as gpumetrics
-from gpulint.metrics.names import Scale
 
 ID = "GL107"
 NAME = "hpa-metric-target"

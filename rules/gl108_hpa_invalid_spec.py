@@ -66,21 +66,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, TypeGuard
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import (
+from gpulint.ruleapi import (
+    HPA,
     INT32_MAX,
+    Context,
+    Finding,
+    Inventory,
+    OversizedNumber,
+    Path,
+    Severity,
     abbreviated,
+    edits,
     int32_out_of_range,
+    is_generated_autoscaler,
     is_unknown,
     shown_value,
     try_quantity,
 )
-from gpulint.engine.rule import Context
-from gpulint.input.document import Path
-from gpulint.input.yamlparse import OversizedNumber
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.kinds.hpa import HPA
 
 ID = "GL108"
 NAME = "hpa-invalid-spec"

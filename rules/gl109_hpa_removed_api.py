@@ -50,12 +50,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import yaml_text
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.kinds.hpa import HPA
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    Inventory,
+    Severity,
+    edits,
+    is_generated_autoscaler,
+    yaml_text,
+)
 
 ID = "GL109"
 NAME = "hpa-removed-api"

@@ -59,24 +59,34 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import format_number, try_quantity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Manifest, Path
-from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, TargetRef
-from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.knative import (
-    CLASS_ANNOTATION,
+from gpulint.ruleapi import (
     CONFIGURATION_LABEL,
+    CUSTOM_METRIC_TYPES,
+    HPA,
     HPA_CLASS,
+    KNATIVE,
+    KNATIVE_CLASS_ANNOTATION,
     METRIC_ANNOTATION,
+    RESOURCE_METRIC_TYPES,
     TARGET_ANNOTATION,
+    Autoscaler,
+    Context,
+    Finding,
+    Inventory,
+    Manifest,
+    Path,
+    Related,
     RevisionAutoscaling,
+    ScaledObject,
+    Severity,
+    TargetGroup,
+    TargetRef,
+    format_number,
     is_knative_owned,
+    related,
     revision_deployment_parent,
+    try_quantity,
 )
-from gpulint.kinds.kserve import KNATIVE
 
 ID = "GL201"
 NAME = "knative-kpa-with-hpa"
@@ -174,7 +184,7 @@ def _fix(autoscaler: Autoscaler, inventory: Inventory, on_isvc: bool) -> str:
     lines = [
         f"# delete {autoscaler.describe()}; Knative then creates and owns one HPA per revision",
         head.rstrip("\n"),
-        f"{indent}{CLASS_ANNOTATION}: {HPA_CLASS}",
+        f"{indent}{KNATIVE_CLASS_ANNOTATION}: {HPA_CLASS}",
         f"{indent}{METRIC_ANNOTATION}: {metric}",
         f'{indent}{TARGET_ANNOTATION}: "{target}"',
     ]

@@ -55,18 +55,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Path
-from gpulint.inventory import Inventory
-from gpulint.kinds.kserve import (
+from gpulint.ruleapi import (
     MODE_ANNOTATION,
     MODE_VALUES,
     STANDARD,
+    Context,
+    Finding,
     InferenceService,
+    Inventory,
+    Path,
+    Severity,
+    edits,
     mode_note,
     mode_spelling,
+    related,
 )
 
 ID = "GL301"

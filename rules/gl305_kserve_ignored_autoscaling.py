@@ -62,17 +62,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context
-from gpulint.input.document import Path
-from gpulint.inventory import Inventory
-from gpulint.kinds.kserve import (
-    CLASS_ANNOTATION,
+from gpulint.ruleapi import (
+    KSERVE_CLASS_ANNOTATION,
     LEGACY_AUTOSCALING_ANNOTATIONS,
     STANDARD,
     Component,
+    Context,
+    Finding,
     InferenceService,
+    Inventory,
+    Path,
+    Severity,
+    abbreviated,
 )
 
 ID = "GL305"
@@ -81,7 +82,7 @@ SEVERITY = Severity.WARNING
 SCOPE = "isvc"
 STAGES = ("workload",)
 
-KEDA_FIX = f"{CLASS_ANNOTATION}: keda   # in metadata.annotations: KEDA reads these"
+KEDA_FIX = f"{KSERVE_CLASS_ANNOTATION}: keda   # in metadata.annotations: KEDA reads these"
 CPU_DEFAULT = (
     "the HPA KServe creates has no metrics, and the API server defaults it to CPU 80% utilization"
 )
@@ -119,7 +120,7 @@ def _legacy(isvc: InferenceService, key: str, field: str, ctx: Context) -> Findi
     if field == "scaleMetric" and value not in ("cpu", "memory"):
         fix = (
             f"delete the annotation {key}; KServe's HPA scales only on cpu or memory "
-            f"(spec.{where}.scaleMetric): for other metrics set {CLASS_ANNOTATION} to keda "
+            f"(spec.{where}.scaleMetric): for other metrics set {KSERVE_CLASS_ANNOTATION} to keda "
             "or external"
         )
     else:
@@ -197,7 +198,7 @@ def _component(
                 f"{metric}, but KServe's HPA in Standard mode scales only on cpu or memory: "
                 f"{outcome}.",
                 "scaleMetric: cpu   # concurrency and rps need Knative mode; custom metrics "
-                f"need {CLASS_ANNOTATION}: keda or external",
+                f"need {KSERVE_CLASS_ANNOTATION}: keda or external",
             )
         elif metric == "memory" and component.get("scaleTarget") is None:
             yield ctx.finding(

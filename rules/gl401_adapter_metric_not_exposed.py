@@ -75,24 +75,28 @@ import difflib
 import re
 from collections.abc import Iterator
 
-from gpulint.adoption import edits
-from gpulint.chain.adapter import (
+from gpulint.ruleapi import (
     CUSTOM,
     EXTERNAL,
+    HPA,
     SERIES_NAME,
     AdapterConfig,
     AdapterRule,
+    Context,
+    Finding,
+    HpaMetric,
+    Inventory,
+    Related,
+    Severity,
+    abbreviated,
     canonical_resource,
+    capitalized,
+    edits,
+    exporter_of_series,
+    names_a_gpu,
     requested_metric_name,
+    scaled_object_of,
 )
-from gpulint.core.message import capitalized
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.keda import scaled_object_of
-from gpulint.metrics.names import exporter_of_series, names_a_gpu
 
 ID = "GL401"
 NAME = "adapter-metric-not-exposed"

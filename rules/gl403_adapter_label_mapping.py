@@ -68,17 +68,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from gpulint.adoption import edits
-from gpulint.chain.adapter import CUSTOM, AdapterRule, singular
-from gpulint.chain.scrapelabels import DcgmScrape
-from gpulint.core.message import capitalized
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import as_dict
-from gpulint.inventory import Inventory
-from gpulint.metrics.names import Exporter, is_dcgm_field, lookup
-from gpulint.metrics.promql import metric_names_in_query
+from gpulint.ruleapi import (
+    CUSTOM,
+    AdapterRule,
+    Context,
+    DcgmScrape,
+    Exporter,
+    Finding,
+    Inventory,
+    Related,
+    Severity,
+    abbreviated,
+    as_dict,
+    capitalized,
+    edits,
+    is_dcgm_field,
+    lookup,
+    metric_names_in_query,
+    related,
+    singular,
+)
 
 ID = "GL403"
 NAME = "adapter-label-mapping"

@@ -66,15 +66,18 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple, Protocol
 
-from gpulint.chain.adapter import EXTERNAL, MAX_QUERY_CHARS, AdapterRule
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.metrics import querytemplate
-from gpulint.metrics.promql import (
+from gpulint.ruleapi import (
+    EXTERNAL,
+    MAX_QUERY_CHARS,
+    AdapterRule,
+    Context,
+    Finding,
+    Inventory,
     PlacedAggregation,
+    Severity,
     metric_names_in_query,
     outermost_aggregations,
+    querytemplate,
     top_level_text,
 )
 

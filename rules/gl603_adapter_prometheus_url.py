@@ -61,11 +61,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.scrape import url_problem
-from gpulint.chain.urls import PrometheusUrl
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
+from gpulint.ruleapi import Context, Finding, Inventory, PrometheusUrl, Severity, url_problem
 
 ID = "GL603"
 NAME = "adapter-prometheus-url"

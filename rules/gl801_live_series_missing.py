@@ -54,18 +54,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.adapter import EXTERNAL, AdapterRule
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
-from gpulint.live.options import format_duration
-from gpulint.live.snapshot import (
+from gpulint.ruleapi import (
+    EXTERNAL,
+    AdapterRule,
+    Context,
+    Finding,
+    Inventory,
     LiveSnapshot,
+    Matcher,
     MissingSeries,
+    Related,
     SeriesSummary,
+    Severity,
+    ago,
+    format_duration,
+    labels_carried,
+    listing,
+    related,
+    rule_label,
 )
-from gpulint.live.words import ago, labels_carried, listing, rule_label
-from gpulint.metrics.promql import Matcher
 
 ID = "GL801"
 NAME = "live-series-missing"

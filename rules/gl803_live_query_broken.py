@@ -44,12 +44,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.adapter import EXTERNAL, AdapterRule
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.live.snapshot import LiveSnapshot, QueryCheck
-from gpulint.live.words import ago, code, listing, rule_label
+from gpulint.ruleapi import (
+    EXTERNAL,
+    AdapterRule,
+    Context,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    QueryCheck,
+    Severity,
+    ago,
+    code,
+    listing,
+    rule_label,
+)
 
 ID = "GL803"
 NAME = "live-query-broken"

@@ -52,12 +52,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
-from gpulint.live.snapshot import HpaEvidence, LiveSnapshot
-from gpulint.live.words import code, listing, rule_where
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    HpaEvidence,
+    Inventory,
+    LiveSnapshot,
+    Severity,
+    code,
+    listing,
+    related,
+    rule_where,
+)
 
 ID = "GL804"
 NAME = "live-hpa-no-data"

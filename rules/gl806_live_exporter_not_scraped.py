@@ -43,18 +43,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.monitors import Monitor
-from gpulint.chain.scrape import (
+from gpulint.ruleapi import (
+    Context,
+    Document,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    Monitor,
+    Path,
+    Severity,
     dcgm_series_read,
     dcgm_targets,
     endpoint_problems,
     selection_problem,
 )
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import Document, Path
-from gpulint.inventory import Inventory
-from gpulint.live.snapshot import LiveSnapshot
 
 ID = "GL806"
 NAME = "live-exporter-not-scraped"

@@ -57,22 +57,29 @@ import json
 import re
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.keda import ScaledObject
-from gpulint.live.options import format_duration
-from gpulint.live.snapshot import Answer, LiveSnapshot, SeriesSummary, TriggerEvidence
-from gpulint.live.words import (
+from gpulint.ruleapi import (
+    Answer,
+    Context,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    Matcher,
+    ScaledObject,
+    Selector,
+    SeriesSummary,
+    Severity,
+    TriggerEvidence,
     ago,
     curl_for,
     failing_poll,
+    format_duration,
     labels_carried,
     listing,
+    mention,
+    metric_names_in_query,
     sent_to,
     target_of,
 )
-from gpulint.metrics.promql import Matcher, Selector, mention, metric_names_in_query
 
 ID = "GL811"
 NAME = "live-keda-no-data"

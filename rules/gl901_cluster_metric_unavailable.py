@@ -66,18 +66,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.cluster.snapshot import (
+from gpulint.ruleapi import (
+    HPA,
     NO_API,
     NOT_FOUND,
     UNAVAILABLE,
     ClusterSnapshot,
+    Context,
+    Finding,
+    HpaMetric,
+    Inventory,
     MetricProbe,
+    Severity,
+    scaled_object_of,
 )
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.keda import scaled_object_of
 
 ID = "GL901"
 NAME = "cluster-metric-unavailable"

@@ -42,11 +42,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import as_dict, as_list
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
+from gpulint.ruleapi import HPA, Context, Finding, Inventory, Severity, as_dict, as_list
 
 ID = "GL902"
 NAME = "cluster-hpa-condition"

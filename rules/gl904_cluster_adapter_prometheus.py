@@ -41,11 +41,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.scrape import looks_like_prometheus, url_fix
-from gpulint.chain.urls import PrometheusUrl
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
+from gpulint.ruleapi import (
+    Context,
+    Finding,
+    Inventory,
+    PrometheusUrl,
+    Severity,
+    looks_like_prometheus,
+    related,
+    url_fix,
+)
 
 ID = "GL904"
 NAME = "cluster-adapter-prometheus"

@@ -243,3 +243,19 @@ def test_a_new_live_rule_is_selected_and_downgraded_by_the_webhook(new_live_rule
     evaluator = ClusterEvaluator(_Cache(ADAPTER), Selection(select=["GL898"]), live)  # type: ignore[arg-type]
     findings = evaluator.evaluate({}, "CREATE", None, 0.0)
     assert [(f.rule, f.severity) for f in findings] == [("GL898", Severity.WARNING)]
+
+
+def test_rules_import_gpulint_through_the_rule_api_only() -> None:
+    import ast
+
+    import gpulint.ruleapi as api
+
+    for info in rule_index():
+        path = Path(gpulint.rules.__path__[0]) / f"{info.module.rsplit('.', 1)[1]}.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gpulint"):
+                assert node.module == "gpulint.ruleapi", f"{path.name} imports {node.module}"
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("gpulint") for a in node.names), path.name
+    for name in api.__all__:
+        assert getattr(api, name) is not None, name

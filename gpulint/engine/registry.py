@@ -22,7 +22,6 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-import gpulint.rules as rules_package
 from gpulint.core.model import Severity
 from gpulint.engine.rule import FIX_KINDS, REQUIREMENTS, SCOPES, TRACE_STAGES, RuleSpec
 
@@ -66,7 +65,9 @@ def rule_index() -> list[RuleInfo]:
     global _index
     if _index is None:
         found = []
-        for directory in rules_package.__path__:
+        # The package's folders, as imports see them (the rules/ folder installs as it).
+        package = importlib.import_module("gpulint.rules")
+        for directory in list(getattr(package, "__path__", [])):
             for entry in sorted(os.listdir(directory)):
                 if not (entry.startswith("gl") and entry.endswith(".py")):
                     continue
