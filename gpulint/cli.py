@@ -743,9 +743,8 @@ def _refuse_fix(args: argparse.Namespace) -> str | None:
 
 def _note_fixable(result: Result, unsafe: bool, fixing: bool) -> None:
     """Say how many of the findings ``--fix`` (and ``--unsafe-fixes``) would fix."""
-    from gpulint.adoption.edits import fixable
 
-    safe, more = fixable(result, unsafe)
+    safe, more = result.fixable(unsafe)
     if fixing:
         safe = 0  # what was fixable has been fixed; what is left needs judgment or a round
     if safe:

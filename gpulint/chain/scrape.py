@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from gpulint.chain.adapter import AdapterRule
+from gpulint.chain.adapter import AdapterRule, describe_document
 from gpulint.chain.exporter import (
     OPERATOR_NODE_LABEL,
     DcgmExporter,
@@ -35,7 +35,7 @@ from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import ParsedUrl, PrometheusUrl, parse_url
 from gpulint.core.model import Related
 from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import describe_document, related
+from gpulint.engine.rule import related
 from gpulint.input.chartvalues import GPU_OPERATOR
 from gpulint.input.document import Document, Path, yaml_text
 from gpulint.metrics.names import Exporter as MetricSource

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gpulint.adoption.edits import Edit, Sources, resolve
+from gpulint.adoption.edits import SAFE, Edit, Sources, resolve
 from gpulint.core.model import Finding, Severity
 
 
@@ -85,3 +85,17 @@ class Result:
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
+
+    def fixable(self, unsafe: bool) -> tuple[int, int]:
+        """How many findings ``--fix`` would fix, and how many more need ``--unsafe-fixes``
+        (those not asked for)."""
+        safe = more = 0
+        for finding in self.findings:
+            plan = finding.plan
+            if plan is None or self.edits_of(finding) is None:
+                continue
+            if plan.applicability == SAFE or unsafe:
+                safe += 1
+            else:
+                more += 1
+        return safe, more

@@ -26,8 +26,9 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from gpulint.adoption.edits import FixPlan
+from gpulint.chain.adapter import describe_document
 from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity
-from gpulint.input.document import Document, Manifest, Path
+from gpulint.input.document import Document, Path
 from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.workload import ClaimedGpu, GpuRequest
 
@@ -142,23 +143,6 @@ def _fixes(module: ModuleType) -> tuple[str, ...]:
     if unknown:
         raise ValueError(f"{module.__name__}: unknown FIXES {unknown}")
     return fixes
-
-
-def describe_document(document: Document) -> ObjectRef:
-    """The object a document is, or a stand-in naming what kind of file it is."""
-    if isinstance(document, Manifest):
-        return document.ref
-    from gpulint.chain.adapter import looks_like_adapter_config, looks_like_adapter_values
-
-    data = document.data
-    if looks_like_adapter_config(data):
-        kind = "PrometheusAdapterConfig"
-    elif looks_like_adapter_values(data) or isinstance(data, dict):
-        kind = "HelmValues"
-    else:
-        kind = "Document"
-    name = document.file.rsplit("/", 1)[-1]
-    return ObjectRef("", kind, None, name)
 
 
 class Anchor(NamedTuple):

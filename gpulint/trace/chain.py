@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, requested_metric_name
+from gpulint.chain.adapter import (
+    CUSTOM,
+    EXTERNAL,
+    AdapterRule,
+    describe_document,
+    requested_metric_name,
+)
 from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrape import dcgm_targets, url_target
 from gpulint.chain.servers import PrometheusServer
@@ -24,7 +30,7 @@ from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import PrometheusUrl, keda_urls
 from gpulint.core.model import Finding, Location, ObjectRef, Severity
 from gpulint.engine.registry import stage_rules
-from gpulint.engine.rule import TRACE_STAGES, describe_document
+from gpulint.engine.rule import TRACE_STAGES
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HpaMetric, TargetRef
