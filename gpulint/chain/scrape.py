@@ -11,7 +11,7 @@ or a namespace it does not know, an exporter or Prometheus that is not in the un
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from gpulint.chain.adapter import AdapterRule, describe_document
 from gpulint.chain.exporter import (
@@ -38,12 +38,10 @@ from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import related
 from gpulint.input.chartvalues import GPU_OPERATOR
 from gpulint.input.document import Document, Path, yaml_text
+from gpulint.inventory import Inventory
+from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 from gpulint.metrics.names import Exporter as MetricSource
 from gpulint.metrics.names import is_dcgm_field, lookup
-
-if TYPE_CHECKING:
-    from gpulint.inventory import Inventory
-    from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 
 
 def dcgm_series_read(rule: AdapterRule) -> list[str]:

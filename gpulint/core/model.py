@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from gpulint.adoption.edits import FixPlan
 from gpulint.core.location import Location, ObjectRef
 from gpulint.core.message import split_message
-
-if TYPE_CHECKING:
-    # For the annotation only: the small values do not load the fix machinery.
-    from gpulint.adoption.edits import FixPlan
 
 __all__ = ["Finding", "Location", "ObjectRef", "Related", "Severity"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
@@ -19,12 +19,9 @@ from gpulint.engine.registry import Selection
 from gpulint.engine.result import Result, UnitSummary
 from gpulint.engine.runner import UNUSED_SUPPRESSION, run
 from gpulint.input.loader import MAX_FILE_SIZE, InputError
-from gpulint.input.units import STDIN, Unit
+from gpulint.input.units import STDIN, RenderOptions, Unit
 from gpulint.input.units.plan import UnitPlan, plan
 from gpulint.inventory import Inventory
-
-if TYPE_CHECKING:
-    from gpulint.input.units import RenderOptions
 
 # Called with each unit's inventory before the rules run (the live Prometheus check).
 Prepare = Callable[[Inventory], None]

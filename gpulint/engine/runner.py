@@ -18,7 +18,8 @@ from gpulint.engine.registry import Selection, load_rule, rule_by_id, rule_index
 from gpulint.engine.rule import Anchor, Context, RuleSpec
 from gpulint.engine.scopes import scope_items_of
 from gpulint.input.document import Document, Manifest, Path, has_step
-from gpulint.input.loader import IgnoreComment
+from gpulint.input.loader import IgnoreComment, load_file
+from gpulint.input.units.walk import walk
 from gpulint.inventory import Inventory
 from gpulint.kinds.workload import pod_templates
 
@@ -287,9 +288,6 @@ def inventory_from_paths(paths: Iterable[str], settings: Settings) -> Inventory:
     """Every file under ``paths`` (``-`` is stdin) in one inventory, as if they were one
     cluster, without rendering anything (``gpulint.engine.files`` plans units instead). Raises
     InputError for a missing path."""
-    from gpulint.input.loader import load_file
-    from gpulint.input.units.walk import walk
-
     inventory = Inventory(settings)
     for path in paths:
         if path == "-":
