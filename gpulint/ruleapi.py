@@ -14,7 +14,8 @@ the API can move without touching the rules:
 * what the front doors collected (``LiveSnapshot``, ``ClusterSnapshot``, a replay).
 
 The helpers that only some rules need and that cost start-up (the live checks' wording, the
-scrape chain's questions, the replay, the query templates, the DCGM field table) are imported
+scrape chain's questions, the replay, the query templates, the DCGM field table, the live and
+cluster evidence) are imported
 when a rule first asks for them: a lint of a few files imports only the rules its objects call
 for, and those only what they use.
 """
@@ -51,13 +52,6 @@ from gpulint.chain.exporter import DcgmExporter
 from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrapelabels import DcgmScrape
 from gpulint.chain.urls import PrometheusUrl
-from gpulint.cluster.snapshot import (
-    NO_API,
-    NOT_FOUND,
-    UNAVAILABLE,
-    ClusterSnapshot,
-    MetricProbe,
-)
 from gpulint.core.message import capitalized
 from gpulint.core.model import (
     Finding,
@@ -158,19 +152,6 @@ from gpulint.kinds.workload import (
     GpuRequest,
     PodTemplate,
 )
-from gpulint.live.snapshot import (
-    NAMESPACE_LABELS,
-    POD_LABELS,
-    TIMEOUT,
-    Answer,
-    HpaEvidence,
-    LiveSnapshot,
-    MissingSeries,
-    QueryCheck,
-    Reading,
-    SeriesSummary,
-    TriggerEvidence,
-)
 from gpulint.metrics.promql import (
     Matcher,
     PlacedAggregation,
@@ -195,12 +176,32 @@ if TYPE_CHECKING:
         url_fix,
         url_problem,
     )
+    from gpulint.cluster.snapshot import (
+        NO_API,
+        NOT_FOUND,
+        UNAVAILABLE,
+        ClusterSnapshot,
+        MetricProbe,
+    )
     from gpulint.live.options import format_duration
     from gpulint.live.scale import (
         Verdict,
         between,
         float_text,
         judge,
+    )
+    from gpulint.live.snapshot import (
+        NAMESPACE_LABELS,
+        POD_LABELS,
+        TIMEOUT,
+        Answer,
+        HpaEvidence,
+        LiveSnapshot,
+        MissingSeries,
+        QueryCheck,
+        Reading,
+        SeriesSummary,
+        TriggerEvidence,
     )
     from gpulint.live.words import (
         ago,
@@ -239,6 +240,22 @@ if TYPE_CHECKING:
 # Imported on first use (see the module's docstring): name -> (module, attribute or None
 # for the module itself).
 _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
+    "NO_API": ("gpulint.cluster.snapshot", "NO_API"),
+    "NOT_FOUND": ("gpulint.cluster.snapshot", "NOT_FOUND"),
+    "UNAVAILABLE": ("gpulint.cluster.snapshot", "UNAVAILABLE"),
+    "ClusterSnapshot": ("gpulint.cluster.snapshot", "ClusterSnapshot"),
+    "MetricProbe": ("gpulint.cluster.snapshot", "MetricProbe"),
+    "NAMESPACE_LABELS": ("gpulint.live.snapshot", "NAMESPACE_LABELS"),
+    "POD_LABELS": ("gpulint.live.snapshot", "POD_LABELS"),
+    "TIMEOUT": ("gpulint.live.snapshot", "TIMEOUT"),
+    "Answer": ("gpulint.live.snapshot", "Answer"),
+    "HpaEvidence": ("gpulint.live.snapshot", "HpaEvidence"),
+    "LiveSnapshot": ("gpulint.live.snapshot", "LiveSnapshot"),
+    "MissingSeries": ("gpulint.live.snapshot", "MissingSeries"),
+    "QueryCheck": ("gpulint.live.snapshot", "QueryCheck"),
+    "Reading": ("gpulint.live.snapshot", "Reading"),
+    "SeriesSummary": ("gpulint.live.snapshot", "SeriesSummary"),
+    "TriggerEvidence": ("gpulint.live.snapshot", "TriggerEvidence"),
     "gpumetrics": ("gpulint.metrics.names", None),
     "Exporter": ("gpulint.metrics.names", "Exporter"),
     "GpuMetric": ("gpulint.metrics.names", "GpuMetric"),

@@ -29,7 +29,6 @@ from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrapelabels import DcgmScrape
 from gpulint.chain.services import EndpointState, ServiceView
 from gpulint.chain.urls import PrometheusUrl
-from gpulint.cluster.snapshot import ClusterSnapshot
 from gpulint.engine.config import Settings
 from gpulint.input.chartvalues import ChartValues
 from gpulint.input.document import Document, Manifest, Path, as_dict
@@ -51,10 +50,13 @@ from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
 from gpulint.kinds.registry import WORKLOAD, ViewContext, spec_for
 from gpulint.kinds.scaling import ScalingRange, replicas_range
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
-from gpulint.live.snapshot import LiveSnapshot
 
 if TYPE_CHECKING:
+    # For annotations only: a lint of plain files does not load the renderers, nor the
+    # evidence --prometheus and --cluster collect.
+    from gpulint.cluster.snapshot import ClusterSnapshot
     from gpulint.input.units import RenderProblem
+    from gpulint.live.snapshot import LiveSnapshot
 
 __all__ = [
     "Autoscaler",
