@@ -63,16 +63,19 @@ def build_units(plans: list[UnitPlan], options: RenderOptions) -> list[Unit]:
     for p in plans:
         found = built.get(id(p))
         unit = found if found is not None else build(p, options, sources)
-        if (
-            unit.kind == STDIN
-            and not any((loaded.text or b"").strip() for loaded in unit.loaded)
-            and not any(loaded.problems for loaded in unit.loaded)
-        ):
+        if unit.kind == STDIN and _empty(unit):
             raise InputError(
                 "stdin is empty: nothing to lint (did the command before the pipe fail?)"
             )
         units.append(unit)
     return _with_parts(units)
+
+
+def _empty(unit: Unit) -> bool:
+    """Nothing but whitespace was read (and nothing that could not be read)."""
+    return not any((loaded.text or b"").strip() for loaded in unit.loaded) and not any(
+        loaded.problems for loaded in unit.loaded
+    )
 
 
 def _with_parts(units: list[Unit]) -> list[Unit]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from gpulint.core.deadline import DeadlineExceeded
 from gpulint.core.model import Finding, Location
-from gpulint.engine.config import Settings
+from gpulint.engine.config import RuleSettings, Settings
 from gpulint.engine.registry import Selection, load_rule, rule_by_id, rule_index
 from gpulint.engine.rule import Anchor, Context, RuleSpec
 from gpulint.engine.scopes import scope_items_of
@@ -69,33 +69,46 @@ def run(
         items = items_by_scope[info.scope]
         if not items:
             continue
-        spec = load_rule(info)
-        options = spec.defaults()
-        options.update(rule_settings.options)
-        ctx = Context(spec, options)
-        found = 0
-        for item in items:
-            if per_rule is not None and found >= per_rule:
-                break
-            try:
-                for finding in spec.check(item, inventory, ctx):
-                    found += 1
-                    if per_rule is not None and found > per_rule:
-                        break
-                    anchor = ctx.anchors.pop(id(finding), None)
-                    if rule_settings.severity is not None:
-                        finding = finding._replace(severity=rule_settings.severity)
-                    raw.append((finding, anchor))
-            except DeadlineExceeded:
-                raise
-            except Exception as error:  # one rule failing on one item loses nothing else
-                internal = _internal_error(spec, item, error)
-                if internal is not None:
-                    raw.append(internal)
+        raw.extend(_run_rule(load_rule(info), items, inventory, rule_settings, per_rule))
     manifests = getattr(items_for, "manifests", None)
     findings = _suppress(raw, inventory, ran, selection, manifests, suppressed)
     findings.sort(key=Finding.sort_key)
     return _dedupe(findings)
+
+
+def _run_rule(
+    spec: RuleSpec,
+    items: list[Any],
+    inventory: Inventory,
+    rule_settings: RuleSettings,
+    per_rule: int | None,
+) -> list[tuple[Finding, Anchor | None]]:
+    """One rule over the items of its scope: its findings (at most ``per_rule``), each with
+    where it was raised, and GL799 for each item it failed on."""
+    options = spec.defaults()
+    options.update(rule_settings.options)
+    ctx = Context(spec, options)
+    raw: list[tuple[Finding, Anchor | None]] = []
+    found = 0
+    for item in items:
+        if per_rule is not None and found >= per_rule:
+            break
+        try:
+            for finding in spec.check(item, inventory, ctx):
+                found += 1
+                if per_rule is not None and found > per_rule:
+                    break
+                anchor = ctx.anchors.pop(id(finding), None)
+                if rule_settings.severity is not None:
+                    finding = finding._replace(severity=rule_settings.severity)
+                raw.append((finding, anchor))
+        except DeadlineExceeded:
+            raise
+        except Exception as error:  # one rule failing on one item loses nothing else
+            internal = _internal_error(spec, item, error)
+            if internal is not None:
+                raw.append(internal)
+    return raw
 
 
 def _owner_manifest(item: Any) -> Document | None:
@@ -190,6 +203,14 @@ def _matches(rules: set[str] | frozenset[str], finding: Finding) -> bool:
     return "ALL" in rules or "*" in rules or finding.rule in rules or finding.name.upper() in rules
 
 
+class _Used:
+    """The suppressions that silenced something: (comment, rule) and (document, path, rule)."""
+
+    def __init__(self) -> None:
+        self.comments: set[tuple[IgnoreComment, str]] = set()
+        self.annotations: set[tuple[int, Path, str]] = set()
+
+
 def _suppress(
     raw: list[tuple[Finding, Anchor | None]],
     inventory: Inventory,
@@ -198,43 +219,60 @@ def _suppress(
     manifests: Iterable[Manifest] | None = None,
     counts: dict[str, int] | None = None,
 ) -> list[Finding]:
+    """The findings no ignore comment or annotation covers, then GL703 for the suppressions
+    that silenced nothing of a rule that ran."""
     comments_by_line: dict[tuple[str, int], list[IgnoreComment]] = {}
     for comment in inventory.ignore_comments:
         comments_by_line.setdefault((comment.file, comment.line), []).append(comment)
-    used_comments: set[tuple[IgnoreComment, str]] = set()
-    used_annotations: set[tuple[int, Path, str]] = set()
-    annotations_seen: dict[tuple[int, Path], tuple[Document, set[str]]] = {}
+    used = _Used()
     kept = []
     for finding, anchor in raw:
-        suppressed = False
-        location = finding.location
-        for line in (location.line, location.line - 1):
-            for comment in comments_by_line.get((location.file, line), []):
-                if _matches(comment.rules, finding):
-                    suppressed = True
-                    used_comments.add((comment, finding.rule))
-        if anchor is not None:
-            for document, where, rules in _annotation_suppressions(anchor):
-                annotations_seen[(id(document), where)] = (document, rules)
-                if _matches(rules, finding):
-                    suppressed = True
-                    used_annotations.add((id(document), where, finding.rule))
-        if not suppressed:
+        if not _suppressed(finding, anchor, comments_by_line, used):
             kept.append(finding)
         elif counts is not None:
             counts[finding.rule] = counts.get(finding.rule, 0) + 1
-    if UNUSED_SUPPRESSION not in ran:
-        return kept
+    if UNUSED_SUPPRESSION in ran:
+        kept.extend(_unused_suppressions(inventory, ran, used, manifests))
+    return kept
+
+
+def _suppressed(
+    finding: Finding,
+    anchor: Anchor | None,
+    comments_by_line: dict[tuple[str, int], list[IgnoreComment]],
+    used: _Used,
+) -> bool:
+    """Whether a comment on the finding's line or the line before, or an ignore annotation
+    on its object or pod template, covers it (every one that does counts as used)."""
+    suppressed = False
+    location = finding.location
+    for line in (location.line, location.line - 1):
+        for comment in comments_by_line.get((location.file, line), []):
+            if _matches(comment.rules, finding):
+                suppressed = True
+                used.comments.add((comment, finding.rule))
+    if anchor is not None:
+        for document, where, rules in _annotation_suppressions(anchor):
+            if _matches(rules, finding):
+                suppressed = True
+                used.annotations.add((id(document), where, finding.rule))
+    return suppressed
+
+
+def _unused_suppressions(
+    inventory: Inventory, ran: set[str], used: _Used, manifests: Iterable[Manifest] | None
+) -> list[Finding]:
+    """GL703: suppressions naming a rule that ran and found nothing there."""
     spec = rule_by_id(UNUSED_SUPPRESSION)
     if spec is None:
-        return kept
-    # Suppressions that silenced nothing: report rule IDs that ran and found nothing there.
+        return []
+    found = []
     ctx = Context(spec, spec.defaults())
     for comment in inventory.ignore_comments:
         for rule in sorted(comment.rules):
-            if rule in ("ALL", "*") or rule not in ran or (comment, rule) in used_comments:
+            if rule in ("ALL", "*") or rule not in ran or (comment, rule) in used.comments:
                 continue
-            kept.append(
+            found.append(
                 ctx.at(
                     Location(comment.file, comment.line, comment.column),
                     f"`# gpulint: ignore={rule}` suppresses nothing on this line or the next",
@@ -242,14 +280,13 @@ def _suppress(
                 )
             )
     for manifest in inventory.manifests if manifests is None else manifests:
-        for anchor_key in _all_annotation_suppressions(manifest):
-            document, where, rules = anchor_key
+        for document, where, rules in _all_annotation_suppressions(manifest):
             for rule in sorted(rules):
                 if rule in ("ALL", "*") or rule not in ran:
                     continue
-                if (id(document), where, rule) in used_annotations:
+                if (id(document), where, rule) in used.annotations:
                     continue
-                kept.append(
+                found.append(
                     ctx.finding(
                         document,
                         where,
@@ -258,7 +295,7 @@ def _suppress(
                     )
                 )
                 ctx.anchors.clear()
-    return kept
+    return found
 
 
 def _all_annotation_suppressions(manifest: Manifest) -> list[tuple[Document, Path, set[str]]]:
