@@ -51,7 +51,8 @@ from gpulint.chain.adapter import (
 from gpulint.chain.exporter import DcgmExporter
 from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrapelabels import DcgmScrape
-from gpulint.chain.urls import PrometheusUrl
+from gpulint.chain.services import EndpointState, ServiceView
+from gpulint.chain.urls import ParsedUrl, PrometheusUrl
 from gpulint.core.message import capitalized
 from gpulint.core.model import (
     Finding,
@@ -362,6 +363,7 @@ __all__ = [
     "DcgmExporter",
     "DcgmScrape",
     "Document",
+    "EndpointState",
     "Exporter",
     "Finding",
     "GpuMetric",
@@ -380,6 +382,7 @@ __all__ = [
     "MissingSeries",
     "Monitor",
     "OversizedNumber",
+    "ParsedUrl",
     "Path",
     "PlacedAggregation",
     "PodOwner",
@@ -399,6 +402,7 @@ __all__ = [
     "ScaledObject",
     "Selector",
     "SeriesSummary",
+    "ServiceView",
     "Severity",
     "TargetGroup",
     "TargetRef",
