@@ -202,6 +202,7 @@ if TYPE_CHECKING:
         QueryCheck,
         Reading,
         SeriesSummary,
+        Sighting,
         TriggerEvidence,
     )
     from gpulint.live.words import (
@@ -256,6 +257,7 @@ _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
     "QueryCheck": ("gpulint.live.snapshot", "QueryCheck"),
     "Reading": ("gpulint.live.snapshot", "Reading"),
     "SeriesSummary": ("gpulint.live.snapshot", "SeriesSummary"),
+    "Sighting": ("gpulint.live.snapshot", "Sighting"),
     "TriggerEvidence": ("gpulint.live.snapshot", "TriggerEvidence"),
     "gpumetrics": ("gpulint.metrics.names", None),
     "Exporter": ("gpulint.metrics.names", "Exporter"),
@@ -404,6 +406,7 @@ __all__ = [
     "SeriesSummary",
     "ServiceView",
     "Severity",
+    "Sighting",
     "TargetGroup",
     "TargetRef",
     "TriggerEvidence",
