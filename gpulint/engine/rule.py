@@ -16,6 +16,8 @@ A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
 * optionally ``OPTIONS`` (a JSON Schema ``properties`` mapping whose entries carry a
   ``default``);
 * ``check(item, inventory, ctx)``, a generator of findings for one item of its scope.
+
+A rule imports gpulint through one module, ``gpulint.ruleapi``.
 """
 
 from __future__ import annotations
