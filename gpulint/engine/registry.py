@@ -96,21 +96,49 @@ def forget_index() -> None:
 def read_declarations(module: str, source: str) -> RuleInfo:
     """A rule module's declarations, validated; ``module`` names it in errors."""
     values: dict[str, tuple[Any, int]] = {}
-    start = _after_docstring(source)
-    for match in _DECLARATION.finditer(source, start):
+    matches = list(_DECLARATION.finditer(source, _after_docstring(source)))
+    statements = _statements(source, [match.start() for match in matches])
+    line, counted = 1, 0
+    for match, statement in zip(matches, statements, strict=True):
         name = match.group(1)
-        line = source.count("\n", 0, match.start()) + 1
+        line += source.count("\n", counted, match.start())
+        counted = match.start()
         if name in values:
             raise RuleDeclarationError(
                 f"{module}:{line}: {name} is declared twice (first at line {values[name][1]})"
             )
-        values[name] = (_literal(module, name, line, _statement(source, match.start())), line)
+        values[name] = (_literal(module, name, line, statement), line)
     missing = [name for name in _REQUIRED if name not in values]
     if missing:
         raise RuleDeclarationError(
             f"{module}: no {', '.join(missing)} declared (top-level assignments of literals)"
         )
     return _validated(module, {name: value for name, (value, _) in values.items()})
+
+
+def _statements(source: str, starts: list[int]) -> list[ast.stmt | None]:
+    """The top-level statements that start at ``starts``, parsed: all at once when each
+    ends where its brackets close (one parse per module costs less than one per line),
+    else one by one."""
+    texts = []
+    for start in starts:
+        end = source.find("\n", start)
+        end = len(source) if end < 0 else end
+        while _open_brackets(source[start:end]) > 0 and end < len(source):
+            following = source.find("\n", end + 1)
+            end = len(source) if following < 0 else following
+        texts.append(source[start:end])
+    try:
+        body = ast.parse("\n".join(texts)).body
+    except SyntaxError:
+        body = []
+    if len(body) == len(starts):
+        return list(body)
+    return [_statement(source, start) for start in starts]
+
+
+def _open_brackets(text: str) -> int:
+    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
 
 
 def _after_docstring(source: str) -> int:
