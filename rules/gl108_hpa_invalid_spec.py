@@ -164,22 +164,31 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
 
 def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
     name = abbreviated(hpa.name)
-    minimum: int | None = 1
+    minimum, problem = _min_replicas(hpa, name, ctx)
+    if problem is not None:
+        yield problem
+    problem = _max_replicas(hpa, name, minimum, ctx)
+    if problem is not None:
+        yield problem
+
+
+def _min_replicas(hpa: HPA, name: str, ctx: Context) -> tuple[int | None, Finding | None]:
+    """The minimum the HPA keeps (None: unknown or refused) and the finding refusing it."""
     raw_min = hpa.min_replicas
-    if raw_min is not None and is_unknown(raw_min):
-        minimum = None
-    elif int32_out_of_range(raw_min):
-        minimum = None
-        yield ctx.finding(
+    if raw_min is None:
+        return 1, None
+    if is_unknown(raw_min):
+        return None, None
+    if int32_out_of_range(raw_min):
+        return None, ctx.finding(
             hpa.manifest,
             ("spec", "minReplicas"),
             _out_of_range(f"HorizontalPodAutoscaler {name}: ", "minReplicas", raw_min),
             "minReplicas: 1",
             plan=_set(hpa, ("spec", "minReplicas"), "1"),
         )
-    elif raw_min is not None and not _is_int(raw_min):
-        minimum = None
-        yield ctx.finding(
+    if not _is_int(raw_min):
+        return None, ctx.finding(
             hpa.manifest,
             ("spec", "minReplicas"),
             f"HorizontalPodAutoscaler {name}: minReplicas is not an integer. "
@@ -189,37 +198,39 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
                 hpa, ("spec", "minReplicas"), str(_as_written(raw_min, 1)), _meant_integer(raw_min)
             ),
         )
-    elif raw_min is not None:
-        minimum = raw_min
-        scales_on_objects = any(m.type in ("Object", "External") for m in hpa.metrics)
-        if raw_min < 0 or (raw_min == 0 and not (scales_on_objects and _gate(ctx))):
-            if raw_min == 0 and scales_on_objects:
-                why = (
-                    "It needs the alpha HPAScaleToZero feature gate, which is off unless the "
-                    "cluster turns it on (option scale-to-zero-gate is false)"
-                )
-            elif raw_min == 0:
-                why = (
-                    "It is accepted only with the alpha HPAScaleToZero feature gate and at least "
-                    "one Object or External metric, and this HPA has none"
-                )
-            else:
-                why = "It must be greater than or equal to 1"
-            yield ctx.finding(
-                hpa.manifest,
-                ("spec", "minReplicas"),
-                f"HorizontalPodAutoscaler {name}: minReplicas {raw_min} is not allowed. {why}; "
-                "the API server rejects the object.",
-                "minReplicas: 1",
-                plan=_set(hpa, ("spec", "minReplicas"), "1"),
-            )
-            minimum = None
-    raw_max = hpa.max_replicas
+    scales_on_objects = any(m.type in ("Object", "External") for m in hpa.metrics)
+    if raw_min > 0 or (raw_min == 0 and scales_on_objects and _gate(ctx)):
+        return raw_min, None
+    if raw_min == 0 and scales_on_objects:
+        why = (
+            "It needs the alpha HPAScaleToZero feature gate, which is off unless the "
+            "cluster turns it on (option scale-to-zero-gate is false)"
+        )
+    elif raw_min == 0:
+        why = (
+            "It is accepted only with the alpha HPAScaleToZero feature gate and at least "
+            "one Object or External metric, and this HPA has none"
+        )
+    else:
+        why = "It must be greater than or equal to 1"
+    return None, ctx.finding(
+        hpa.manifest,
+        ("spec", "minReplicas"),
+        f"HorizontalPodAutoscaler {name}: minReplicas {raw_min} is not allowed. {why}; "
+        "the API server rejects the object.",
+        "minReplicas: 1",
+        plan=_set(hpa, ("spec", "minReplicas"), "1"),
+    )
+
+
+def _max_replicas(hpa: HPA, name: str, minimum: int | None, ctx: Context) -> Finding | None:
+    """The finding refusing maxReplicas: missing, not an int32, below 1 or below the minimum."""
+    raw_min, raw_max = hpa.min_replicas, hpa.max_replicas
+    suggested = max(minimum or 1, 1) * 2
     if "maxReplicas" not in hpa.spec or raw_max is None:
         if hpa.is_fragment:
-            return
-        suggested = max(minimum or 1, 1) * 2
-        yield ctx.finding(
+            return None
+        return ctx.finding(
             hpa.manifest,
             ("spec",),
             f"HorizontalPodAutoscaler {name} has no maxReplicas. The API server requires it: "
@@ -229,58 +240,55 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
                 edits.Insert(hpa.manifest, ("spec",), edits.entries(maxReplicas=suggested))
             ),
         )
-        return
     if is_unknown(raw_max):
-        return
+        return None
     if int32_out_of_range(raw_max):
-        yield ctx.finding(
+        return ctx.finding(
             hpa.manifest,
             ("spec", "maxReplicas"),
             _out_of_range(f"HorizontalPodAutoscaler {name}: ", "maxReplicas", raw_max),
-            f"maxReplicas: {max(minimum or 1, 1) * 2}",
-            plan=_set(hpa, ("spec", "maxReplicas"), str(max(minimum or 1, 1) * 2)),
+            f"maxReplicas: {suggested}",
+            plan=_set(hpa, ("spec", "maxReplicas"), str(suggested)),
         )
-        return
     if not _is_int(raw_max):
-        yield ctx.finding(
+        return ctx.finding(
             hpa.manifest,
             ("spec", "maxReplicas"),
             f"HorizontalPodAutoscaler {name}: maxReplicas is not an integer. "
             + _written(raw_max, "an integer"),
-            f"maxReplicas: {_as_written(raw_max, max(minimum or 1, 1) * 2)}",
+            f"maxReplicas: {_as_written(raw_max, suggested)}",
             plan=_set(
                 hpa,
                 ("spec", "maxReplicas"),
-                str(_as_written(raw_max, max(minimum or 1, 1) * 2)),
+                str(_as_written(raw_max, suggested)),
                 _meant_integer(raw_max),
             ),
         )
-        return
     if raw_max < 1:
-        yield ctx.finding(
+        return ctx.finding(
             hpa.manifest,
             ("spec", "maxReplicas"),
             f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is not allowed. It must be "
             "greater than 0; the API server rejects the object.",
-            f"maxReplicas: {max(minimum or 1, 1) * 2}",
-            plan=_set(hpa, ("spec", "maxReplicas"), str(max(minimum or 1, 1) * 2)),
+            f"maxReplicas: {suggested}",
+            plan=_set(hpa, ("spec", "maxReplicas"), str(suggested)),
         )
-        return
-    if minimum is not None and raw_max < minimum and not (hpa.is_fragment and raw_min is None):
-        yield ctx.finding(
-            hpa.manifest,
-            ("spec", "maxReplicas"),
-            f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is less than minReplicas "
-            f"{minimum}. The API server rejects the object (maxReplicas must be greater than or "
-            "equal to minReplicas).",
-            f"minReplicas: {raw_max}\nmaxReplicas: {minimum}   # the two were swapped",
-            plan=edits.unsafe(
-                edits.Replace(hpa.manifest, ("spec", "minReplicas"), str(raw_max)),
-                edits.Replace(hpa.manifest, ("spec", "maxReplicas"), str(minimum)),
-            )
-            if raw_min is not None
-            else None,
+    if minimum is None or raw_max >= minimum or (hpa.is_fragment and raw_min is None):
+        return None
+    return ctx.finding(
+        hpa.manifest,
+        ("spec", "maxReplicas"),
+        f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is less than minReplicas "
+        f"{minimum}. The API server rejects the object (maxReplicas must be greater than or "
+        "equal to minReplicas).",
+        f"minReplicas: {raw_max}\nmaxReplicas: {minimum}   # the two were swapped",
+        plan=edits.unsafe(
+            edits.Replace(hpa.manifest, ("spec", "minReplicas"), str(raw_max)),
+            edits.Replace(hpa.manifest, ("spec", "maxReplicas"), str(minimum)),
         )
+        if raw_min is not None
+        else None,
+    )
 
 
 def _gate(ctx: Context) -> bool:
