@@ -339,50 +339,13 @@ def _scaling_rules(
 ) -> Iterator[Finding]:
     base: Path = ("spec", "behavior", direction)
     where = f"HorizontalPodAutoscaler {abbreviated(hpa.name)}: behavior.{direction}"
-    window = rules.get("stabilizationWindowSeconds")
-    window_ok = _is_int(window) and 0 <= window <= MAX_STABILIZATION_WINDOW_SECONDS
-    if window is not None and not is_unknown(window) and not window_ok:
-        suggested = 600 if direction == "scaleDown" else 0
-        if _is_int(window) and window > MAX_STABILIZATION_WINDOW_SECONDS:
-            suggested = MAX_STABILIZATION_WINDOW_SECONDS
-        yield ctx.finding(
-            hpa.manifest,
-            (*base, "stabilizationWindowSeconds"),
-            f"{where}.stabilizationWindowSeconds is out of range. "
-            + _written(window, f"an integer from 0 to {MAX_STABILIZATION_WINDOW_SECONDS}"),
-            f"stabilizationWindowSeconds: {suggested}",
-            plan=_set(hpa, (*base, "stabilizationWindowSeconds"), str(suggested)),
-        )
-    select = rules.get("selectPolicy")
-    if select is not None and not is_unknown(select) and select not in SELECT_POLICIES:
-        fixed = next(
-            (p for p in SELECT_POLICIES if isinstance(select, str) and p.lower() == select.lower()),
-            "Max",
-        )
-        yield ctx.finding(
-            hpa.manifest,
-            (*base, "selectPolicy"),
-            f"{where}.selectPolicy is not a policy. " + _written(select, "Max, Min or Disabled"),
-            f"selectPolicy: {fixed}",
-            plan=_set(
-                hpa,
-                (*base, "selectPolicy"),
-                fixed,
-                isinstance(select, str) and select.lower() == fixed.lower(),
-            ),
-        )
-    tolerance = rules.get("tolerance")
-    if tolerance is not None and not is_unknown(tolerance):
-        quantity = try_quantity(tolerance)
-        if quantity is None or quantity.value < 0:
-            yield ctx.finding(
-                hpa.manifest,
-                (*base, "tolerance"),
-                f"{where}.tolerance is not a valid tolerance. "
-                + _written(tolerance, "a quantity greater than or equal to zero"),
-                'tolerance: "0.1"   # the controller default: 10%',
-                plan=_set(hpa, (*base, "tolerance"), '"0.1"'),
-            )
+    for problem in (
+        _window(hpa, ctx, base, where, rules.get("stabilizationWindowSeconds")),
+        _select_policy(hpa, ctx, base, where, rules.get("selectPolicy")),
+        _tolerance(hpa, ctx, base, where, rules.get("tolerance")),
+    ):
+        if problem is not None:
+            yield problem
     if "policies" not in rules or rules.get("policies") is None:
         return
     policies = rules["policies"]
@@ -405,6 +368,60 @@ def _scaling_rules(
             yield from _policy(hpa, ctx, (*base, "policies", index), where, policy)
 
 
+def _window(hpa: HPA, ctx: Context, base: Path, where: str, window: Any) -> Finding | None:
+    window_ok = _is_int(window) and 0 <= window <= MAX_STABILIZATION_WINDOW_SECONDS
+    if window is None or is_unknown(window) or window_ok:
+        return None
+    suggested = 600 if base[-1] == "scaleDown" else 0
+    if _is_int(window) and window > MAX_STABILIZATION_WINDOW_SECONDS:
+        suggested = MAX_STABILIZATION_WINDOW_SECONDS
+    return ctx.finding(
+        hpa.manifest,
+        (*base, "stabilizationWindowSeconds"),
+        f"{where}.stabilizationWindowSeconds is out of range. "
+        + _written(window, f"an integer from 0 to {MAX_STABILIZATION_WINDOW_SECONDS}"),
+        f"stabilizationWindowSeconds: {suggested}",
+        plan=_set(hpa, (*base, "stabilizationWindowSeconds"), str(suggested)),
+    )
+
+
+def _select_policy(hpa: HPA, ctx: Context, base: Path, where: str, select: Any) -> Finding | None:
+    if select is None or is_unknown(select) or select in SELECT_POLICIES:
+        return None
+    fixed = next(
+        (p for p in SELECT_POLICIES if isinstance(select, str) and p.lower() == select.lower()),
+        "Max",
+    )
+    return ctx.finding(
+        hpa.manifest,
+        (*base, "selectPolicy"),
+        f"{where}.selectPolicy is not a policy. " + _written(select, "Max, Min or Disabled"),
+        f"selectPolicy: {fixed}",
+        plan=_set(
+            hpa,
+            (*base, "selectPolicy"),
+            fixed,
+            isinstance(select, str) and select.lower() == fixed.lower(),
+        ),
+    )
+
+
+def _tolerance(hpa: HPA, ctx: Context, base: Path, where: str, tolerance: Any) -> Finding | None:
+    if tolerance is None or is_unknown(tolerance):
+        return None
+    quantity = try_quantity(tolerance)
+    if quantity is not None and quantity.value >= 0:
+        return None
+    return ctx.finding(
+        hpa.manifest,
+        (*base, "tolerance"),
+        f"{where}.tolerance is not a valid tolerance. "
+        + _written(tolerance, "a quantity greater than or equal to zero"),
+        'tolerance: "0.1"   # the controller default: 10%',
+        plan=_set(hpa, (*base, "tolerance"), '"0.1"'),
+    )
+
+
 def _policy_example(direction: str) -> str:
     if direction == "scaleUp":
         return "policies:\n- type: Pods\n  value: 2\n  periodSeconds: 60"
@@ -414,65 +431,91 @@ def _policy_example(direction: str) -> str:
 def _policy(
     hpa: HPA, ctx: Context, path: Path, where: str, policy: dict[str, Any]
 ) -> Iterator[Finding]:
-    rejected = "the API server rejects the object"
-    index = path[-1]
+    for problem in (
+        _policy_type(hpa, ctx, path, where, policy),
+        _policy_value(hpa, ctx, path, where, policy),
+        _policy_period(hpa, ctx, path, where, policy),
+    ):
+        if problem is not None:
+            yield problem
+
+
+_REJECTED = "the API server rejects the object"
+
+
+def _policy_type(
+    hpa: HPA, ctx: Context, path: Path, where: str, policy: dict[str, Any]
+) -> Finding | None:
     kind = policy.get("type")
-    if not is_unknown(kind) and kind not in POLICY_TYPES:
-        fixed = next(
-            (t for t in POLICY_TYPES if isinstance(kind, str) and t.lower() == kind.lower()),
-            "Pods",
+    if is_unknown(kind) or kind in POLICY_TYPES:
+        return None
+    fixed = next(
+        (t for t in POLICY_TYPES if isinstance(kind, str) and t.lower() == kind.lower()),
+        "Pods",
+    )
+    if kind is not None:
+        what = f"an unknown type. {_written(kind, 'Pods or Percent')}"
+    else:
+        what = f"no type. It must be Pods or Percent; {_REJECTED}."
+    return ctx.finding(
+        hpa.manifest,
+        (*path, "type") if "type" in policy else path,
+        f"{where}.policies[{path[-1]}] has {what}",
+        f"type: {fixed}",
+        plan=_set(
+            hpa, (*path, "type"), fixed, isinstance(kind, str) and kind.lower() == fixed.lower()
         )
-        if kind is not None:
-            what = f"an unknown type. {_written(kind, 'Pods or Percent')}"
-        else:
-            what = f"no type. It must be Pods or Percent; {rejected}."
-        yield ctx.finding(
-            hpa.manifest,
-            (*path, "type") if "type" in policy else path,
-            f"{where}.policies[{index}] has {what}",
-            f"type: {fixed}",
-            plan=_set(
-                hpa, (*path, "type"), fixed, isinstance(kind, str) and kind.lower() == fixed.lower()
-            )
-            if "type" in policy
-            else None,
-        )
+        if "type" in policy
+        else None,
+    )
+
+
+def _policy_value(
+    hpa: HPA, ctx: Context, path: Path, where: str, policy: dict[str, Any]
+) -> Finding | None:
     value = policy.get("value")
     if int32_out_of_range(value):
-        yield ctx.finding(
+        return ctx.finding(
             hpa.manifest,
             (*path, "value"),
-            _out_of_range(f"{where}.policies[{index}].", "value", value),
+            _out_of_range(f"{where}.policies[{path[-1]}].", "value", value),
             "value: 1",
             plan=_set(hpa, (*path, "value"), "1"),
         )
-    elif not is_unknown(value) and (not _is_int(value) or value <= 0):
-        rule = "an integer greater than zero"
-        if value is not None:
-            what = f"an invalid value. {_written(value, rule)}"
-        else:
-            what = f"no value. It must be {rule}; {rejected}."
-        yield ctx.finding(
-            hpa.manifest,
-            (*path, "value") if "value" in policy else path,
-            f"{where}.policies[{index}] has {what}",
-            "value: 1",
-            plan=_set(hpa, (*path, "value"), "1") if "value" in policy else None,
-        )
+    if is_unknown(value) or (_is_int(value) and value > 0):
+        return None
+    rule = "an integer greater than zero"
+    if value is not None:
+        what = f"an invalid value. {_written(value, rule)}"
+    else:
+        what = f"no value. It must be {rule}; {_REJECTED}."
+    return ctx.finding(
+        hpa.manifest,
+        (*path, "value") if "value" in policy else path,
+        f"{where}.policies[{path[-1]}] has {what}",
+        "value: 1",
+        plan=_set(hpa, (*path, "value"), "1") if "value" in policy else None,
+    )
+
+
+def _policy_period(
+    hpa: HPA, ctx: Context, path: Path, where: str, policy: dict[str, Any]
+) -> Finding | None:
     period = policy.get("periodSeconds")
-    if not is_unknown(period) and (not _is_int(period) or not 1 <= period <= MAX_PERIOD_SECONDS):
-        rule = f"an integer from 1 to {MAX_PERIOD_SECONDS}"
-        if period is not None:
-            what = f"an invalid periodSeconds. {_written(period, rule)}"
-        else:
-            what = f"no periodSeconds. It must be {rule}; {rejected}."
-        suggested = MAX_PERIOD_SECONDS if _is_int(period) and period > MAX_PERIOD_SECONDS else 60
-        yield ctx.finding(
-            hpa.manifest,
-            (*path, "periodSeconds") if "periodSeconds" in policy else path,
-            f"{where}.policies[{index}] has {what}",
-            f"periodSeconds: {suggested}",
-            plan=_set(hpa, (*path, "periodSeconds"), str(suggested))
-            if "periodSeconds" in policy
-            else None,
-        )
+    if is_unknown(period) or (_is_int(period) and 1 <= period <= MAX_PERIOD_SECONDS):
+        return None
+    rule = f"an integer from 1 to {MAX_PERIOD_SECONDS}"
+    if period is not None:
+        what = f"an invalid periodSeconds. {_written(period, rule)}"
+    else:
+        what = f"no periodSeconds. It must be {rule}; {_REJECTED}."
+    suggested = MAX_PERIOD_SECONDS if _is_int(period) and period > MAX_PERIOD_SECONDS else 60
+    return ctx.finding(
+        hpa.manifest,
+        (*path, "periodSeconds") if "periodSeconds" in policy else path,
+        f"{where}.policies[{path[-1]}] has {what}",
+        f"periodSeconds: {suggested}",
+        plan=_set(hpa, (*path, "periodSeconds"), str(suggested))
+        if "periodSeconds" in policy
+        else None,
+    )
