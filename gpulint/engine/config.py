@@ -252,28 +252,9 @@ def settings_from_data(
 ) -> Settings:
     """Settings from a parsed configuration; ``rule_names`` maps rule names to IDs (names
     are accepted wherever IDs are). Raises ConfigError at the offending key or value."""
-    data = _rule_keys(data, path, rule_names or {})
-    _validate(data, path, rule_options)
-    settings = Settings(source=path)
-    for rule_id, entry in (data.get("rules") or {}).items():
-        settings.rules[rule_id] = _rule_settings(entry)
-    settings.gpu_resources = list(data.get("gpu-resources") or [])
-    settings.gpu_device_classes = list(data.get("gpu-device-classes") or [])
-    settings.metric_aliases = dict(data.get("metric-aliases") or {})
-    _read_kserve(settings, data.get("kserve") or {})
-    settings.exclude = list(data.get("exclude") or [])
-    settings.units = list(data.get("units") or [])
-    for index, pattern in enumerate(settings.units):
-        problem = unit_pattern_problem(pattern)
-        if problem is not None:
-            line, column = position_of(data, ["units", index])
-            raise ConfigError(path, line, column, f"units.{index}: {problem}")
-    return settings
-
-
-def _validate(data: Any, path: str, rule_options: dict[str, dict[str, Any]]) -> None:
-    """Raise ConfigError at the first key or value the configuration schema refuses."""
     import jsonschema  # only when a configuration exists: it costs start-up time
+
+    data = _rule_keys(data, path, rule_names or {})
 
     validator = jsonschema.Draft202012Validator(config_schema(rule_options))
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
@@ -283,28 +264,35 @@ def _validate(data: Any, path: str, rule_options: dict[str, dict[str, Any]]) -> 
         line, column = position_of(data, where)
         location = ".".join(str(p) for p in where) or "(top level)"
         raise ConfigError(path, line, column, f"{location}: {_describe(error)}")
-
-
-def _rule_settings(entry: Any) -> RuleSettings:
-    """A rule's entry: ``off``/``false``, ``on``/``true``, or enabled/severity/options."""
-    if entry is False or entry == "off":
-        return RuleSettings(enabled=False)
-    if entry is True or entry == "on":
-        return RuleSettings()
-    options = {k: v for k, v in entry.items() if k not in ("enabled", "severity")}
-    severity = Severity.parse(entry["severity"]) if "severity" in entry else None
-    return RuleSettings(entry.get("enabled", True), severity, options)
-
-
-def _read_kserve(settings: Settings, kserve: dict[str, Any]) -> None:
-    version = kserve.get("version")
+    settings = Settings(source=path)
+    for rule_id, entry in (data.get("rules") or {}).items():
+        if entry is False or entry == "off":
+            settings.rules[rule_id] = RuleSettings(enabled=False)
+        elif entry is True or entry == "on":
+            settings.rules[rule_id] = RuleSettings()
+        else:
+            options = {k: v for k, v in entry.items() if k not in ("enabled", "severity")}
+            severity = Severity.parse(entry["severity"]) if "severity" in entry else None
+            settings.rules[rule_id] = RuleSettings(entry.get("enabled", True), severity, options)
+    settings.gpu_resources = list(data.get("gpu-resources") or [])
+    settings.gpu_device_classes = list(data.get("gpu-device-classes") or [])
+    settings.metric_aliases = dict(data.get("metric-aliases") or {})
+    version = (data.get("kserve") or {}).get("version")
     if isinstance(version, str):
         settings.kserve_version = parse_kserve_version(version)
-    mode = kserve.get("default-deployment-mode")
+    mode = (data.get("kserve") or {}).get("default-deployment-mode")
     if mode:
         settings.kserve_default_mode = {"Serverless": "Knative", "RawDeployment": "Standard"}.get(
             mode, mode
         )
+    settings.exclude = list(data.get("exclude") or [])
+    settings.units = list(data.get("units") or [])
+    for index, pattern in enumerate(settings.units):
+        problem = unit_pattern_problem(pattern)
+        if problem is not None:
+            line, column = position_of(data, ["units", index])
+            raise ConfigError(path, line, column, f"units.{index}: {problem}")
+    return settings
 
 
 # ``units:`` globs name directories of the repository: ``clusters/*``, ``envs/*/regions/*``.
