@@ -323,20 +323,11 @@ def _only_default_rules(
     pod's own and are left alone."""
     if not names_a_gpu(wanted):
         return None
-    candidates: list[str] = []
-    for rule in defaults:
-        series = rule.series_for(wanted)
-        if series is None:
-            return None  # only Prometheus can tell
-        candidates += series
+    candidates = _default_series(defaults, wanted)
+    if candidates is None:
+        return None  # only Prometheus can tell
     exporters = sorted({e for c in candidates if (e := exporter_of_series(c)) is not None})
-    unnamed = [
-        r
-        for r in rules
-        if not r.generated
-        and not r.name_block
-        and any(names_a_gpu(n) for n in r.series_names() or [])
-    ]
+    unnamed = _unnamed_gpu_rules(rules)
     if not unnamed and (exporters or not _DEVICE_METRIC.match(wanted)):
         return None  # the pods may well export it (NVIDIA NIM's gpu_utilization)
     named = wanted if wanted in candidates or not candidates else candidates[0]
@@ -379,6 +370,29 @@ def _only_default_rules(
         related=links,
         severity=severity,
     )
+
+
+def _default_series(defaults: list[AdapterRule], wanted: str) -> list[str] | None:
+    """The series the chart's default rules would expose as ``wanted``; None when a rule
+    cannot say without Prometheus."""
+    candidates: list[str] = []
+    for rule in defaults:
+        series = rule.series_for(wanted)
+        if series is None:
+            return None
+        candidates += series
+    return candidates
+
+
+def _unnamed_gpu_rules(rules: list[AdapterRule]) -> list[AdapterRule]:
+    """The input's rules that read a GPU series but have no ``name`` block."""
+    return [
+        r
+        for r in rules
+        if not r.generated
+        and not r.name_block
+        and any(names_a_gpu(n) for n in r.series_names() or [])
+    ]
 
 
 def _check_resource(
