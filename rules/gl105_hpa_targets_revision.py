@@ -65,6 +65,7 @@ from gpulint.ruleapi import (
     Autoscaler,
     Context,
     Finding,
+    InferenceService,
     Inventory,
     KnativeService,
     Manifest,
@@ -152,6 +153,28 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
     isvc = inventory.inference_service_of(owner) if owner is not None else None
     view = inventory.view_of(owner) if isinstance(owner, Manifest) else None
     ksvc = view if isinstance(view, KnativeService) else None
+    parent, fight, where = _generator(ksvc, isvc, configuration)
+    message = (
+        f"{autoscaler.describe()} targets Deployment {ref.name} of Knative revision "
+        f"{revision}. Knative created it for {parent}: the next change of the revision template "
+        "makes a new revision and Deployment and leaves this autoscaler on one that is scaled "
+        f"to zero and deleted, and while it serves, {fight}."
+    )
+    metric, value = _knative_metric(autoscaler, inventory)
+    fix = (
+        f"# delete {autoscaler.describe()} and let Knative scale every revision; {where}:\n"
+        f"autoscaling.knative.dev/class: {HPA_CLASS}\n"
+        f"autoscaling.knative.dev/metric: {metric}\n"
+        f'autoscaling.knative.dev/target: "{value}"'
+    )
+    return ctx.finding(autoscaler.manifest, (*ref.path, "name"), message, fix, related=links)
+
+
+def _generator(
+    ksvc: KnativeService | None, isvc: InferenceService | None, configuration: str | None
+) -> tuple[str, str, str]:
+    """What made the revision, how its autoscaler fights the user's, and where to set
+    Knative's autoscaling instead."""
     if ksvc is not None:
         parent = f"Knative {ksvc.manifest.kind} {ksvc.name}"
         if ksvc.autoscaler_class == HPA_CLASS:
@@ -188,20 +211,7 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
             f"on Knative Service {configuration}, spec.template.metadata.annotations "
             "(for KServe, on the InferenceService's metadata.annotations)"
         )
-    message = (
-        f"{autoscaler.describe()} targets Deployment {ref.name} of Knative revision "
-        f"{revision}. Knative created it for {parent}: the next change of the revision template "
-        "makes a new revision and Deployment and leaves this autoscaler on one that is scaled "
-        f"to zero and deleted, and while it serves, {fight}."
-    )
-    metric, value = _knative_metric(autoscaler, inventory)
-    fix = (
-        f"# delete {autoscaler.describe()} and let Knative scale every revision; {where}:\n"
-        f"autoscaling.knative.dev/class: {HPA_CLASS}\n"
-        f"autoscaling.knative.dev/metric: {metric}\n"
-        f'autoscaling.knative.dev/target: "{value}"'
-    )
-    return ctx.finding(autoscaler.manifest, (*ref.path, "name"), message, fix, related=links)
+    return parent, fight, where
 
 
 def _knative_metric(autoscaler: Autoscaler, inventory: Inventory) -> tuple[str, str]:
