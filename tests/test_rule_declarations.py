@@ -27,7 +27,7 @@ from gpulint.engine.registry import (
 )
 from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.live.snapshot import LiveSnapshot
-from gpulint.trace import chain
+from gpulint.trace import links
 from webhook.evaluator import ClusterEvaluator
 
 HEADER = '"""A rule for this test."""\n\nfrom gpulint.core.model import Severity\n\n'
@@ -195,7 +195,7 @@ def test_declarations_may_span_lines_and_the_docstring_is_no_declaration() -> No
 def test_a_new_rule_is_in_the_trace_stages_it_declares(new_live_rule: Path) -> None:
     assert "GL898" in stage_rules()["metrics-api"]
     assert "GL898" in rules_requiring("live")
-    assert tuple(stage_rules()) == chain.STAGES
+    assert tuple(stage_rules()) == links.STAGES
 
 
 def test_a_new_live_rule_is_selected_by_the_cli(new_live_rule: Path) -> None:
