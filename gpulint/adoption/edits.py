@@ -22,7 +22,8 @@ overlaps, applying, diffs). Rules and reports use them through this module.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -54,11 +55,6 @@ from gpulint.adoption.textedits import (
 )
 from gpulint.input.document import Path, dig
 from gpulint.input.yamlparse import YMap
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-
-    from gpulint.engine.runner import Result
 
 
 def resolve(plan: FixPlan, sources: Sources) -> list[Edit] | None:
@@ -105,21 +101,6 @@ def _emptied_parents(ops: tuple[Op, ...]) -> list[Op]:
                 break
         if not merged:
             return result
-
-
-def fixable(result: Result, unsafe: bool) -> tuple[int, int]:
-    """How many findings ``--fix`` would fix, and how many more need ``--unsafe-fixes``
-    (those not asked for)."""
-    safe = more = 0
-    for finding in result.findings:
-        plan = finding.plan
-        if plan is None or result.edits_of(finding) is None:
-            continue
-        if plan.applicability == SAFE or unsafe:
-            safe += 1
-        else:
-            more += 1
-    return safe, more
 
 
 class Applied(NamedTuple):
@@ -202,7 +183,6 @@ __all__ = [
     "choose",
     "diff_name",
     "entries",
-    "fixable",
     "overlapping",
     "plan_edits",
     "resolve",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpulint.chain.adapter import describe_document
 from gpulint.chain.exporter import (
     OPERATOR_NODE_LABEL,
     DcgmExporter,
@@ -15,7 +16,7 @@ from gpulint.chain.exporter import (
 )
 from gpulint.chain.problems import Problem, capital, indent
 from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import describe_document, related
+from gpulint.engine.rule import related
 from gpulint.input.chartvalues import GPU_OPERATOR, ChartValues
 from gpulint.input.document import Document, Path, yaml_text
 

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
     from gpulint.adoption.baseline import Baseline
     from gpulint.adoption.changed import Changes
-    from gpulint.engine.runner import Result
+    from gpulint.engine.result import Result
 
 
 class Adoption:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from gpulint.cli.livecheck import LiveCheck
     from gpulint.engine.config import Settings
-    from gpulint.engine.runner import Selection
+    from gpulint.engine.registry import Selection
     from gpulint.input.units import Unit
     from gpulint.inventory import Inventory
 
@@ -23,7 +23,7 @@ def read_settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
     """The configuration in use: ``--config``, else ``.gpulint.yaml`` found upward from the
     working directory (``--no-config``: none). None after an error, said on stderr."""
     from gpulint.engine.config import ConfigError, Settings, find_config, load_settings
-    from gpulint.engine.runner import rule_names, rule_option_schemas
+    from gpulint.engine.registry import rule_names, rule_option_schemas
 
     if getattr(args, "no_config", False):
         return Settings()
@@ -40,7 +40,7 @@ def read_settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
 def read_selection(args: argparse.Namespace, stderr: TextIO) -> Selection | None:
     """``--select``/``--ignore``, every entry a rule ID, name or ID prefix (``GL4``); None
     after an unknown one, said on stderr with the nearest rule."""
-    from gpulint.engine.runner import Selection, unknown_rule_patterns
+    from gpulint.engine.registry import Selection, unknown_rule_patterns
 
     select, ignore = split_ids(args.select), split_ids(args.ignore)
     for option, patterns in (("--select", select), ("--ignore", ignore)):

@@ -18,11 +18,12 @@ if TYPE_CHECKING:
 
     from gpulint.adoption.fix import Outcome
     from gpulint.engine.config import Settings
-    from gpulint.engine.runner import Result, Selection
+    from gpulint.engine.registry import Selection
+    from gpulint.engine.result import Result
 
 
 def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from gpulint.engine.runner import Result
+    from gpulint.engine.result import Result
     from gpulint.report.escape import escape_controls
 
     # Parsed documents form no reference cycles worth collecting during a run.
@@ -98,7 +99,7 @@ def _fixed(
     """``--fix``: the lint after the fixes, with a note of what was fixed; ``--diff``: the exit
     code after the diff is printed."""
     from gpulint.adoption.fix import Writable, fix
-    from gpulint.engine.runner import Result
+    from gpulint.engine.result import Result
     from gpulint.report.escape import escape_controls
 
     write = not args.diff
@@ -175,9 +176,7 @@ def _refuse_fix(args: argparse.Namespace) -> str | None:
 
 def _note_fixable(result: Result, unsafe: bool, fixing: bool) -> None:
     """Say how many of the findings ``--fix`` (and ``--unsafe-fixes``) would fix."""
-    from gpulint.adoption.edits import fixable
-
-    safe, more = fixable(result, unsafe)
+    safe, more = result.fixable(unsafe)
     if fixing:
         safe = 0  # what was fixable has been fixed; what is left needs judgment or a round
     if safe:
@@ -201,7 +200,8 @@ def _lint_once(
 ) -> Result | int:
     """One lint of the input (files and units, or the cluster): the result, or an exit code
     after an error said on stderr."""
-    from gpulint.engine.runner import Result, run
+    from gpulint.engine.result import Result
+    from gpulint.engine.runner import run
 
     notes: list[str] = list(live) if isinstance(live, list) else []
     prepare = live if isinstance(live, LiveCheck) else None

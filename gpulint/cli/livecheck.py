@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     import argparse
 
     from gpulint.engine.config import Settings
-    from gpulint.engine.runner import Selection
+    from gpulint.engine.registry import Selection
     from gpulint.inventory import Inventory
 
 
@@ -85,12 +85,11 @@ def live_check(
     except OptionError as error:
         stderr.write(f"gpulint: error: {error}\n")
         return None
-    from gpulint.engine.runner import all_rules
-    from gpulint.live.collector import LIVE_RULES
+    from gpulint.engine.registry import rule_index
 
     if not any(
-        spec.id in LIVE_RULES and selection.allows(spec) and settings.rule(spec.id).enabled
-        for spec in all_rules()
+        info.requires == "live" and selection.allows(info) and settings.rule(info.id).enabled
+        for info in rule_index()
     ):
         return ["--prometheus given, but no live rule (GL801-GL812) is selected"]
     return LiveCheck(options)

@@ -14,7 +14,7 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
     import json
 
     from gpulint.engine.docs import rules_document, rules_table
-    from gpulint.engine.runner import all_rules
+    from gpulint.engine.registry import all_rules
 
     specs = all_rules()
     if args.markdown:
@@ -50,7 +50,7 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
 
 def run_explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.engine.docs import rule_text
-    from gpulint.engine.runner import rule_by_id, unknown_rule_patterns
+    from gpulint.engine.registry import rule_by_id, unknown_rule_patterns
 
     spec = rule_by_id(args.rule)
     if spec is None:

@@ -14,13 +14,13 @@ if TYPE_CHECKING:
     import argparse
 
     from gpulint.engine.config import Settings
-    from gpulint.engine.runner import Selection
+    from gpulint.engine.registry import Selection
     from gpulint.trace.chain import Trace
 
 
 def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """``gpulint trace``: the chains of every unit (or of the cluster), rendered."""
-    from gpulint.engine.runner import Selection
+    from gpulint.engine.registry import Selection
     from gpulint.trace.chain import select
 
     gc.disable()

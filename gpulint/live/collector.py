@@ -57,19 +57,6 @@ if TYPE_CHECKING:
     from gpulint.chain.adapter import AdapterRule
     from gpulint.inventory import Inventory
 
-LIVE_RULES = (
-    "GL801",
-    "GL802",
-    "GL803",
-    "GL804",
-    "GL805",
-    "GL806",
-    "GL809",
-    "GL810",
-    "GL811",
-    "GL812",
-)
-
 
 def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
     """Run the live check; the snapshot's ``error`` says why it could not."""

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 
 from gpulint.live.answers import NOT_THE_API, point_value, shown_error
 from gpulint.live.client import PrometheusError, QueryRejected
-from gpulint.live.kedaquery import Answer, TriggerRequest, read_answer, request_for, same_server
+from gpulint.live.kedaquery import TriggerRequest, read_answer, request_for, same_server
 from gpulint.live.lookups import Lookups
 from gpulint.live.names import alternatives_for
 from gpulint.live.series import summarize
 from gpulint.live.snapshot import (
     BAD_ANSWER,
     UNREACHABLE,
+    Answer,
     TriggerEvidence,
 )
 from gpulint.live.workers import run_each

@@ -181,7 +181,7 @@ def _inventories(
     """The cluster's inventory, or one per unit of the paths; None after an error said on
     stderr."""
     from gpulint.cli.inputs import built_units, prepared_cluster
-    from gpulint.engine.runner import Selection
+    from gpulint.engine.registry import Selection
 
     if args.cluster:
         cluster = prepared_cluster(args, settings, Selection(), None, stderr)

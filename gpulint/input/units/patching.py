@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from gpulint.cluster.kinds import selector_matches
 from gpulint.input.document import Manifest, Path, has_step
 
 if TYPE_CHECKING:
@@ -24,8 +25,6 @@ def selects(target: dict[str, Any], rendered: Manifest, names: set[str]) -> bool
         )
     ):
         return False
-    from gpulint.cluster.kinds import selector_matches
-
     labels = {k: str(v) for k, v in rendered.labels.items() if isinstance(k, str)}
     if not _unset_or(target.get("labelSelector"), lambda sel: selector_matches(sel, labels)):
         return False
