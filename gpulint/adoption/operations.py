@@ -4,12 +4,11 @@ key, ``Delete`` an entry, ``Insert`` or ``Set`` entries, ``DeleteDocument``), gr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from gpulint.input.document import Document, Path
+from gpulint.input.document import Document, Path
 
-    pass
+pass
 
 
 SAFE, UNSAFE = "safe", "unsafe"

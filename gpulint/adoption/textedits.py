@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import itertools
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
-
-    pass
+pass
 
 
 # Files larger than this get no edits (their text is read again to place them).

@@ -3,19 +3,15 @@ selects, their ports, the PodMonitor's pods)?"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from gpulint.chain.exporter import DcgmExporter
 from gpulint.chain.monitors import POD_MONITOR, Monitor, MonitorEndpoint
 from gpulint.chain.problems import Problem, capital, indent
+from gpulint.chain.services import ServicePort, ServiceView
+from gpulint.core.model import Related
 from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import related
 from gpulint.input.document import Path, yaml_text
-
-if TYPE_CHECKING:
-    from gpulint.chain.exporter import DcgmExporter
-    from gpulint.chain.services import ServicePort, ServiceView
-    from gpulint.core.model import Related
-    from gpulint.inventory import Inventory
+from gpulint.inventory import Inventory
 
 
 def endpoint_problems(monitor: Monitor, inventory: Inventory) -> list[Problem]:

@@ -3,8 +3,6 @@ tolerations against theirs)?"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gpulint.chain.adapter import describe_document
 from gpulint.chain.exporter import (
     OPERATOR_NODE_LABEL,
@@ -19,9 +17,7 @@ from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import related
 from gpulint.input.chartvalues import GPU_OPERATOR, ChartValues
 from gpulint.input.document import Document, Path, yaml_text
-
-if TYPE_CHECKING:
-    from gpulint.inventory import Inventory
+from gpulint.inventory import Inventory
 
 
 def placement_problems(exporter: DcgmExporter, inventory: Inventory) -> list[Problem]:

@@ -3,11 +3,10 @@ the fix, and the objects on the other side; and the wording helpers the question
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    from gpulint.core.model import Related
-    from gpulint.input.document import Document, Path
+from gpulint.core.model import Related
+from gpulint.input.document import Document, Path
 
 
 class Problem(NamedTuple):

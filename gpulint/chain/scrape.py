@@ -16,9 +16,11 @@ answers in one place.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from gpulint.chain.adapter import AdapterRule
 from gpulint.chain.endpoints import endpoint_problems
+from gpulint.chain.exporter import (
+    DcgmExporter,
+)
 from gpulint.chain.monitors import POD_MONITOR, Monitor
 from gpulint.chain.placement import placement_problems
 from gpulint.chain.problems import Problem
@@ -31,16 +33,10 @@ from gpulint.chain.urltarget import (
     url_problem,
     url_target,
 )
+from gpulint.inventory import Inventory
+from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 from gpulint.metrics.names import Exporter as MetricSource
 from gpulint.metrics.names import is_dcgm_field, lookup
-
-if TYPE_CHECKING:
-    from gpulint.chain.adapter import AdapterRule
-    from gpulint.chain.exporter import (
-        DcgmExporter,
-    )
-    from gpulint.inventory import Inventory
-    from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 
 
 def dcgm_series_read(rule: AdapterRule) -> list[str]:

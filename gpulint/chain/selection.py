@@ -3,19 +3,17 @@ selector, namespace selector and the kube-prometheus-stack release label)?"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from gpulint.chain.monitors import POD_MONITOR, Monitor
 from gpulint.chain.problems import Problem, capital, indent
+from gpulint.chain.servers import (
+    PrometheusServer,
+    Verdict,
+)
 from gpulint.engine.rule import related
 from gpulint.input.document import yaml_text
-
-if TYPE_CHECKING:
-    from gpulint.chain.servers import (
-        PrometheusServer,
-        Verdict,
-    )
-    from gpulint.inventory import Inventory
+from gpulint.inventory import Inventory
 
 
 class Selection(NamedTuple):

@@ -3,26 +3,23 @@ Service, namespace and port)?"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from gpulint.chain.problems import Problem, capital
 from gpulint.chain.servers import (
     PROMETHEUS_PORT,
+    PrometheusServer,
     guessed_release,
     possible_fullname,
     stack_fullname,
 )
+from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import ParsedUrl, PrometheusUrl, ServiceHost, parse_url
 from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import related
-
-if TYPE_CHECKING:
-    from gpulint.chain.servers import PrometheusServer
-    from gpulint.chain.services import ServiceView
-    from gpulint.input.chartvalues import ChartValues
-    from gpulint.input.document import Document
-    from gpulint.inventory import Inventory
-
+from gpulint.input.chartvalues import ChartValues
+from gpulint.input.document import Document
+from gpulint.inventory import Inventory
 
 # Services named like a Prometheus that are not one (or not the one queries go to).
 _NOT_A_SERVER = (

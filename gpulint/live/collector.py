@@ -32,9 +32,11 @@ The checks are one class each: ``rulechecks`` (steps 1-3), ``hpachecks`` (4) and
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from gpulint.chain.adapter import AdapterRule
 from gpulint.chain.scrape import dcgm_series_read
+from gpulint.inventory import Inventory
 from gpulint.live.answers import NOT_THE_API, shown_error
 from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError, QueryRejected
 from gpulint.live.hpachecks import HpaChecks
@@ -50,12 +52,6 @@ from gpulint.live.snapshot import (
 )
 from gpulint.live.triggerchecks import TriggerChecks
 from gpulint.live.workers import run_all
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from gpulint.chain.adapter import AdapterRule
-    from gpulint.inventory import Inventory
 
 
 def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:

@@ -5,9 +5,10 @@ appear in any series when it finds nothing, and the values it returned (GL804, G
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
+from gpulint.kinds.hpa import HPA, HpaMetric
 from gpulint.live.adapterquery import (
     QueryLabels,
     go_quote,
@@ -26,11 +27,6 @@ from gpulint.live.snapshot import (
     Sample,
 )
 from gpulint.metrics.querytemplate import RenderUnsupported, TemplateError
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from gpulint.kinds.hpa import HPA, HpaMetric
 
 # Pods an HPA query asks for at most (a Deployment at maxReplicas).
 _MAX_PODS = 200

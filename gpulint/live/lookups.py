@@ -7,20 +7,17 @@ from __future__ import annotations
 import math
 import re
 import threading
-from typing import TYPE_CHECKING
 
+from gpulint.inventory import Inventory
 from gpulint.live.adapterquery import (
     go_quote,
 )
 from gpulint.live.answers import samples_of
 from gpulint.live.client import PrometheusAPI, QueryRejected
-
-if TYPE_CHECKING:
-    from gpulint.inventory import Inventory
-    from gpulint.live.options import LiveOptions
-    from gpulint.live.snapshot import (
-        LiveSnapshot,
-    )
+from gpulint.live.options import LiveOptions
+from gpulint.live.snapshot import (
+    LiveSnapshot,
+)
 
 
 class Lookups:

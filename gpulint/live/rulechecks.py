@@ -4,8 +4,9 @@ objects taken from those series (GL803)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from gpulint.chain.adapter import AdapterRule
 from gpulint.live.adapterquery import (
     QueryLabels,
     mapping_for,
@@ -24,11 +25,6 @@ from gpulint.live.snapshot import (
 )
 from gpulint.metrics.promql import metric_names_in_query
 from gpulint.metrics.querytemplate import RenderUnsupported, TemplateError
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from gpulint.chain.adapter import AdapterRule
 
 # Objects a rendered query asks for when checking a rule on its own (GL803).
 _SAMPLE_OBJECTS = 5

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from gpulint.kinds.keda import PrometheusTrigger
 from gpulint.live.answers import NOT_THE_API, point_value, shown_error
 from gpulint.live.client import PrometheusError, QueryRejected
 from gpulint.live.kedaquery import TriggerRequest, read_answer, request_for, same_server
@@ -22,11 +23,6 @@ from gpulint.live.snapshot import (
 )
 from gpulint.live.workers import run_each
 from gpulint.metrics.promql import metric_names_in_query, selectors_in_query
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from gpulint.kinds.keda import PrometheusTrigger
 
 # A KEDA trigger's query may take what KEDA waits for it and this much more (the way from
 # here to Prometheus may be longer than KEDA's) before gpulint stops waiting for it.

@@ -33,13 +33,10 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from gpulint.replay.behavior import DOWNSCALE_STABILIZATION_S, TOLERANCE, Behavior
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 # horizontal.go: without behavior, one sync adds at most max(2 x current, 4) replicas
 # (scaleUpLimitFactor 2.0, scaleUpLimitMinimum 4.0).

@@ -7,12 +7,10 @@ pkg/controller/podautoscaler/replica_calculator.go ``GetResourceReplicas``,
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from gpulint.replay.behavior import TOLERANCE
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
 
 
 class Pod(NamedTuple):

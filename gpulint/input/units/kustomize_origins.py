@@ -5,10 +5,14 @@ it came from (``config.kubernetes.io/origin`` and the transformer annotations of
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpulint.core.model import Location
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list, has_step
+from gpulint.input.loader import (
+    LoadedFile,
+)
+from gpulint.input.units import Unit
 from gpulint.input.units.boundary import inside
 from gpulint.input.units.buildmetadata import (
     build_annotations,
@@ -26,12 +30,6 @@ from gpulint.input.units.sources import (
     kustomization_chain,
 )
 from gpulint.kinds.classify import embedded_origin
-
-if TYPE_CHECKING:
-    from gpulint.input.loader import (
-        LoadedFile,
-    )
-    from gpulint.input.units import Unit
 
 
 def map_kustomize_output(

@@ -5,13 +5,11 @@ strategic-merge patch walked beside the object, a JSON6902 operation's pointer).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from gpulint.cluster.kinds import selector_matches
 from gpulint.input.document import Manifest, Path, has_step
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 
 def selects(target: dict[str, Any], rendered: Manifest, names: set[str]) -> bool:

@@ -22,16 +22,13 @@ and ``render_stdin``; ``sources`` holds the files they map rendered objects back
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from gpulint.input.units import FILES, HELM, KUSTOMIZE, STDIN, RenderOptions, Unit
+from gpulint.input.units.plan import UnitPlan
 from gpulint.input.units.render_helm import build_chart
 from gpulint.input.units.render_kustomize import build_kustomization
 from gpulint.input.units.render_stdin import read_stdin
 from gpulint.input.units.sources import SourceFiles
-
-if TYPE_CHECKING:
-    from gpulint.input.units.plan import UnitPlan
 
 
 def build(plan: UnitPlan, options: RenderOptions, sources: SourceFiles) -> Unit:

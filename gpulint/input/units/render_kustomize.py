@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
 
+from gpulint.core.model import Location
 from gpulint.core.paths import display_path
 from gpulint.input.document import as_dict
 from gpulint.input.loader import (
@@ -34,9 +34,6 @@ from gpulint.input.units.sources import (
 )
 from gpulint.input.units.standins import StandInTree, is_generator_input
 from gpulint.input.units.tools import Tool, ToolOutput, run_tool
-
-if TYPE_CHECKING:
-    from gpulint.core.model import Location
 
 
 def build_kustomization(

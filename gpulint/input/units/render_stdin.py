@@ -4,7 +4,6 @@ to its sources when they can be found under ``--stdin-filename``."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from gpulint.core.paths import display_path
 from gpulint.input.document import Document, as_dict
@@ -14,6 +13,7 @@ from gpulint.input.loader import (
     read_problem,
     read_source,
 )
+from gpulint.input.units import RenderOptions, Unit
 from gpulint.input.units.buildmetadata import build_annotations
 from gpulint.input.units.helm import HelmSource, chart_name, template_file
 from gpulint.input.units.kustomize import (
@@ -22,10 +22,7 @@ from gpulint.input.units.kustomize import (
 )
 from gpulint.input.units.kustomize_origins import map_kustomize_output
 from gpulint.input.units.render_helm import template_comments
-
-if TYPE_CHECKING:
-    from gpulint.input.units import RenderOptions, Unit
-    from gpulint.input.units.sources import SourceFiles
+from gpulint.input.units.sources import SourceFiles
 
 
 def read_stdin(unit: Unit, options: RenderOptions, sources: SourceFiles) -> None:

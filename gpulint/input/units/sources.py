@@ -4,8 +4,8 @@ boundaries), and the fallback when a unit is not rendered: its files linted one 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+from gpulint.core.model import Location
 from gpulint.input.loader import (
     MAX_FILE_SIZE,
     LoadedFile,
@@ -20,10 +20,7 @@ from gpulint.input.units.kustomize import (
     Kustomization,
     kustomization_file,
 )
-
-if TYPE_CHECKING:
-    from gpulint.core.model import Location
-    from gpulint.input.units.tools import ToolOutput
+from gpulint.input.units.tools import ToolOutput
 
 RENDER_FAILED, RENDER_UNAVAILABLE = "GL704", "GL705"
 
