@@ -1,0 +1,87 @@
+"""KEDA ScaledJob (keda.sh/v1alpha1): Jobs made from a template as events arrive.
+
+Facts (kedacore/keda, commit 8b4f083; kedacore/keda-docs content/docs/2.21):
+
+* ``spec.jobTargetRef`` is a ``batch/v1`` JobSpec, its pod template at
+  ``jobTargetRef.template`` (apis/keda/v1alpha1/scaledjob_types.go ``ScaledJobSpec``).
+* ``maxReplicaCount`` defaults to 100 and ``minReplicaCount`` to 0
+  (scaledjob_types.go ``defaultScaledJobMaxReplicaCount``); it is "the max number of pods
+  that is created within a single polling period", running jobs deducted
+  (reference/scaledjob-spec.md).
+* KEDA reads a ScaledJob's triggers through the scalers' external metrics only: the cpu and
+  memory scalers give a Resource metric, which ``getScaledJobMetrics`` skips
+  (pkg/scaling/scale_handler.go, "skip cpu/memory resource scaler"); the docs of both say
+  "This scaler only applies to ScaledObject, not to Scaling Jobs" (scalers/cpu.md,
+  scalers/memory.md).
+* A ``type: prometheus`` trigger is read by the same prometheus scaler as a ScaledObject's
+  (gpulint.kinds.keda ``PrometheusTrigger``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from gpulint.input.document import Manifest, ManifestView, Path, as_dict, as_list
+from gpulint.kinds.keda import KEDA_GROUP
+from gpulint.kinds.scaling import ScalingRange, keda_range
+from gpulint.kinds.workload import PodTemplate, pod_templates
+
+SCALED_JOB_KIND = "ScaledJob"
+TEMPLATE_PATH: Path = ("spec", "jobTargetRef", "template")
+RESOURCE_TRIGGERS = ("cpu", "memory")
+
+
+class Trigger(NamedTuple):
+    index: int
+    type: str
+    data: dict[str, Any]
+
+    @property
+    def path(self) -> Path:
+        return ("spec", "triggers", self.index)
+
+
+class ScaledJob(ManifestView):
+    """A KEDA ScaledJob."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        spec = as_dict(manifest.data.get("spec"))
+        self.spec = spec
+        self.job_spec = as_dict(spec.get("jobTargetRef"))
+        self.triggers: list[dict[str, Any]] = [
+            t for t in as_list(spec.get("triggers")) if isinstance(t, dict)
+        ]
+
+    def typed_triggers(self) -> list[Trigger]:
+        return [
+            Trigger(index, str(t.get("type")), t)
+            for index, t in enumerate(as_list(self.spec.get("triggers")))
+            if isinstance(t, dict)
+        ]
+
+    def resource_triggers(self) -> list[Trigger]:
+        """The cpu and memory triggers, which KEDA never reads for a ScaledJob."""
+        return [t for t in self.typed_triggers() if t.type in RESOURCE_TRIGGERS]
+
+    def scaling_range(self) -> ScalingRange:
+        """The jobs KEDA may start in one polling interval (``minReplicaCount`` to
+        ``maxReplicaCount``, 0 to 100 by default)."""
+        return keda_range(self.spec, f"KEDA ScaledJob {self.name}")
+
+    def pod_templates(self) -> list[PodTemplate]:
+        return pod_templates(self.manifest)
+
+    @property
+    def parallelism(self) -> int:
+        """Pods each Job runs at once (``parallelism``, default 1: batch/v1 JobSpec)."""
+        value = self.job_spec.get("parallelism")
+        return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+    def describe(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"ScaledJob {where}{self.name}"
+
+
+def is_scaled_job(manifest: Manifest) -> bool:
+    return manifest.kind == SCALED_JOB_KIND and manifest.group == KEDA_GROUP
