@@ -170,6 +170,12 @@ def _signals(autoscaler: Autoscaler, inventory: Inventory) -> list[_Reads]:
     return found
 
 
+def _kind_word(autoscaler: Autoscaler) -> str:
+    if autoscaler.kind == "KServe":
+        return "the HPA of InferenceService"
+    return "ScaledObject" if autoscaler.kind == "ScaledObject" else "HorizontalPodAutoscaler"
+
+
 def _finding(
     vpa: VPA, autoscaler: Autoscaler, workload: str, clashes: list[_Reads], ctx: Context
 ) -> Finding:
@@ -178,7 +184,7 @@ def _finding(
     signals = ", ".join(c.said for c in clashes)
     message = (
         f"VerticalPodAutoscaler {abbreviated(vpa.name, 40)} resizes the {names} that "
-        f"{abbreviated(autoscaler.manifest.name, 40)} scales on. "
+        f"{_kind_word(autoscaler)} {abbreviated(autoscaler.manifest.name, 40)} scales on. "
         f"{vpa.describe()} ({vpa.describe_mode()}) sets the {names} requests of {workload}, "
         f"which {autoscaler.describe()} scales on ({signals}). The HPA divides usage "
         "by the requests the VPA keeps raising, so the utilization it sees falls back as the "

@@ -114,20 +114,21 @@ def check(vpa: VPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     namespace = target.key[1] or vpa.namespace
     if any(budgets_covering(t, namespace, budgets) for t in target.templates):
         return
-    if vpa.min_replicas is not None:
-        floor = f"updatePolicy.minReplicas {vpa.min_replicas}"
-    else:
-        floor = f"the updater's --min-replicas ({needed} unless the cluster sets another)"
-    at_most = f"up to {most}" if most is not None else "several"
+    source = (
+        "its updatePolicy.minReplicas"
+        if vpa.min_replicas is not None
+        else "the updater's --min-replicas, 2 unless the cluster sets another"
+    )
+    can = f"up to {most}" if most is not None else "more"
     one = " (the only one when it runs alone)" if needed <= 1 else ""
     message = (
         f"VerticalPodAutoscaler {abbreviated(vpa.name, 40)} may evict GPU pods, and no "
         f"PodDisruptionBudget bounds it. {vpa.describe()} ({vpa.describe_mode()}) resizes "
-        f"the pods of {target.describe()}, which ask for GPUs. Once {floor} pods run "
-        f"({at_most} can), the updater evicts pods whose requests stray from its "
-        f"recommendation, up to half of the replicas at a time{one}; each replacement must "
-        "get a GPU node, pull its image and load the model again, minutes in which its "
-        "share of the load queues or fails."
+        f"the pods of {target.describe()}, which ask for GPUs and can number {can}. The "
+        f"updater evicts once {needed} or more of them run ({source}): pods whose requests "
+        f"stray from its recommendation, up to half of the replicas at a time{one}. Each "
+        "replacement must get a GPU node, pull its image and load the model again, minutes "
+        "in which its share of the load queues or fails."
     )
     labels = {}
     for template in target.templates:

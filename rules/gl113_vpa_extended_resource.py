@@ -85,7 +85,14 @@ def check(vpa: VPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
             plan = edits.safe(edits.Set(vpa.manifest, path, kept))
         else:
             fix = (
-                'mode: "Off"   # VPA cannot size what this policy named; leave the container '
-                "alone\n# GPU capacity: more replicas, from an HPA or KEDA on a GPU metric"
+                f'mode: "Off"   # in place of controlledResources: VPA cannot size {names}\n'
+                "# GPU capacity: more replicas, from an HPA or KEDA on a GPU metric"
             )
+            # The recommender already sizes nothing for this container: "Off" says so.
+            mode: edits.Op = (
+                edits.Replace(vpa.manifest, (*policy.path, "mode"), '"Off"')
+                if policy.mode_written
+                else edits.Insert(vpa.manifest, policy.path, edits.entries(mode="Off"))
+            )
+            plan = edits.safe(edits.Delete(vpa.manifest, path), mode)
         yield ctx.finding(vpa.manifest, wrong[0].path, message, fix, plan=plan)

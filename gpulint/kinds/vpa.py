@@ -59,6 +59,7 @@ class ContainerPolicy(NamedTuple):
     mode: str  # Auto | Off
     controlled: tuple[ControlledResource, ...] | None  # None: not written (cpu and memory)
     path: Path
+    mode_written: bool = False
 
     @property
     def resources(self) -> frozenset[str]:
@@ -174,6 +175,7 @@ def _container_policies(spec: dict[str, Any]) -> list[ContainerPolicy]:
                 mode if isinstance(mode, str) else "Auto",
                 controlled,
                 path,
+                "mode" in entry,
             )
         )
     return found
