@@ -125,4 +125,3 @@ def test_the_served_answer_matches_the_cli(served: Webhook, tmp_path: Path) -> N
     assert response["warnings"] == [
         f"GL112: {cli.headline} (gpulint explain GL112; docs/rules.md#gl112)"
     ]
-
