@@ -155,16 +155,16 @@ def _signals(autoscaler: Autoscaler, inventory: Inventory) -> list[_Reads]:
         for component in view.components:
             if view.component_name(component.name) != autoscaler.target[2]:
                 continue
-            for metric in generated_hpa_metrics(component):
-                resource = metric.description.split(" ", 1)[0].lower()
+            for generated in generated_hpa_metrics(component):
+                resource = generated.description.split(" ", 1)[0].lower()
                 if resource in ("cpu", "memory"):
                     found.append(
                         _Reads(
                             resource,
                             None,
                             view.manifest,
-                            metric.path or component.path,
-                            metric.description,
+                            generated.path or component.path,
+                            generated.description,
                         )
                     )
     return found

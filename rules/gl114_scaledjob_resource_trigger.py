@@ -84,7 +84,7 @@ def check(job: ScaledJob, inventory: Inventory, ctx: Context) -> Iterator[Findin
             outcome = "KEDA starts jobs on its other triggers alone"
         message = (
             f"ScaledJob {abbreviated(job.name, 40)} has a {trigger.type} trigger, which KEDA "
-            f"never reads for jobs. In {job.describe()}, trigger {trigger.index} is of type "
+            f"never reads for jobs. In {job.describe()}, trigger {trigger.number} is of type "
             f"{trigger.type}: that scaler gives a Resource metric and KEDA sizes ScaledJobs "
             f"from external metrics only; {outcome}."
         )

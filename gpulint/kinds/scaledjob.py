@@ -32,13 +32,13 @@ RESOURCE_TRIGGERS = ("cpu", "memory")
 
 
 class Trigger(NamedTuple):
-    index: int
+    number: int  # its place in spec.triggers
     type: str
     data: dict[str, Any]
 
     @property
     def path(self) -> Path:
-        return ("spec", "triggers", self.index)
+        return ("spec", "triggers", self.number)
 
 
 class ScaledJob(ManifestView):
