@@ -62,9 +62,10 @@ from collections.abc import Iterator
 
 from gpulint.core.model import Finding, Severity
 from gpulint.engine.rule import Context, claim_links, related
-from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA
 from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.view import is_generated
 
 ID = "GL101"
 NAME = "hpa-cpu-on-gpu-workload"
@@ -131,7 +132,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
 def _check_scaled_object(
     scaled: ScaledObject, inventory: Inventory, ctx: Context
 ) -> Iterator[Finding]:
-    if is_generated_autoscaler(scaled.manifest) or not scaled.triggers:
+    if is_generated(scaled.manifest) or not scaled.triggers:
         return
     if not all(t.get("type") in CPU_TRIGGERS for t in scaled.triggers):
         return

@@ -87,7 +87,7 @@ from gpulint.core.quantity import (
 )
 from gpulint.engine.rule import Context
 from gpulint.input.yamlparse import OversizedNumber
-from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import (
     CUSTOM_METRIC_TYPES,
     HPA,
@@ -95,6 +95,7 @@ from gpulint.kinds.hpa import (
     HpaMetric,
     MetricTarget,
 )
+from gpulint.kinds.view import is_generated
 from gpulint.metrics import names as gpumetrics
 from gpulint.metrics.names import Scale
 
@@ -144,7 +145,7 @@ class _Where(NamedTuple):
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if hpa.version not in ("v2", "v2beta2", "v2beta1"):
         return  # autoscaling/v1 has only targetCPUUtilizationPercentage
-    if is_generated_autoscaler(hpa.manifest):
+    if is_generated(hpa.manifest):
         return
     for metric in hpa.metrics:
         yield from _check_metric(hpa, metric, inventory, ctx)

@@ -79,8 +79,9 @@ from gpulint.core.quantity import (
 from gpulint.engine.rule import Context
 from gpulint.input.document import Path
 from gpulint.input.yamlparse import OversizedNumber
-from gpulint.inventory import Inventory, is_generated_autoscaler
+from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA
+from gpulint.kinds.view import is_generated
 
 ID = "GL108"
 NAME = "hpa-invalid-spec"
@@ -151,7 +152,7 @@ def _written(value: Any, rule: str) -> str:
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if is_generated_autoscaler(hpa.manifest):
+    if is_generated(hpa.manifest):
         return
     yield from _replicas(hpa, ctx)
     yield from _target_ref(hpa, ctx)

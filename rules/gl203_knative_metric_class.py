@@ -83,6 +83,7 @@ from gpulint.kinds.knative import (
     RevisionAutoscaling,
 )
 from gpulint.kinds.kserve import KNATIVE, InferenceService
+from gpulint.kinds.view import generated_by
 
 ID = "GL203"
 NAME = "knative-metric-class"
@@ -96,7 +97,7 @@ def check(owner: PodOwner, inventory: Inventory, ctx: Context) -> Iterator[Findi
     manifest = owner.manifest
     ksvc = inventory.view_of(manifest)
     if isinstance(ksvc, KnativeService):
-        if not ksvc.owned_by_kserve:
+        if generated_by(ksvc.manifest, "InferenceService") is None:
             subject = f"Knative {manifest.kind} {abbreviated(_name(manifest))}"
             settings = ksvc.revision_autoscaling()
             for problem in _problems(settings):

@@ -69,6 +69,7 @@ from gpulint.kinds.knative import (
     KnativeService,
     annotation_text,
 )
+from gpulint.kinds.view import generated_by
 
 ID = "GL204"
 NAME = "knative-gpu-on-kpa"
@@ -91,7 +92,7 @@ spec:
 
 
 def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if ksvc.template is None or ksvc.owned_by_kserve:
+    if ksvc.template is None or generated_by(ksvc.manifest, "InferenceService") is not None:
         return
     settings = ksvc.revision_autoscaling()
     if not settings.uses_kpa or not ksvc.scaling_range().scales_out:

@@ -91,7 +91,7 @@ from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.keda import scaled_object_of
+from gpulint.kinds.view import generated_by
 from gpulint.metrics.names import exporter_of_series, names_a_gpu
 
 ID = "GL401"
@@ -423,7 +423,9 @@ def _wrong_api(
 
 
 def _made_by_keda(hpa: HPA) -> bool:
-    return scaled_object_of(hpa.manifest) is not None or hpa.name.startswith("keda-hpa-")
+    return generated_by(hpa.manifest, "ScaledObject") is not None or hpa.name.startswith(
+        "keda-hpa-"
+    )
 
 
 def _complete(config: AdapterConfig, inventory: Inventory) -> bool:

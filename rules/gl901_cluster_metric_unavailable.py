@@ -77,7 +77,7 @@ from gpulint.core.model import Finding, Severity
 from gpulint.engine.rule import Context
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.keda import scaled_object_of
+from gpulint.kinds.view import generated_by
 
 ID = "GL901"
 NAME = "cluster-metric-unavailable"
@@ -111,7 +111,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
 
 def _scaled_object(hpa: HPA) -> str | None:
     """The ScaledObject an HPA was made for by KEDA, if it was."""
-    return scaled_object_of(hpa.manifest)
+    return generated_by(hpa.manifest, "ScaledObject")
 
 
 def _message(hpa: HPA, metric: HpaMetric, probe: MetricProbe) -> str:

@@ -62,6 +62,7 @@ from gpulint.kinds.knative import (
     owning_revision,
     revision_deployment_parent,
 )
+from gpulint.kinds.view import generated_by
 
 ID = "GL903"
 NAME = "cluster-knative-owned-target"
@@ -94,7 +95,7 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             where = (
                 f"on Knative {ksvc.manifest.kind} {ksvc.name}, spec.template.metadata.annotations"
             )
-            isvc = _kserve_owner(ksvc.manifest)
+            isvc = generated_by(ksvc.manifest, "InferenceService")
             if isvc is not None:
                 parent += f" (made by KServe for InferenceService {isvc})"
                 where = f"on InferenceService {isvc}, metadata.annotations"
@@ -132,13 +133,6 @@ def _knative_service(
         ksvc = inventory.knative_service(namespace, name)
         if ksvc is not None:
             return ksvc
-    return None
-
-
-def _kserve_owner(manifest: Manifest) -> str | None:
-    for owner in manifest.owner_references:
-        if owner.get("kind") == "InferenceService" and isinstance(owner.get("name"), str):
-            return str(owner["name"])
     return None
 
 

@@ -286,7 +286,7 @@ def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
     if scope in VIEW_SCOPES:
         return inventory.items_of(scope)
     if scope == "autoscaler":
-        return [*inventory.hpas, *inventory.scaled_objects]
+        return _view_scope_items(inventory, scope)
     if scope == "pod-owner":
         return pod_owners(inventory)
     if scope == "adapter-rule":
@@ -294,8 +294,7 @@ def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
     if scope == "adapter-config":
         return inventory.adapter_configs
     if scope == "prometheus-query":
-        triggers = (t for s in inventory.scaled_objects for t in s.prometheus_triggers)
-        return [*inventory.adapter_rules(), *triggers]
+        return [*inventory.adapter_rules(), *_view_scope_items(inventory, scope)]
     if scope == "target-group":
         return list(inventory.target_groups().values())
     if scope == "monitor":
@@ -307,6 +306,18 @@ def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
     if scope == "inventory":
         return [inventory]
     raise ValueError(f"unknown scope {scope}")
+
+
+def _view_scope_items(inventory: Inventory, scope: str) -> list[Any]:
+    """What the views of every kind add to ``scope`` (``KindView.scope_items``), in the
+    order of the registry."""
+    return [
+        item
+        for view_scope in VIEW_SCOPES
+        for view in inventory.items_of(view_scope)
+        for item_scope, item in view.scope_items()
+        if item_scope == scope
+    ]
 
 
 def scope_items_of(inventory: Inventory) -> Any:

@@ -21,7 +21,7 @@ overlay) at the cost of their own relations.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpulint.chain.adapter import AdapterConfig, AdapterRule
 from gpulint.chain.scrapelabels import DcgmScrape
@@ -30,8 +30,9 @@ from gpulint.input.chartvalues import ChartValues
 from gpulint.input.document import Document, Manifest, Path, as_dict
 from gpulint.input.gitops import ReleaseFile
 from gpulint.input.loader import IgnoreComment, LoadedFile, LoadProblem
+from gpulint.input.units import RenderProblem
 from gpulint.input.yamlparse import DuplicateKey
-from gpulint.inventory.claims import Autoscaler, Claims, TargetGroup, is_generated_autoscaler
+from gpulint.inventory.claims import Autoscaler, Claims, TargetGroup
 from gpulint.inventory.devices import DeviceClaims
 from gpulint.inventory.exposure import Consumer, Exposure
 from gpulint.inventory.nearest import nearest
@@ -43,12 +44,10 @@ from gpulint.kinds.hpa import HPA, TargetRef
 from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import KnativeService
 from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
-from gpulint.kinds.registry import WORKLOAD, ViewContext, spec_for
+from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_view, spec_for
 from gpulint.kinds.scaling import ScalingRange, replicas_range
+from gpulint.kinds.view import KindView
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
-
-if TYPE_CHECKING:
-    from gpulint.input.units import RenderProblem
 
 __all__ = [
     "Autoscaler",
@@ -56,7 +55,6 @@ __all__ = [
     "Key",
     "ResolvedTarget",
     "TargetGroup",
-    "is_generated_autoscaler",
     "key_of",
     "nearest",
 ]
@@ -172,12 +170,8 @@ class Inventory:
         self.resolver.changed()
         self.claims.changed()
         spec = spec_for(manifest)
-        view, scope = None, None
-        if spec is not None and spec.view is not None and spec.scope is not None:
-            view = spec.view(
-                manifest, ViewContext(self.kserve_default_mode, self.settings.kserve_version)
-            )
-            scope = spec.scope
+        view = build_view(manifest, self.view_context())
+        scope = spec.scope if view is not None and spec is not None else None
         workload = view is None and (
             (spec is not None and spec.role == WORKLOAD) or bool(pod_templates(manifest))
         )
@@ -199,18 +193,18 @@ class Inventory:
         if self.claims.has_floating():
             self.claims.refresh_floating()
 
-    def _index_view(self, view: Any) -> None:
-        if isinstance(view, InferenceService):
-            self.resolver.index_components(view)
-        if isinstance(view, HPA):
-            self.exposure.hpa_added(view)
+    def view_context(self) -> ViewContext:
+        """What views are built with: the KServe default mode and version in force."""
+        return ViewContext(self.kserve_default_mode, self.settings.kserve_version)
+
+    def _index_view(self, view: KindView) -> None:
+        self.resolver.view_added(view)
+        self.exposure.view_added(view)
         self.claims.view_added(view)
 
-    def _unindex_view(self, view: Any) -> None:
-        if isinstance(view, InferenceService):
-            self.resolver.unindex_components(view)
-        if isinstance(view, HPA):
-            self.exposure.hpa_removed(view)
+    def _unindex_view(self, view: KindView) -> None:
+        self.resolver.view_removed(view)
+        self.exposure.view_removed(view)
         self.claims.view_removed(view)
 
     def _set_kserve_default_mode(self, mode: str, source: Manifest | None) -> None:
@@ -291,18 +285,12 @@ class Inventory:
         """The objects whose pods name a ResourceClaim or ResourceClaimTemplate."""
         return self.device_claims.users_of(claim)
 
-    def view_of(
-        self, manifest: Manifest
-    ) -> HPA | ScaledObject | InferenceService | KnativeService | None:
+    def view_of(self, manifest: Manifest) -> KindView | None:
         """The typed view an object of the inventory is read through, if it has one."""
-        view: HPA | ScaledObject | InferenceService | KnativeService | None = self.store.view_of(
-            manifest
-        )
-        return view
+        return self.store.view_of(manifest)
 
     def inference_service_of(self, manifest: Manifest) -> InferenceService | None:
-        view = self.store.view_of(manifest)
-        return view if isinstance(view, InferenceService) else None
+        return self.resolver.inference_service(manifest)
 
     def resolve_target(
         self, namespace: str | None, ref: TargetRef, near: Document | None = None
@@ -342,16 +330,18 @@ class Inventory:
         it, else its own ``replicas``; None when the workload is not in the unit."""
         for claim in self.autoscalers_for(target):
             view = self.view_of(claim.manifest)
-            if isinstance(view, HPA | ScaledObject):
-                return view.scaling_range()
-            if isinstance(view, InferenceService):
-                for component in view.components:
-                    if view.component_name(component.name) == target[2]:
-                        return view.scaling_range(component)
+            found = view.scaling_range_of(target[2]) if view is not None else None
+            if found is not None:
+                return found
         manifest = self.find(*target)
         if manifest is None:
             return None
         return replicas_range(manifest.data.get("spec"), f"{manifest.kind} {manifest.name}")
+
+    def views_targeting(self, target: Key) -> list[KindView]:
+        """Objects that act on a workload without setting its replicas (their kind claims
+        none) and name it in ``target_refs``."""
+        return self.claims.targeting(target)
 
     def autoscalers_for(self, target: Key) -> list[Autoscaler]:
         group = self.target_groups().get(target)
@@ -434,7 +424,7 @@ class Inventory:
             templates = pod_templates(manifest)
             if templates:
                 yield manifest, templates
-        for scope in ("isvc", "knative"):
+        for scope in VIEW_SCOPES:
             for view in self.items_of(scope):
                 templates = view.pod_templates()
                 if templates:

@@ -19,12 +19,15 @@ Facts (kedacore/keda, commit 8b4f083; kedacore/keda-docs content/docs/2.21):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from gpulint.input.document import Manifest, ManifestView, Path, as_dict, as_list
-from gpulint.kinds.keda import KEDA_GROUP
-from gpulint.kinds.scaling import ScalingRange, keda_range
-from gpulint.kinds.workload import PodTemplate, pod_templates
+from gpulint.chain.urls import PrometheusUrl
+from gpulint.input.document import Manifest, Path, as_dict, as_list
+from gpulint.kinds.keda import KEDA_GROUP, PrometheusTrigger, keda_range
+from gpulint.kinds.scaling import ScalingRange
+from gpulint.kinds.view import KindView, QueryTrace, TargetRef, TraceSource
+from gpulint.kinds.workload import PodTemplate, pod_template_at
 
 SCALED_JOB_KIND = "ScaledJob"
 TEMPLATE_PATH: Path = ("spec", "jobTargetRef", "template")
@@ -41,8 +44,11 @@ class Trigger(NamedTuple):
         return ("spec", "triggers", self.number)
 
 
-class ScaledJob(ManifestView):
-    """A KEDA ScaledJob."""
+class ScaledJob(KindView):
+    """A KEDA ScaledJob. Of the kinds protocol it answers ``pod_templates`` (the job's),
+    ``scope_items`` (its prometheus triggers are ``prometheus-query`` items, judged as a
+    ScaledObject's are), ``prometheus_urls`` and ``trace_sources``; it claims no workload's
+    replicas (``target_ref`` is None: its jobs come from its own template)."""
 
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest
@@ -51,6 +57,12 @@ class ScaledJob(ManifestView):
         self.job_spec = as_dict(spec.get("jobTargetRef"))
         self.triggers: list[dict[str, Any]] = [
             t for t in as_list(spec.get("triggers")) if isinstance(t, dict)
+        ]
+        self.target_ref: TargetRef | None = None
+        self.prometheus_triggers: list[PrometheusTrigger] = [
+            PrometheusTrigger(self, index, trigger)
+            for index, trigger in enumerate(as_list(spec.get("triggers")))
+            if isinstance(trigger, dict) and trigger.get("type") == "prometheus"
         ]
 
     def typed_triggers(self) -> list[Trigger]:
@@ -69,8 +81,55 @@ class ScaledJob(ManifestView):
         ``maxReplicaCount``, 0 to 100 by default)."""
         return keda_range(self.spec, f"KEDA ScaledJob {self.name}")
 
+    # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------
+
     def pod_templates(self) -> list[PodTemplate]:
-        return pod_templates(self.manifest)
+        """The job's pod template, read once (objects are never changed in place)."""
+        found = self.manifest.templates
+        if found is None:
+            template = pod_template_at(
+                self.manifest.data, TEMPLATE_PATH, "job template", self.manifest
+            )
+            found = self.manifest.templates = [template] if template is not None else []
+        return found
+
+    def scope_items(self) -> Iterator[tuple[str, Any]]:
+        for trigger in self.prometheus_triggers:
+            yield "prometheus-query", trigger
+
+    def prometheus_urls(self) -> list[PrometheusUrl]:
+        """``serverAddress`` of its prometheus triggers (KEDA's operator dials them)."""
+        found = []
+        for trigger in self.prometheus_triggers:
+            address = trigger.server_address
+            if address:
+                found.append(
+                    PrometheusUrl(
+                        address,
+                        self.manifest,
+                        (*trigger.path, "metadata", "serverAddress"),
+                        "keda",
+                        f"ScaledJob {self.name} trigger {trigger.index}",
+                        None,
+                        self.manifest,
+                    )
+                )
+        return found
+
+    def trace_sources(self) -> list[TraceSource]:
+        urls = {url.path: url for url in self.prometheus_urls()}
+        return [
+            QueryTrace(
+                f"s{trigger.index}-prometheus",
+                trigger.query,
+                urls.get((*trigger.path, "metadata", "serverAddress")),
+                trigger.path,
+                None,
+                "KEDA prometheus trigger of a ScaledJob",
+            )
+            for trigger in self.prometheus_triggers
+            if trigger.query is not None
+        ]
 
     @property
     def parallelism(self) -> int:

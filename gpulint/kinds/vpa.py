@@ -30,8 +30,8 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from gpulint.core.selectors import LabelSelector, labels_of
-from gpulint.input.document import Manifest, ManifestView, Path, as_dict, as_list
-from gpulint.kinds.hpa import TargetRef
+from gpulint.input.document import Manifest, Path, as_dict, as_list
+from gpulint.kinds.view import KindView, TargetRef
 from gpulint.kinds.workload import PodTemplate
 
 VPA_KIND = "VerticalPodAutoscaler"
@@ -71,8 +71,10 @@ class ContainerPolicy(NamedTuple):
         return frozenset(r.name for r in self.controlled if r.name in RESIZABLE)
 
 
-class VPA(ManifestView):
-    """A VerticalPodAutoscaler."""
+class VPA(KindView):
+    """A VerticalPodAutoscaler. Of the kinds protocol it answers ``target_refs`` alone: it sets
+    no replicas and makes no pods, and admission re-judges it when its workload or an
+    autoscaler on it changes."""
 
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest
@@ -103,6 +105,9 @@ class VPA(ManifestView):
             minimum if isinstance(minimum, int) and not isinstance(minimum, bool) else None
         )
         self.container_policies: list[ContainerPolicy] = _container_policies(spec)
+
+    def target_refs(self) -> list[TargetRef]:
+        return [self.target_ref] if self.target_ref is not None else []
 
     @property
     def update_mode(self) -> str:
