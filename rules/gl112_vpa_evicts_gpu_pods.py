@@ -74,7 +74,7 @@ from collections.abc import Iterator
 from gpulint.adoption import edits
 from gpulint.core.model import Finding, Severity
 from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context, claim_links
+from gpulint.engine.rule import Context, claim_links, related
 from gpulint.inventory import Inventory
 from gpulint.kinds.vpa import PDB_KIND, UPDATER_MIN_REPLICAS, VPA, budgets_covering
 
@@ -147,8 +147,17 @@ def check(vpa: VPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         f"# spec: {{maxUnavailable: 1, {selector}}}"
     )
     plan = edits.unsafe(_initial(vpa))
+    # The workload as a related object: admitting it (new labels a budget no longer selects,
+    # GPUs added) is judged with this finding.
+    workload = target.template_document or target.manifest
+    pods = [related(workload, target.templates[0].path, "GPU pods")] if workload else []
     yield ctx.finding(
-        vpa.manifest, vpa.mode_path, message, fix, related=claim_links(gpus), plan=plan
+        vpa.manifest,
+        vpa.mode_path,
+        message,
+        fix,
+        related=[*pods, *claim_links(gpus)],
+        plan=plan,
     )
 
 

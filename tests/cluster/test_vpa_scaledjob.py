@@ -176,3 +176,63 @@ def test_admission_of_a_vpa_sees_the_hpa_of_the_cluster(
     (gl111,) = [f for f in findings if f.rule == "GL111"]
     assert gl111.location.file == "cluster://ml/VerticalPodAutoscaler/llm-new"
     assert [r.ref.name for r in gl111.related if r.ref is not None] == ["llm"]
+
+
+def test_admission_of_an_hpa_or_a_deployment_rejudges_the_vpa_on_it(
+    fake: KubeFake, new_cache: Callable[..., ClusterCache]
+) -> None:
+    """A VPA acts on a workload without claiming its replicas: what changes the workload or its
+    autoscalers is judged with the VPA, and the VPA's finding names what was admitted."""
+    load_world(fake.cluster, WORLD)
+    fake.cluster.apply(copy.deepcopy(BUDGET))
+    cache = new_cache()
+    wait_for(cache.synced, what="sync")
+    hpa = yaml.safe_load(WORLD.split("---")[1])
+    hpa["spec"]["metrics"] = [
+        {
+            "type": "Resource",
+            "resource": {
+                "name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 70},
+            },
+        }
+    ]
+    findings = cache.evaluate(hpa, "UPDATE", old=yaml.safe_load(WORLD.split("---")[1]))
+    assert "GL111" in {f.rule for f in findings}
+    (gl111,) = [f for f in findings if f.rule == "GL111"]
+    assert gl111.location.file == "cluster://ml/VerticalPodAutoscaler/llm"
+    assert "resizes the CPU that HorizontalPodAutoscaler llm scales on" in gl111.message
+    # The budget's selector no longer matching (new pod labels) makes the VPA's evictions
+    # unbounded: the Deployment's update brings GL112.
+    deployment = yaml.safe_load(WORLD.split("---")[0])
+    relabelled = copy.deepcopy(deployment)
+    relabelled["spec"]["template"]["metadata"]["labels"] = {"app": "llm-v2"}
+    relabelled["spec"]["selector"] = {"matchLabels": {"app": "llm-v2"}}
+    findings = cache.evaluate(relabelled, "UPDATE", old=deployment)
+    assert [(f.rule, f.location.file) for f in findings if f.rule.startswith("GL11")] == [
+        ("GL112", "cluster://ml/VerticalPodAutoscaler/llm")
+    ]
+
+
+def test_admission_of_a_scaledjob_checks_its_prometheus_triggers(
+    fake: KubeFake, new_cache: Callable[..., ClusterCache]
+) -> None:
+    cache = new_cache()
+    wait_for(cache.synced, what="sync")
+    job = yaml.safe_load(WORLD.split("---")[-1])
+    job["spec"]["maxReplicaCount"] = 4
+    job["spec"]["triggers"] = [
+        {
+            "type": "prometheus",
+            "metadata": {
+                "serverAddress": "http://prometheus.monitoring:9090",
+                "query": "avg(DCGM_FI_DEV_GPU_UTILIZATION)",
+                "threshold": "50",
+            },
+        }
+    ]
+    findings = cache.evaluate(job, "CREATE")
+    assert [(f.rule, f.location.file) for f in findings] == [
+        ("GL402", "cluster://batch/ScaledJob/render")
+    ]
+    assert "prometheus trigger 0 of ScaledJob batch/render" in findings[0].message
