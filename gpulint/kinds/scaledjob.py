@@ -59,6 +59,7 @@ class ScaledJob(KindView):
             t for t in as_list(spec.get("triggers")) if isinstance(t, dict)
         ]
         self.target_ref: TargetRef | None = None
+        self.asks_for_none = "counts no work waiting"
         self.prometheus_triggers: list[PrometheusTrigger] = [
             PrometheusTrigger(self, index, trigger)
             for index, trigger in enumerate(as_list(spec.get("triggers")))
@@ -140,6 +141,20 @@ class ScaledJob(KindView):
     def describe(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
         return f"ScaledJob {where}{self.name}"
+
+    def on_failing_poll(self) -> str:
+        """KEDA records a KEDAScalerFailed event and skips the trigger for that poll
+        (pkg/scaling/scale_handler.go ``getScaledJobMetrics``: "but continue")."""
+        return (
+            "KEDA skips this trigger at every poll (event KEDAScalerFailed) and starts no job on it"
+        )
+
+    def on_zero(self) -> str:
+        """A trigger at 0 is inactive and counts no work waiting: KEDA starts no job on it."""
+        minimum = self.scaling_range().minimum or 0
+        others = " (its other triggers still can)" if len(self.triggers) > 1 else ""
+        kept = f" beyond minReplicaCount {minimum}" if minimum else ""
+        return f"KEDA starts no job on it{kept}{others}, whatever work waits"
 
 
 def is_scaled_job(manifest: Manifest) -> bool:
