@@ -2,10 +2,10 @@
 
 ## What it checks
 With ``--prometheus``, gpulint sends each ``type: prometheus`` trigger's ``query`` (of a
-ScaledObject or a ScaledJob) as KEDA's prometheus scaler does: an instant query at the current time, with the trigger's
-``namespace`` and ``queryParameters`` as query parameters and its ``customHeaders`` as
-headers (those ``--prometheus-header`` sets win; connection headers such as ``Host`` are not
-sent, and the finding says so). It reports:
+ScaledObject or a ScaledJob) as KEDA's prometheus scaler does: an instant query at the
+current time, with the trigger's ``namespace`` and ``queryParameters`` as query parameters
+and its ``customHeaders`` as headers (those ``--prometheus-header`` sets win; connection
+headers such as ``Host`` are not sent, and the finding says so). It reports:
 
 * a query Prometheus rejects (a syntax or execution error), with Prometheus' message;
 * an answer KEDA cannot read: a scalar or string result (KEDA decodes ``data.result`` as a
@@ -37,8 +37,9 @@ KEDA made without a value for the trigger (FailedGetExternalMetric), so the work
 follow its load, unless ``spec.fallback`` holds a fixed replica count after
 ``failureThreshold`` failures. A ScaledJob's trigger is sent and judged the same way; KEDA
 skips a failing one at every poll (event ``KEDAScalerFailed``) and starts no job on it
-(pkg/scaling/scale_handler.go ``getScaledJobMetrics``). A query that works in the Prometheus UI (which draws every
-series, and takes a range vector) can still fail in KEDA, which wants exactly one number.
+(pkg/scaling/scale_handler.go ``getScaledJobMetrics``). A query that works in the
+Prometheus UI (which draws every series, and takes a range vector) can still fail in KEDA,
+which wants exactly one number.
 
 ## Example
 ```yaml

@@ -2,8 +2,9 @@
 
 ## What it checks
 With ``--prometheus``, each ``type: prometheus`` trigger's query (of a ScaledObject or a
-ScaledJob) is sent as KEDA sends it (see GL810). When the answer holds no series, or one series whose value is NaN or an
-infinity, gpulint says what KEDA does with it and why the query found nothing:
+ScaledJob) is sent as KEDA sends it (see GL810). When the answer holds no series, or one
+series whose value is NaN or an infinity, gpulint says what KEDA does with it and why the
+query found nothing:
 
 * a metric it reads has no series in Prometheus: never seen within ``--lookback``, or last
   seen at a given time, with the name that exists instead (another exporter's, another case,
