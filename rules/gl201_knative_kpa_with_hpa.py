@@ -64,7 +64,7 @@ from gpulint.core.quantity import format_number, try_quantity
 from gpulint.engine.rule import Context, related
 from gpulint.input.document import Manifest, Path
 from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, TargetRef
+from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES
 from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import (
     CLASS_ANNOTATION,
@@ -77,6 +77,7 @@ from gpulint.kinds.knative import (
     revision_deployment_parent,
 )
 from gpulint.kinds.kserve import KNATIVE
+from gpulint.kinds.view import TargetRef
 
 ID = "GL201"
 NAME = "knative-kpa-with-hpa"

@@ -40,13 +40,13 @@ from gpulint.inventory.pipeline import Pipeline
 from gpulint.inventory.store import Key, ObjectStore, key_of
 from gpulint.inventory.targets import ResolvedTarget, TargetResolver
 from gpulint.kinds.classify import Classified, classify_document, classify_manifest
-from gpulint.kinds.hpa import HPA, TargetRef
+from gpulint.kinds.hpa import HPA
 from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import KnativeService
 from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
 from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_view, spec_for
 from gpulint.kinds.scaling import ScalingRange, replicas_range
-from gpulint.kinds.view import KindView
+from gpulint.kinds.view import KindView, TargetRef
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
 
 __all__ = [

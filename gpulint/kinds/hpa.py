@@ -104,9 +104,6 @@ class HpaMetric:
         return "external" if self.type == "External" else "custom"
 
 
-__all__ = ["HPA", "HpaMetric", "MetricTarget", "TargetRef"]
-
-
 def hpa_range(spec: dict[str, Any], by: str) -> ScalingRange:
     """``minReplicas`` (default 1) to ``maxReplicas`` (Kubernetes autoscaling/v2 types.go)."""
     minimum = replica_count(spec.get("minReplicas"), 1)
