@@ -26,7 +26,7 @@ from gpulint.chain.urls import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict, as_list
 from gpulint.kinds.keda import KEDA_GROUP, PrometheusTrigger, keda_range
 from gpulint.kinds.scaling import ScalingRange
-from gpulint.kinds.view import KindView, QueryTrace, TargetRef, TraceSource
+from gpulint.kinds.view import KindView, TargetRef
 from gpulint.kinds.workload import PodTemplate, pod_template_at
 
 SCALED_JOB_KIND = "ScaledJob"
@@ -47,8 +47,10 @@ class Trigger(NamedTuple):
 class ScaledJob(KindView):
     """A KEDA ScaledJob. Of the kinds protocol it answers ``pod_templates`` (the job's),
     ``scope_items`` (its prometheus triggers are ``prometheus-query`` items, judged as a
-    ScaledObject's are), ``prometheus_urls`` and ``trace_sources``; it claims no workload's
-    replicas (``target_ref`` is None: its jobs come from its own template)."""
+    ScaledObject's are) and ``prometheus_urls``; it claims no workload's replicas
+    (``target_ref`` is None: its jobs come from its own template). It has no
+    ``trace_sources``: ``gpulint trace`` follows a metric to the HPA that reads it through a
+    metrics API, and KEDA starts a ScaledJob's jobs itself, with no HPA in between."""
 
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest
@@ -116,21 +118,6 @@ class ScaledJob(KindView):
                     )
                 )
         return found
-
-    def trace_sources(self) -> list[TraceSource]:
-        urls = {url.path: url for url in self.prometheus_urls()}
-        return [
-            QueryTrace(
-                f"s{trigger.index}-prometheus",
-                trigger.query,
-                urls.get((*trigger.path, "metadata", "serverAddress")),
-                trigger.path,
-                None,
-                "KEDA prometheus trigger of a ScaledJob",
-            )
-            for trigger in self.prometheus_triggers
-            if trigger.query is not None
-        ]
 
     @property
     def parallelism(self) -> int:
