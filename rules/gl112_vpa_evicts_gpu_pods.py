@@ -114,11 +114,12 @@ def check(vpa: VPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     namespace = target.key[1] or vpa.namespace
     if any(budgets_covering(t, namespace, budgets) for t in target.templates):
         return
-    source = (
-        "its updatePolicy.minReplicas"
-        if vpa.min_replicas is not None
-        else "the updater's --min-replicas, 2 unless the cluster sets another"
-    )
+    if vpa.min_replicas is not None:
+        source = "its updatePolicy.minReplicas"
+    elif needed == UPDATER_MIN_REPLICAS:
+        source = f"the updater's --min-replicas, {needed} unless the cluster sets another"
+    else:
+        source = f"the updater's --min-replicas, {needed} per option updater-min-replicas"
     can = f"up to {most}" if most is not None else "more"
     one = " (the only one when it runs alone)" if needed <= 1 else ""
     message = (
