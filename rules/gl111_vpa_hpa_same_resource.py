@@ -17,7 +17,8 @@ reported: they never change a running pod.
 The HPA computes utilization as usage divided by the requests the VPA keeps moving: when
 load rises the VPA raises the requests, the utilization the HPA sees falls back, and the
 HPA does not add replicas (or removes them); the two controllers answer the same signal
-and undo each other. The VPA project documents it as a known limitation: VPA "should not be
+and undo each other. With an ``AverageValue`` target they still follow the same usage: the
+VPA raises the requests as the HPA adds replicas, and lowers them once the load spreads. The VPA project documents it as a known limitation: VPA "should not be
 used with the Horizontal Pod Autoscaler (HPA) on the same resource metric (CPU or memory)".
 Using the VPA for the resource the HPA does not read, or scaling the HPA on a custom metric
 (for a GPU workload, a GPU series), is what the project supports.
@@ -90,7 +91,8 @@ class _Reads(NamedTuple):
     container: str | None  # a ContainerResource metric's container; None: the whole pod
     document: Document
     path: Path
-    said: str  # "CPU utilization metric 0"
+    said: str  # "cpu metric 0"
+    utilization: bool  # a target relative to the requests (Utilization), not an average value
 
 
 def check(vpa: VPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -117,57 +119,98 @@ def check(vpa: VPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
 
 def _signals(autoscaler: Autoscaler, inventory: Inventory) -> list[_Reads]:
     view = inventory.view_of(autoscaler.manifest)
-    found = []
     if isinstance(view, HPA):
-        for metric in view.metrics:
-            if metric.is_cpu_or_memory and metric.name is not None:
-                container = dig(
-                    view.manifest.data, (*metric.path, "containerResource", "container")
-                )
-                found.append(
-                    _Reads(
-                        metric.name,
-                        container if isinstance(container, str) else None,
-                        view.manifest,
-                        metric.name_path,
-                        f"{metric.name} metric {metric.index}",
-                    )
-                )
-        if view.defaults_to_cpu:
-            found.append(
-                _Reads("cpu", None, view.manifest, ("spec",), "CPU 80% (no metrics: the default)")
+        return _hpa_signals(view)
+    if isinstance(view, ScaledObject):
+        return _keda_signals(view)
+    if isinstance(view, InferenceService):
+        return _kserve_signals(view, autoscaler.target[2])
+    return []
+
+
+def _hpa_signals(hpa: HPA) -> list[_Reads]:
+    found = []
+    for metric in hpa.metrics:
+        if metric.is_cpu_or_memory and metric.name is not None:
+            container = dig(hpa.manifest.data, (*metric.path, "containerResource", "container"))
+            target = metric.target
+            relative = target is not None and (
+                target.type == "Utilization" or target.average_utilization is not None
             )
-    elif isinstance(view, ScaledObject):
-        for index, trigger in enumerate(view.spec.get("triggers") or []):
-            kind = as_dict(trigger).get("type")
-            if kind in ("cpu", "memory"):
-                container = as_dict(as_dict(trigger).get("metadata")).get("containerName")
+            found.append(
+                _Reads(
+                    metric.name,
+                    container if isinstance(container, str) else None,
+                    hpa.manifest,
+                    metric.name_path,
+                    f"{metric.name} metric {metric.index}",
+                    relative,
+                )
+            )
+    if hpa.defaults_to_cpu:
+        said = "CPU 80% utilization (no metrics: the default)"
+        found.append(_Reads("cpu", None, hpa.manifest, ("spec",), said, True))
+    return found
+
+
+def _keda_signals(scaled_object: ScaledObject) -> list[_Reads]:
+    found = []
+    for index, trigger in enumerate(scaled_object.spec.get("triggers") or []):
+        kind = as_dict(trigger).get("type")
+        if kind not in ("cpu", "memory"):
+            continue
+        metadata = as_dict(as_dict(trigger).get("metadata"))
+        container = metadata.get("containerName")
+        # metricType, or metadata.type as KEDA read it before 2.18 (cpu_memory_scaler.go)
+        metric_type = as_dict(trigger).get("metricType") or metadata.get("type")
+        found.append(
+            _Reads(
+                str(kind),
+                container if isinstance(container, str) else None,
+                scaled_object.manifest,
+                ("spec", "triggers", index, "type"),
+                f"{kind} trigger {index}",
+                metric_type == "Utilization",
+            )
+        )
+    return found
+
+
+def _kserve_signals(isvc: InferenceService, workload: str) -> list[_Reads]:
+    """The cpu/memory metrics of the HPA KServe makes for the component named ``workload``."""
+    found = []
+    for component in isvc.components:
+        if isvc.component_name(component.name) != workload:
+            continue
+        for generated in generated_hpa_metrics(component):
+            resource = generated.description.split(" ", 1)[0].lower()
+            if resource in ("cpu", "memory"):
                 found.append(
                     _Reads(
-                        str(kind),
-                        container if isinstance(container, str) else None,
-                        view.manifest,
-                        ("spec", "triggers", index, "type"),
-                        f"{kind} trigger {index}",
+                        resource,
+                        None,
+                        isvc.manifest,
+                        generated.path or component.path,
+                        generated.description,
+                        "utilization" in generated.description,
                     )
                 )
-    elif isinstance(view, InferenceService):
-        for component in view.components:
-            if view.component_name(component.name) != autoscaler.target[2]:
-                continue
-            for generated in generated_hpa_metrics(component):
-                resource = generated.description.split(" ", 1)[0].lower()
-                if resource in ("cpu", "memory"):
-                    found.append(
-                        _Reads(
-                            resource,
-                            None,
-                            view.manifest,
-                            generated.path or component.path,
-                            generated.description,
-                        )
-                    )
     return found
+
+
+def _why(clashes: list[_Reads]) -> str:
+    if any(c.utilization for c in clashes):
+        return (
+            "The HPA divides usage by the requests the VPA keeps raising, so the utilization "
+            "it sees falls back as the load grows and the two controllers undo each other: "
+            "the VPA project says not to use them on the same resource."
+        )
+    return (
+        "Both follow the same usage: as the load grows the VPA raises the requests while the "
+        "HPA adds replicas, and once the load spreads over them the VPA lowers the requests "
+        "again, each undoing what the other decided: the VPA project says not to use them on "
+        "the same resource."
+    )
 
 
 def _kind_word(autoscaler: Autoscaler) -> str:
@@ -186,10 +229,7 @@ def _finding(
         f"VerticalPodAutoscaler {abbreviated(vpa.name, 40)} resizes the {names} that "
         f"{_kind_word(autoscaler)} {abbreviated(autoscaler.manifest.name, 40)} scales on. "
         f"{vpa.describe()} ({vpa.describe_mode()}) sets the {names} requests of {workload}, "
-        f"which {autoscaler.describe()} scales on ({signals}). The HPA divides usage "
-        "by the requests the VPA keeps raising, so the utilization it sees falls back as the "
-        "load grows and the two controllers undo each other: the VPA project says not to use "
-        "them on the same resource."
+        f"which {autoscaler.describe()} scales on ({signals}). {_why(clashes)}"
     )
     left = [r for r in ("cpu", "memory") if r not in resources]
     if left:
