@@ -195,10 +195,11 @@ def budgets_covering(
 ) -> list[Manifest]:
     """The PodDisruptionBudgets of ``namespace`` whose selector matches the template's pods.
 
-    policy/v1: an empty selector selects every pod of the namespace, a missing one none
-    (kubernetes api/policy/v1/types.go ``PodDisruptionBudgetSpec.Selector``). A match that
-    depends on a value gpulint cannot read (a template) counts as a match: rules report only
-    what is certain."""
+    policy/v1: an empty selector selects every pod of the namespace, a missing one none;
+    policy/v1beta1 (removed in Kubernetes 1.25): an empty one selects none too (kubernetes
+    api/policy/v1/types.go ``PodDisruptionBudgetSpec.Selector``). A match that depends on a
+    value gpulint cannot read (a template) counts as a match: rules report only what is
+    certain."""
     labels = labels_of(template.labels)
     found = []
     for budget in budgets:
@@ -208,6 +209,8 @@ def budgets_covering(
             continue
         selector = LabelSelector.of(as_dict(budget.data.get("spec")).get("selector"))
         if selector is None or not selector.valid:
+            continue
+        if selector.is_empty and budget.api_version != "policy/v1":
             continue
         if selector.matches(labels) is not False:
             found.append(budget)
