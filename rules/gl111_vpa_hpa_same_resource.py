@@ -18,10 +18,11 @@ The HPA computes utilization as usage divided by the requests the VPA keeps movi
 load rises the VPA raises the requests, the utilization the HPA sees falls back, and the
 HPA does not add replicas (or removes them); the two controllers answer the same signal
 and undo each other. With an ``AverageValue`` target they still follow the same usage: the
-VPA raises the requests as the HPA adds replicas, and lowers them once the load spreads. The VPA project documents it as a known limitation: VPA "should not be
-used with the Horizontal Pod Autoscaler (HPA) on the same resource metric (CPU or memory)".
-Using the VPA for the resource the HPA does not read, or scaling the HPA on a custom metric
-(for a GPU workload, a GPU series), is what the project supports.
+VPA raises the requests as the HPA adds replicas, and lowers them once the load spreads.
+The VPA project documents it as a known limitation: VPA "should not be used with the
+Horizontal Pod Autoscaler (HPA) on the same resource metric (CPU or memory)". Using the VPA
+for the resource the HPA does not read, or scaling the HPA on a custom metric (for a GPU
+workload, a GPU series), is what the project supports.
 
 ## Example
 ```yaml
