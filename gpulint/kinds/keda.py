@@ -226,6 +226,10 @@ class TriggerOwner(Protocol):
 
     def scaling_range(self) -> ScalingRange: ...
 
+    def describe_target(self) -> str:
+        """What the triggers scale, for messages (``Deployment llm``)."""
+        ...
+
     def on_failing_poll(self) -> str:
         """What one trigger's failing poll does (for messages: "so ...")."""
         ...

@@ -129,6 +129,9 @@ class ScaledJob(KindView):
         where = f"{self.namespace}/" if self.namespace else ""
         return f"ScaledJob {where}{self.name}"
 
+    def describe_target(self) -> str:
+        return f"the jobs of {self.describe()}"
+
     def on_failing_poll(self) -> str:
         """KEDA records a KEDAScalerFailed event and skips the trigger for that poll
         (pkg/scaling/scale_handler.go ``getScaledJobMetrics``: "but continue")."""

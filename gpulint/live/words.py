@@ -85,9 +85,8 @@ def sent_to(evidence: TriggerEvidence) -> str:
 
 
 def target_of(evidence: TriggerEvidence) -> str:
-    """``Deployment llm``: what the trigger's ScaledObject scales."""
-    ref = evidence.trigger.scaled_object.target_ref
-    return f"{ref.kind} {ref.name}" if ref is not None else "its target"
+    """``Deployment llm``: what the trigger's owner scales (``TriggerOwner.describe_target``)."""
+    return evidence.trigger.scaled_object.describe_target()
 
 
 def _clipped(text: str, limit: int = 120) -> str:
