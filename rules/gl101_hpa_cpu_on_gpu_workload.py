@@ -60,17 +60,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, claim_links, related
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
-from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.view import is_generated
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    Inventory,
+    ScaledObject,
+    Severity,
+    claim_links,
+    is_generated,
+    related,
+)
 
 ID = "GL101"
 NAME = "hpa-cpu-on-gpu-workload"
 SEVERITY = Severity.ERROR
 SCOPE = "autoscaler"
+STAGES = ("autoscaler",)
 
 CPU_TRIGGERS = ("cpu", "memory")
 

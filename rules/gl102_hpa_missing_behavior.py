@@ -69,15 +69,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import is_unknown
-from gpulint.engine.rule import Context, claim_links, related
-from gpulint.input.document import Path
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA, scale_down_fix, scale_up_fix
-from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.view import is_generated
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    Inventory,
+    Path,
+    Related,
+    ScaledObject,
+    Severity,
+    claim_links,
+    edits,
+    is_generated,
+    is_unknown,
+    related,
+    scale_down_fix,
+    scale_up_fix,
+)
 
 ID = "GL102"
 NAME = "hpa-missing-behavior"

@@ -50,19 +50,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import yaml_text
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
-from gpulint.kinds.view import is_generated
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    Inventory,
+    Severity,
+    edits,
+    is_generated,
+    yaml_text,
+)
 
 ID = "GL109"
 NAME = "hpa-removed-api"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("safe",)
+STAGES = ("autoscaler",)
 
 # The last Kubernetes minor release that served each version is the one before these.
 NOT_SERVED_SINCE = {"v2beta1": "1.25", "v2beta2": "1.26"}

@@ -40,11 +40,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory, key_of
-from gpulint.kinds.hpa import HPA, HPA_KIND
-from gpulint.kinds.view import is_generated
+from gpulint.ruleapi import (
+    HPA,
+    HPA_KIND,
+    Context,
+    Finding,
+    Inventory,
+    Severity,
+    is_generated,
+    key_of,
+)
 
 ID = "GL110"
 NAME = "hpa-fixed-replicas"

@@ -69,15 +69,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Document, Path, as_dict, dig
-from gpulint.inventory import Autoscaler, Inventory
-from gpulint.kinds.hpa import HPA
-from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.kserve import InferenceService, generated_hpa_metrics
-from gpulint.kinds.vpa import VPA
+from gpulint.ruleapi import (
+    HPA,
+    VPA,
+    Autoscaler,
+    Context,
+    Document,
+    Finding,
+    InferenceService,
+    Inventory,
+    Path,
+    ScaledObject,
+    Severity,
+    abbreviated,
+    as_dict,
+    generated_hpa_metrics,
+    related,
+)
 
 ID = "GL111"
 NAME = "vpa-hpa-same-resource"
@@ -133,7 +141,9 @@ def _hpa_signals(hpa: HPA) -> list[_Reads]:
     found = []
     for metric in hpa.metrics:
         if metric.is_cpu_or_memory and metric.name is not None:
-            container = dig(hpa.manifest.data, (*metric.path, "containerResource", "container"))
+            container = as_dict(hpa.manifest.get((*metric.path, "containerResource"))).get(
+                "container"
+            )
             target = metric.target
             relative = target is not None and (
                 target.type == "Utilization" or target.average_utilization is not None

@@ -71,12 +71,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context, claim_links, related
-from gpulint.inventory import Inventory
-from gpulint.kinds.vpa import PDB_KIND, UPDATER_MIN_REPLICAS, VPA, budgets_covering
+from gpulint.ruleapi import (
+    PDB_KIND,
+    UPDATER_MIN_REPLICAS,
+    VPA,
+    Context,
+    Finding,
+    Inventory,
+    Severity,
+    abbreviated,
+    budgets_covering,
+    claim_links,
+    edits,
+    related,
+)
 
 ID = "GL112"
 NAME = "vpa-evicts-gpu-pods"

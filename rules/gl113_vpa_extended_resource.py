@@ -44,12 +44,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.vpa import RESIZABLE, VPA
+from gpulint.ruleapi import (
+    RESIZABLE,
+    VPA,
+    Context,
+    Finding,
+    Inventory,
+    Severity,
+    abbreviated,
+    edits,
+)
 
 ID = "GL113"
 NAME = "vpa-extended-resource"

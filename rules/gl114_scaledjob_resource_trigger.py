@@ -55,12 +55,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context, claim_links
-from gpulint.inventory import Inventory
-from gpulint.kinds.scaledjob import ScaledJob
-from gpulint.kinds.workload import iter_gpu_requests
+from gpulint.ruleapi import (
+    Context,
+    Finding,
+    Inventory,
+    ScaledJob,
+    Severity,
+    abbreviated,
+    claim_links,
+)
 
 ID = "GL114"
 NAME = "scaledjob-resource-trigger"
@@ -73,7 +76,7 @@ def check(job: ScaledJob, inventory: Inventory, ctx: Context) -> Iterator[Findin
     if not dead:
         return
     alone = len(dead) == len(job.typed_triggers())
-    gpus = list(iter_gpu_requests(job.pod_templates(), inventory.gpu_names))
+    gpus = [r for t in job.pod_templates() for r in t.gpu_requests(inventory.gpu_names)]
     minimum = job.scaling_range().minimum or 0
     for trigger in dead:
         if alone:

@@ -46,13 +46,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context, claim_links
-from gpulint.inventory import Inventory
-from gpulint.kinds.scaledjob import ScaledJob
-from gpulint.kinds.workload import iter_gpu_requests
+from gpulint.ruleapi import (
+    Context,
+    Finding,
+    Inventory,
+    ScaledJob,
+    Severity,
+    abbreviated,
+    claim_links,
+    edits,
+)
 
 ID = "GL115"
 NAME = "scaledjob-gpu-max-missing"
@@ -68,7 +71,7 @@ def check(job: ScaledJob, inventory: Inventory, ctx: Context) -> Iterator[Findin
     if "maxReplicaCount" in job.spec:
         return
     templates = job.pod_templates()
-    gpus = list(iter_gpu_requests(templates, inventory.gpu_names))
+    gpus = [r for t in templates for r in t.gpu_requests(inventory.gpu_names)]
     if not gpus:
         return
     per_pod = templates[0].gpus_per_pod(inventory.gpu_names) if templates else None

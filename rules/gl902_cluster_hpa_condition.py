@@ -42,18 +42,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import as_dict, as_list
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
-from gpulint.kinds.view import generated_by
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    Inventory,
+    Severity,
+    as_dict,
+    as_list,
+    generated_by,
+)
 
 ID = "GL902"
 NAME = "cluster-hpa-condition"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 REQUIRES = "cluster"  # runs only with --cluster
+STAGES = ("autoscaler",)
 
 # The rules whose findings name a cause (ID -> name, as in the catalog).
 RULES = {

@@ -49,26 +49,35 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import format_number, try_quantity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Manifest, as_dict
-from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA
-from gpulint.kinds.knative import (
+from gpulint.ruleapi import (
     CONFIGURATION_LABEL,
+    CUSTOM_METRIC_TYPES,
+    HPA,
     HPA_CLASS,
+    Autoscaler,
+    Context,
+    Finding,
+    Inventory,
     KnativeService,
+    Manifest,
+    Related,
+    Severity,
+    TargetGroup,
+    as_dict,
+    format_number,
+    generated_by,
     owning_revision,
+    related,
     revision_deployment_parent,
+    try_quantity,
 )
-from gpulint.kinds.view import generated_by
 
 ID = "GL903"
 NAME = "cluster-knative-owned-target"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
 REQUIRES = "cluster"  # in files, GL105 reports the same targets
+STAGES = ("workload",)
 
 SERVICE_LABEL = "serving.knative.dev/service"
 

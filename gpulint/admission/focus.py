@@ -21,7 +21,7 @@ from typing import Any
 from gpulint.chain.adapter import AdapterConfig, AdapterRule, requested_metric_name
 from gpulint.core.model import Finding, ObjectRef
 from gpulint.engine.rule import SCOPES
-from gpulint.engine.runner import PodOwner, pod_owner
+from gpulint.engine.scopes import PodOwner, pod_owner
 from gpulint.input.document import Manifest, as_dict
 from gpulint.inventory import Inventory, Key, TargetGroup, key_of
 from gpulint.kinds.classify import classify_manifest

@@ -21,10 +21,14 @@ overlay) at the cost of their own relations.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulint.chain.adapter import AdapterConfig, AdapterRule
+from gpulint.chain.exporter import DcgmExporter
+from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrapelabels import DcgmScrape
+from gpulint.chain.services import EndpointState, ServiceView
+from gpulint.chain.urls import PrometheusUrl
 from gpulint.engine.config import Settings
 from gpulint.input.chartvalues import ChartValues
 from gpulint.input.document import Document, Manifest, Path, as_dict
@@ -48,6 +52,13 @@ from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_vie
 from gpulint.kinds.scaling import ScalingRange, replicas_range
 from gpulint.kinds.view import KindView, TargetRef
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
+
+if TYPE_CHECKING:
+    # For annotations only: a lint of plain files does not load the renderers, nor the
+    # evidence --prometheus and --cluster collect.
+    from gpulint.cluster.snapshot import ClusterSnapshot
+    from gpulint.input.units import RenderProblem
+    from gpulint.live.snapshot import LiveSnapshot
 
 __all__ = [
     "Autoscaler",
@@ -91,8 +102,8 @@ class Inventory:
         self.kserve_default_mode = self.settings.kserve_default_mode
         self._kserve_mode_source: Manifest | None = None
         self._owned: dict[int, list[Any]] = {}  # problems a ConfigMap's embedded YAML added
-        self.live: Any = None  # filled by the live Prometheus check
-        self.cluster: Any = None  # filled by cluster mode
+        self.live: LiveSnapshot | None = None  # filled by the live Prometheus check
+        self.cluster: ClusterSnapshot | None = None  # filled by cluster mode
 
     # --- what rules iterate ------------------------------------------------------------------
 
@@ -402,6 +413,31 @@ class Inventory:
     def dcgm_scrapes_near(self, document: Document) -> list[DcgmScrape]:
         """The dcgm-exporter scrape settings nearest to ``document``."""
         return self.exposure.scrapes_near(document)
+
+    # --- the scrape chain before the adapter (answered by ``pipeline``) ---------------------
+
+    def monitors(self) -> list[Monitor]:
+        """dcgm-exporter's ServiceMonitors and PodMonitors (and a chart's)."""
+        return self.pipeline.all_monitors()
+
+    def exporters(self) -> list[DcgmExporter]:
+        """The dcgm-exporter DaemonSets, written out or made by a chart."""
+        return self.pipeline.all_exporters()
+
+    def services(self) -> list[ServiceView]:
+        return self.pipeline.all_services()
+
+    def services_named(self, name: str, namespace: str | None) -> list[ServiceView]:
+        """The Services of that name (in ``namespace``; None: in any)."""
+        return self.pipeline.services_named(name, namespace)
+
+    def endpoints_of(self, service: ServiceView) -> EndpointState | None:
+        """What the Service's Endpoints or EndpointSlices say, when the input has them."""
+        return self.pipeline.endpoints_of(service)
+
+    def prometheus_urls(self) -> list[PrometheusUrl]:
+        """Where the adapter (or KEDA) queries Prometheus."""
+        return self.pipeline.all_urls()
 
     def recorded_series(self) -> dict[str, tuple[Manifest, Path]]:
         """Series that PrometheusRule recording rules in the input create (``record:``)."""

@@ -18,7 +18,7 @@ from typing import TextIO
 from gpulint.core.message import split_message
 from gpulint.core.model import Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.runner import Result
+from gpulint.engine.result import Result
 from gpulint.report.escape import escape_controls, safe_line, safe_lines
 
 _COLORS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}

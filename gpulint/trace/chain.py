@@ -16,15 +16,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, requested_metric_name
+from gpulint.chain.adapter import (
+    CUSTOM,
+    EXTERNAL,
+    AdapterRule,
+    describe_document,
+    requested_metric_name,
+)
 from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrape import dcgm_targets, url_target
 from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import PrometheusUrl
 from gpulint.core.model import Finding, ObjectRef
-from gpulint.engine.rule import describe_document
+from gpulint.engine.registry import stage_rules
 from gpulint.input.document import Document, Manifest, as_dict, as_list
 from gpulint.inventory import Inventory
+from gpulint.kinds.hpa import HPA
 from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.view import (
     AdapterMetric,
@@ -35,6 +42,7 @@ from gpulint.kinds.view import (
     TargetRef,
     TraceSource,
 )
+from gpulint.live.snapshot import HpaEvidence
 from gpulint.metrics.promql import metric_names_in_query
 from gpulint.trace.links import (
     BROKEN,
@@ -51,25 +59,8 @@ from gpulint.trace.links import (
     server_label,
 )
 
-__all__ = ["STAGE_RULES", "Link", "Trace", "select", "traces"]
+__all__ = ["Link", "Trace", "select", "traces"]
 
-# The rules whose findings break each stage.
-STAGE_RULES: dict[str, frozenset[str]] = {
-    "workload": frozenset(
-        {"GL105", "GL106", "GL201", "GL202", "GL203", "GL204", "GL303", "GL306", "GL501", "GL903"}
-        | {"GL301", "GL302", "GL304", "GL305"}
-    ),
-    "exporter": frozenset({"GL604"}),
-    "service": frozenset({"GL602"}),
-    "scrape": frozenset({"GL601", "GL602", "GL806"}),
-    "prometheus": frozenset({"GL603", "GL809", "GL904"}),
-    "adapter-rule": frozenset(
-        {"GL401", "GL402", "GL403", "GL404", "GL405", "GL406", "GL407", "GL408"}
-        | {"GL801", "GL802", "GL803"}
-    ),
-    "metrics-api": frozenset({"GL804", "GL901"}),
-    "autoscaler": frozenset({"GL101", "GL103", "GL107", "GL108", "GL109", "GL805", "GL902"}),
-}
 # Findings about the whole unit's Prometheus, wherever they are placed.
 _UNIT_RULES = {"GL806": "scrape", "GL809": "prometheus"}
 
@@ -360,7 +351,9 @@ class _Chain:
     def _probed(self, hpa: KindView, metric: AdapterMetric, findings: list[Finding]) -> Link | None:
         """What the cluster's metrics API answered for the metric (cluster mode)."""
         cluster = self.inventory.cluster
-        probe = cluster.probe(hpa, metric.index) if cluster is not None else None
+        probe = (
+            cluster.probe(hpa.namespace, hpa.name, metric.index) if cluster is not None else None
+        )
         if probe is None:
             return None
         status = BROKEN if probe.broken else (OK if probe.outcome == "served" else UNKNOWN)
@@ -371,12 +364,17 @@ class _Chain:
             detail += f", {probe.values} value{'s' * (probe.values != 1)}"
         return link("metrics-api", None, status, detail, findings)
 
+    def _evidence(self, autoscaler: KindView) -> list[HpaEvidence]:
+        """What ``--prometheus`` collected about the autoscaler's metrics (HPAs only: the
+        adapter's queries are rendered for HPAs)."""
+        live = self.inventory.live
+        if live is None or not live.available or not isinstance(autoscaler, HPA):
+            return []
+        return live.for_hpa(autoscaler, self.inventory)
+
     def _live(self, hpa: KindView, metric: AdapterMetric, findings: list[Finding]) -> Link | None:
         """What the adapter's query returned from a live Prometheus (``--prometheus``)."""
-        live = self.inventory.live
-        if live is None or not live.available:
-            return None
-        for evidence in live.for_hpa(hpa, self.inventory):
+        for evidence in self._evidence(hpa):
             if evidence.metric is not metric:
                 continue
             if not evidence.usable:
@@ -407,13 +405,11 @@ class _Chain:
             detail += "; " + ", ".join(
                 f"{c.get('type')}=False ({c.get('reason')})" for c in conditions[:2]
             )
-        live = self.inventory.live
-        if live is not None and live.available:
-            for evidence in live.for_hpa(hpa, self.inventory):
-                stats = evidence.observed_stats() if evidence.metric is metric else None
-                if stats is not None:
-                    low, median, high = stats
-                    detail += f"; observed {low:g} / {median:g} / {high:g} (min / median / max)"
+        for evidence in self._evidence(hpa):
+            stats = evidence.observed_stats() if evidence.metric is metric else None
+            if stats is not None:
+                low, median, high = stats
+                detail += f"; observed {low:g} / {median:g} / {high:g} (min / median / max)"
         return link(
             "autoscaler",
             hpa.manifest,
@@ -450,7 +446,7 @@ def _metrics_api_path(hpa: KindView, metric: AdapterMetric) -> str:
 
 def traces(inventory: Inventory, findings: Iterable[Finding], unit: str = "") -> list[Trace]:
     """One trace per autoscaler metric of the unit, from each view's trace sources."""
-    chain = _Chain(inventory, StageFindings(findings, STAGE_RULES, _UNIT_RULES))
+    chain = _Chain(inventory, StageFindings(findings, stage_rules(), _UNIT_RULES))
     found: list[Trace] = []
     for scope in VIEW_SCOPES:
         for view in inventory.items_of(scope):

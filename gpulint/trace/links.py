@@ -8,23 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from gpulint.chain.adapter import describe_document
 from gpulint.chain.servers import PrometheusServer
 from gpulint.core.model import Finding, Location, ObjectRef, Severity
-from gpulint.engine.rule import describe_document
+from gpulint.engine.rule import TRACE_STAGES
 from gpulint.input.document import Document, Manifest, Path
 from gpulint.metrics.names import Exporter as MetricSource
 from gpulint.metrics.names import is_dcgm_field, lookup
 
-STAGES = (
-    "workload",
-    "exporter",
-    "service",
-    "scrape",
-    "prometheus",
-    "adapter-rule",
-    "metrics-api",
-    "autoscaler",
-)
+STAGES = TRACE_STAGES  # the rules whose findings break each stage declare it (STAGES)
 OK, BROKEN, UNKNOWN = "ok", "broken", "unknown"
 
 

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from gpulint.engine.runner import rule_by_id
+from gpulint.engine.registry import rule_by_id
 
 from ..conftest import lint_text
 from .test_cluster_fixtures import lint_cluster
