@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import Callable
 
-from gpulint.kinds.keda import PrometheusTrigger
+from gpulint.kinds.keda import PrometheusTrigger, prometheus_triggers
 from gpulint.live.answers import NOT_THE_API, point_value, shown_error
 from gpulint.live.client import PrometheusError, QueryRejected
 from gpulint.live.kedaquery import TriggerRequest, read_answer, request_for, same_server
@@ -41,15 +41,14 @@ class TriggerChecks(Lookups):
     def _plan_triggers(self) -> list[PrometheusTrigger]:
         """The triggers KEDA can build a scaler for; a note for each it cannot."""
         planned = []
-        for scaled_object in self.inventory.scaled_objects:
-            for trigger in scaled_object.prometheus_triggers:
-                refused = _refused(trigger)
-                if refused:
-                    self.snapshot.notes.append(
-                        f"{trigger.describe()} is not checked live: KEDA refuses it ({refused})"
-                    )
-                else:
-                    planned.append(trigger)
+        for trigger in prometheus_triggers(self.inventory.store.views.values()):
+            refused = _refused(trigger)
+            if refused:
+                self.snapshot.notes.append(
+                    f"{trigger.describe()} is not checked live: KEDA refuses it ({refused})"
+                )
+            else:
+                planned.append(trigger)
         return planned
 
     def _check_triggers(self, triggers: list[PrometheusTrigger]) -> None:
