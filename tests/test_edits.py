@@ -185,6 +185,6 @@ def test_files_a_fix_may_not_write_are_refused(tmp_path: Path) -> None:
     "key", ["on", "yes", "No", "null", "1", "1e5", "~", "a: b", "#x", "- x", "true"]
 )
 def test_keys_are_written_so_yaml_reads_them_back(key: str) -> None:
-    from gpulint.adoption.edits import _key_text
+    from gpulint.adoption.yamlspans import key_text
 
-    assert yaml.safe_load(f"{_key_text(key)}: 0") == {key: 0}
+    assert yaml.safe_load(f"{key_text(key)}: 0") == {key: 0}

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gpulint.admission.overlay import FINDINGS_PER_RULE
 from gpulint.core.model import Finding, ObjectRef, Severity
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import INTERNAL_ERROR, Selection
+from gpulint.engine.registry import Selection, rules_requiring
+from gpulint.engine.runner import INTERNAL_ERROR
 from gpulint.kinds.classify import EmbeddedParser, parse_embedded
 from gpulint.kinds.registry import evaluated_kinds
 
@@ -89,9 +90,7 @@ class ClusterEvaluator:
         self.live = live
         self._live_rules: frozenset[str] = frozenset()
         if live is not None:
-            from gpulint.engine.runner import rule_index
-
-            self._live_rules = frozenset(i.id for i in rule_index() if i.requires == "live")
+            self._live_rules = rules_requiring("live")
 
     def start(self) -> None:
         self.cache.start()
@@ -268,12 +267,9 @@ class Decider:
         refused = [f for f in findings if self.refuses(f)]
         existing: list[Finding] = []
         if refused and request.operation == "UPDATE" and request.old_object is not None:
-            before = self.evaluator.evaluate(
-                request.old_object, "UPDATE", request.old_object, deadline, parser
+            refused, existing = self._new_and_existing(
+                refused, request.old_object, deadline, parser
             )
-            had = {_finding_key(f) for f in before}
-            existing = [f for f in refused if _finding_key(f) in had]
-            refused = [f for f in refused if _finding_key(f) not in had]
         warned = [f for f in findings if not self.refuses(f)]
         warnings = [
             f"gpulint did not read the configuration embedded in {request.describe()} ({why}): "
@@ -290,6 +286,20 @@ class Decider:
             return Decision("denied", response, findings, refused, existing)
         verdict = "warned" if fitted else "allowed"
         return Decision(verdict, review_response(request.uid, True, warnings=fitted), findings)
+
+    def _new_and_existing(
+        self,
+        refused: list[Finding],
+        old_object: dict[str, Any],
+        deadline: float,
+        parser: EmbeddedParser,
+    ) -> tuple[list[Finding], list[Finding]]:
+        """An UPDATE's refusing findings split into the new ones and those the object
+        already had before it (which only warn)."""
+        before = self.evaluator.evaluate(old_object, "UPDATE", old_object, deadline, parser)
+        had = {_finding_key(f) for f in before}
+        existing = [f for f in refused if _finding_key(f) in had]
+        return [f for f in refused if _finding_key(f) not in had], existing
 
 
 def too_deep_warning(request: ReviewRequest, depth: int) -> str:

@@ -124,57 +124,8 @@ class ReviewRequest:
 def parse_review(body: bytes) -> ReviewRequest:
     """The request of an AdmissionReview body; raises BadReview with a message that says what
     is wrong."""
-    if not body.strip():
-        raise BadReview("empty", "the request body is empty; expected an AdmissionReview")
-    first = body.lstrip(b" \t\r\n")[:1]
-    if first != b"{" and first in _NOT_OBJECTS:
-        # Said without reading the rest: however long or deep, it is no review.
-        raise BadReview(
-            "not-review",
-            f"the request body is a JSON {_NOT_OBJECTS[first]}; expected an AdmissionReview object",
-        )
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise BadReview(
-            "not-json", f"the request body is not UTF-8 JSON (byte {error.start})"
-        ) from None
-    try:
-        review, cut = loads_bounded(body, REVIEW_DEPTH, lambda data: read_json(data.decode()))
-    except json.JSONDecodeError as error:
-        raise BadReview(
-            "not-json",
-            f"the request body is not JSON: {error.msg} at line {error.lineno} "
-            f"column {error.colno}",
-        ) from None
-    except ValueError as error:  # NaN or Infinity, which JSON does not have
-        raise BadReview("not-json", f"the request body is not JSON: {error}") from None
-    except RecursionError:
-        raise BadReview("not-json", "the request body nests JSON too deeply") from None
-    if not isinstance(review, dict):
-        raise BadReview(
-            "not-review",
-            f"the request body is a JSON {_json_type(review)}; expected an AdmissionReview object",
-        )
-    api_version, kind = review.get("apiVersion"), review.get("kind")
-    if kind != KIND:
-        raise BadReview(
-            "wrong-kind",
-            f"kind is {_shown(kind)}; expected {KIND}",
-        )
-    if api_version != API_VERSION:
-        raise BadReview(
-            "wrong-api-version",
-            f"apiVersion is {_shown(api_version)}; gpulint answers {API_VERSION} only "
-            "(set admissionReviewVersions: [v1] in the ValidatingWebhookConfiguration)",
-        )
-    request = review.get("request")
-    if request is None:
-        raise BadReview("no-request", "the AdmissionReview has no request")
-    if not isinstance(request, dict):
-        raise BadReview(
-            "no-request", f"request is a JSON {_json_type(request)}; expected an object"
-        )
+    review, cut = _read_body(body)
+    request = _request_of(review)
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid.strip():
         raise BadReview("no-uid", "request.uid is missing or empty; the answer must carry it")
@@ -207,6 +158,67 @@ def parse_review(body: bytes) -> ReviewRequest:
         old_object=old,
         too_deep=cut and obj is not None and has_too_deep(obj),
     )
+
+
+def _read_body(body: bytes) -> tuple[Any, bool]:
+    """The JSON of the body, read to ``REVIEW_DEPTH`` levels, and whether deeper parts were
+    cut; raises BadReview for a body that is no JSON object."""
+    if not body.strip():
+        raise BadReview("empty", "the request body is empty; expected an AdmissionReview")
+    first = body.lstrip(b" \t\r\n")[:1]
+    if first != b"{" and first in _NOT_OBJECTS:
+        # Said without reading the rest: however long or deep, it is no review.
+        raise BadReview(
+            "not-review",
+            f"the request body is a JSON {_NOT_OBJECTS[first]}; expected an AdmissionReview object",
+        )
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadReview(
+            "not-json", f"the request body is not UTF-8 JSON (byte {error.start})"
+        ) from None
+    try:
+        return loads_bounded(body, REVIEW_DEPTH, lambda data: read_json(data.decode()))
+    except json.JSONDecodeError as error:
+        raise BadReview(
+            "not-json",
+            f"the request body is not JSON: {error.msg} at line {error.lineno} "
+            f"column {error.colno}",
+        ) from None
+    except ValueError as error:  # NaN or Infinity, which JSON does not have
+        raise BadReview("not-json", f"the request body is not JSON: {error}") from None
+    except RecursionError:
+        raise BadReview("not-json", "the request body nests JSON too deeply") from None
+
+
+def _request_of(review: Any) -> dict[str, Any]:
+    """The ``request`` of an AdmissionReview v1 object; raises BadReview for anything else."""
+    if not isinstance(review, dict):
+        raise BadReview(
+            "not-review",
+            f"the request body is a JSON {_json_type(review)}; expected an AdmissionReview object",
+        )
+    api_version, kind = review.get("apiVersion"), review.get("kind")
+    if kind != KIND:
+        raise BadReview(
+            "wrong-kind",
+            f"kind is {_shown(kind)}; expected {KIND}",
+        )
+    if api_version != API_VERSION:
+        raise BadReview(
+            "wrong-api-version",
+            f"apiVersion is {_shown(api_version)}; gpulint answers {API_VERSION} only "
+            "(set admissionReviewVersions: [v1] in the ValidatingWebhookConfiguration)",
+        )
+    request = review.get("request")
+    if request is None:
+        raise BadReview("no-request", "the AdmissionReview has no request")
+    if not isinstance(request, dict):
+        raise BadReview(
+            "no-request", f"request is a JSON {_json_type(request)}; expected an object"
+        )
+    return request
 
 
 def _kind_of(request: Mapping[str, Any], obj: Mapping[str, Any] | None) -> GroupVersionKind:

@@ -10,18 +10,37 @@ Three shapes carry the same rules (kubernetes-sigs/prometheus-adapter v0.12, pkg
 Naming follows pkg/naming/metric_namer.go: ``name.matches`` (default ``.*``) is also an
 implicit ``is`` filter; ``as`` defaults to ``$0`` without capture groups and ``$1`` with one;
 the exposed name is Go's ``Regexp.Expand`` of ``as`` with the first match in the series name.
+
+The Go behaviour is in ``gosemantics``, the resource mapping in ``resources`` and the chart's
+default rules in ``chartrules``; their names are importable from here too.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from gpulint.chain.chartrules import CHART_DEFAULT_RULES
+from gpulint.chain.gosemantics import (
+    compile_go_regex,
+    go_expand,
+    go_regex_problem,
+    go_truthy,
+)
+from gpulint.chain.resources import (
+    ResourceMapping,
+    canonical_resource,
+    read_resources,
+    render_resource_template,
+    singular,
+)
 from gpulint.core.model import ObjectRef, Related
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.metrics.promql import Selector, SelectorError, parse_selector
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 CUSTOM, EXTERNAL = "custom", "external"
 # The longest metricsQuery gpulint analyses. The adapter's own examples and the charts' rules
@@ -43,156 +62,6 @@ RESOURCE_RULE_KEYS = ("containerQuery", "nodeQuery", "resources", "containerLabe
 TEMPLATE_FIELDS = ("Series", "LabelMatchers", "GroupBy", "GroupBySlice", "LabelValuesByName")
 # What a Prometheus metric (series) name can be (prometheus docs, "Metric names and labels").
 SERIES_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-
-_RESOURCE_ALIASES = {
-    "pod": "pods",
-    "pods": "pods",
-    "po": "pods",
-    "namespace": "namespaces",
-    "namespaces": "namespaces",
-    "ns": "namespaces",
-    "node": "nodes",
-    "nodes": "nodes",
-    "service": "services",
-    "services": "services",
-    "svc": "services",
-    "deployment": "deployments",
-    "deployments": "deployments",
-    "statefulset": "statefulsets",
-    "statefulsets": "statefulsets",
-    "ingress": "ingresses",
-    "ingresses": "ingresses",
-    "job": "jobs",
-    "jobs": "jobs",
-}
-
-
-def canonical_resource(resource: str) -> str:
-    lowered = resource.strip().lower()
-    if "." in lowered:
-        lowered = lowered.split(".", 1)[0]
-    return _RESOURCE_ALIASES.get(lowered, lowered if lowered.endswith("s") else lowered + "s")
-
-
-def singular(resource: str) -> str:
-    canonical = canonical_resource(resource)
-    if canonical.endswith("ses"):
-        return canonical[:-2]
-    return canonical[:-1] if canonical.endswith("s") else canonical
-
-
-# --- Go regexp expansion -----------------------------------------------------------------
-
-_GO_VAR = re.compile(r"\$(\$|\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))")
-
-
-def go_expand(template: str, match: re.Match[str]) -> str:
-    """Go's Regexp.Expand: ``$1``/``${1}``/``$name``; ``$1x`` means the group named ``1x``."""
-
-    def replace(found: re.Match[str]) -> str:
-        if found.group(1) == "$":
-            return "$"
-        name = found.group(2) or found.group(3)
-        if name.isdigit():
-            index = int(name)
-            if index > (match.re.groups or 0):
-                return ""
-            return match.group(index) or ""
-        try:
-            return match.group(name) or ""
-        except IndexError:
-            return ""
-
-    return _GO_VAR.sub(replace, template)
-
-
-# Constructs Go's RE2 refuses although Python's re accepts them.
-_RE2_UNSUPPORTED = re.compile(r"\(\?(=|!|<=|<!)|\\[1-9]|\(\?P=")
-_GO_NAMED_GROUP = re.compile(r"\(\?<(?![=!])")
-
-
-def go_regex_problem(pattern: str) -> str | None:
-    """Why Go's regexp (RE2) would refuse ``pattern``; None when it compiles."""
-    unsupported = _RE2_UNSUPPORTED.search(pattern)
-    if unsupported:
-        return f"Go's RE2 has no look-arounds or back-references: `{unsupported.group(0)}`"
-    try:
-        re.compile(_GO_NAMED_GROUP.sub("(?P<", pattern))
-    except re.error as error:
-        return str(error)
-    return None
-
-
-def compile_go_regex(pattern: str) -> re.Pattern[str] | None:
-    """``pattern`` as Go compiles it (``(?<name>...)`` named groups included), as a Python
-    pattern; None when Go would refuse it."""
-    if _RE2_UNSUPPORTED.search(pattern):
-        return None
-    try:
-        return re.compile(_GO_NAMED_GROUP.sub("(?P<", pattern))
-    except re.error:
-        return None
-
-
-# --- resources ----------------------------------------------------------------------------
-
-
-class ResourceMapping(NamedTuple):
-    """``resources``: Prometheus labels that name Kubernetes objects."""
-
-    overrides: dict[str, str]  # label -> canonical resource ("pods", "namespaces" ...)
-    template: str | None
-    namespaced: bool | None
-
-    def label_for(self, resource: str) -> str | None:
-        """The Prometheus label that holds objects of ``resource`` (override or template)."""
-        wanted = canonical_resource(resource)
-        for label, mapped in self.overrides.items():
-            if mapped == wanted:
-                return label
-        if self.template:
-            return render_resource_template(self.template, wanted)
-        return None
-
-    def labels_for(self, resource: str) -> list[str]:
-        wanted = canonical_resource(resource)
-        labels = [label for label, mapped in self.overrides.items() if mapped == wanted]
-        if self.template:
-            rendered = render_resource_template(self.template, wanted)
-            if rendered and rendered not in labels:
-                labels.append(rendered)
-        return labels
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.overrides and not self.template
-
-
-def render_resource_template(template: str, resource: str) -> str | None:
-    """``kube_<<.Group>>_<<.Resource>>`` for a resource (the group of core objects is empty)."""
-    text = template.replace("<<.Resource>>", singular(resource)).replace("<<.Group>>", "")
-    text = re.sub(r"<<\s*\.Resource\s*>>", singular(resource), text)
-    text = re.sub(r"<<\s*\.Group\s*>>", "", text)
-    return None if "<<" in text else text
-
-
-def read_resources(data: Any) -> ResourceMapping:
-    resources = as_dict(data)
-    overrides: dict[str, str] = {}
-    for label, target in as_dict(resources.get("overrides")).items():
-        resource = as_dict(target).get("resource")
-        if isinstance(label, str) and isinstance(resource, str):
-            overrides[label] = canonical_resource(resource)
-    template = resources.get("template")
-    namespaced = resources.get("namespaced")
-    return ResourceMapping(
-        overrides,
-        template if isinstance(template, str) and template else None,
-        namespaced if isinstance(namespaced, bool) else None,
-    )
-
-
-# --- rules --------------------------------------------------------------------------------
 
 
 class AdapterRule:
@@ -419,8 +288,6 @@ class AdapterRule:
     def related(self, role: str = "adapter rule", key: str | None = None) -> Related:
         """This rule as the other end of a cross-object finding: at ``key``, by default at its
         ``name`` block, or its ``seriesQuery`` when it has none."""
-        from gpulint.engine.rule import describe_document
-
         if key is None:
             key = "name" if "name" in self.data else "seriesQuery"
         ref = self.config.ref or describe_document(self.document)
@@ -436,17 +303,6 @@ def requested_metric_name(metric: str, api: str) -> str:
     case-sensitively; custom (Pods/Object) names travel as a subresource, unchanged.
     """
     return metric.lower() if api == EXTERNAL else metric
-
-
-def go_truthy(value: Any) -> bool:
-    """Go template truth (``{{ if .Values.x }}``): false, 0, nil and empty values are false."""
-    if value is None or value is False:
-        return False
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value != 0
-    if isinstance(value, str | list | dict):
-        return len(value) > 0
-    return True
 
 
 def _series_candidate(matches: str, template: str, metric: str) -> str | None:
@@ -468,58 +324,6 @@ def _series_candidate(matches: str, template: str, metric: str) -> str | None:
     if re.search(r"[\\^$.|?*+()\[\]{}]", rest):
         return None
     return rest.replace("\0", metric)
-
-
-# The prometheus-adapter chart's generic rules (rules.default: true), as data.
-_CONTAINER_SERIES = '{__name__=~"^container_.*",container!="POD",namespace!="",pod!=""}'
-_NAMESPACED_SERIES = '{namespace!="",__name__!~"^container_.*"}'
-_POD_NS_OVERRIDES = {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}
-CHART_DEFAULT_RULES: tuple[dict[str, Any], ...] = (
-    {
-        "seriesQuery": _CONTAINER_SERIES,
-        "seriesFilters": [],
-        "resources": {"overrides": _POD_NS_OVERRIDES},
-        "name": {"matches": "^container_(.*)_seconds_total$", "as": ""},
-        "metricsQuery": 'sum(rate(<<.Series>>{<<.LabelMatchers>>,container!="POD"}[5m])) '
-        "by (<<.GroupBy>>)",
-    },
-    {
-        "seriesQuery": _CONTAINER_SERIES,
-        "seriesFilters": [{"isNot": "^container_.*_seconds_total$"}],
-        "resources": {"overrides": _POD_NS_OVERRIDES},
-        "name": {"matches": "^container_(.*)_total$", "as": ""},
-        "metricsQuery": 'sum(rate(<<.Series>>{<<.LabelMatchers>>,container!="POD"}[5m])) '
-        "by (<<.GroupBy>>)",
-    },
-    {
-        "seriesQuery": _CONTAINER_SERIES,
-        "seriesFilters": [{"isNot": "^container_.*_total$"}],
-        "resources": {"overrides": _POD_NS_OVERRIDES},
-        "name": {"matches": "^container_(.*)$", "as": ""},
-        "metricsQuery": 'sum(<<.Series>>{<<.LabelMatchers>>,container!="POD"}) by (<<.GroupBy>>)',
-    },
-    {
-        "seriesQuery": _NAMESPACED_SERIES,
-        "seriesFilters": [{"isNot": ".*_total$"}],
-        "resources": {"template": "<<.Resource>>"},
-        "name": {"matches": "", "as": ""},
-        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-    },
-    {
-        "seriesQuery": _NAMESPACED_SERIES,
-        "seriesFilters": [{"isNot": ".*_seconds_total"}],
-        "resources": {"template": "<<.Resource>>"},
-        "name": {"matches": "^(.*)_total$", "as": ""},
-        "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[5m])) by (<<.GroupBy>>)",
-    },
-    {
-        "seriesQuery": _NAMESPACED_SERIES,
-        "seriesFilters": [],
-        "resources": {"template": "<<.Resource>>"},
-        "name": {"matches": "^(.*)_seconds_total$", "as": ""},
-        "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[5m])) by (<<.GroupBy>>)",
-    },
-)
 
 
 class AdapterConfig:
@@ -645,3 +449,53 @@ def looks_like_adapter_values(data: Any) -> bool:
     if not isinstance(rules, dict):
         return False
     return any(key in rules for key in ("custom", "external", "default", "resource", "existing"))
+
+
+def describe_document(document: Document) -> ObjectRef:
+    """The object a document is, or a stand-in naming what kind of file it is (the adapter's
+    own configuration format and Helm values are files, not objects, and findings name them
+    by that)."""
+    if isinstance(document, Manifest):
+        return document.ref
+    data = document.data
+    if looks_like_adapter_config(data):
+        kind = "PrometheusAdapterConfig"
+    elif looks_like_adapter_values(data) or isinstance(data, dict):
+        kind = "HelmValues"
+    else:
+        kind = "Document"
+    name = document.file.rsplit("/", 1)[-1]
+    return ObjectRef("", kind, None, name)
+
+
+__all__ = [
+    "CHART_DEFAULT_RULES",
+    "CONFIG_KEYS",
+    "CUSTOM",
+    "EXTERNAL",
+    "FILTER_KEYS",
+    "MAX_QUERY_CHARS",
+    "NAME_KEYS",
+    "OVERRIDE_KEYS",
+    "RESOURCES_KEYS",
+    "RESOURCE_RULES_KEYS",
+    "RESOURCE_RULE_KEYS",
+    "RULE_KEYS",
+    "SERIES_NAME",
+    "TEMPLATE_FIELDS",
+    "AdapterConfig",
+    "AdapterRule",
+    "ResourceMapping",
+    "canonical_resource",
+    "compile_go_regex",
+    "describe_document",
+    "go_expand",
+    "go_regex_problem",
+    "go_truthy",
+    "looks_like_adapter_config",
+    "looks_like_adapter_values",
+    "read_resources",
+    "render_resource_template",
+    "requested_metric_name",
+    "singular",
+]

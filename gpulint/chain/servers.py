@@ -174,27 +174,46 @@ class PrometheusServer:
             )
         answer = selection.selector.matches(monitor.labels)
         if answer is not True:
-            if answer is None:
-                return Verdict(None, "a label value is not known", selection.selector_path)
-            missing = selection.selector.missing(monitor.labels)
-            wanted = {k: v for k, v in missing.items() if v is not None}
-            if selection.source == "release-label":
-                setting = f"{what[0].lower()}{what[1:]}SelectorNilUsesHelmValues"
-                shown = self.release or "<its release name>"
-                if "release" not in monitor.labels:
-                    has = "this one has no `release` label"
-                else:
-                    has = f"this one has release: {monitor.labels['release']}"
-                reason = (
-                    f"it selects only {what}s labelled `release: {shown}` ({setting} is "
-                    f"{'true by default' if selection.nil_uses_path is None else 'true'}), and "
-                    f"{has}"
-                )
+            return self._unmatched_labels(monitor, selection, selection.selector, what, answer)
+        return self._namespace_verdict(monitor, selection, what, namespace_labels)
+
+    def _unmatched_labels(
+        self,
+        monitor: Monitor,
+        selection: MonitorSelection,
+        selector: LabelSelector,
+        what: str,
+        answer: bool | None,
+    ) -> Verdict:
+        """The monitor selector does not match the monitor's labels (or cannot tell)."""
+        if answer is None:
+            return Verdict(None, "a label value is not known", selection.selector_path)
+        missing = selector.missing(monitor.labels)
+        wanted = {k: v for k, v in missing.items() if v is not None}
+        if selection.source == "release-label":
+            setting = f"{what[0].lower()}{what[1:]}SelectorNilUsesHelmValues"
+            shown = self.release or "<its release name>"
+            if "release" not in monitor.labels:
+                has = "this one has no `release` label"
             else:
-                reason = f"its {what} selector `{selection.selector}` does not match the labels"
-            return Verdict(
-                False, reason, selection.nil_uses_path or selection.selector_path, wanted
+                has = f"this one has release: {monitor.labels['release']}"
+            reason = (
+                f"it selects only {what}s labelled `release: {shown}` ({setting} is "
+                f"{'true by default' if selection.nil_uses_path is None else 'true'}), and "
+                f"{has}"
             )
+        else:
+            reason = f"its {what} selector `{selector}` does not match the labels"
+        return Verdict(False, reason, selection.nil_uses_path or selection.selector_path, wanted)
+
+    def _namespace_verdict(
+        self,
+        monitor: Monitor,
+        selection: MonitorSelection,
+        what: str,
+        namespace_labels: Labels | None,
+    ) -> Verdict:
+        """The monitor's labels match: does the namespace selector select its namespace?"""
         if monitor.namespace is None:
             if selection.namespaces is not None and selection.namespaces.is_empty:
                 return Verdict(True, "", selection.namespaces_path)

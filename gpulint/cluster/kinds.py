@@ -360,23 +360,30 @@ def selector_text(selector: Any) -> str | None:
     if not isinstance(expressions, list):
         return None
     for expression in expressions:
-        if not isinstance(expression, dict) or not isinstance(expression.get("key"), str):
+        text = _expression_text(expression)
+        if text is None:
             return None
-        key, op = expression["key"], expression.get("operator")
-        values = expression.get("values") or []
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            return None
-        if op == "In" and values:
-            parts.append(f"{key} in ({','.join(sorted(values))})")
-        elif op == "NotIn" and values:
-            parts.append(f"{key} notin ({','.join(sorted(values))})")
-        elif op == "Exists" and not values:
-            parts.append(key)
-        elif op == "DoesNotExist" and not values:
-            parts.append(f"!{key}")
-        else:
-            return None
+        parts.append(text)
     return ",".join(parts)
+
+
+def _expression_text(expression: Any) -> str | None:
+    """One ``matchExpressions`` entry in the selector's string form; None when invalid."""
+    if not isinstance(expression, dict) or not isinstance(expression.get("key"), str):
+        return None
+    key, op = expression["key"], expression.get("operator")
+    values = expression.get("values") or []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return None
+    if op == "In" and values:
+        return f"{key} in ({','.join(sorted(values))})"
+    if op == "NotIn" and values:
+        return f"{key} notin ({','.join(sorted(values))})"
+    if op == "Exists" and not values:
+        return str(key)
+    if op == "DoesNotExist" and not values:
+        return f"!{key}"
+    return None
 
 
 def _label_value(value: str | int | float | bool) -> str:

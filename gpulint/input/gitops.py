@@ -57,23 +57,7 @@ def wrapped_values(manifest: Manifest, parse_string: ValuesParser) -> list[Wrapp
     """The values a HelmRelease or Application passes to its chart(s)."""
     spec = as_dict(manifest.data.get("spec"))
     if manifest.kind == "HelmRelease":
-        values = spec.get("values")
-        if not isinstance(values, dict):
-            return []
-        chart = as_dict(as_dict(spec.get("chart")).get("spec")).get("chart")
-        target = spec.get("targetNamespace")
-        release = spec.get("releaseName")
-        if not isinstance(release, str) or not release:
-            release = (
-                f"{target}-{manifest.name}" if isinstance(target, str) and target else manifest.name
-            )
-        namespace = target if isinstance(target, str) and target else manifest.namespace
-        document = _values_document(manifest, values, ("spec", "values"))
-        return [
-            WrappedValues(
-                document, chart if isinstance(chart, str) else None, release, namespace, manifest
-            )
-        ]
+        return _helm_release_values(manifest, spec)
     found = []
     sources: list[tuple[Path, dict[str, Any]]] = []
     if isinstance(spec.get("source"), dict):
@@ -83,23 +67,57 @@ def wrapped_values(manifest: Manifest, parse_string: ValuesParser) -> list[Wrapp
             sources.append((("spec", "sources", i), item))
     destination = as_dict(spec.get("destination")).get("namespace")
     for path, source in sources:
-        helm = as_dict(source.get("helm"))
-        chart = source.get("chart")
-        if not isinstance(chart, str) or not chart:
-            repo_path = source.get("path")
-            chart = repo_path.rstrip("/").rsplit("/", 1)[-1] if isinstance(repo_path, str) else None
-        release = helm.get("releaseName")
-        release = release if isinstance(release, str) and release else manifest.name
-        namespace = destination if isinstance(destination, str) and destination else None
-        objects = helm.get("valuesObject")
-        if isinstance(objects, dict):
-            document = _values_document(manifest, objects, (*path, "helm", "valuesObject"))
-            found.append(WrappedValues(document, chart, release, namespace, manifest))
-        text = helm.get("values")
-        if isinstance(text, str) and text.strip():
-            parsed = parse_string(text, manifest, (*path, "helm", "values"))
-            if parsed is not None:
-                found.append(WrappedValues(parsed, chart, release, namespace, manifest))
+        found.extend(_application_values(manifest, path, source, destination, parse_string))
+    return found
+
+
+def _helm_release_values(manifest: Manifest, spec: dict[str, Any]) -> list[WrappedValues]:
+    """A Flux HelmRelease's ``spec.values``, for its release name and target namespace."""
+    values = spec.get("values")
+    if not isinstance(values, dict):
+        return []
+    chart = as_dict(as_dict(spec.get("chart")).get("spec")).get("chart")
+    target = spec.get("targetNamespace")
+    release = spec.get("releaseName")
+    if not isinstance(release, str) or not release:
+        release = (
+            f"{target}-{manifest.name}" if isinstance(target, str) and target else manifest.name
+        )
+    namespace = target if isinstance(target, str) and target else manifest.namespace
+    document = _values_document(manifest, values, ("spec", "values"))
+    return [
+        WrappedValues(
+            document, chart if isinstance(chart, str) else None, release, namespace, manifest
+        )
+    ]
+
+
+def _application_values(
+    manifest: Manifest,
+    path: Path,
+    source: dict[str, Any],
+    destination: Any,
+    parse_string: ValuesParser,
+) -> list[WrappedValues]:
+    """One source of an Argo CD Application: its ``helm.valuesObject`` and ``helm.values``."""
+    found = []
+    helm = as_dict(source.get("helm"))
+    chart = source.get("chart")
+    if not isinstance(chart, str) or not chart:
+        repo_path = source.get("path")
+        chart = repo_path.rstrip("/").rsplit("/", 1)[-1] if isinstance(repo_path, str) else None
+    release = helm.get("releaseName")
+    release = release if isinstance(release, str) and release else manifest.name
+    namespace = destination if isinstance(destination, str) and destination else None
+    objects = helm.get("valuesObject")
+    if isinstance(objects, dict):
+        document = _values_document(manifest, objects, (*path, "helm", "valuesObject"))
+        found.append(WrappedValues(document, chart, release, namespace, manifest))
+    text = helm.get("values")
+    if isinstance(text, str) and text.strip():
+        parsed = parse_string(text, manifest, (*path, "helm", "values"))
+        if parsed is not None:
+            found.append(WrappedValues(parsed, chart, release, namespace, manifest))
     return found
 
 

@@ -48,42 +48,73 @@ def summarize(
     objects = [label for label in dict.fromkeys((*POD_LABELS, *object_labels))]
     namespaces = [label for label in dict.fromkeys((*NAMESPACE_LABELS, *namespace_labels))]
     for label in dict.fromkeys((*objects, *namespaces)):
-        counter: Counter[str] = Counter()
-        if carried.get(label):
-            counter.update(cast(Iterator[str], _column(rows, label)))
-            counter.pop(cast(str, None), None)
-            counter.pop("", None)
-            if len(counter) > MAX_VALUES_PER_LABEL:
-                counter = Counter(dict(counter.most_common(MAX_VALUES_PER_LABEL)))
-        summary.values[label] = counter
+        summary.values[label] = _values(rows, label) if carried.get(label) else Counter()
     # Pairs that travel together (pod/namespace, exported_pod/exported_namespace ...) and
     # those the rules map.
     wanted = {(label, _PAIRED_NAMESPACE[label]) for label in POD_LABELS}
     wanted.update((o, n) for o in object_labels for n in namespace_labels)
+    _pair_objects(rows, summary, objects, namespaces, wanted)
+    _devices(rows, summary)
+    if carried.get(MIG_PROFILE_LABEL):
+        summary.mig_names = {r.get("__name__", "") for r in rows if MIG_PROFILE_LABEL in r}
+    if matchers:
+        _count_rejected(rows, matchers, summary)
+    return summary
+
+
+def _count_rejected(
+    rows: list[dict[str, str]], matchers: Sequence[Matcher], summary: SeriesSummary
+) -> None:
+    """How many series each label matcher rejects."""
+    for labels in rows:
+        for matcher in matchers:
+            if not matcher.matches(labels.get(matcher.label)):
+                summary.rejected[str(matcher)] += 1
+
+
+def _pair_objects(
+    rows: list[dict[str, str]],
+    summary: SeriesSummary,
+    objects: list[str],
+    namespaces: list[str],
+    wanted: set[tuple[str, str]],
+) -> None:
+    """Each object label's values, alone and in each namespace label ``wanted`` with it."""
+    carried = summary.label_counts
     for object_label in (label for label in objects if carried.get(label)):
         summary.objects[(object_label, "")] = {"": set(summary.values[object_label])}
         for namespace_label in namespaces:
             if (object_label, namespace_label) not in wanted or not carried.get(namespace_label):
                 continue
-            by_namespace: dict[str, set[str]] = {}
-            pairs = set(
-                zip(_column(rows, namespace_label), _column(rows, object_label), strict=True)
-            )
-            for namespace, value in pairs:
-                if namespace and value:
-                    members = by_namespace.setdefault(namespace, set())
-                    if len(members) < MAX_VALUES_PER_LABEL:
-                        members.add(value)
+            by_namespace = _by_namespace(rows, object_label, namespace_label)
             if by_namespace:
                 summary.objects[(object_label, namespace_label)] = by_namespace
-    _devices(rows, summary)
-    if carried.get(MIG_PROFILE_LABEL):
-        summary.mig_names = {r.get("__name__", "") for r in rows if MIG_PROFILE_LABEL in r}
-    for labels in rows if matchers else ():
-        for matcher in matchers:
-            if not matcher.matches(labels.get(matcher.label)):
-                summary.rejected[str(matcher)] += 1
-    return summary
+
+
+def _values(rows: list[dict[str, str]], label: str) -> Counter[str]:
+    """How many series carry each value of ``label`` (empty values left out), the most
+    common ``MAX_VALUES_PER_LABEL``."""
+    counter: Counter[str] = Counter()
+    counter.update(cast(Iterator[str], _column(rows, label)))
+    counter.pop(cast(str, None), None)
+    counter.pop("", None)
+    if len(counter) > MAX_VALUES_PER_LABEL:
+        counter = Counter(dict(counter.most_common(MAX_VALUES_PER_LABEL)))
+    return counter
+
+
+def _by_namespace(
+    rows: list[dict[str, str]], object_label: str, namespace_label: str
+) -> dict[str, set[str]]:
+    """The values of ``object_label`` in each value of ``namespace_label``."""
+    by_namespace: dict[str, set[str]] = {}
+    pairs = set(zip(_column(rows, namespace_label), _column(rows, object_label), strict=True))
+    for namespace, value in pairs:
+        if namespace and value:
+            members = by_namespace.setdefault(namespace, set())
+            if len(members) < MAX_VALUES_PER_LABEL:
+                members.add(value)
+    return by_namespace
 
 
 def _column(rows: list[dict[str, str]], label: str) -> Iterator[str | None]:
@@ -103,17 +134,28 @@ def _devices(rows: list[dict[str, str]], summary: SeriesSummary) -> None:
         return
     distinct = {tuple(map(row.get, _DEVICE_LABELS)) for row in rows}
     for values in distinct:
-        hostname, lower, node_label, kube_node, instance = values[:5]
-        uuid, old_uuid, index, minor, profile, instance_id, pod = values[5:]
-        node = hostname or lower or node_label or kube_node or instance
-        gpu = uuid or old_uuid or index or minor
-        if not node or not gpu:
+        device = _device(values)
+        if device is None:
             continue
-        if profile:
-            gpu = f"{gpu}/{instance_id or ''}"
+        node, gpu = device
         summary.node_gpus.setdefault(node, set()).add(gpu)
+        pod = values[-1]
         if pod:
             summary.node_pods.setdefault(node, set()).add(pod)
+
+
+def _device(values: tuple[str | None, ...]) -> tuple[str, str] | None:
+    """The node and the GPU (``uuid/instance`` for a MIG instance) of a series' labels in
+    ``_DEVICE_LABELS`` order; None without both."""
+    hostname, lower, node_label, kube_node, instance = values[:5]
+    uuid, old_uuid, index, minor, profile, instance_id = values[5:11]
+    node = hostname or lower or node_label or kube_node or instance
+    gpu = uuid or old_uuid or index or minor
+    if not node or not gpu:
+        return None
+    if profile:
+        gpu = f"{gpu}/{instance_id or ''}"
+    return node, gpu
 
 
 # The order _devices unpacks: NODE_LABELS, GPU_LABELS, the MIG labels, pod.

@@ -13,7 +13,9 @@ import time
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from gpulint.engine.config import Settings
     from gpulint.inventory import Inventory
+    from gpulint.live.client import PrometheusAPI
     from gpulint.replay.report import Replayed
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -23,7 +25,7 @@ MAX_POINTS = 100_000
 
 
 def add_replay_options(parser: argparse.ArgumentParser) -> None:
-    from gpulint.cli import add_cluster_options, add_input_options, add_render_options
+    from gpulint.cli.options import add_cluster_options, add_input_options, add_render_options
 
     parser.add_argument(
         "paths",
@@ -108,8 +110,8 @@ def _time(text: str) -> float:
 
 
 def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from gpulint.cli import _built_units, _prepared_cluster, _settings, missing_extra
-    from gpulint.engine.runner import Selection
+    from gpulint.cli.extras import missing_extra
+    from gpulint.cli.inputs import read_settings
     from gpulint.live.options import OptionError, parse_duration, parse_header, parse_url
 
     problem = missing_extra("live", "gpulint replay")
@@ -139,26 +141,13 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     end = math.floor(end / step) * step  # on the step's grid, as Prometheus aligns nothing
     start = end - span
-    settings = _settings(args, stderr)
+    settings = read_settings(args, stderr)
     if settings is None:
         return EXIT_USAGE
-    inventories: list[Inventory] = []
-    if args.cluster:
-        cluster = _prepared_cluster(args, settings, Selection(), None, stderr)
-        if cluster is None:
-            return EXIT_USAGE
-        inventories.append(cluster[0])
-    else:
-        from gpulint.engine.files import unit_inventory
-
-        built = _built_units(args, settings, stderr)
-        if built is None:
-            return EXIT_USAGE
-        inventories.extend(unit_inventory(unit, settings) for unit in built[0])
+    inventories = _inventories(args, settings, stderr)
+    if inventories is None:
+        return EXIT_USAGE
     from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError
-    from gpulint.replay.history import HistoryError, fetch
-    from gpulint.replay.plan import plan
-    from gpulint.replay.report import replay_one
 
     api = PrometheusAPI(url, headers, Deadline(args.prometheus_timeout))
     replays: list[Replayed] = []
@@ -166,24 +155,11 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     matched = False
     try:
         for inventory in inventories:
-            found = plan(inventory, ready_after)
-            for skipped in found.skipped:
-                if _wanted(wanted, skipped.namespace, skipped.name):
-                    matched = True
-                    stderr.write(
-                        f"gpulint: {skipped.kind} {skipped.namespace}/{skipped.name} not "
-                        f"replayed: {skipped.reason}\n"
-                    )
-            for spec in found.specs:
-                if not _wanted(wanted, spec.namespace, spec.name):
-                    continue
-                matched = True
-                try:
-                    history = fetch(api, spec, start, end, step)
-                except HistoryError as error:
-                    stderr.write(f"gpulint: {spec.kind} {spec.key} not replayed: {error}\n")
-                    continue
-                replays.append(replay_one(spec, history, inventory, settings, args.compare_fix))
+            window = (start, end, step)
+            found = _replay_inventory(
+                args, inventory, settings, api, window, ready_after, replays, stderr
+            )
+            matched = found or matched
     except PrometheusError as error:
         stderr.write(f"gpulint: error: Prometheus at {url}: {error}\n")
         return EXIT_USAGE
@@ -197,6 +173,66 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     _write(args, replays, start, end, step, stdout, stderr)
     return _exit_code(args.fail_on, replays)
+
+
+def _inventories(
+    args: argparse.Namespace, settings: Settings, stderr: TextIO
+) -> list[Inventory] | None:
+    """The cluster's inventory, or one per unit of the paths; None after an error said on
+    stderr."""
+    from gpulint.cli.inputs import built_units, prepared_cluster
+    from gpulint.engine.registry import Selection
+
+    if args.cluster:
+        cluster = prepared_cluster(args, settings, Selection(), None, stderr)
+        if cluster is None:
+            return None
+        return [cluster[0]]
+    from gpulint.engine.files import unit_inventory
+
+    built = built_units(args, settings, stderr)
+    if built is None:
+        return None
+    return [unit_inventory(unit, settings) for unit in built[0]]
+
+
+def _replay_inventory(
+    args: argparse.Namespace,
+    inventory: Inventory,
+    settings: Settings,
+    api: PrometheusAPI,
+    window: tuple[float, float, float],
+    ready_after: float | None,
+    replays: list[Replayed],
+    stderr: TextIO,
+) -> bool:
+    """Replay the autoscalers of one inventory that ``--autoscaler`` asks for (each when its
+    history can be fetched), the others' reasons said on stderr; did any match?"""
+    from gpulint.replay.history import HistoryError, fetch
+    from gpulint.replay.plan import plan
+    from gpulint.replay.report import replay_one
+
+    wanted = args.autoscaler
+    matched = False
+    found = plan(inventory, ready_after)
+    for skipped in found.skipped:
+        if _wanted(wanted, skipped.namespace, skipped.name):
+            matched = True
+            stderr.write(
+                f"gpulint: {skipped.kind} {skipped.namespace}/{skipped.name} not "
+                f"replayed: {skipped.reason}\n"
+            )
+    for spec in found.specs:
+        if not _wanted(wanted, spec.namespace, spec.name):
+            continue
+        matched = True
+        try:
+            history = fetch(api, spec, *window)
+        except HistoryError as error:
+            stderr.write(f"gpulint: {spec.kind} {spec.key} not replayed: {error}\n")
+            continue
+        replays.append(replay_one(spec, history, inventory, settings, args.compare_fix))
+    return matched
 
 
 def _wanted(wanted: str | None, namespace: str, name: str) -> bool:

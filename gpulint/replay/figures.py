@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gpulint.replay.controller import SYNC_PERIOD_S, TOLERANCE
-from gpulint.replay.model import ReplaySpec, Run
+from gpulint.replay.behavior import SYNC_PERIOD_S, TOLERANCE
+from gpulint.replay.model import ReplaySpec, Run, Tick
 
 FLAP_WINDOW_S = 600.0  # a change reversed within 10 minutes is a flap
 FAR_UNDER = 0.5  # the load under half the ready pods is far under target
@@ -71,17 +71,7 @@ class Figures:
 
 def measure(spec: ReplaySpec, run: Run, sync_s: float = SYNC_PERIOD_S) -> Figures:
     figures = Figures(scale_events=len(run.events))
-    previous = None
-    for event in run.events:
-        direction = 1 if event.after > event.before else -1
-        if (
-            previous is not None
-            and direction != previous[0]
-            and event.time - previous[1] <= FLAP_WINDOW_S
-        ):
-            figures.flaps += 1
-            figures.flap_times.append(event.time)
-        previous = (direction, event.time)
+    _count_flaps(figures, run)
     lowest = spec.keda.min_replica_count if spec.keda is not None else spec.min_replicas
     rise: tuple[float, int] | None = None
     saturated: Window | None = None
@@ -91,31 +81,14 @@ def measure(spec: ReplaySpec, run: Run, sync_s: float = SYNC_PERIOD_S) -> Figure
             figures.time_at_max_s += sync_s
         if tick.replicas <= lowest:
             figures.time_at_min_s += sync_s
-        gpus = spec.gpus_per_pod
-        figures.gpu_hours_used += tick.replicas * gpus * sync_s / 3600.0
-        needed = tick.replicas
-        under = False
-        if tick.load is not None:
-            needed = max(lowest, min(spec.max_replicas, math.ceil(tick.load - 1e-9)))
-            figures.gpu_hours_needed += needed * gpus * sync_s / 3600.0
-            capacity = tick.ready
-            under = tick.load > capacity * (1 + TOLERANCE) if capacity else tick.load > 0
-            if under and tick.starting == 0:
-                figures.time_under_provisioned_s += sync_s
-            if tick.replicas > lowest and capacity and tick.load < FAR_UNDER * capacity:
-                figures.time_over_provisioned_s += sync_s
-        else:
-            figures.gpu_hours_needed += tick.replicas * gpus * sync_s / 3600.0
+        needed, under = _provisioning(figures, spec, tick, lowest, sync_s)
         # scale-up lag: from the first sync that needs more than is ready to enough ready
         wanting = needed > tick.ready and under
         if rise is None and wanting:
             rise = (tick.time, needed)
         # over when as many pods are ready as the rise needed, or as the load needs now
         if rise is not None and tick.ready >= min(rise[1], needed):
-            lag = tick.time - rise[0]
-            if lag > figures.scale_up_lag_s:
-                figures.scale_up_lag_s = lag
-                figures.lag_window = Window(rise[0], tick.time)
+            _longest_lag(figures, rise[0], tick.time)
             rise = None
             if wanting:
                 rise = (tick.time, needed)
@@ -130,11 +103,52 @@ def measure(spec: ReplaySpec, run: Run, sync_s: float = SYNC_PERIOD_S) -> Figure
             figures.mismatched, mismatched, tick.time, sync_s, needed != tick.replicas
         )
     if rise is not None and run.ticks:
-        lag = run.ticks[-1].time + sync_s - rise[0]
-        if lag > figures.scale_up_lag_s:
-            figures.scale_up_lag_s = lag
-            figures.lag_window = Window(rise[0], run.ticks[-1].time + sync_s)
+        _longest_lag(figures, rise[0], run.ticks[-1].time + sync_s)
     return figures
+
+
+def _count_flaps(figures: Figures, run: Run) -> None:
+    """Scale events that reverse the one before within ``FLAP_WINDOW_S``."""
+    previous = None
+    for event in run.events:
+        direction = 1 if event.after > event.before else -1
+        if (
+            previous is not None
+            and direction != previous[0]
+            and event.time - previous[1] <= FLAP_WINDOW_S
+        ):
+            figures.flaps += 1
+            figures.flap_times.append(event.time)
+        previous = (direction, event.time)
+
+
+def _provisioning(
+    figures: Figures, spec: ReplaySpec, tick: Tick, lowest: int, sync_s: float
+) -> tuple[int, bool]:
+    """One tick's GPU-hours, and its time under- or over-provisioned; the replicas its load
+    needs and whether the ready pods are too few for it."""
+    gpus = spec.gpus_per_pod
+    figures.gpu_hours_used += tick.replicas * gpus * sync_s / 3600.0
+    if tick.load is None:
+        figures.gpu_hours_needed += tick.replicas * gpus * sync_s / 3600.0
+        return tick.replicas, False
+    needed = max(lowest, min(spec.max_replicas, math.ceil(tick.load - 1e-9)))
+    figures.gpu_hours_needed += needed * gpus * sync_s / 3600.0
+    capacity = tick.ready
+    under = tick.load > capacity * (1 + TOLERANCE) if capacity else tick.load > 0
+    if under and tick.starting == 0:
+        figures.time_under_provisioned_s += sync_s
+    if tick.replicas > lowest and capacity and tick.load < FAR_UNDER * capacity:
+        figures.time_over_provisioned_s += sync_s
+    return needed, under
+
+
+def _longest_lag(figures: Figures, start: float, end: float) -> None:
+    """A scale-up that took from ``start`` to ``end``: the longest so far is kept."""
+    lag = end - start
+    if lag > figures.scale_up_lag_s:
+        figures.scale_up_lag_s = lag
+        figures.lag_window = Window(start, end)
 
 
 def _extend(

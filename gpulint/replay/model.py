@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpulint.input.document import Document, Path
-from gpulint.replay.controller import Behavior, KedaActivation
+from gpulint.replay.activation import KedaActivation
+from gpulint.replay.behavior import Behavior
 
 # How a metric's value relates to the replicas (see gpulint.replay.simulate):
 PER_POD = "per-pod"  # Pods metrics: each pod's value, averaged by the controller

@@ -17,24 +17,25 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gpulint.chain.adapter import CUSTOM, EXTERNAL, canonical_resource
+from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
 from gpulint.core.quantity import try_quantity
 from gpulint.input.document import as_dict
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HPA_KIND, HpaMetric
-from gpulint.kinds.keda import ScaledObject, scaled_object_of
+from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.view import generated_by
 from gpulint.kinds.workload import PodTemplate
-from gpulint.live.adapterquery import mapping_for, pod_name_pattern, render_query
+from gpulint.live.adapterquery import QueryLabels, mapping_for, pod_name_pattern, render_query
 from gpulint.live.kedaquery import request_for
 from gpulint.metrics.names import Scale, scale_of
 from gpulint.metrics.querytemplate import RenderUnsupported, TemplateError
-from gpulint.replay.controller import (
+from gpulint.replay.activation import (
     KEDA_COOLDOWN_S,
     KEDA_INITIAL_COOLDOWN_S,
-    Behavior,
     KedaActivation,
     hpa_min_replicas,
 )
+from gpulint.replay.behavior import Behavior
 from gpulint.replay.model import ReplayMetric, ReplaySpec
 
 # When the pod template has no probe to tell: a GPU inference pod pulls a large image and
@@ -73,7 +74,7 @@ def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
             skipped.append(Skipped(kind, namespace, name, str(why)))
 
     for hpa in inventory.hpas:
-        if hpa.is_fragment or scaled_object_of(hpa.manifest) is not None:
+        if hpa.is_fragment or generated_by(hpa.manifest, "ScaledObject") is not None:
             continue
         namespace = hpa.namespace or "default"
         add(HPA_KIND, namespace, hpa.name, lambda h=hpa: _hpa_spec(h, inventory, pod_ready_after_s))
@@ -166,41 +167,49 @@ def _hpa_metric(hpa: HPA, metric: HpaMetric, inventory: Inventory, namespace: st
         series = rule.series_for(wanted)
         if not series:
             continue
-        if metric.type == "Pods":
-            labels = mapping_for(rule, "pods")
-            assert hpa.target_ref is not None
-            pattern, _ = pod_name_pattern(hpa.target_ref.kind, hpa.target_ref.name)
-            objects: list[str] = []
-        elif metric.type == "Object":
-            described = metric.described_object or {}
-            kind_name, name = described.get("kind"), described.get("name")
-            if not isinstance(kind_name, str) or not isinstance(name, str):
-                raise _Untraceable(f"metric {metric.name} has no describedObject")
-            labels = mapping_for(rule, canonical_resource(kind_name))
-            pattern, objects = None, [name]
-        else:
-            labels = mapping_for(rule)
-            pattern, objects = None, []
+        labels, pattern, objects = _query_objects(hpa, metric, rule)
         try:
             query = render_query(
                 rule, labels, series[0], namespace, objects, pattern, metric.selector
             )
         except (TemplateError, RenderUnsupported) as error:
             raise _Untraceable(f"gpulint cannot render the metricsQuery: {error}") from None
-        scale = scale_of(series[0])
-        cap = 100.0 if scale is Scale.PERCENT else 1.0 if scale is Scale.RATIO else None
         return ReplayMetric(
             metric.name,
             metric.type,
             "AverageValue" if metric.type == "Pods" else kind,
             value,
             query,
-            cap if metric.type == "Pods" else None,
+            _cap(series[0]) if metric.type == "Pods" else None,
         )
     raise _Untraceable(
         f"no adapter rule of the input serves {metric.type} metric {metric.name} from a "
         "series gpulint can name"
     )
+
+
+def _query_objects(
+    hpa: HPA, metric: HpaMetric, rule: AdapterRule
+) -> tuple[QueryLabels, str | None, list[str]]:
+    """What the adapter asks the rule for this metric: its label mapping, and the pods (a
+    name pattern) or the objects."""
+    if metric.type == "Pods":
+        assert hpa.target_ref is not None
+        pattern, _ = pod_name_pattern(hpa.target_ref.kind, hpa.target_ref.name)
+        return mapping_for(rule, "pods"), pattern, []
+    if metric.type == "Object":
+        described = metric.described_object or {}
+        kind_name, name = described.get("kind"), described.get("name")
+        if not isinstance(kind_name, str) or not isinstance(name, str):
+            raise _Untraceable(f"metric {metric.name} has no describedObject")
+        return mapping_for(rule, canonical_resource(kind_name)), None, [name]
+    return mapping_for(rule), None, []
+
+
+def _cap(series: str) -> float | None:
+    """The highest value a per-pod series can have (a percent, a ratio), when it has one."""
+    scale = scale_of(series)
+    return 100.0 if scale is Scale.PERCENT else 1.0 if scale is Scale.RATIO else None
 
 
 def _scaled_object_spec(

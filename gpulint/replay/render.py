@@ -11,12 +11,12 @@ import base64
 import bisect
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from gpulint.core.model import Finding
-from gpulint.replay.controller import SYNC_PERIOD_S
-from gpulint.replay.model import History
+from gpulint.replay.behavior import SYNC_PERIOD_S
+from gpulint.replay.model import History, ReplayMetric
 from gpulint.replay.report import Replayed, describe_behavior, stamp
 
 JSON_VERSION = 1
@@ -292,8 +292,7 @@ def _steps(
 
 def render_svg(replayed: Replayed) -> str:
     spec, history, run = replayed.spec, replayed.history, replayed.run
-    start = history.times[0] if history.times else 0.0
-    end = history.times[-1] + SYNC_PERIOD_S if history.times else 1.0
+    start, end = _time_span(history)
     x = _x_of(start, end)
     tick_times = [t.time for t in run.ticks]
     simulated = [t.replicas for t in run.ticks]
@@ -302,8 +301,7 @@ def render_svg(replayed: Replayed) -> str:
     top_replicas = max([spec.max_replicas, *simulated, *fixed, *[o or 0 for o in observed]])
     y_rep = _scale(0, top_replicas + 0.5, _TOP)
     metric = spec.metrics[0] if spec.metrics else None
-    values = [v for v in (history.values[0] if history.values else []) if v is not None]
-    metric_top = max([*values, metric.target if metric else 1.0]) * 1.1 or 1.0
+    metric_top = _metric_top(history, metric)
     top2 = _TOP + _PANEL + _GAP
     y_met = _scale(0, metric_top, top2)
     title = html.escape(
@@ -319,22 +317,61 @@ def render_svg(replayed: Replayed) -> str:
     ]
     # Replicas are whole pods: their axis is labelled at 0, half way and the top, rounded.
     replica_marks = sorted({0, round(top_replicas / 2), top_replicas})
-    for top, marks, y, label in (
-        (_TOP, replica_marks, y_rep, "replicas"),
-        (top2, [0, metric_top / 2, metric_top], y_met, html.escape(metric.name if metric else "")),
-    ):
+    parts += _panel(_TOP, replica_marks, y_rep, "replicas")
+    parts += _panel(
+        top2, [0, metric_top / 2, metric_top], y_met, html.escape(metric.name if metric else "")
+    )
+    parts += _time_axis(start, end, x, top2)
+    parts.append(
+        _polyline(_steps(history.times, observed, x, y_rep), _COLORS["observed"], "observed")
+    )
+    parts.append(
+        _polyline(_steps(tick_times, simulated, x, y_rep), _COLORS["simulated"], "simulated")
+    )
+    if replayed.fixed is not None:
         parts.append(
-            f'<rect x="{_LEFT}" y="{top}" width="{WIDTH - _LEFT - _RIGHT}" height="{_PANEL}" '
-            'fill="none" stroke="#d0d0d0"/>'
+            _polyline(_steps(tick_times, fixed, x, y_rep), _COLORS["fixed"], "fixed", "5 3")
         )
-        for value in marks:
-            parts.append(
-                f'<text x="{_LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:.3g}</text>'
-            )
+    if metric is not None and history.values:
+        parts += _metric_lines(replayed, metric, x, y_met, metric_top)
+    parts += _legend(replayed.fixed is not None)
+    parts.append("</svg>")
+    return "\n".join(p for p in parts if p) + "\n"
+
+
+def _time_span(history: History) -> tuple[float, float]:
+    """The time the picture spans: the history's first point to a sync after its last."""
+    if not history.times:
+        return 0.0, 1.0
+    return history.times[0], history.times[-1] + SYNC_PERIOD_S
+
+
+def _metric_top(history: History, metric: ReplayMetric | None) -> float:
+    """The top of the metric panel: a tenth above the highest value or the target."""
+    values = [v for v in (history.values[0] if history.values else []) if v is not None]
+    return max([*values, metric.target if metric else 1.0]) * 1.1 or 1.0
+
+
+def _panel(top: float, marks: list[Any], y: Callable[[float], float], label: str) -> list[str]:
+    """A panel's frame, its axis marks and its label."""
+    parts = [
+        f'<rect x="{_LEFT}" y="{top}" width="{WIDTH - _LEFT - _RIGHT}" height="{_PANEL}" '
+        'fill="none" stroke="#d0d0d0"/>'
+    ]
+    for value in marks:
         parts.append(
-            f'<text x="12" y="{top + _PANEL / 2:.1f}" transform="rotate(-90 12 '
-            f'{top + _PANEL / 2:.1f})" text-anchor="middle">{label}</text>'
+            f'<text x="{_LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:.3g}</text>'
         )
+    parts.append(
+        f'<text x="12" y="{top + _PANEL / 2:.1f}" transform="rotate(-90 12 '
+        f'{top + _PANEL / 2:.1f})" text-anchor="middle">{label}</text>'
+    )
+    return parts
+
+
+def _time_axis(start: float, end: float, x: Callable[[float], float], top2: float) -> list[str]:
+    """Five time stamps under the lower panel."""
+    parts = []
     for fraction, anchor in (
         (0.0, "start"),
         (0.25, "middle"),
@@ -347,40 +384,45 @@ def render_svg(replayed: Replayed) -> str:
             f'<text x="{x(time):.1f}" y="{top2 + _PANEL + 16}" text-anchor="{anchor}">'
             f"{stamp(time)[5:16].replace('T', ' ')}</text>"
         )
-    parts.append(
-        _polyline(_steps(history.times, observed, x, y_rep), _COLORS["observed"], "observed")
-    )
-    parts.append(
-        _polyline(_steps(tick_times, simulated, x, y_rep), _COLORS["simulated"], "simulated")
-    )
-    if replayed.fixed is not None:
-        parts.append(
-            _polyline(_steps(tick_times, fixed, x, y_rep), _COLORS["fixed"], "fixed", "5 3")
-        )
-    if metric is not None and history.values:
-        points = [
-            (x(t), y_met(v))
-            for t, v in zip(history.times, history.values[0], strict=True)
-            if v is not None
-        ]
-        replayed_points = [
-            (x(t.time), y_met(min(t.value, metric_top))) for t in run.ticks if t.value is not None
-        ]
-        parts.append(_polyline(replayed_points, _COLORS["replayed-metric"], "replayed-metric"))
-        parts.append(_polyline(points, _COLORS["metric"], "metric"))
-        target_y = y_met(metric.target)
-        parts.append(
-            f'<line class="target" x1="{_LEFT}" x2="{WIDTH - _RIGHT}" y1="{target_y:.1f}" '
-            f'y2="{target_y:.1f}" stroke="{_COLORS["target"]}" stroke-dasharray="6 4"/>'
-        )
+    return parts
+
+
+def _metric_lines(
+    replayed: Replayed,
+    metric: ReplayMetric,
+    x: Callable[[float], float],
+    y_met: Callable[[float], float],
+    metric_top: float,
+) -> list[str]:
+    """The metric as observed, as the replayed pods see it, and its target."""
+    history, run = replayed.history, replayed.run
+    points = [
+        (x(t), y_met(v))
+        for t, v in zip(history.times, history.values[0], strict=True)
+        if v is not None
+    ]
+    replayed_points = [
+        (x(t.time), y_met(min(t.value, metric_top))) for t in run.ticks if t.value is not None
+    ]
+    target_y = y_met(metric.target)
+    return [
+        _polyline(replayed_points, _COLORS["replayed-metric"], "replayed-metric"),
+        _polyline(points, _COLORS["metric"], "metric"),
+        f'<line class="target" x1="{_LEFT}" x2="{WIDTH - _RIGHT}" y1="{target_y:.1f}" '
+        f'y2="{target_y:.1f}" stroke="{_COLORS["target"]}" stroke-dasharray="6 4"/>',
+    ]
+
+
+def _legend(fixed: bool) -> list[str]:
     legend = [("observed", "observed replicas"), ("simulated", "replayed replicas")]
-    if replayed.fixed is not None:
+    if fixed:
         legend.append(("fixed", "replayed with the fix"))
     legend += [
         ("metric", "metric as observed"),
         ("replayed-metric", "as the replayed pods see it"),
         ("target", "target"),
     ]
+    parts = []
     lx: float = _LEFT
     for key, text in legend:
         parts.append(
@@ -388,8 +430,7 @@ def render_svg(replayed: Replayed) -> str:
             f'<text x="{lx + 16:.0f}" y="{HEIGHT - 9}">{text}</text>'
         )
         lx += 22 + len(text) * 5.6
-    parts.append("</svg>")
-    return "\n".join(p for p in parts if p) + "\n"
+    return parts
 
 
 # --- HTML and Markdown -------------------------------------------------------------------------

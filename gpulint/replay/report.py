@@ -12,11 +12,11 @@ import yaml
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
+from gpulint.engine.registry import load_rule, rule_index
 from gpulint.engine.rule import Context
-from gpulint.engine.runner import load_rule, rule_index
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import behavior_fix
-from gpulint.replay.controller import Behavior
+from gpulint.replay.behavior import Behavior
 from gpulint.replay.figures import Figures, measure
 from gpulint.replay.model import History, ReplaySpec, Run
 from gpulint.replay.simulate import replay

@@ -23,15 +23,9 @@ import bisect
 import dataclasses
 import math
 
-from gpulint.replay.controller import (
-    KEDA_POLLING_INTERVAL_S,
-    SYNC_PERIOD_S,
-    HorizontalController,
-    max_over_metrics,
-    per_pod_total_replicas,
-    uniform_pods_replicas,
-    usage_ratio_replicas,
-)
+from gpulint.replay.activation import KEDA_POLLING_INTERVAL_S, KedaActivation
+from gpulint.replay.behavior import SYNC_PERIOD_S
+from gpulint.replay.controller import HorizontalController
 from gpulint.replay.model import (
     PER_POD,
     TOTAL_PER_POD,
@@ -41,6 +35,12 @@ from gpulint.replay.model import (
     ReplaySpec,
     Run,
     Tick,
+)
+from gpulint.replay.replicas import (
+    max_over_metrics,
+    per_pod_total_replicas,
+    uniform_pods_replicas,
+    usage_ratio_replicas,
 )
 
 
@@ -92,21 +92,12 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
         if key != read_key:
             read_key, proposed_key = key, None
             readings = [_reading(spec, history, i, k, ready) for i in metrics]
-            loads = [r[0] for r in readings if r[0] is not None]
-            load = max(loads) if loads else None
-            value = readings[0][1] if readings else None
+            load, value = _shown_load(readings)
         before = replicas
         reason = ""
         if keda is not None and now >= next_poll:
             next_poll = now + KEDA_POLLING_INTERVAL_S
-            active = any(
-                r[2] is not None and r[2] > (m.activation or 0.0)
-                for r, m in zip(readings, spec.metrics, strict=True)
-            )
-            after = keda.request_scale(now, replicas, active)
-            if after != replicas:
-                reason = "KEDA activation" if after > replicas else "KEDA cooldown passed"
-                replicas = after
+            replicas, reason = _keda_poll(keda, spec, readings, now, replicas)
         if replicas == before and replicas > 0:
             if proposed_key != (replicas, starting):
                 proposed_key = (replicas, starting)
@@ -121,14 +112,48 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
                 replicas = after
         if replicas != before:
             events.append(Event(now, before, replicas, reason))
-            if replicas > before:
-                ready_at.extend([now + spec.pod_ready_after_s] * (replicas - before))
-                ready_at.sort()
-            else:
-                # Pods not yet ready go first (the latest first), then ready ones.
-                del ready_at[replicas:]
+            _resize(ready_at, now, before, replicas, spec.pod_ready_after_s)
         ticks.append(Tick(now, replicas, ready, starting, load, value))
     return Run(ticks, events)
+
+
+def _shown_load(
+    readings: list[tuple[float | None, float | None, float | None]],
+) -> tuple[float | None, float | None]:
+    """The load a tick shows (the highest of its metrics') and the first metric's value."""
+    loads = [r[0] for r in readings if r[0] is not None]
+    return (max(loads) if loads else None), (readings[0][1] if readings else None)
+
+
+def _keda_poll(
+    keda: KedaActivation,
+    spec: ReplaySpec,
+    readings: list[tuple[float | None, float | None, float | None]],
+    now: float,
+    replicas: int,
+) -> tuple[int, str]:
+    """KEDA's poll: active when a trigger's value is above its activation threshold; the
+    replicas after it and why they changed ('' when they did not)."""
+    active = any(
+        r[2] is not None and r[2] > (m.activation or 0.0)
+        for r, m in zip(readings, spec.metrics, strict=True)
+    )
+    after = keda.request_scale(now, replicas, active)
+    if after == replicas:
+        return replicas, ""
+    return after, "KEDA activation" if after > replicas else "KEDA cooldown passed"
+
+
+def _resize(
+    ready_at: list[float], now: float, before: int, replicas: int, ready_after_s: float
+) -> None:
+    """The pods' ready times after a scale: new pods ready after ``ready_after_s``; on a
+    scale-down the pods not yet ready go first (the latest first), then ready ones."""
+    if replicas > before:
+        ready_at.extend([now + ready_after_s] * (replicas - before))
+        ready_at.sort()
+    else:
+        del ready_at[replicas:]
 
 
 def _inputs(history: History, index: int, k: int) -> tuple[float | None, int | None, int | None]:

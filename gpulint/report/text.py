@@ -16,9 +16,9 @@ import os
 from typing import TextIO
 
 from gpulint.core.message import split_message
-from gpulint.core.model import Severity
+from gpulint.core.model import Finding, Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.runner import Result
+from gpulint.engine.result import Result
 from gpulint.report.escape import escape_controls, safe_line, safe_lines
 
 _COLORS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
@@ -62,38 +62,54 @@ def wrapped(text: str, width: int) -> list[str]:
 def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     width = output_width(stream)
     for finding in result.findings:
-        location = finding.location
-        where = safe_line(
-            escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
-        )
-        severity = str(finding.severity)
-        if color:
-            severity = f"{_COLORS[finding.severity]}{severity}{_RESET}"
-            head = f"{_BOLD}{where}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}]"
-        else:
-            head = f"{where}: {finding.rule} [{severity}]"
-        headline, detail = split_message(finding.message)
-        stream.write(f"{head} {escape_controls(headline)}\n")
-        if detail:
-            for line in wrapped(escape_controls(detail), width):
-                stream.write(safe_line(line) + "\n")
-        if finding.units:
-            stream.write(f"{INDENT}in: {escape_controls(', '.join(finding.units))}\n")
-        if location.rendered_from and location.rendered_from not in finding.units:
-            stream.write(f"{INDENT}rendered from: {escape_controls(location.rendered_from)}\n")
-        if location.note:
-            stream.write(f"{INDENT}note: {escape_controls(location.note)}\n")
-        if finding.fix:
-            lines = safe_lines(finding.fix.rstrip("\n"))
-            prefix = f"{_DIM}fix:{_RESET}" if color else "fix:"
-            stream.write(f"{INDENT}{prefix} {lines[0]}\n")
-            for line in lines[1:]:
-                stream.write(f"         {line}\n")
+        _write_finding(finding, stream, color, width)
     for path, reason in result.skipped:
         shown = safe_line(escape_controls(display_path(path)))
         stream.write(f"{shown}: skipped: {escape_controls(reason)}\n")
     for note in result.notes:
         stream.write(f"note: {escape_controls(note)}\n")
+    stream.write(_summary(result) + "\n")
+    if len(result.units) > 1:
+        shown = ", ".join(
+            f"{escape_controls(u.name)} ({u.kind}, {u.objects})" for u in result.units[:20]
+        )
+        more = f" and {len(result.units) - 20} more" if len(result.units) > 20 else ""
+        stream.write(f"units: {shown}{more}\n")
+
+
+def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) -> None:
+    """A finding: its headline, the rest of its message wrapped, where it was found, its fix."""
+    location = finding.location
+    where = safe_line(
+        escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
+    )
+    severity = str(finding.severity)
+    if color:
+        severity = f"{_COLORS[finding.severity]}{severity}{_RESET}"
+        head = f"{_BOLD}{where}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}]"
+    else:
+        head = f"{where}: {finding.rule} [{severity}]"
+    headline, detail = split_message(finding.message)
+    stream.write(f"{head} {escape_controls(headline)}\n")
+    if detail:
+        for line in wrapped(escape_controls(detail), width):
+            stream.write(safe_line(line) + "\n")
+    if finding.units:
+        stream.write(f"{INDENT}in: {escape_controls(', '.join(finding.units))}\n")
+    if location.rendered_from and location.rendered_from not in finding.units:
+        stream.write(f"{INDENT}rendered from: {escape_controls(location.rendered_from)}\n")
+    if location.note:
+        stream.write(f"{INDENT}note: {escape_controls(location.note)}\n")
+    if finding.fix:
+        lines = safe_lines(finding.fix.rstrip("\n"))
+        prefix = f"{_DIM}fix:{_RESET}" if color else "fix:"
+        stream.write(f"{INDENT}{prefix} {lines[0]}\n")
+        for line in lines[1:]:
+            stream.write(f"         {line}\n")
+
+
+def _summary(result: Result) -> str:
+    """The last line: counts by severity, files and objects, what was left out, timings."""
     errors, warnings, infos = (
         result.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
     )
@@ -122,10 +138,4 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         summary += f"; rendering {result.render_seconds:.1f} s, lint {result.lint_seconds:.1f} s"
     if result.config:
         summary += f"; config {escape_controls(display_path(result.config))}"
-    stream.write(summary + "\n")
-    if len(result.units) > 1:
-        shown = ", ".join(
-            f"{escape_controls(u.name)} ({u.kind}, {u.objects})" for u in result.units[:20]
-        )
-        more = f" and {len(result.units) - 20} more" if len(result.units) > 20 else ""
-        stream.write(f"units: {shown}{more}\n")
+    return summary

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.engine.runner import all_rules
+from gpulint.engine.registry import all_rules
 
 from .conftest import LIVE_FIXTURES, lint_live, live_findings, server_url, show
 from .world import World

@@ -16,16 +16,12 @@ from typing import Any
 
 import pytest
 
-from gpulint.replay.controller import (
-    DEFAULT_SCALE_DOWN,
-    DEFAULT_SCALE_UP,
-    Behavior,
-    HorizontalController,
-    KedaActivation,
+from gpulint.replay.activation import KedaActivation
+from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, Behavior, Policy, Rules
+from gpulint.replay.controller import HorizontalController
+from gpulint.replay.replicas import (
     MetricUnavailable,
     Pod,
-    Policy,
-    Rules,
     max_over_metrics,
     per_pod_total_replicas,
     plain_metric_replicas,
@@ -530,7 +526,7 @@ def test_parity_table_size() -> None:
 def test_uniform_pods_shortcut_is_the_calculator() -> None:
     """The replay's shortcut for identical ready pods and Pending ones gives what
     calcPlainMetricReplicas gives for the pods themselves, over a grid of cases."""
-    from gpulint.replay.controller import uniform_pods_replicas
+    from gpulint.replay.replicas import uniform_pods_replicas
 
     for current in (1, 2, 3, 5, 8):
         for ready in range(1, current + 1):

@@ -108,7 +108,7 @@ def test_a_keda_trigger_with_no_series_reads_as_keda_reads_it(odd: Odd) -> None:
     """No series: 0 with ignoreNullValues (the default), a failed poll (no value) without."""
     import dataclasses
 
-    from gpulint.replay.controller import KedaActivation
+    from gpulint.replay.activation import KedaActivation
 
     api = PrometheusAPI(f"{odd.url}/empty", {}, Deadline(30))
     trigger = ReplayMetric("s0-prometheus", "External", "AverageValue", 10.0, "sum(up)")

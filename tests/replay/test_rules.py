@@ -10,7 +10,7 @@ from pathlib import Path
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
 from gpulint.engine.runner import inventory_from_paths
-from gpulint.replay.controller import DEFAULT_SCALE_DOWN, Behavior, Policy, Rules
+from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, Behavior, Policy, Rules
 from gpulint.replay.model import History, ReplaySpec
 from gpulint.replay.plan import plan
 from gpulint.replay.report import replay_one

@@ -373,15 +373,10 @@ def required_value(message: str, chart: str, rendered: str) -> str | None:
         source, line, said = nil.group(1), int(nil.group(2)), ""
     else:
         return None
-    head, _, rest = source.partition("/")
-    prefix: list[str] = []
-    parts = rest.split("/")
-    while len(parts) > 2 and parts[0] == "charts":
-        prefix.append(parts[1])
-        parts = parts[2:]
-    file = os.path.join(rendered, *[p for q in prefix for p in ("charts", q)], *parts)
-    if not head or ".." in parts or not within(os.path.realpath(file), os.path.realpath(rendered)):
+    placed = _template_of(source, rendered)
+    if placed is None:
         return None
+    file, prefix = placed
     try:
         with open(file, "rb") as handle:
             lines = handle.read(_META_LIMIT).decode("utf-8", "replace").split("\n")
@@ -394,17 +389,38 @@ def required_value(message: str, chart: str, rendered: str) -> str | None:
         for pipe in _REQUIRED_PIPE.finditer(text):
             candidates.append((pipe.group(2), pipe.group(1)))
     for quoted, path in candidates:
-        try:
-            text = json.loads(quoted) if quoted.startswith('"') else quoted.strip("`")
-        except ValueError:
-            text = quoted
         if nil is not None:
             chosen = path == nil.group(3)
         else:
+            text = _go_string(quoted)
             chosen = len(candidates) == 1 or (isinstance(text, str) and bool(text) and text in said)
         if chosen:
             return ".".join([*prefix, path.strip(".")])
     return None
+
+
+def _template_of(source: str, rendered: str) -> tuple[str, list[str]] | None:
+    """The template file a ``chart/templates/x.yaml`` (or a subchart's
+    ``chart/charts/sub/templates/x.yaml``) of Helm's error names, inside ``rendered``, and the
+    subcharts on the way; None for a name that leaves it."""
+    head, _, rest = source.partition("/")
+    prefix: list[str] = []
+    parts = rest.split("/")
+    while len(parts) > 2 and parts[0] == "charts":
+        prefix.append(parts[1])
+        parts = parts[2:]
+    file = os.path.join(rendered, *[p for q in prefix for p in ("charts", q)], *parts)
+    if not head or ".." in parts or not within(os.path.realpath(file), os.path.realpath(rendered)):
+        return None
+    return file, prefix
+
+
+def _go_string(quoted: str) -> Any:
+    """A Go string literal's text (interpreted or raw); as written when it does not parse."""
+    try:
+        return json.loads(quoted) if quoted.startswith('"') else quoted.strip("`")
+    except ValueError:
+        return quoted
 
 
 def stand_in_values(paths: list[str], directory: str) -> str:

@@ -1,4 +1,7 @@
-"""Kustomizations: what they reference, how they are built, and where a rendered node is written.
+"""Kustomizations: what they reference (resources, bases, components, patches, generators and
+the Helm charts they inflate), read without building them.
+
+How they are built and where a rendered node is written:
 
 A kustomization directory is built by the real kustomize through a temporary wrapper
 kustomization (outside the user's tree) that lists it as its only resource and asks for
@@ -12,29 +15,29 @@ origin file when it is there; else the patch (a strategic-merge patch file, an i
 ``patch: |`` in ``kustomization.yaml``, a JSON6902 operation) that set it, at the patch's
 line; else the origin object's first line, with a note that the value was found after
 kustomize.
+
+``buildmetadata`` holds the wrapper and the annotations, ``patching`` how a patch matches and
+how deep it writes, ``kustomize_origins`` the mapping back (``KustomizeSource``).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import tempfile
-from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulint.core.model import Location
-from gpulint.input.document import Document, Manifest, Path, as_dict, as_list, has_step
+from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.input.loader import LoadedFile, load_file
 from gpulint.input.units import KUSTOMIZATION_NAMES
 from gpulint.input.units.boundary import boundaries_of, inside
+from gpulint.input.units.patching import depth_in, json_pointer, selects
 from gpulint.input.units.references import is_remote, remote_reason
-from gpulint.input.yamlparse import YamlError, YList, YMap, parse_documents
+from gpulint.input.yamlparse import YamlError, YList, parse_documents
 from gpulint.kinds.classify import embedded_origin
 
-ORIGIN = "config.kubernetes.io/origin"
-TRANSFORMATIONS = "alpha.config.kubernetes.io/transformations"
-BUILD_ANNOTATIONS = (ORIGIN, TRANSFORMATIONS)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 HELM_GENERATOR = "HelmChartInflationGenerator"
 # A generator or transformer configuration file is read only to see whether it inflates a
 # Helm chart; kustomize's own configurations are a few lines.
@@ -128,6 +131,28 @@ class Kustomization:
         download (``helm pull``), and ``helmGlobals.chartHome``/``configHome`` and values files
         must stay inside the repository (kustomize pulls into chartHome and points Helm's
         configuration there)."""
+        generators = self._helm_generators()
+        if not generators:
+            return  # helmGlobals alone inflates nothing
+        if self.helm_charts is None and generators:
+            self.helm_charts = generators[0][1]
+        globals_ = as_dict(self.data.get("helmGlobals"))
+        self._read_chart_homes(globals_, generators)
+        config_homes: list[tuple[Any, Path]] = [
+            (globals_.get("configHome"), ("helmGlobals", "configHome"))
+        ]
+        config_homes += [
+            (data.get("configHome"), (*field, "configHome")) for data, field in generators
+        ]
+        for config_home, field in config_homes:
+            if config_home is not None:
+                self._helm_path(config_home, field)
+        for data, field in generators:
+            self._read_chart(data, field)
+
+    def _helm_generators(self) -> list[tuple[dict[str, Any], Path]]:
+        """Each Helm chart the kustomization inflates (``helmCharts:``, or a
+        HelmChartInflationGenerator among its generators and transformers), with its field."""
         generators: list[tuple[dict[str, Any], Path]] = []
         for i, item in enumerate(as_list(self.data.get("helmCharts"))):
             generators.append((as_dict(item), ("helmCharts", i)))
@@ -136,11 +161,11 @@ class Kustomization:
                 for data in self._configurations(item):
                     if data.get("kind") == HELM_GENERATOR:
                         generators.append((data, (key, i)))
-        if not generators:
-            return  # helmGlobals alone inflates nothing
-        if self.helm_charts is None and generators:
-            self.helm_charts = generators[0][1]
-        globals_ = as_dict(self.data.get("helmGlobals"))
+        return generators
+
+    def _read_chart_homes(
+        self, globals_: dict[str, Any], generators: list[tuple[dict[str, Any], Path]]
+    ) -> None:
         homes: list[tuple[Any, Path]] = [(globals_.get("chartHome"), ("helmGlobals", "chartHome"))]
         homes += [(data.get("chartHome"), (*field, "chartHome")) for data, field in generators]
         for home, field in homes:
@@ -156,34 +181,26 @@ class Kustomization:
                 self.chart_homes.append(reference)
         if not any(home is not None for home, _ in homes):
             self.chart_homes.append(os.path.join(self.directory, "charts"))  # kustomize's default
-        config_homes: list[tuple[Any, Path]] = [
-            (globals_.get("configHome"), ("helmGlobals", "configHome"))
-        ]
-        config_homes += [
-            (data.get("configHome"), (*field, "configHome")) for data, field in generators
-        ]
-        for config_home, field in config_homes:
-            if config_home is not None:
-                self._helm_path(config_home, field)
-        for data, field in generators:
-            repo = data.get("repo")
-            name = data.get("name")
-            if repo not in (None, ""):
-                self.helm_problems.append(
-                    Reference(
-                        str(repo), (*field, "repo"), str(repo), "a chart repository to download"
-                    )
-                )
-            if isinstance(name, str) and (remote_reason(name) or "/" in name or name in ".."):
-                self.helm_problems.append(
-                    Reference(name, (*field, "name"), name, "a chart name that is not local")
-                )
-            for key in ("valuesFile", "additionalValuesFiles"):
-                values = data.get(key)
-                for j, item in enumerate(values if isinstance(values, list) else [values]):
-                    spot = (*field, key, j) if isinstance(values, list) else (*field, key)
-                    if item is not None:
-                        self._helm_path(item, spot)
+
+    def _read_chart(self, data: dict[str, Any], field: Path) -> None:
+        """One inflated chart: a repository to download, a name that is not local, and the
+        values files it reads."""
+        repo = data.get("repo")
+        name = data.get("name")
+        if repo not in (None, ""):
+            self.helm_problems.append(
+                Reference(str(repo), (*field, "repo"), str(repo), "a chart repository to download")
+            )
+        if isinstance(name, str) and (remote_reason(name) or "/" in name or name in ".."):
+            self.helm_problems.append(
+                Reference(name, (*field, "name"), name, "a chart name that is not local")
+            )
+        for key in ("valuesFile", "additionalValuesFiles"):
+            values = data.get(key)
+            for j, item in enumerate(values if isinstance(values, list) else [values]):
+                spot = (*field, key, j) if isinstance(values, list) else (*field, key)
+                if item is not None:
+                    self._helm_path(item, spot)
 
     def _helm_path(self, value: Any, field: Path) -> str | None:
         """A path of a Helm inflation, resolved when it is local and inside the repository;
@@ -355,7 +372,7 @@ class Patch:
     def applies_to(self, rendered: Manifest, origin_name: str | None) -> bool:
         names = {rendered.name} | ({origin_name} if origin_name else set())
         if self.target:
-            return _selects(self.target, rendered, names)
+            return selects(self.target, rendered, names)
         data = as_dict(self.document.data)
         if data.get("kind") != rendered.kind:
             return False
@@ -368,7 +385,7 @@ class Patch:
         if self.is_json6902:
             best: tuple[int, Path] = (0, ())
             for i, op in enumerate(self.document.data):
-                op_path = _pointer(as_dict(op).get("path"))
+                op_path = json_pointer(as_dict(op).get("path"))
                 if op_path is None or as_dict(op).get("op") not in (
                     "add",
                     "replace",
@@ -379,373 +396,20 @@ class Patch:
                 length = len(op_path)
                 if tuple(path[:length]) != op_path:
                     continue
-                depth, inner = _depth_in(as_dict(op).get("value"), rendered, path, length)
+                depth, inner = depth_in(as_dict(op).get("value"), rendered, path, length)
                 candidate = (length + depth, (i, "value", *inner) if depth else (i,))
                 if candidate[0] >= best[0]:
                     best = candidate
             return best
-        return _depth_in(self.document.data, rendered, path, 0)
-
-
-def _selects(target: dict[str, Any], rendered: Manifest, names: set[str]) -> bool:
-    kind = target.get("kind")
-    if isinstance(kind, str) and kind and not _full_match(kind, rendered.kind):
-        return False
-    group = target.get("group")
-    if isinstance(group, str) and group and not _full_match(group, rendered.group):
-        return False
-    name = target.get("name")
-    if isinstance(name, str) and name and not any(_full_match(name, n) for n in names):
-        return False
-    namespace = target.get("namespace")
-    if (
-        isinstance(namespace, str)
-        and namespace
-        and not _full_match(namespace, rendered.namespace or "")
-    ):
-        return False
-    from gpulint.cluster.kinds import selector_matches
-
-    labels = {k: str(v) for k, v in rendered.labels.items() if isinstance(k, str)}
-    selector = target.get("labelSelector")
-    if isinstance(selector, str) and selector and not selector_matches(selector, labels):
-        return False
-    annotations = {k: str(v) for k, v in rendered.annotations.items() if isinstance(k, str)}
-    selector = target.get("annotationSelector")
-    return not (
-        isinstance(selector, str) and selector and not selector_matches(selector, annotations)
-    )
-
-
-def _full_match(pattern: str, value: str) -> bool:
-    try:
-        return re.fullmatch(pattern, value) is not None
-    except re.error:
-        return pattern == value
-
-
-def _pointer(value: Any) -> Path | None:
-    """A JSON pointer (``/spec/metrics/0``) as a path."""
-    if not isinstance(value, str) or not value.startswith("/"):
-        return None
-    steps: list[str | int] = []
-    for part in value[1:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        steps.append(int(part) if part.isdigit() else part)
-    return tuple(steps)
-
-
-def _depth_in(source: Any, rendered: Any, path: Path, start: int) -> tuple[int, Path]:
-    """How many steps of ``path[start:]`` exist in ``source`` (walked beside the rendered
-    object, list items matched by ``name`` as strategic merge matches containers), and their
-    path in ``source``."""
-    node, shown = source, rendered
-    for step in path[:start]:
-        shown = shown[step] if has_step(shown, step) else None
-    depth = 0
-    inner: list[str | int] = []
-    for step in path[start:]:
-        if isinstance(node, dict) and isinstance(step, str):
-            if step not in node:
-                break
-            node = node[step]
-            inner.append(step)
-        elif isinstance(node, list) and isinstance(step, int):
-            item = (
-                shown[step]
-                if isinstance(shown, list) and -len(shown) <= step < len(shown)
-                else None
-            )
-            index = _matching_item(node, item, step)
-            if index is None:
-                break
-            node = node[index]
-            inner.append(index)
-        else:
-            break
-        shown = shown[step] if has_step(shown, step) else None
-        depth += 1
-    return depth, tuple(inner)
-
-
-def _matching_item(items: list[Any], rendered_item: Any, index: int) -> int | None:
-    name = rendered_item.get("name") if isinstance(rendered_item, dict) else None
-    if isinstance(name, str):
-        for i, item in enumerate(items):
-            if isinstance(item, dict) and item.get("name") == name:
-                return i
-        return None
-    return index if -len(items) <= index < len(items) else None
-
-
-# --- building --------------------------------------------------------------------------------
-
-
-def wrapper_kustomization(target: str) -> tuple[str, str]:
-    """A temporary directory holding a kustomization that builds ``target`` with origin and
-    transformer annotations; (directory, the reference it uses). The caller removes it."""
-    wrapper = tempfile.mkdtemp(prefix="gpulint-kustomize-")
-    reference = os.path.relpath(os.path.realpath(target), os.path.realpath(wrapper))
-    with open(os.path.join(wrapper, "kustomization.yaml"), "w", encoding="utf-8") as handle:
-        handle.write(
-            "# written by gpulint to learn where each rendered object comes from\n"
-            "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-            "kind: Kustomization\n"
-            f"resources:\n  - {_quoted(reference)}\n"
-            "buildMetadata: [originAnnotations, transformerAnnotations]\n"
-        )
-    return wrapper, reference
-
-
-def remove_wrapper(wrapper: str) -> None:
-    shutil.rmtree(wrapper, ignore_errors=True)
-
-
-def _quoted(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def origin_path(base: str, path: str, spelled_root: str) -> str:
-    """A path kustomize wrote relative to ``base`` (the wrapper, or the directory a piped
-    build was run on), spelled like the unit's root."""
-    absolute = os.path.normpath(os.path.join(os.path.realpath(base), path))
-    root_real = os.path.realpath(spelled_root)
-    relative = os.path.relpath(absolute, root_real)
-    return os.path.normpath(os.path.join(spelled_root, relative))
-
-
-def build_annotations(data: Any) -> tuple[dict[str, Any], list[str]]:
-    """(origin, configuredIn files) from the build annotations of an object's data."""
-    annotations = as_dict(as_dict(as_dict(data).get("metadata")).get("annotations"))
-    origin: dict[str, Any] = {}
-    configured: list[str] = []
-    text = annotations.get(ORIGIN)
-    if isinstance(text, str):
-        origin = _small_yaml(text)
-    text = annotations.get(TRANSFORMATIONS)
-    if isinstance(text, str):
-        for item in as_list(_small_yaml_any(text)):
-            value = as_dict(item).get("configuredIn")
-            if isinstance(value, str) and value not in configured:
-                configured.append(value)
-    return origin, configured
-
-
-def strip_build_annotations(manifest: Manifest) -> None:
-    """Take kustomize's build annotations off, so that no rule ever sees them."""
-    metadata = manifest.data.get("metadata")
-    annotations = as_dict(metadata).get("annotations") if isinstance(metadata, dict) else None
-    if not isinstance(annotations, YMap):
-        if isinstance(annotations, dict):
-            for key in BUILD_ANNOTATIONS:
-                annotations.pop(key, None)
-        return
-    if not any(key in annotations for key in BUILD_ANNOTATIONS):
-        return
-    kept = YMap(annotations.start)
-    for index, (key, value) in enumerate(annotations.items()):
-        if key in BUILD_ANNOTATIONS:
-            continue
-        kept[key] = value
-        if 2 * index + 1 < len(annotations.marks):
-            kept.marks.append(annotations.marks[2 * index])
-            kept.marks.append(annotations.marks[2 * index + 1])
-    if kept:
-        metadata["annotations"] = kept
-    else:
-        _drop_key(metadata, "annotations")
-
-
-def _drop_key(mapping: Any, key: str) -> None:
-    if isinstance(mapping, YMap):
-        keys = list(mapping)
-        index = keys.index(key)
-        marks = mapping.marks
-        del mapping[key]
-        if 2 * index + 1 < len(marks):
-            del marks[2 * index : 2 * index + 2]
-    elif isinstance(mapping, dict):
-        mapping.pop(key, None)
-
-
-def _small_yaml(text: str) -> dict[str, Any]:
-    value = _small_yaml_any(text)
-    return value if isinstance(value, dict) else {}
-
-
-def _small_yaml_any(text: str) -> Any:
-    try:
-        documents = list(parse_documents(text[:100_000]))
-    except YamlError:
-        return None
-    return documents[0].value if documents else None
-
-
-class KustomizeSource:
-    """Where a rendered object's nodes are written: its origin file, or the patches of the
-    kustomizations that ran on it (see the module docstring)."""
-
-    def __init__(
-        self,
-        rendered: Manifest,
-        origin: Document | None,
-        origin_text: bytes | None,
-        patches: list[Patch],
-        fallback: Location,
-        unit: str,
-        generated_files: dict[str, str] | None = None,
-    ) -> None:
-        self.rendered = rendered
-        self.origin = origin
-        self.origin_text = origin_text
-        self.patches = patches
-        self.fallback = fallback
-        self.unit = unit
-        # For a ConfigMap a generator made: data key -> the file its value was read from.
-        self.generated_files = generated_files or {}
-
-    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
-        if document.data is not self.rendered.data:
-            return None
-        full = len(path)
-        origin_depth, origin_inner = (
-            _depth_in(self.origin.data, self.rendered.data, path, 0) if self.origin else (-1, ())
-        )
-        node = (
-            self.rendered.get(path) if _rendered_depth(self.rendered.data, path) == full else None
-        )
-        if origin_depth == full and isinstance(node, dict | list):
-            # A mapping or list is where the object defines it, though patches add to it.
-            return self.origin_location(origin_inner, key)
-        best: tuple[int, Patch, Path] | None = None
-        for patch in reversed(self.patches):  # the last patch that writes a node wins
-            depth, inner = patch.depth(self.rendered.data, path)
-            if depth == full and depth > 0:
-                best = (depth, patch, inner)
-                break
-            if depth > 0 and (best is None or depth > best[0]):
-                best = (depth, patch, inner)
-        if best is not None and (best[0] == full or best[0] > max(origin_depth, 0)):
-            depth, patch, inner = best
-            found = patch.document.location(inner, key=key if depth == full else True)
-            return found._replace(rendered_from=self.unit)
-        if self.origin is not None:
-            located = self.origin.location(origin_inner, key=key if origin_depth == full else True)
-            if origin_depth == full or _rendered_depth(self.rendered.data, path) <= origin_depth:
-                # Written there, or missing in the rendered object too (the origin's parent
-                # is where to add it).
-                return located._replace(rendered_from=self.unit)
-            return self.origin.location(())._replace(
-                rendered_from=self.unit,
-                note=(
-                    f"found after kustomize built {self.unit}: a transformer (namePrefix, "
-                    "namespace, replacements, a generator ...) wrote the value, not this file"
-                ),
-            )
-        return self.fallback._replace(
-            rendered_from=self.unit,
-            note=f"found after kustomize built {self.unit}; its origin is not in the input",
-        )
-
-    def origin_location(self, inner: Path, key: bool | None) -> Location:
-        assert self.origin is not None
-        return self.origin.location(inner, key=key)._replace(rendered_from=self.unit)
-
-    def embedded(
-        self, document: Document, path: Path, line: int, column: int
-    ) -> EmbeddedSource | None:
-        """YAML in a string of the object: mapped into the origin's copy of the same string,
-        or into the file a configMapGenerator read it from."""
-        if document.data is not self.rendered.data or len(path) != 2 or path[0] != "data":
-            return None
-        key = path[1]
-        generated = self.generated_files.get(str(key))
-        if generated is not None:
-            return EmbeddedSource(line, column, generated, 0, 0, self.unit)
-        if self.origin is None:
-            return None
-        value = self.rendered.get(path)
-        if not isinstance(value, str) or self.origin.get(path) != value:
-            return None
-        origin_line, origin_column = embedded_origin(self.origin, path, self.origin_text)
-        return EmbeddedSource(line, column, self.origin.file, origin_line, origin_column, self.unit)
-
-
-class EmbeddedSource:
-    """YAML embedded in a rendered string, at the same relative place in its source."""
-
-    def __init__(
-        self,
-        line: int,
-        column: int,
-        file: str,
-        source_line: int,
-        source_column: int,
-        unit: str,
-    ) -> None:
-        self.line, self.column = line, column
-        self.file = file
-        self.source_line, self.source_column = source_line, source_column
-        self.unit = unit
-
-    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
-        raw = document.location(path, key=key, raw=True)
-        line = raw.line - self.line + self.source_line
-        column = raw.column - self.column + self.source_column
-        return Location(self.file, max(line, 1), max(column, 1), self.unit)
-
-    def embedded(
-        self, document: Document, path: Path, line: int, column: int
-    ) -> EmbeddedSource | None:
-        return None
-
-
-def _rendered_depth(data: Any, path: Path) -> int:
-    depth = 0
-    for step in path:
-        if not has_step(data, step):
-            break
-        data = data[step]
-        depth += 1
-    return depth
-
-
-def find_origin_document(
-    loaded: LoadedFile, rendered: Manifest, names: set[str], strict: bool = False
-) -> Document | None:
-    """The document of an origin file that became ``rendered``: same kind and name (the name
-    before prefixes and suffixes), else (unless ``strict``) the only document of that kind."""
-    same_kind = [
-        doc
-        for doc in loaded.documents
-        if isinstance(doc.data, dict) and doc.data.get("kind") == rendered.kind
-    ]
-    for doc in same_kind:
-        name = as_dict(doc.data.get("metadata")).get("name")
-        if isinstance(name, str) and name in names:
-            return doc
-    for doc in same_kind:
-        name = as_dict(doc.data.get("metadata")).get("name")
-        if isinstance(name, str) and name and name in rendered.name:
-            return doc
-    if len(same_kind) == 1 and not strict:
-        return same_kind[0]
-    return None
+        return depth_in(self.document.data, rendered, path, 0)
 
 
 __all__ = [
     "KUSTOMIZATION_NAMES",
     "Kustomization",
-    "KustomizeSource",
     "Patch",
     "Reference",
     "YList",
-    "build_annotations",
-    "find_origin_document",
     "is_remote",
     "kustomization_file",
-    "origin_path",
-    "remove_wrapper",
-    "strip_build_annotations",
-    "wrapper_kustomization",
 ]

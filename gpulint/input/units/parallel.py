@@ -27,19 +27,12 @@ def load_all(files: list[str], load: Callable[[str], LoadedFile]) -> list[Loaded
     """``[load(f) for f in files]``, on two cores when it pays."""
     if len(files) < 2 or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         return [load(f) for f in files]
-    sizes = []
-    for file in files:
-        try:
-            sizes.append(os.stat(file).st_size)
-        except OSError:
-            sizes.append(0)
+    sizes = [_size(file) for file in files]
     total = sum(sizes)
     if total < MIN_BYTES:
         return [load(f) for f in files]
     child_part = _share(sizes, total)
     # Imported here, not at the top: a small input never pays for them.
-    import pickle
-    import struct
     import tempfile
 
     # The child writes what it loaded to a file in chunks, never blocking on the parent, and
@@ -50,17 +43,7 @@ def load_all(files: list[str], load: Callable[[str], LoadedFile]) -> list[Loaded
         except OSError:
             return [load(f) for f in files]
         if pid == 0:  # the child: load its share, spool it, and leave without cleanup
-            code = 0
-            try:
-                for start in range(0, len(child_part), CHUNK):
-                    chunk = [load(files[i]) for i in child_part[start : start + CHUNK]]
-                    blob = pickle.dumps(chunk, protocol=5)
-                    spool.write(struct.pack("<Q", len(blob)))
-                    spool.write(blob)
-                spool.flush()
-            except BaseException:
-                code = 1
-            os._exit(code)
+            os._exit(_spool_share(files, child_part, load, spool))
         mine = set(child_part)
         loaded: dict[int, LoadedFile] = {}
         for index, file in enumerate(files):
@@ -72,6 +55,33 @@ def load_all(files: list[str], load: Callable[[str], LoadedFile]) -> list[Loaded
     for index, item in zip(child_part, theirs, strict=True):
         loaded[index] = item
     return [loaded[index] for index in range(len(files))]
+
+
+def _size(file: str) -> int:
+    try:
+        return os.stat(file).st_size
+    except OSError:
+        return 0
+
+
+def _spool_share(
+    files: list[str], child_part: list[int], load: Callable[[str], LoadedFile], spool: IO[bytes]
+) -> int:
+    """In the child: load its share and write it to ``spool`` a chunk at a time, each chunk
+    pickled behind its length; the exit code (1 after any failure)."""
+    import pickle
+    import struct
+
+    try:
+        for start in range(0, len(child_part), CHUNK):
+            chunk = [load(files[i]) for i in child_part[start : start + CHUNK]]
+            blob = pickle.dumps(chunk, protocol=5)
+            spool.write(struct.pack("<Q", len(blob)))
+            spool.write(blob)
+        spool.flush()
+    except BaseException:
+        return 1
+    return 0
 
 
 def _share(sizes: list[int], total: int) -> list[int]:

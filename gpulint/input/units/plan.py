@@ -116,33 +116,14 @@ def plan(
         for directory in found.kustomizations
         if chart_dirs.holding(directory) is None
     }
-    referenced: set[str] = set()
-    for kustomization in kustomizations.values():
-        for reference in kustomization.directories:
-            referenced.add(_key(reference.resolved))
-    owned: set[str] = set()
-    for kustomization in kustomizations.values():
-        owned.update(_key(f) for f in kustomization.owned_files())
-    loose = [
-        f
-        for f in found.files
-        if (not owned or _key(f) not in owned) and (not charts or chart_dirs.holding(f) is None)
-    ]
+    referenced, owned = _referenced_and_owned(kustomizations)
+    loose = _loose_files(found.files, owned, chart_dirs)
     roots = [
         k for d, k in kustomizations.items() if _key(d) not in referenced and not k.is_component
     ]
     plans: list[UnitPlan] = []
-    declared = _Directories(_declared_roots(settings))
-    by_declared: dict[str, UnitPlan] = {}
-
-    def declared_plan(path: str) -> UnitPlan | None:
-        root = declared.holding(path) if declared else None
-        if root is None:
-            return None
-        if root not in by_declared:
-            by_declared[root] = UnitPlan(display_path(root), FILES, root)
-        return by_declared[root]
-
+    declared = _DeclaredUnits(settings)
+    declared_plan = declared.plan_for
     for kustomization in roots:
         target = declared_plan(kustomization.directory)
         if target is None:
@@ -151,18 +132,7 @@ def plan(
             )
             plans.append(target)
         target.kustomizations.append(kustomization)
-    for directory, kustomization in kustomizations.items():
-        if kustomization.is_component and _key(directory) not in referenced:
-            # Built only inside the kustomizations that use it; none of them is in the input.
-            unused = UnitPlan(display_path(directory), KUSTOMIZE, directory)
-            unused.skipped.append(
-                (
-                    kustomization.file,
-                    "a kustomize Component no kustomization of the input uses: it is judged "
-                    "through the kustomizations that include it",
-                )
-            )
-            plans.append(unused)
+    plans.extend(_unused_components(kustomizations, referenced))
     for chart in charts:
         target = declared_plan(chart)
         if target is None:
@@ -177,10 +147,61 @@ def plan(
             target.loaded.append(loaded)
         else:
             remaining.append(loaded)
-    plans.extend(by_declared[root] for root in sorted(by_declared))
+    plans.extend(declared.plans())
     plans.extend(_split(remaining))
     if found.stdin:
         plans.append(UnitPlan("<stdin>", STDIN, "-"))
+    _place_problems(plans, found)
+    for unit_plan in plans:
+        unit_plan.boundaries = boundaries
+    return plans
+
+
+def _loose_files(files: Iterable[str], owned: set[str], chart_dirs: _Directories) -> list[str]:
+    """The files no kustomization owns and no chart holds: linted as plain files."""
+    return [
+        f
+        for f in files
+        if (not owned or _key(f) not in owned) and (not chart_dirs or chart_dirs.holding(f) is None)
+    ]
+
+
+def _referenced_and_owned(kustomizations: dict[str, Kustomization]) -> tuple[set[str], set[str]]:
+    """The directories the kustomizations include (bases, components) and the files they
+    own, as keys."""
+    referenced: set[str] = set()
+    for kustomization in kustomizations.values():
+        for reference in kustomization.directories:
+            referenced.add(_key(reference.resolved))
+    owned: set[str] = set()
+    for kustomization in kustomizations.values():
+        owned.update(_key(f) for f in kustomization.owned_files())
+    return referenced, owned
+
+
+def _unused_components(
+    kustomizations: dict[str, Kustomization], referenced: set[str]
+) -> list[UnitPlan]:
+    """Components built only inside the kustomizations that use them, when none of those is
+    in the input: skipped, with the reason."""
+    unused_plans = []
+    for directory, kustomization in kustomizations.items():
+        if kustomization.is_component and _key(directory) not in referenced:
+            unused = UnitPlan(display_path(directory), KUSTOMIZE, directory)
+            unused.skipped.append(
+                (
+                    kustomization.file,
+                    "a kustomize Component no kustomization of the input uses: it is judged "
+                    "through the kustomizations that include it",
+                )
+            )
+            unused_plans.append(unused)
+    return unused_plans
+
+
+def _place_problems(plans: list[UnitPlan], found: Input) -> None:
+    """Each problem and skipped file of the input in the unit whose root holds it (else the
+    first unit, or a unit of its own when there is none)."""
     homes = {_key(p.root): p for p in plans if p.kind != STDIN}
     home_dirs = _Directories([p.root for p in plans if p.kind != STDIN])
     fallback = plans[0] if plans else None
@@ -195,9 +216,26 @@ def plan(
             target.problems.append(item)
         else:
             target.skipped.append(item)
-    for unit_plan in plans:
-        unit_plan.boundaries = boundaries
-    return plans
+
+
+class _DeclaredUnits:
+    """The units the configuration declares (a directory linted as one unit of files)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.declared = _Directories(_declared_roots(settings))
+        self.by_root: dict[str, UnitPlan] = {}
+
+    def plan_for(self, path: str) -> UnitPlan | None:
+        """The declared unit that holds ``path``, made on first use; None outside them."""
+        root = self.declared.holding(path) if self.declared else None
+        if root is None:
+            return None
+        if root not in self.by_root:
+            self.by_root[root] = UnitPlan(display_path(root), FILES, root)
+        return self.by_root[root]
+
+    def plans(self) -> list[UnitPlan]:
+        return [self.by_root[root] for root in sorted(self.by_root)]
 
 
 class _Directories:

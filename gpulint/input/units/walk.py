@@ -75,38 +75,51 @@ def walk(path: str, max_file_size: int = MAX_FILE_SIZE, exclude: object = None) 
             found.kustomizations.append(directory)
         if "Chart.yaml" in names:
             found.charts.append(directory)
-        subdirectories = []
+        subdirectories: list[str] = []
         for entry in listing:
             child = os.path.join(directory, entry.name)
             if excluded is not None and excluded(child):
                 continue
-            try:
-                is_link = entry.is_symlink()
-                if is_link and not _inside(child, tree):
-                    if entry.name.endswith(YAML_SUFFIXES) or os.path.isdir(child):
-                        found.skipped.append((child, "a symbolic link out of the linted tree"))
-                    continue
-                if entry.is_dir():
-                    if entry.name not in SKIP_DIRS:
-                        subdirectories.append(child)
-                    continue
-            except OSError as error:
-                found.problems.append(read_problem(child, error, "path"))
-                continue
-            if entry.name.endswith(YAML_SUFFIXES) and entry.name not in CONFIG_NAMES:
-                try:
-                    regular = not is_link and entry.is_file(follow_symlinks=False)
-                except OSError:
-                    regular = False
-                if regular:
-                    # The directory entry says it is a regular file; its size and access are
-                    # checked when it is opened (loader.read_bounded), one system call less.
-                    found.files.append(child)
-                else:
-                    _consider_file(child, tree, max_file_size, found, explicit=False)
+            _consider_entry(entry, child, tree, max_file_size, found, subdirectories)
         stack.extend(reversed(subdirectories))
     found.files.sort()
     return found
+
+
+def _consider_entry(
+    entry: os.DirEntry[str],
+    child: str,
+    tree: str,
+    max_file_size: int,
+    found: Walked,
+    subdirectories: list[str],
+) -> None:
+    """One entry of a directory: a subdirectory to walk, a YAML file, a link out of the tree
+    (skipped), or a problem."""
+    try:
+        is_link = entry.is_symlink()
+        if is_link and not _inside(child, tree):
+            if entry.name.endswith(YAML_SUFFIXES) or os.path.isdir(child):
+                found.skipped.append((child, "a symbolic link out of the linted tree"))
+            return
+        if entry.is_dir():
+            if entry.name not in SKIP_DIRS:
+                subdirectories.append(child)
+            return
+    except OSError as error:
+        found.problems.append(read_problem(child, error, "path"))
+        return
+    if entry.name.endswith(YAML_SUFFIXES) and entry.name not in CONFIG_NAMES:
+        try:
+            regular = not is_link and entry.is_file(follow_symlinks=False)
+        except OSError:
+            regular = False
+        if regular:
+            # The directory entry says it is a regular file; its size and access are
+            # checked when it is opened (loader.read_bounded), one system call less.
+            found.files.append(child)
+        else:
+            _consider_file(child, tree, max_file_size, found, explicit=False)
 
 
 def _inside(path: str, tree: str) -> bool:

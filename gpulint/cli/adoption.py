@@ -1,0 +1,81 @@
+"""``--baseline``, ``--write-baseline``, ``--changed-since``, ``--report-only``: which
+findings of a lint are reported."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+
+    from gpulint.adoption.baseline import Baseline
+    from gpulint.adoption.changed import Changes
+    from gpulint.engine.result import Result
+
+
+class Adoption:
+    """``--baseline``, ``--write-baseline``, ``--changed-since``, ``--report-only``: which
+    findings of a run are reported (gpulint.adoption.baseline, gpulint.adoption.changed)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        """Raises ValueError (a BaselineError, a ChangedError) for a usage error."""
+        self.write_to: str | None = getattr(args, "write_baseline", None)
+        self.baseline: Baseline | None = None
+        self.changes: Changes | None = None
+        path = getattr(args, "baseline", None)
+        if path:
+            from gpulint.adoption.baseline import load_baseline
+
+            self.baseline = load_baseline(path)
+        ref = getattr(args, "changed_since", None)
+        report_only = getattr(args, "report_only", False)
+        if (ref or report_only) and getattr(args, "cluster", False):
+            raise ValueError("--changed-since and --report-only narrow a run over files")
+        if ref and report_only:
+            raise ValueError("give --changed-since or --report-only, not both")
+        if ref:
+            from gpulint.adoption.changed import changes_since
+
+            self.changes = changes_since(ref)
+        elif report_only:
+            from gpulint.adoption.changed import whole_files
+
+            paths = args.paths or []
+            if "-" in paths:
+                raise ValueError("--report-only reports files: it cannot read stdin")
+            directories = [p for p in paths if os.path.isdir(p)] or ["."]
+            files = [p for p in paths if not os.path.isdir(p)]
+            self.changes = whole_files(files)
+            outside = [f for f in files if not any(_inside(f, d) for d in directories)]
+            args.paths = directories + outside
+
+    def narrow(self, result: Result) -> None:
+        """Write the baseline, then keep the findings the baseline and the changes leave."""
+        if self.write_to:
+            from gpulint.adoption.baseline import Baseline
+
+            written = Baseline.of(result.findings)
+            written.write(self.write_to)
+            total = sum(written.counts.values())
+            result.notes.append(
+                f"baseline of {total} finding{'s' * (total != 1)} written to {self.write_to}"
+            )
+        findings = result.findings
+        if self.baseline is not None:
+            comparison = self.baseline.split(findings)
+            findings = comparison.new
+            result.baseline = (comparison.baselined, comparison.stale)
+        if self.changes is not None:
+            findings, outside = self.changes.narrow(findings)
+            if outside:
+                result.notes.append(
+                    f"{outside} finding{'s' * (outside != 1)} outside the changes "
+                    f"{self.changes.description} not reported"
+                )
+        result.findings = findings
+
+
+def _inside(path: str, directory: str) -> bool:
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(directory))
+    return relative != ".." and not relative.startswith(".." + os.sep)

@@ -1,0 +1,132 @@
+"""What a command reads before it runs: the configuration, the rule selection, and the
+lint units of the paths given or the cluster's inventory."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, TextIO
+
+from gpulint.cli.extras import missing_extra
+from gpulint.cli.options import split_ids
+
+if TYPE_CHECKING:
+    import argparse
+
+    from gpulint.cli.livecheck import LiveCheck
+    from gpulint.engine.config import Settings
+    from gpulint.engine.registry import Selection
+    from gpulint.input.units import Unit
+    from gpulint.inventory import Inventory
+
+
+def read_settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
+    """The configuration in use: ``--config``, else ``.gpulint.yaml`` found upward from the
+    working directory (``--no-config``: none). None after an error, said on stderr."""
+    from gpulint.engine.config import ConfigError, Settings, find_config, load_settings
+    from gpulint.engine.registry import rule_names, rule_option_schemas
+
+    if getattr(args, "no_config", False):
+        return Settings()
+    path = args.config or find_config()
+    if path is None:
+        return Settings()
+    try:
+        return load_settings(path, rule_option_schemas(), rule_names())
+    except ConfigError as error:
+        stderr.write(f"gpulint: configuration error: {error}\n")
+        return None
+
+
+def read_selection(args: argparse.Namespace, stderr: TextIO) -> Selection | None:
+    """``--select``/``--ignore``, every entry a rule ID, name or ID prefix (``GL4``); None
+    after an unknown one, said on stderr with the nearest rule."""
+    from gpulint.engine.registry import Selection, unknown_rule_patterns
+
+    select, ignore = split_ids(args.select), split_ids(args.ignore)
+    for option, patterns in (("--select", select), ("--ignore", ignore)):
+        for pattern, suggestion in unknown_rule_patterns(patterns):
+            hint = f"; did you mean {suggestion}?" if suggestion else " (see `gpulint rules`)"
+            stderr.write(f"gpulint: error: {option} {pattern}: no such rule{hint}\n")
+            return None
+    return Selection(select, ignore)
+
+
+def _cluster_inventory(
+    args: argparse.Namespace, settings: Settings, selection: Selection
+) -> tuple[Inventory, list[str]]:
+    """``--cluster``: the inventory read from the cluster (raises InputError)."""
+    from gpulint.cluster.kinds import AdapterConfigMapSelector, parse_configmap_namespaces
+    from gpulint.cluster.mode import ClusterError, cluster_inventory
+
+    if args.paths:
+        raise ClusterError("--cluster reads the cluster: give no PATH with it")
+    try:
+        adapter = AdapterConfigMapSelector.parse(
+            args.adapter_configmap, args.adapter_configmap_selector
+        )
+    except ValueError as error:
+        raise ClusterError(str(error)) from None
+    try:
+        configmap_namespaces = parse_configmap_namespaces(args.configmap_namespaces)
+    except ValueError as error:
+        raise ClusterError(f"--configmap-namespaces: {error}") from None
+    return cluster_inventory(
+        settings,
+        selection,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        namespace=args.namespace,
+        adapter_configmaps=adapter,
+        configmap_namespaces=configmap_namespaces,
+    )
+
+
+def prepared_cluster(
+    args: argparse.Namespace,
+    settings: Settings,
+    selection: Selection,
+    prepare: LiveCheck | None,
+    stderr: TextIO,
+) -> tuple[Inventory, list[str]] | None:
+    """The cluster's inventory and notes, with the live check's snapshot taken for it when
+    ``prepare``; None after an error said on stderr."""
+    from gpulint.input.loader import InputError
+
+    problem = missing_extra("cluster", "--cluster")
+    if problem is not None:
+        stderr.write(f"gpulint: error: {problem}\n")
+        return None
+    try:
+        inventory, notes = _cluster_inventory(args, settings, selection)
+    except InputError as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return None
+    if prepare is not None:
+        prepare(inventory)
+    return inventory, notes
+
+
+def built_units(
+    args: argparse.Namespace, settings: Settings, stderr: TextIO
+) -> tuple[list[Unit], float] | None:
+    """The lint units of the paths given, rendered, and the seconds rendering took; None
+    after an error said on stderr."""
+    from gpulint.engine.files import build_units, plan_units
+    from gpulint.input.loader import InputError
+    from gpulint.input.units import RenderOptions
+
+    options = RenderOptions(
+        getattr(args, "kustomize", None),
+        getattr(args, "helm", None),
+        getattr(args, "helm_values", None),
+        args.max_file_size,
+        getattr(args, "stdin_filename", None),
+    )
+    try:
+        plans = plan_units(args.paths or ["."], settings, args.max_file_size)
+        started = time.monotonic()
+        units = build_units(plans, options)
+    except InputError as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return None
+    return units, time.monotonic() - started

@@ -1,0 +1,230 @@
+"""``gpulint lint``: lint the input (files or the cluster), fix it on request, report."""
+
+from __future__ import annotations
+
+import gc
+import os
+from typing import TYPE_CHECKING, TextIO
+
+from gpulint.cli.adoption import Adoption
+from gpulint.cli.exitcodes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from gpulint.cli.inputs import built_units, prepared_cluster, read_selection, read_settings
+from gpulint.cli.livecheck import LiveCheck, live_check
+from gpulint.cli.output import report_stream, wants_color
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+    from gpulint.adoption.fix import Outcome
+    from gpulint.engine.config import Settings
+    from gpulint.engine.registry import Selection
+    from gpulint.engine.result import Result
+
+
+def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from gpulint.engine.result import Result
+    from gpulint.report.escape import escape_controls
+
+    # Parsed documents form no reference cycles worth collecting during a run.
+    gc.disable()
+    prepared = _prepared(args, stderr)
+    if prepared is None:
+        return EXIT_USAGE
+    settings, selection, live, adoption = prepared
+    fixing = getattr(args, "fix", False) or getattr(args, "diff", False)
+
+    def reported() -> Result | int:
+        """One lint, narrowed to what is reported (baseline, changes)."""
+        linted = _lint_once(args, settings, selection, live, stderr)
+        if isinstance(linted, int):
+            return linted
+        try:
+            adoption.narrow(linted)
+        except ValueError as error:
+            stderr.write(f"gpulint: error: {escape_controls(str(error))}\n")
+            return EXIT_USAGE
+        return linted
+
+    result: Result | int = reported()
+    if fixing and isinstance(result, Result):
+        result = _fixed(args, result, reported, stdout, stderr)
+    if isinstance(result, int):
+        return result
+    _note_fixable(result, getattr(args, "unsafe_fixes", False), fixing)
+    _write_report(args, result, stdout)
+    if isinstance(live, LiveCheck) and live.failed_required:
+        return EXIT_FINDINGS
+    if args.fail_on == "never" or adoption.write_to:
+        return EXIT_OK
+    return _exit_code(args.fail_on, result)
+
+
+def _prepared(
+    args: argparse.Namespace, stderr: TextIO
+) -> tuple[Settings, Selection, list[str] | LiveCheck, Adoption] | None:
+    """What a lint run needs before it reads the input: the configuration, the selection, the
+    live check and the adoption options; None after a usage error, said on stderr."""
+    from gpulint.report.escape import escape_controls
+
+    settings = read_settings(args, stderr)
+    if settings is None:
+        return None
+    selection = read_selection(args, stderr)
+    if selection is None:
+        return None
+    if getattr(args, "fix", False) or getattr(args, "diff", False):
+        refused = _refuse_fix(args)
+        if refused is not None:
+            stderr.write(f"gpulint: error: {refused}\n")
+            return None
+    live = live_check(args, settings, selection, stderr)
+    if live is None:
+        return None
+    try:
+        adoption = Adoption(args)
+    except ValueError as error:
+        stderr.write(f"gpulint: error: {escape_controls(str(error))}\n")
+        return None
+    return settings, selection, live, adoption
+
+
+def _fixed(
+    args: argparse.Namespace,
+    result: Result,
+    reported: Callable[[], Result | int],
+    stdout: TextIO,
+    stderr: TextIO,
+) -> Result | int:
+    """``--fix``: the lint after the fixes, with a note of what was fixed; ``--diff``: the exit
+    code after the diff is printed."""
+    from gpulint.adoption.fix import Writable, fix
+    from gpulint.engine.result import Result
+    from gpulint.report.escape import escape_controls
+
+    write = not args.diff
+    fixed, outcome = fix(
+        result,
+        reported,
+        Writable(args.paths or ["."]),
+        unsafe=args.unsafe_fixes,
+        write=write,
+    )
+    for file in outcome.refused:
+        stderr.write(
+            f"gpulint: not fixed: {escape_controls(file)} is outside the input or not a "
+            "regular file\n"
+        )
+    if not write:
+        return _print_diff(outcome, stdout, stderr)
+    if isinstance(fixed, Result) and outcome.fixes:
+        files = len(outcome.files)
+        names = [os.path.normpath(f) for f in outcome.files]
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if files > 10 else "")
+        fixed.notes.append(
+            f"fixed: {outcome.fixes} {'fix' if outcome.fixes == 1 else 'fixes'} applied to "
+            f"{files} {'file' if files == 1 else 'files'} ({shown})"
+        )
+    return fixed
+
+
+def _print_diff(outcome: Outcome, stdout: TextIO, stderr: TextIO) -> int:
+    """``--diff``: the patch on stdout, what it leaves out on stderr; 1 when there is a diff."""
+    from gpulint.core.paths import display_path
+    from gpulint.report.escape import escape_controls
+
+    stdout.write("".join(outcome.diffs))
+    for file, diff in outcome.withheld.items():
+        stderr.write(
+            f"gpulint: --diff: {escape_controls(display_path(file))}: not in the "
+            "patch: its name or a changed line holds control characters, shown "
+            f"escaped here (`--fix` applies it)\n{diff}"
+        )
+    if outcome.waiting:
+        stderr.write(
+            f"gpulint: {outcome.waiting} more fixes overlap these; `--fix` applies "
+            "them in a later round\n"
+        )
+    return EXIT_FINDINGS if outcome.diffs or outcome.withheld else EXIT_OK
+
+
+def _write_report(args: argparse.Namespace, result: Result, stdout: TextIO) -> None:
+    from gpulint.report import render
+
+    with report_stream(args.output, stdout) as out:
+        render(result, args.format, out, wants_color(args.color, out))
+
+
+def _exit_code(fail_on: str, result: Result) -> int:
+    from gpulint.core.model import Severity
+
+    threshold = Severity.parse(fail_on)
+    return EXIT_FINDINGS if any(f.severity >= threshold for f in result.findings) else EXIT_OK
+
+
+def _refuse_fix(args: argparse.Namespace) -> str | None:
+    """Why ``--fix``/``--diff`` cannot run on this input, or None."""
+    option = "--fix" if args.fix else "--diff"
+    if args.fix and args.diff:
+        return "--fix and --diff exclude each other (--diff writes nothing)"
+    if getattr(args, "cluster", False):
+        return f"{option} edits files; a live cluster has none (lint its manifests instead)"
+    if "-" in (args.paths or []):
+        return f"{option} edits files; stdin has none (lint the files it was rendered from)"
+    return None
+
+
+def _note_fixable(result: Result, unsafe: bool, fixing: bool) -> None:
+    """Say how many of the findings ``--fix`` (and ``--unsafe-fixes``) would fix."""
+    safe, more = result.fixable(unsafe)
+    if fixing:
+        safe = 0  # what was fixable has been fixed; what is left needs judgment or a round
+    if safe:
+        result.notes.append(
+            f"fixable: {safe} {'finding has a fix' if safe == 1 else 'findings have fixes'} "
+            "that `gpulint lint --fix` applies (`--diff` shows them first)"
+        )
+    if more:
+        result.notes.append(
+            f"fixable: {more} more with `--fix --unsafe-fixes` (they change what the cluster "
+            "does: review them)"
+        )
+
+
+def _lint_once(
+    args: argparse.Namespace,
+    settings: Settings,
+    selection: Selection,
+    live: list[str] | LiveCheck,
+    stderr: TextIO,
+) -> Result | int:
+    """One lint of the input (files and units, or the cluster): the result, or an exit code
+    after an error said on stderr."""
+    from gpulint.engine.result import Result
+    from gpulint.engine.runner import run
+
+    notes: list[str] = list(live) if isinstance(live, list) else []
+    prepare = live if isinstance(live, LiveCheck) else None
+    if getattr(args, "cluster", False):
+        cluster = prepared_cluster(args, settings, selection, prepare, stderr)
+        if cluster is None:
+            return EXIT_USAGE
+        inventory, cluster_notes = cluster
+        findings = run(inventory, selection)
+        result = Result(findings, 0, len(inventory.manifests), inventory.skipped)
+        notes = cluster_notes + notes
+    else:
+        from gpulint.engine.files import lint_units
+
+        built = built_units(args, settings, stderr)
+        if built is None:
+            return EXIT_USAGE
+        units, rendered = built
+        result = lint_units(units, settings, selection, prepare)
+        if any(unit.rendered_by for unit in units):
+            result.render_wall = rendered
+    result.config = settings.source
+    result.notes.extend(notes)
+    if isinstance(live, LiveCheck):
+        result.notes.extend(live.notes)
+    return result

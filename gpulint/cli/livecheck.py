@@ -1,0 +1,96 @@
+"""``--prometheus``: the live check of a run, its options parsed and its snapshot taken for
+each inventory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TextIO
+
+from gpulint.cli.extras import missing_extra
+
+if TYPE_CHECKING:
+    import argparse
+
+    from gpulint.engine.config import Settings
+    from gpulint.engine.registry import Selection
+    from gpulint.inventory import Inventory
+
+
+class LiveCheck:
+    """The live check of a run: its options, and what it found in each unit."""
+
+    def __init__(self, options: Any) -> None:
+        self.options = options
+        self.notes: list[str] = []
+        self.failed_required = False
+
+    def __call__(self, inventory: Inventory) -> None:
+        """Collect what the live rules read, for one unit's inventory."""
+        from gpulint.kinds.keda import prometheus_triggers
+        from gpulint.live.collector import collect
+
+        triggers = prometheus_triggers(inventory.store.views.values())
+        pipeline = inventory.pipeline
+        if (
+            not inventory.adapter_configs
+            and not inventory.hpas
+            and not triggers
+            and not pipeline.all_monitors()
+            and not pipeline.all_exporters()
+        ):
+            return
+        inventory.live = collect(inventory, self.options)
+        self.notes.extend(n for n in inventory.live.notes if n not in self.notes)
+        if self.options.required and not inventory.live.available:
+            self.failed_required = True
+
+
+def live_check(
+    args: argparse.Namespace, settings: Settings, selection: Selection, stderr: TextIO
+) -> LiveCheck | list[str] | None:
+    """The live check when ``--prometheus`` is given (``[]`` when it is not, a list of notes
+    when it has nothing to do); None after a usage error, said on stderr.
+
+    Only this path imports the Prometheus client (and with it requests).
+    """
+    url = getattr(args, "prometheus", None)
+    if not url:
+        if getattr(args, "require_prometheus", False) or getattr(args, "prometheus_header", None):
+            stderr.write(
+                "gpulint: error: --require-prometheus and --prometheus-header need "
+                "--prometheus URL\n"
+            )
+            return None
+        return []
+    problem = missing_extra("live", "--prometheus")
+    if problem is not None:
+        stderr.write(f"gpulint: error: {problem}\n")
+        return None
+    from gpulint.live.options import (
+        LiveOptions,
+        OptionError,
+        parse_duration,
+        parse_header,
+        parse_url,
+    )
+
+    try:
+        if not args.prometheus_timeout > 0:
+            raise OptionError("--prometheus-timeout must be a number of seconds above zero")
+        options = LiveOptions(
+            parse_url(url),
+            dict(parse_header(h) for h in args.prometheus_header or []),
+            args.prometheus_timeout,
+            args.require_prometheus,
+            parse_duration(args.lookback),
+        )
+    except OptionError as error:
+        stderr.write(f"gpulint: error: {error}\n")
+        return None
+    from gpulint.engine.registry import rule_index
+
+    if not any(
+        info.requires == "live" and selection.allows(info) and settings.rule(info.id).enabled
+        for info in rule_index()
+    ):
+        return ["--prometheus given, but no live rule (GL801-GL812) is selected"]
+    return LiveCheck(options)

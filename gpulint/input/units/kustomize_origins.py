@@ -1,0 +1,356 @@
+"""The objects kustomize built, each mapped back to the file, the patches and the generator
+it came from (``config.kubernetes.io/origin`` and the transformer annotations of
+``buildMetadata``, else a search of the kustomizations' resources)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from gpulint.core.model import Location
+from gpulint.input.document import Document, Manifest, Path, as_dict, as_list, has_step
+from gpulint.input.loader import (
+    LoadedFile,
+)
+from gpulint.input.units import Unit
+from gpulint.input.units.boundary import inside
+from gpulint.input.units.buildmetadata import (
+    build_annotations,
+    origin_path,
+    strip_build_annotations,
+)
+from gpulint.input.units.kustomize import (
+    Kustomization,
+    Patch,
+    kustomization_file,
+)
+from gpulint.input.units.patching import depth_in
+from gpulint.input.units.sources import (
+    SourceFiles,
+    kustomization_chain,
+)
+from gpulint.kinds.classify import embedded_origin
+
+
+def map_kustomize_output(
+    unit: Unit,
+    rendered: LoadedFile,
+    base: str,
+    kustomization: Kustomization,
+    sources: SourceFiles,
+    chain: list[Kustomization] | None = None,
+) -> None:
+    """Give every rendered object a source map, and the unit the comments of the files the
+    objects come from."""
+    root = kustomization.directory
+    if chain is None:
+        chain = kustomization_chain(kustomization, sources)
+    comment_files: dict[str, None] = {}
+    fallback = kustomization.location()
+    for document in rendered.documents:
+        data = document.data
+        if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
+            continue
+        if not isinstance(data.get("apiVersion"), str):
+            continue
+        manifest = Manifest(data, document.file, document.index, document.line)
+        origin, configured = build_annotations(data)
+        strip_build_annotations(manifest)
+        document.source = _kustomize_source(
+            manifest, origin, configured, base, root, unit, sources, fallback, comment_files, chain
+        )
+    for file in comment_files:
+        loaded = sources.load(file)
+        if loaded is None and not sources.readable(file):
+            continue  # an annotation naming a file outside the repository
+        unit.files.add(file)
+        if loaded is not None:
+            unit.ignore_comments.extend(loaded.ignore_comments)
+
+
+def _kustomize_source(
+    manifest: Manifest,
+    origin: dict[str, Any],
+    configured: list[str],
+    base: str,
+    root: str,
+    unit: Unit,
+    sources: SourceFiles,
+    fallback: Location,
+    comment_files: dict[str, None],
+    chain: list[Kustomization],
+) -> KustomizeSource:
+    generated: dict[str, str] = {}
+    candidates = _origin_candidates(origin, base, root, chain)
+    origin_doc, origin_text, origin_name = _origin_document(
+        manifest, candidates, sources, comment_files
+    )
+    kustomizations = []
+    for item in configured:
+        file = origin_path(base, item, root)
+        directory = os.path.dirname(file) or "."
+        if kustomization_file(directory):
+            kustomizations.append(sources.kustomization(directory))
+            comment_files[kustomization_file(directory) or file] = None
+    if not kustomizations:
+        # No record of the transformers (a patch replaced the annotations): every
+        # kustomization of the unit, bases first; the patches' targets pick the object.
+        kustomizations = list(reversed(chain))
+    generator = _generator_origin(manifest, origin, base, root, sources, comment_files)
+    if generator is not None:
+        fallback, generated = generator
+    patches: list[Patch] = []
+    for owner in kustomizations:
+        for patch in owner.patches():
+            if patch.applies_to(manifest, origin_name):
+                patches.append(patch)
+                comment_files[patch.document.file] = None
+    return KustomizeSource(
+        manifest, origin_doc, origin_text, patches, fallback, unit.name, generated
+    )
+
+
+def _origin_candidates(
+    origin: dict[str, Any], base: str, root: str, chain: list[Kustomization]
+) -> list[str]:
+    """The files an object may come from: its recorded origin, else every resource file."""
+    candidates: list[str] = []
+    path = origin.get("path")
+    if isinstance(path, str) and not origin.get("repo"):
+        candidates.append(origin_path(base, path, root))
+    elif not origin or as_dict(origin.get("configuredBy")).get("kind") in (
+        "PatchTransformer",
+        "PatchStrategicMergeTransformer",
+        "PatchJson6902Transformer",
+    ):
+        # No record of the origin (piped output built without buildMetadata, or a patch
+        # that replaced the whole annotations map took the record with it): look for the
+        # object in the resources of the kustomizations.
+        candidates.extend(
+            ref.resolved for k in chain for ref in k.files if ref.field[0] == "resources"
+        )
+    return candidates
+
+
+def _origin_document(
+    manifest: Manifest,
+    candidates: list[str],
+    sources: SourceFiles,
+    comment_files: dict[str, None],
+) -> tuple[Document | None, bytes | None, str | None]:
+    """The source document of ``manifest`` among ``candidates``, its file's text and the name
+    it has there (before a prefix or suffix); Nones when none holds it."""
+    for file in candidates:
+        loaded = sources.load(file)
+        if loaded is None:
+            continue
+        found = find_origin_document(loaded, manifest, {manifest.name}, strict=len(candidates) > 1)
+        if found is None:
+            continue
+        comment_files[file] = None
+        name = as_dict(as_dict(found.data).get("metadata")).get("name")
+        return found, loaded.text, name if isinstance(name, str) else None
+    return None, None, None
+
+
+def _generator_origin(
+    manifest: Manifest,
+    origin: dict[str, Any],
+    base: str,
+    root: str,
+    sources: SourceFiles,
+    comment_files: dict[str, None],
+) -> tuple[Location, dict[str, str]] | None:
+    """For a generated object (a ConfigMap or Secret generator): the generator's entry and the
+    files it reads; None for an object that was not generated."""
+    configured_in = origin.get("configuredIn")
+    by = as_dict(origin.get("configuredBy")).get("kind")
+    if not isinstance(configured_in, str) or not isinstance(by, str):
+        return None
+    file = origin_path(base, configured_in, root)
+    directory = os.path.dirname(file) or "."
+    if not kustomization_file(directory):
+        return None
+    generator = sources.kustomization(directory)
+    field = generator.generator_entry(by, manifest.name)
+    if field is None:
+        return None
+    generated = _generated_files(generator, field)
+    comment_files[generator.file] = None
+    comment_files.update(dict.fromkeys(generated.values()))
+    return generator.location(field), generated
+
+
+def _generated_files(kustomization: Kustomization, field: tuple[Any, ...]) -> dict[str, str]:
+    """data key -> file for a generator entry's ``files:`` (``key=path`` or ``path``)."""
+    items = as_list(kustomization.data.get(field[0]))
+    entry = as_dict(items[field[1]]) if isinstance(field[1], int) and field[1] < len(items) else {}
+    found = {}
+    for item in as_list(entry.get("files")):
+        if not isinstance(item, str):
+            continue
+        key, _, path = item.rpartition("=")
+        path = path.strip()
+        key = key.strip() or os.path.basename(path)
+        file = os.path.normpath(os.path.join(kustomization.directory, path))
+        if not os.path.isabs(path) and inside(file, kustomization.boundaries):
+            found[key] = file
+    return found
+
+
+class KustomizeSource:
+    """Where a rendered object's nodes are written: its origin file, or the patches of the
+    kustomizations that ran on it (see the module docstring)."""
+
+    def __init__(
+        self,
+        rendered: Manifest,
+        origin: Document | None,
+        origin_text: bytes | None,
+        patches: list[Patch],
+        fallback: Location,
+        unit: str,
+        generated_files: dict[str, str] | None = None,
+    ) -> None:
+        self.rendered = rendered
+        self.origin = origin
+        self.origin_text = origin_text
+        self.patches = patches
+        self.fallback = fallback
+        self.unit = unit
+        # For a ConfigMap a generator made: data key -> the file its value was read from.
+        self.generated_files = generated_files or {}
+
+    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
+        if document.data is not self.rendered.data:
+            return None
+        full = len(path)
+        origin_depth, origin_inner = (
+            depth_in(self.origin.data, self.rendered.data, path, 0) if self.origin else (-1, ())
+        )
+        node = (
+            self.rendered.get(path) if _rendered_depth(self.rendered.data, path) == full else None
+        )
+        if origin_depth == full and isinstance(node, dict | list):
+            # A mapping or list is where the object defines it, though patches add to it.
+            return self.origin_location(origin_inner, key)
+        best = self._deepest_patch(path)
+        if best is not None and (best[0] == full or best[0] > max(origin_depth, 0)):
+            depth, patch, inner = best
+            found = patch.document.location(inner, key=key if depth == full else True)
+            return found._replace(rendered_from=self.unit)
+        if self.origin is not None:
+            located = self.origin.location(origin_inner, key=key if origin_depth == full else True)
+            if origin_depth == full or _rendered_depth(self.rendered.data, path) <= origin_depth:
+                # Written there, or missing in the rendered object too (the origin's parent
+                # is where to add it).
+                return located._replace(rendered_from=self.unit)
+            return self.origin.location(())._replace(
+                rendered_from=self.unit,
+                note=(
+                    f"found after kustomize built {self.unit}: a transformer (namePrefix, "
+                    "namespace, replacements, a generator ...) wrote the value, not this file"
+                ),
+            )
+        return self.fallback._replace(
+            rendered_from=self.unit,
+            note=f"found after kustomize built {self.unit}; its origin is not in the input",
+        )
+
+    def _deepest_patch(self, path: Path) -> tuple[int, Patch, Path] | None:
+        """The patch that writes ``path`` (the last one that writes all of it), else the one
+        that writes the most of it; with how much, and its own path there."""
+        full = len(path)
+        best: tuple[int, Patch, Path] | None = None
+        for patch in reversed(self.patches):  # the last patch that writes a node wins
+            depth, inner = patch.depth(self.rendered.data, path)
+            if depth == full and depth > 0:
+                return (depth, patch, inner)
+            if depth > 0 and (best is None or depth > best[0]):
+                best = (depth, patch, inner)
+        return best
+
+    def origin_location(self, inner: Path, key: bool | None) -> Location:
+        assert self.origin is not None
+        return self.origin.location(inner, key=key)._replace(rendered_from=self.unit)
+
+    def embedded(
+        self, document: Document, path: Path, line: int, column: int
+    ) -> EmbeddedSource | None:
+        """YAML in a string of the object: mapped into the origin's copy of the same string,
+        or into the file a configMapGenerator read it from."""
+        if document.data is not self.rendered.data or len(path) != 2 or path[0] != "data":
+            return None
+        key = path[1]
+        generated = self.generated_files.get(str(key))
+        if generated is not None:
+            return EmbeddedSource(line, column, generated, 0, 0, self.unit)
+        if self.origin is None:
+            return None
+        value = self.rendered.get(path)
+        if not isinstance(value, str) or self.origin.get(path) != value:
+            return None
+        origin_line, origin_column = embedded_origin(self.origin, path, self.origin_text)
+        return EmbeddedSource(line, column, self.origin.file, origin_line, origin_column, self.unit)
+
+
+class EmbeddedSource:
+    """YAML embedded in a rendered string, at the same relative place in its source."""
+
+    def __init__(
+        self,
+        line: int,
+        column: int,
+        file: str,
+        source_line: int,
+        source_column: int,
+        unit: str,
+    ) -> None:
+        self.line, self.column = line, column
+        self.file = file
+        self.source_line, self.source_column = source_line, source_column
+        self.unit = unit
+
+    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
+        raw = document.location(path, key=key, raw=True)
+        line = raw.line - self.line + self.source_line
+        column = raw.column - self.column + self.source_column
+        return Location(self.file, max(line, 1), max(column, 1), self.unit)
+
+    def embedded(
+        self, document: Document, path: Path, line: int, column: int
+    ) -> EmbeddedSource | None:
+        return None
+
+
+def _rendered_depth(data: Any, path: Path) -> int:
+    depth = 0
+    for step in path:
+        if not has_step(data, step):
+            break
+        data = data[step]
+        depth += 1
+    return depth
+
+
+def find_origin_document(
+    loaded: LoadedFile, rendered: Manifest, names: set[str], strict: bool = False
+) -> Document | None:
+    """The document of an origin file that became ``rendered``: same kind and name (the name
+    before prefixes and suffixes), else (unless ``strict``) the only document of that kind."""
+    same_kind = [
+        doc
+        for doc in loaded.documents
+        if isinstance(doc.data, dict) and doc.data.get("kind") == rendered.kind
+    ]
+    for doc in same_kind:
+        name = as_dict(doc.data.get("metadata")).get("name")
+        if isinstance(name, str) and name in names:
+            return doc
+    for doc in same_kind:
+        name = as_dict(doc.data.get("metadata")).get("name")
+        if isinstance(name, str) and name and name in rendered.name:
+            return doc
+    if len(same_kind) == 1 and not strict:
+        return same_kind[0]
+    return None

@@ -1,0 +1,282 @@
+"""A Helm chart rendered with the real ``helm template`` (stand-in values for required ones,
+within the run's budget), and its output mapped back to the templates."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+
+from gpulint.core.paths import display_path
+from gpulint.input.loader import (
+    LoadedFile,
+    ignore_comments,
+    load_file,
+    read_bounded,
+)
+from gpulint.input.units import RenderOptions, RenderProblem, Unit
+from gpulint.input.units.boundary import tree_problem
+from gpulint.input.units.charts import (
+    REQUIRED_RETRIES,
+    Prepared,
+    is_library,
+    prepare,
+    required_value,
+    stand_in_values,
+)
+from gpulint.input.units.helm import HelmSource, chart_name, template_file
+from gpulint.input.units.sources import (
+    RENDER_FAILED,
+    RENDER_UNAVAILABLE,
+    SourceFiles,
+    budget_spent,
+    failure_message,
+)
+from gpulint.input.units.tools import Tool, ToolOutput, run_tool
+
+
+def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceFiles) -> None:
+    chart_yaml = os.path.join(chart, "Chart.yaml")
+    unit.files.add(chart_yaml)
+    if is_library(chart):
+        # Helm refuses to install a library chart ("library charts are not installable"):
+        # its templates are helpers other charts include, judged where they render.
+        unit.notes.append(
+            f"chart {unit.name} is a library chart (type: library): it cannot be installed "
+            "on its own, so it was not rendered; its helpers are judged in the charts that "
+            "use them"
+        )
+        return
+    tool = options.helm
+
+    def fallback() -> None:
+        for root, dirs, files in os.walk(chart):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith((".yaml", ".yml", ".json")) and name != "Chart.yaml":
+                    loaded = sources.load(os.path.join(root, name))
+                    if loaded is not None:
+                        unit.loaded.append(loaded)
+                        unit.files.add(loaded.path)
+
+    if tool is None:
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_UNAVAILABLE,
+                chart_yaml,
+                1,
+                1,
+                f"chart {unit.name} was not rendered: helm is not on PATH; its values are "
+                "linted, its templates skipped",
+                "install helm (https://helm.sh/docs/intro/install/) or pass --helm CMD",
+            )
+        )
+        fallback()
+        return
+    problem = tree_problem(chart)
+    if problem is not None:
+        # Helm loads every file of the chart and follows links: a link to /proc/self/environ
+        # or ~/.ssh/id_rsa would be readable by `.Files.Get` and printed by `fail`.
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_UNAVAILABLE,
+                chart_yaml,
+                1,
+                1,
+                f"chart {unit.name} was not rendered: gpulint hands Helm only charts whose "
+                f"files are all inside them. Here {problem}; its values are linted, its "
+                "templates skipped.",
+                "copy the linked file into the chart, and remove links, FIFOs and devices from it",
+            )
+        )
+        fallback()
+        return
+    prepared = prepare(chart, options.helm_values, tuple(sources.boundaries))
+    if prepared.problem is not None:
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_UNAVAILABLE,
+                chart_yaml,
+                1,
+                1,
+                f"chart {unit.name} was not rendered: {prepared.problem}; its values are "
+                "linted, its templates skipped.",
+                "keep file:// dependencies inside the repository, or run `helm dependency "
+                "build` and lint the chart with its charts/ directory",
+            )
+        )
+        fallback()
+        return
+    stand_in_dir = tempfile.mkdtemp(prefix="gpulint-values-")
+    try:
+        output, stood = _render_chart(tool, prepared, options, stand_in_dir)
+    finally:
+        shutil.rmtree(stand_in_dir, ignore_errors=True)
+        prepared.remove()
+    unit.rendered_by.append(f"{tool.name} template {display_path(chart)}")
+    if not output.ok:
+        message = prepared.unmirrored(output.message)
+        if output.budget_spent:
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_UNAVAILABLE,
+                    chart_yaml,
+                    1,
+                    1,
+                    f"chart {unit.name} was not rendered: {budget_spent(options, output)}; its "
+                    "values are linted, its templates skipped.",
+                    "lint fewer units per run, or make the slow ones render faster",
+                )
+            )
+            fallback()
+            return
+        if output.missing:
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_UNAVAILABLE,
+                    chart_yaml,
+                    1,
+                    1,
+                    f"chart {unit.name} was not rendered: {message}; its values are linted, "
+                    "its templates skipped",
+                    "install helm (https://helm.sh/docs/intro/install/) or pass --helm CMD",
+                )
+            )
+            fallback()
+            return
+        if "missing in charts/" in message or "dependency" in message.lower():
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_UNAVAILABLE,
+                    chart_yaml,
+                    1,
+                    1,
+                    f"chart {unit.name} needs its dependencies, which are not downloaded. "
+                    f"Rendering it fails with: {message}",
+                    f"run `helm dependency build {chart}` before linting",
+                )
+            )
+            fallback()
+            return
+        if stood:
+            unit.render_problems.append(
+                RenderProblem(
+                    RENDER_UNAVAILABLE,
+                    chart_yaml,
+                    1,
+                    1,
+                    f"chart {unit.name} needs values the user supplies at install "
+                    f"({', '.join(stood)}), and it does not render with stand-ins for them. "
+                    f"Rendering it fails with: {message}",
+                    "pass the values gpulint should render with: --helm-values FILE",
+                )
+            )
+            fallback()
+            return
+        line = _error_line(message)
+        unit.render_problems.append(
+            RenderProblem(
+                RENDER_FAILED if not output.timed_out else RENDER_UNAVAILABLE,
+                chart_yaml,
+                1,
+                1,
+                f"chart {unit.name} does not render, so no cluster can get it. "
+                + failure_message(output, "Rendering it fails with: ", "helm "),
+                "make the chart render with less memory and CPU (a loop or `tpl` recursion "
+                "that builds ever larger strings?)"
+                if output.limited
+                else f"fix what `helm template {chart}` reports"
+                + (f" (line {line})" if line else ""),
+            )
+        )
+        return
+    if stood:
+        unit.notes.append(
+            f"chart {unit.name} was rendered with stand-ins for values it requires at install "
+            f"({', '.join(stood)}); what they would hold was not judged"
+        )
+    left_out = prepared.note(unit.name)
+    if left_out is not None:
+        unit.notes.append(left_out)
+    rendered = load_file(f"<helm template {display_path(chart)}>", output.stdout)
+    _map_helm_output(unit, rendered, chart, sources, prepared.vendored)
+    unit.loaded.append(rendered)
+
+
+def _render_chart(
+    tool: Tool, prepared: Prepared, options: RenderOptions, stand_in_dir: str
+) -> tuple[ToolOutput, list[str]]:
+    """``helm template`` of the prepared chart; a ``required`` value it fails on is stood in
+    and the render retried, a bounded number of times. (output, the value paths stood in)"""
+    stood: list[str] = []
+    while True:
+        argv = [*tool.argv, "template", prepared.directory]
+        for values in options.helm_values:
+            argv += ["--values", values]
+        if stood:
+            argv += ["--values", stand_in_values(stood, stand_in_dir)]
+        output = run_tool(
+            argv, options.max_file_size, options.timeout, options.budget, options.limits
+        )
+        if output.ok or output.budget_spent or output.timed_out or output.limited:
+            return output, stood
+        path = required_value(output.message, prepared.chart, prepared.directory)
+        if path is None or path in stood or len(stood) >= REQUIRED_RETRIES:
+            return output, stood
+        stood.append(path)
+
+
+def _error_line(message: str) -> int | None:
+    match = re.search(r"\.yaml:(\d+):", message)
+    return int(match.group(1)) if match else None
+
+
+def _map_helm_output(
+    unit: Unit,
+    rendered: LoadedFile,
+    chart: str,
+    sources: SourceFiles,
+    vendored: dict[str, str] | None = None,
+) -> None:
+    name = chart_name(chart)
+    counts: dict[str, int] = {}
+    for document in rendered.documents:
+        source = document.rendered_from
+        if not source or not isinstance(document.data, dict):
+            continue
+        file = template_file(chart, name, source)
+        if file is None and vendored:
+            file = _vendored_template(vendored, source)
+        if file is None:
+            continue
+        template = sources.template(file)
+        if template is None:
+            continue
+        index = counts.get(source, 0)
+        counts[source] = index + 1
+        document.source = HelmSource(document.data, template, index, source, unit.name)
+        if file not in unit.files:
+            unit.files.add(file)
+            template_comments(unit, file, sources)
+
+
+def _vendored_template(vendored: dict[str, str], source: str) -> str | None:
+    """The template a ``# Source:`` path names inside a file:// dependency gpulint vendored
+    (``umbrella/charts/inference/templates/x.yaml``): in the dependency's own directory."""
+    parts = source.split("/")[1:]
+    for end in range(len(parts) - 1, 1, -1):
+        home = vendored.get("/".join(parts[:end]))
+        if home is not None:
+            name = parts[end - 1]
+            return template_file(home, name, "/".join([name, *parts[end:]]))
+    return None
+
+
+def template_comments(unit: Unit, file: str, sources: SourceFiles) -> None:
+    try:
+        data = read_bounded(file, sources.max_file_size)
+    except OSError:
+        return
+    if b"gpulint:" in data:
+        unit.ignore_comments.extend(ignore_comments(file, data))

@@ -1,0 +1,233 @@
+"""How one metric becomes a replica count, and the max over metrics (kubernetes:
+pkg/controller/podautoscaler/replica_calculator.go ``GetResourceReplicas``,
+``calcPlainMetricReplicas``, ``getUsageRatioReplicaCount``, ``GetObjectPerPodMetricReplicas``,
+``GetExternalPerPodMetricReplicas``, ``groupPods``; horizontal.go
+``computeReplicasForMetrics``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from gpulint.replay.behavior import TOLERANCE
+
+
+class Pod(NamedTuple):
+    """What the replica calculator knows of one pod of the target.
+
+    ``phase``: "Running", "Pending", "Failed"; ``deleting``: a deletionTimestamp is set;
+    ``unready``: for CPU, a pod within its initialization period that is not ready (groupPods
+    counts it with the ignored pods); ``value``: its metric, None when the metrics API
+    returned none; ``request``: its resource request (Resource metrics only)."""
+
+    value: float | None
+    phase: str = "Running"
+    unready: bool = False
+    deleting: bool = False
+    request: float = 0.0
+
+
+class PodGroups(NamedTuple):
+    ready: int
+    ignored: list[int]  # indexes: pending pods, and unready pods for CPU
+    missing: list[int]
+
+
+def group_pods(pods: Sequence[Pod], resource_cpu: bool) -> PodGroups:
+    """groupPods: failed and deleted pods are dropped; pending pods (and CPU pods not yet
+    ready) are ignored; pods without a metric are missing; the rest are ready. Readiness
+    matters only for CPU: a custom-metric pod that is Running counts whether ready or not."""
+    ready, ignored, missing = 0, [], []
+    for index, pod in enumerate(pods):
+        if pod.deleting or pod.phase == "Failed":
+            continue
+        if pod.phase == "Pending" or (resource_cpu and pod.unready):
+            ignored.append(index)
+            continue
+        if pod.value is None:
+            missing.append(index)
+            continue
+        ready += 1
+    return PodGroups(ready, ignored, missing)
+
+
+def resource_replicas(
+    current: int, pods: Sequence[Pod], target_utilization: float, tolerance: float = TOLERANCE
+) -> int:
+    """GetResourceReplicas: Utilization targets, the ratio of the pods' summed usage to their
+    summed requests against the target percentage."""
+    groups = group_pods(pods, resource_cpu=True)
+    counted = _counted(pods, groups, with_requests=True)
+
+    def ratio(values: dict[int, tuple[float, float]]) -> float:
+        usage = sum(v for v, _ in values.values())
+        requests = sum(r for _, r in values.values())
+        if requests <= 0:
+            raise MetricUnavailable("no pod has a request for the resource")
+        return (usage * 100.0 / requests) / target_utilization
+
+    usage_ratio = ratio(counted)
+    # On a scale-down a pod without a metric counts as using 100% of its request.
+    return _rebalance(current, pods, groups, counted, usage_ratio, ratio, tolerance, None)
+
+
+def _counted(
+    pods: Sequence[Pod], groups: PodGroups, *, with_requests: bool
+) -> dict[int, tuple[float, float]]:
+    """The pods whose metric counts, by index: (value, request, or 0 without requests);
+    MetricUnavailable when none does."""
+    counted = {
+        i: (p.value, p.request if with_requests else 0.0)
+        for i, p in enumerate(pods)
+        if i not in groups.ignored
+        and p.value is not None
+        and not p.deleting
+        and p.phase != "Failed"
+    }
+    if not counted:
+        raise MetricUnavailable("did not receive metrics for any ready pods")
+    return counted
+
+
+def plain_metric_replicas(
+    current: int, pods: Sequence[Pod], target_average: float, tolerance: float = TOLERANCE
+) -> int:
+    """calcPlainMetricReplicas: Pods metrics (and Resource AverageValue), the mean of the
+    pods' values against the target average."""
+    groups = group_pods(pods, resource_cpu=False)
+    counted = _counted(pods, groups, with_requests=False)
+
+    def ratio(values: dict[int, tuple[float, float]]) -> float:
+        return (sum(v for v, _ in values.values()) / len(values)) / target_average
+
+    usage_ratio = ratio(counted)
+    # On a scale-down a pod without a metric counts as using exactly the target.
+    return _rebalance(current, pods, groups, counted, usage_ratio, ratio, tolerance, target_average)
+
+
+def uniform_pods_replicas(
+    current: int,
+    ready: int,
+    pending: int,
+    value: float,
+    target_average: float,
+    tolerance: float = TOLERANCE,
+) -> int:
+    """``plain_metric_replicas`` for ``ready`` pods that all report ``value`` and ``pending``
+    Pending pods, without building the pods: what a replay asks every sync. The arithmetic is
+    the same, in the same order (tests/replay/test_controller_parity.py compares the two)."""
+    if ready <= 0:
+        raise MetricUnavailable("did not receive metrics for any ready pods")
+    total = 0.0
+    for _ in range(ready):
+        total += value
+    usage_ratio = (total / ready) / target_average
+    if not (pending and usage_ratio > 1.0):
+        if abs(1.0 - usage_ratio) <= tolerance:
+            return current
+        return math.ceil(usage_ratio * ready)
+    counted = ready + pending
+    new_ratio = (total / counted) / target_average
+    if abs(1.0 - new_ratio) <= tolerance or new_ratio < 1.0:
+        return current  # too small a change, or counting the pending pods reversed it
+    desired = math.ceil(new_ratio * counted)
+    return current if desired < current else desired
+
+
+def _rebalance(
+    current: int,
+    pods: Sequence[Pod],
+    groups: PodGroups,
+    counted: dict[int, tuple[float, float]],
+    usage_ratio: float,
+    ratio: Callable[[dict[int, tuple[float, float]]], float],
+    tolerance: float,
+    missing_down: float | None,
+) -> int:
+    """The second pass both calculators share: missing and ignored pods filled in, then the
+    ratio again. ``missing_down``: what a pod without a metric counts as on a scale-down
+    (None: its request, for Resource metrics)."""
+    rebalance_ignored = bool(groups.ignored) and usage_ratio > 1.0
+    if not rebalance_ignored and not groups.missing:
+        if abs(1.0 - usage_ratio) <= tolerance:
+            return current
+        return math.ceil(usage_ratio * groups.ready)
+    values = dict(counted)
+    _fill_missing(values, pods, groups, usage_ratio, missing_down)
+    if rebalance_ignored:
+        for index in groups.ignored:
+            values[index] = (0.0, pods[index].request)  # on a scale-up, unready pods use 0
+    new_ratio = ratio(values)
+    if (
+        abs(1.0 - new_ratio) <= tolerance
+        or (usage_ratio < 1.0 < new_ratio)
+        or (usage_ratio > 1.0 > new_ratio)
+    ):
+        return current  # too small a change, or the rebalancing reversed the direction
+    desired = math.ceil(new_ratio * len(values))
+    if (new_ratio < 1.0 and desired > current) or (new_ratio > 1.0 and desired < current):
+        return current
+    return desired
+
+
+def _fill_missing(
+    values: dict[int, tuple[float, float]],
+    pods: Sequence[Pod],
+    groups: PodGroups,
+    usage_ratio: float,
+    missing_down: float | None,
+) -> None:
+    """The pods without a metric: on a scale-down as ``missing_down`` (their request for
+    Resource metrics), on a scale-up as using nothing."""
+    resource = missing_down is None
+    for index in groups.missing:
+        request = pods[index].request
+        if usage_ratio < 1.0:
+            down = request if missing_down is None else missing_down
+            values[index] = (down, request)
+        elif usage_ratio > 1.0 or not resource:
+            values[index] = (0.0, request)  # on a scale-up, as using nothing
+
+
+def usage_ratio_replicas(
+    current: int, usage_ratio: float, ready_pods: int, tolerance: float = TOLERANCE
+) -> int:
+    """getUsageRatioReplicaCount: Object Value and External Value targets. With replicas
+    it scales the ready pods by the ratio; at 0 replicas it is ceil(ratio) (scale from zero,
+    when the HPAScaleToZero feature lets minReplicas be 0)."""
+    if current != 0:
+        if abs(1.0 - usage_ratio) <= tolerance:
+            return current
+        return math.ceil(usage_ratio * ready_pods)
+    return math.ceil(usage_ratio)
+
+
+def per_pod_total_replicas(
+    status_replicas: int, total: float, target_average: float, tolerance: float = TOLERANCE
+) -> int:
+    """GetObjectPerPodMetricReplicas / GetExternalPerPodMetricReplicas: AverageValue targets
+    on Object and External metrics divide the total by the target, once the ratio to the
+    current replicas leaves the tolerance."""
+    if status_replicas > 0:
+        ratio = total / (target_average * status_replicas)
+        if abs(1.0 - ratio) <= tolerance:
+            return status_replicas
+    return math.ceil(total / target_average)
+
+
+class MetricUnavailable(Exception):
+    """The metrics API returned nothing usable for a metric (FailedGet*Metric)."""
+
+
+def max_over_metrics(spec_replicas: int, proposals: Sequence[int | None]) -> int | None:
+    """computeReplicasForMetrics: the largest proposal; None (no scaling this sync) when every
+    metric is invalid, or when some are and the valid ones would scale down."""
+    valid = [p for p in proposals if p is not None]
+    invalid = len(proposals) - len(valid)
+    if not valid:
+        return None
+    replicas = max(valid)
+    if invalid and replicas < spec_replicas:
+        return None
+    return replicas
