@@ -25,6 +25,10 @@ from gpulint.inventory import Inventory
 from . import artifacts
 from .tools import helm_command, kustomize_command
 
+# Text output is wrapped at the terminal's width (gpulint.report.wrap): every test, and every
+# gpulint a test starts, writes for an 80-column terminal whatever runs the tests.
+os.environ["COLUMNS"] = "80"
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
