@@ -115,7 +115,8 @@ def test_text_output_shows_control_characters_as_escapes(crafted: Path, color: s
         assert "\x1b]" not in output
     assert _commands(output) == []
     shown = r"triton\x1b]0;pwned\x07\x1b[31m\n::error file=evil.yaml,line=1::injected\r\n"
-    assert shown in output
+    # Wrapped at 80 columns (tests/conftest.py): the words, whatever lines they are on.
+    assert shown in " ".join(output.split())
     assert r"##[error]legacy\x9b31m\u2028\u202eend" in output
     # A newline written in a key reaches a fix: the fix line that starts with it is escaped.
     assert r"\x3a:error file=fix.yaml::from-a-fix" in output

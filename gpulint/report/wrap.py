@@ -78,9 +78,18 @@ def comment_start(line: str) -> int:
     return -1
 
 
-# A line of a fix that is a sentence, not code: it starts with three plain words ("move the
-# rule to ..."), which no YAML line (``key:``, ``- ``, ``#``) or PromQL expression does.
-_PROSE = re.compile(r"\s*[A-Za-z]+,? [A-Za-z]+,? [A-Za-z]+[,:]?(?: |$)")
+# A line of a fix that is a sentence, not code: it starts with two plain words ("move the
+# rule", "fix what"), which no YAML line (``key:``, ``- ``, ``#``) does; a PromQL expression
+# that does ("sum by (pod) ...", "a and b") has an operator keyword as its second word.
+_PROSE = re.compile(r"\s*[A-Za-z]+,? ([A-Za-z][^\s:]*)[,:]?(?: |$)")
+_PROMQL_WORDS = frozenset(
+    ("by", "without", "on", "ignoring", "and", "or", "unless", "offset", "bool", "group_left")
+)
+
+
+def _is_prose(line: str) -> bool:
+    match = _PROSE.match(line)
+    return match is not None and match.group(1) not in _PROMQL_WORDS
 
 
 def code_lines(lines: list[str], width: int) -> list[str]:
@@ -89,7 +98,7 @@ def code_lines(lines: list[str], width: int) -> list[str]:
     that starts beyond half the width moves below the code, at the code's indentation."""
     out: list[str] = []
     for line in lines:
-        if len(line) > width and _PROSE.match(line):
+        if len(line) > width and _is_prose(line):
             indent = line[: len(line) - len(line.lstrip())]
             out.extend(fill(line, width, indent))
             continue
