@@ -285,11 +285,16 @@ def test_json_and_sarif_carry_the_edits(tmp_path: Path, sarif_schema: dict[str, 
 def test_sarif_fixes_of_every_fixture_validate(sarif_schema: dict[str, object]) -> None:  # noqa: F811
     from gpulint.report.sarif import sarif_log
 
+    with_fixes = 0
     for _rule, path in _fix_cases():
         if path.is_dir():
             continue
         log = sarif_log(lint_result(path, settings=_settings(path)))
         jsonschema.Draft7Validator(sarif_schema).validate(log)
+        results = log["runs"][0]["results"]  # type: ignore[index]
+        with_fixes += any("fixes" in result for result in results)
+    # Fails rather than passes when no fixture (or no fix in one) was checked at all.
+    assert with_fixes >= len(FIXABLE), f"only {with_fixes} fixtures had SARIF fixes to validate"
 
 
 def test_rules_json_says_which_rules_are_fixable(capsys: pytest.CaptureFixture[str]) -> None:
