@@ -181,3 +181,11 @@ def action_install(tmp_path_factory: pytest.TempPathFactory) -> artifacts.Instal
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return artifacts.Install("action", venv, place)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        help="write the text report of every failing fixture to its snapshot (tests/snapshots.py)",
+    )

@@ -1,0 +1,91 @@
+"""The whole text report of every failing fixture, compared with its snapshot
+(tests/snapshots.py): a change to any message, fix, note or their wrapping shows as a diff.
+
+Update after a deliberate change with ``pytest tests/test_snapshots.py --update-snapshots``
+and review the written ``.snap`` files in the diff like any other change.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from gpulint.engine.runner import all_rules
+from gpulint.report.text import render_text
+
+from .conftest import FIXTURES, ROOT, lint_result
+from .snapshots import UPDATE, assert_snapshot, snapshot_path, snapshot_text
+from .test_rule_fixtures import _cases, _needs_tools, _settings
+
+# Rules whose findings come from elsewhere than tests/fixtures: their own snapshot tests.
+_ELSEWHERE = {
+    "GL703": "tests/test_suppression.py",
+    "GL799": "tests/test_internal_error.py",
+}
+
+
+def report_of(path: Path) -> str:
+    """``gpulint lint <fixture>`` as text, run from the repository's root."""
+    out = io.StringIO()
+    result = lint_result(path.relative_to(ROOT), settings=_settings(path))
+    # The one part of a report that changes from run to run.
+    result.units = [unit._replace(render_seconds=0.0) for unit in result.units]
+    result.lint_seconds = 0.0
+    render_text(result, out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("rule", "path"), _cases("fail_"), ids=lambda v: str(v)[-60:])
+def test_failing_fixture_report_matches_its_snapshot(
+    rule: str, path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _needs_tools(path)
+    monkeypatch.chdir(ROOT)
+    source = path.relative_to(ROOT).as_posix()
+    assert_snapshot(request.config, snapshot_path(path), snapshot_text(source, report_of(path)))
+
+
+def _snapshots() -> list[Path]:
+    return sorted(FIXTURES.glob("GL*/snapshots/*.snap"))
+
+
+def test_every_snapshot_belongs_to_a_failing_fixture(request: pytest.FixtureRequest) -> None:
+    wanted = {snapshot_path(path) for _, path in _cases("fail_")}
+    stale = [path for path in _snapshots() if path not in wanted]
+    if request.config.getoption("update_snapshots"):
+        for path in stale:
+            path.unlink()
+        return
+    assert not stale, f"snapshots without a fixture (run `{UPDATE}` to remove them): {stale}"
+
+
+def test_every_rule_has_a_snapshot() -> None:
+    snapshotted = {path.parent.parent.name for path in _snapshots()}
+    assert snapshotted, "no snapshot found under tests/fixtures/*/snapshots"
+    missing = [
+        spec.id
+        for spec in all_rules()
+        if spec.id not in snapshotted
+        and spec.id not in _ELSEWHERE
+        and not re.match(r"GL(8|9)\d\d", spec.id)  # tests/live, tests/cluster, tests/replay
+    ]
+    assert not missing, f"rules without a failing fixture's snapshot: {missing}"
+
+
+def test_a_changed_report_fails_with_a_diff_and_the_update_command(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    snap = tmp_path / "snapshots" / "fail_x.snap"
+    if request.config.getoption("update_snapshots"):
+        pytest.skip("compares, which --update-snapshots does not")
+    with pytest.raises(pytest.fail.Exception, match=re.escape(UPDATE)):
+        assert_snapshot(request.config, snap, snapshot_text("x.yaml", "a\n"))
+    assert not snap.exists()  # a missing snapshot is never written without the flag
+    snap.parent.mkdir()
+    snap.write_text(snapshot_text("x.yaml", "a\n"))
+    assert_snapshot(request.config, snap, snapshot_text("x.yaml", "a\n"))
+    with pytest.raises(pytest.fail.Exception, match=r"(?s)-a\n\+b"):
+        assert_snapshot(request.config, snap, snapshot_text("x.yaml", "b\n"))
