@@ -33,6 +33,7 @@ from gpulint.chain.servers import (
 )
 from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import ParsedUrl, PrometheusUrl, parse_url
+from gpulint.core.message import capitalized
 from gpulint.core.model import Related
 from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import describe_document, related
@@ -121,8 +122,8 @@ def selection_problem(monitor: Monitor, inventory: Inventory) -> Problem | None:
     reasons = "; ".join(f"{server.describe()}: {v.reason}" for server, v in found.verdicts)
     what = "PodMonitor" if monitor.kind == POD_MONITOR else "ServiceMonitor"
     message = (
-        f"No Prometheus selects the dcgm-exporter {what}. {_capital(monitor.describe())} is "
-        f"selected by no Prometheus of the unit. {_capital(reasons)}. So Prometheus never "
+        f"No Prometheus selects the dcgm-exporter {what}. {capitalized(monitor.describe())} is "
+        f"selected by no Prometheus of the unit. {capitalized(reasons)}. So Prometheus never "
         "scrapes dcgm-exporter and no GPU series reaches the adapter"
     )
     server, verdict = found.verdicts[0]
@@ -167,10 +168,6 @@ def _selection_fix(monitor: Monitor, server: PrometheusServer, verdict: Verdict,
     if server.chart is not None:
         return f"prometheus:\n  prometheusSpec:\n    {key}: {{}}   # every namespace"
     return f"# in Prometheus {server.name}:\nspec:\n  {key}: {{}}   # every namespace"
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def _indent(text: str, spaces: int) -> str:
@@ -227,7 +224,7 @@ def endpoint_problems(monitor: Monitor, inventory: Inventory) -> list[Problem]:
                     (*endpoint.path, "port"),
                     "A dcgm-exporter scrape names a port no Service has: "
                     f"{abbreviated(str(endpoint.port))}. "
-                    f"{_capital(monitor.describe())} endpoint {endpoint.position} scrapes the "
+                    f"{capitalized(monitor.describe())} endpoint {endpoint.position} scrapes the "
                     f"Service port named {endpoint.port}, which no Service it selects has "
                     f"({shown}), so it "
                     "has no target",
@@ -277,7 +274,7 @@ def _portless(
     return Problem(
         monitor.document,
         endpoint.path,
-        f"A dcgm-exporter scrape endpoint names no port. {_capital(monitor.describe())} "
+        f"A dcgm-exporter scrape endpoint names no port. {capitalized(monitor.describe())} "
         f"endpoint {endpoint.position} has neither port nor targetPort: {consequence}",
         fix,
     )
@@ -322,7 +319,7 @@ def _selects_no_service(monitor: Monitor, inventory: Inventory) -> Problem | Non
         monitor.document,
         monitor.selector_path,
         "A dcgm-exporter ServiceMonitor selects no Service. "
-        f"{_capital(monitor.describe())} selects no Service {where} (selector "
+        f"{capitalized(monitor.describe())} selects no Service {where} (selector "
         f"`{monitor.selector if monitor.selector is not None else 'none'}`), so it has no "
         f"targets: {detail}",
         fix or "# select the labels of dcgm-exporter's Service",
@@ -352,7 +349,7 @@ def _service_problems(
                 service.document,
                 service.selector_path,
                 "The Service a dcgm-exporter monitor scrapes selects no exporter pod. "
-                f"{_capital(service.describe())}, which {monitor.describe()} scrapes, selects no "
+                f"{capitalized(service.describe())}, which {monitor.describe()} scrapes, selects no "
                 f"dcgm-exporter pod (selector `{service.selector}`; the pods of "
                 f"{exporter.describe()} are labelled {shown}), so it has no endpoints to scrape",
                 "selector:\n" + _indent(yaml_text(labels), 2) if labels else "",
@@ -384,7 +381,7 @@ def _service_problems(
                 service.document,
                 path,
                 "The dcgm-exporter Service forwards to a port the exporter does not expose. "
-                f"{_capital(service.describe())} port {port.describe()} forwards to "
+                f"{capitalized(service.describe())} port {port.describe()} forwards to "
                 f"{_target_text(target)}"
                 f", which {exporter.describe()} does not expose (its container ports: {offered}), "
                 "so the scrape of it fails",
@@ -413,7 +410,7 @@ def _pod_monitor_problems(monitor: Monitor, inventory: Inventory) -> list[Proble
                     monitor.document,
                     endpoint.path,
                     f"A dcgm-exporter scrape endpoint names no port. "
-                    f"{_capital(monitor.describe())} endpoint {endpoint.position} has no port, "
+                    f"{capitalized(monitor.describe())} endpoint {endpoint.position} has no port, "
                     "portNumber or targetPort: Prometheus Operator keeps every container port "
                     "of the selected pods for it",
                     f"- port: {port}   # the name of the exporter's container port",
@@ -428,7 +425,7 @@ def _pod_monitor_problems(monitor: Monitor, inventory: Inventory) -> list[Proble
                 monitor.document,
                 monitor.selector_path,
                 "A dcgm-exporter PodMonitor selects no exporter pod. "
-                f"{_capital(monitor.describe())} selects no dcgm-exporter pod (selector "
+                f"{capitalized(monitor.describe())} selects no dcgm-exporter pod (selector "
                 f"`{monitor.selector}`; the pods of {exporter.describe()} are labelled "
                 f"{', '.join(f'{k}: {v}' for k, v in sorted(labels.items())) or 'nothing'}), so "
                 "it has no targets",
@@ -451,7 +448,7 @@ def _pod_monitor_problems(monitor: Monitor, inventory: Inventory) -> list[Proble
                     monitor.document,
                     (*endpoint.path, "port"),
                     "A dcgm-exporter PodMonitor names a port the exporter does not have. "
-                    f"{_capital(monitor.describe())} endpoint {endpoint.position} scrapes the "
+                    f"{capitalized(monitor.describe())} endpoint {endpoint.position} scrapes the "
                     f"container port named {endpoint.port}, which {exporter.describe()} does not "
                     "have "
                     f"(its ports: {', '.join(names) or 'unnamed'}), so it has no target",
@@ -635,7 +632,7 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
             url.document,
             url.path,
             f"The Prometheus URL {abbreviated(url.url)} is not a URL an HTTP client can use. "
-            f"{_capital(url.client)} queries Prometheus there. {_capital(problem)}",
+            f"{capitalized(url.client)} queries Prometheus there. {capitalized(problem)}",
             url_fix(url, right),
         )
     target = url_target(url, inventory)
@@ -650,7 +647,7 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
         url.document,
         url.port_path if url.port_path is not None and "port" in target.problem else url.path,
         f"The Prometheus URL {abbreviated(url.url)} reaches no Prometheus of the unit. "
-        f"{_capital(url.client)} queries it. {_capital(target.problem)}",
+        f"{capitalized(url.client)} queries it. {capitalized(target.problem)}",
         url_fix(url, target.fix_url or "http://<service>.<namespace>.svc:9090"),
         links,
     )
@@ -688,7 +685,7 @@ def placement_problems(exporter: DcgmExporter, inventory: Inventory) -> list[Pro
                     exporter.document,
                     path,
                     f"gpu-operator values set {section}.{key}, which places nothing. "
-                    f"{_capital(exporter.chart.describe())} set it, but gpu-operator's "
+                    f"{capitalized(exporter.chart.describe())} set it, but gpu-operator's "
                     f"ClusterPolicy has no {key} for {section}"
                     + (
                         " (dcgm is the standalone DCGM host engine, off by default, not the "
@@ -736,7 +733,7 @@ def placement_problems(exporter: DcgmExporter, inventory: Inventory) -> list[Pro
                 exporter.document,
                 placement.tolerations_path,
                 f"dcgm-exporter does not tolerate the GPU nodes' taint {abbreviated(shown)}. "
-                f"{_capital(exporter.describe())} does not tolerate {shown}, which the nodes of "
+                f"{capitalized(exporter.describe())} does not tolerate {shown}, which the nodes of "
                 f"the unit's GPU workloads carry (tolerated by {_owners(tainted_owners)}). No "
                 "exporter pod runs on those nodes, so their GPUs report no metrics",
                 _tolerations_fix(exporter, missing),
@@ -749,7 +746,7 @@ def placement_problems(exporter: DcgmExporter, inventory: Inventory) -> list[Pro
                 exporter.document,
                 placement.node_selector_path,
                 "dcgm-exporter is kept off the GPU nodes by its nodeSelector. "
-                f"{_capital(exporter.describe())} is kept off the nodes of the unit's GPU "
+                f"{capitalized(exporter.describe())} is kept off the nodes of the unit's GPU "
                 "workloads: "
                 f"{'; '.join(conflicts)} ({_owners(conflicting_owners)}). No exporter pod runs "
                 "where those GPUs are, so they report no metrics",

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from gpulint.adoption.edits import FixPlan
+from gpulint.core.message import as_sentence
 from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity
 from gpulint.input.document import Document, Manifest, Path
 from gpulint.kinds.registry import VIEW_SCOPES
@@ -178,7 +179,7 @@ class Context:
             self.spec.id,
             self.spec.name,
             self.spec.severity if severity is None else severity,
-            message,
+            as_sentence(message),
             location,
             fix,
             obj or describe_document(document),
@@ -203,7 +204,7 @@ class Context:
             self.spec.id,
             self.spec.name,
             self.spec.severity,
-            message,
+            as_sentence(message),
             location,
             fix,
             obj,
