@@ -186,3 +186,9 @@ def test_every_message_opens_with_a_capital_or_a_name_and_ends_with_a_period() -
             if not opens or message[-1:] not in ".!?":
                 offenders.setdefault(finding.rule, message)
     assert not offenders, offenders
+
+
+def test_a_prometheus_url_is_shown_whole_in_the_headline() -> None:
+    # A 42-character URL was cut to 32 characters and shown nowhere whole.
+    (finding,) = lint_paths(FIXTURES / "GL603" / "fail_keda_server_address.yaml", select=["GL603"])
+    assert "URL http://prometheus-server.monitoring.svc:80 reaches" in finding.headline

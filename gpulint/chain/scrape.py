@@ -46,6 +46,11 @@ if TYPE_CHECKING:
     from gpulint.inventory import Inventory
     from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 
+# A Prometheus URL is shown whole in a message up to this length, so that it can be copied
+# and compared with the one written (Service names alone reach 63 characters); only a
+# crafted one is cut.
+URL_SHOWN = 200
+
 
 def dcgm_series_read(rule: AdapterRule) -> list[str]:
     """The dcgm-exporter series an adapter rule's seriesQuery names."""
@@ -349,8 +354,8 @@ def _service_problems(
                 service.document,
                 service.selector_path,
                 "The Service a dcgm-exporter monitor scrapes selects no exporter pod. "
-                f"{capitalized(service.describe())}, which {monitor.describe()} scrapes, selects no "
-                f"dcgm-exporter pod (selector `{service.selector}`; the pods of "
+                f"{capitalized(service.describe())}, which {monitor.describe()} scrapes, "
+                f"selects no dcgm-exporter pod (selector `{service.selector}`; the pods of "
                 f"{exporter.describe()} are labelled {shown}), so it has no endpoints to scrape",
                 "selector:\n" + _indent(yaml_text(labels), 2) if labels else "",
                 (related(exporter.document, exporter.path, "dcgm-exporter"),),
@@ -631,7 +636,8 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
         return Problem(
             url.document,
             url.path,
-            f"The Prometheus URL {abbreviated(url.url)} is not a URL an HTTP client can use. "
+            f"The Prometheus URL {abbreviated(url.url, URL_SHOWN)} is not a URL an HTTP client "
+            "can use. "
             f"{capitalized(url.client)} queries Prometheus there. {capitalized(problem)}",
             url_fix(url, right),
         )
@@ -646,7 +652,7 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
     return Problem(
         url.document,
         url.port_path if url.port_path is not None and "port" in target.problem else url.path,
-        f"The Prometheus URL {abbreviated(url.url)} reaches no Prometheus of the unit. "
+        f"The Prometheus URL {abbreviated(url.url, URL_SHOWN)} reaches no Prometheus of the unit. "
         f"{capitalized(url.client)} queries it. {capitalized(target.problem)}",
         url_fix(url, target.fix_url or "http://<service>.<namespace>.svc:9090"),
         links,
