@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
+COLOR_HELP = (
+    "colour the text output: auto (default) colours it on a terminal unless NO_COLOR is "
+    "set, always, never"
+)
 # What each optional front door needs (pyproject.toml's extras), by the modules it imports.
 EXTRAS = {
     "live": ("prometheus_api_client", "requests"),
@@ -140,7 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a broken link of this severity or above fails the run (exit code 1; default: error)",
     )
     trace.add_argument("--output", "-o", metavar="FILE", help="write the traces to FILE")
-    trace.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    trace.add_argument(
+        "--color", choices=("auto", "always", "never"), default="auto", help=COLOR_HELP
+    )
     add_input_options(trace)
     add_render_options(trace)
     add_live_options(trace)
@@ -205,7 +211,9 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ignore", action="append", metavar="IDS", help="do not run these rules")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument(
+        "--color", choices=("auto", "always", "never"), default="auto", help=COLOR_HELP
+    )
     parser.add_argument(
         "--no-config", action="store_true", help="ignore any .gpulint.yaml (defaults only)"
     )
@@ -696,6 +704,14 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                     f"gpulint: {outcome.waiting} more fixes overlap these; `--fix` applies "
                     "them in a later round\n"
                 )
+            if not outcome.diffs and not outcome.withheld and not outcome.waiting:
+                # On stderr: stdout stays an empty patch for whatever applies it.
+                which = (
+                    "fix applies"
+                    if args.unsafe_fixes
+                    else ("safe fix applies (--unsafe-fixes adds the others)")
+                )
+                stderr.write(f"gpulint: --diff: nothing to change: no {which}\n")
             return EXIT_FINDINGS if outcome.diffs or outcome.withheld else EXIT_OK
         if isinstance(result, Result) and outcome.fixes:
             files = len(outcome.files)

@@ -186,6 +186,18 @@ def test_diff_shows_the_fixes_and_writes_nothing(tmp_path: Path) -> None:
     assert (tmp_path / "app.yaml").read_text() == HPA
 
 
+def test_diff_with_nothing_to_change_says_so(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+    done = _cli("lint", "--no-config", "--diff", "app.yaml", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == (
+        "gpulint: --diff: nothing to change: no safe fix applies (--unsafe-fixes adds the "
+        "others)\n"
+    )
+    done = _cli("lint", "--no-config", "--diff", "--unsafe-fixes", "app.yaml", cwd=tmp_path)
+    assert done.stderr == "gpulint: --diff: nothing to change: no fix applies\n"
+
+
 def test_fix_applies_safe_fixes_and_reports_what_is_left(tmp_path: Path) -> None:
     (tmp_path / "app.yaml").write_text(HPA)
     done = _cli("lint", "--no-config", "--fix", "--format", "json", "app.yaml", cwd=tmp_path)
@@ -205,6 +217,7 @@ def test_fix_applies_safe_fixes_and_reports_what_is_left(tmp_path: Path) -> None
     assert again.returncode == 0 and again.stdout == ""
 
 
+@pytest.mark.slow
 def test_unsafe_fixes_only_when_asked(tmp_path: Path) -> None:
     text = HPA.replace('averageValue: "70"', 'averageValue: "700m"').replace(
         "type: Value          # the field below says AverageValue", "type: AverageValue"
@@ -255,6 +268,7 @@ def test_fix_keeps_windows_line_endings(tmp_path: Path) -> None:
     assert data.count(b"\n") == data.count(b"\r\n")
 
 
+@pytest.mark.slow
 def test_json_and_sarif_carry_the_edits(tmp_path: Path, sarif_schema: dict[str, object]) -> None:  # noqa: F811
     (tmp_path / "app.yaml").write_text(HPA)
     report = json.loads(_cli("lint", "--no-config", "-f", "json", "app.yaml", cwd=tmp_path).stdout)
@@ -282,6 +296,7 @@ def test_json_and_sarif_carry_the_edits(tmp_path: Path, sarif_schema: dict[str, 
     ]
 
 
+@pytest.mark.slow
 def test_sarif_fixes_of_every_fixture_validate(sarif_schema: dict[str, object]) -> None:  # noqa: F811
     from gpulint.report.sarif import sarif_log
 
