@@ -118,3 +118,51 @@ def code_lines(lines: list[str], width: int) -> list[str]:
         filled = fill(comment, width, prefix, " " * column + "# ")
         out.extend(filled)
     return out
+
+
+_LIST_ITEM = re.compile(r"(\s*(?:[-*]|\d+\.)\s+)")
+
+
+def document_lines(text: str, width: int) -> list[str]:
+    """A document for a terminal (``gpulint explain``): its paragraphs and list items
+    refilled at ``width``; fenced code blocks, headings' underlines and blank lines as
+    written."""
+    out: list[str] = []
+    paragraph: list[str] = []
+    first, rest = "", ""
+    fenced = False
+
+    def flush() -> None:
+        if paragraph:
+            out.extend(fill(" ".join(paragraph), width, first, rest))
+            paragraph.clear()
+
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            flush()
+            fenced = not fenced
+            out.append(line)
+            continue
+        if fenced or not line.strip() or set(line.strip()) <= set("-="):
+            flush()
+            out.append(line)
+            continue
+        item = _LIST_ITEM.match(line)
+        if item:
+            flush()
+            first, rest = item.group(1), " " * len(item.group(1))
+            paragraph.append(line[item.end() :])
+        elif paragraph and (
+            (first.strip() and line.startswith(rest))  # a list item's continuation
+            or (not first and not line.startswith(" "))  # a paragraph's next line
+        ):
+            paragraph.append(line.strip())
+        else:
+            flush()
+            # An indented line (an option of ``explain``) is an entry of its own, continued
+            # two columns deeper.
+            first = line[: len(line) - len(line.lstrip())]
+            rest = first + "  " if first else ""
+            paragraph.append(line.strip())
+    flush()
+    return out
