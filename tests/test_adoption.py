@@ -456,6 +456,7 @@ def test_changed_since_reads_names_that_collide_with_a_headers_tab(
     assert {f["object"]["name"] for f in report["findings"]} == {"y", "p"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tab\tü.yaml", "€.yaml"])
 def test_changed_since_under_the_c_locale(tmp_path: Path, name: str) -> None:
     """A CI runner's locale may be C (ASCII): git's output is read as bytes, named as the

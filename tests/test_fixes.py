@@ -356,6 +356,7 @@ def test_the_written_fix_says_what_the_edits_do(rule: str, path: Path) -> None:
             assert not missing, f"{finding.rule}: {missing} written but not in: {finding.fix}"
 
 
+@pytest.mark.slow
 def test_the_diff_applies_with_git_and_is_what_fix_writes(tmp_path: Path) -> None:
     for name in ("shown", "fixed"):
         (tmp_path / name).mkdir()

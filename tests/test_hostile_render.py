@@ -32,6 +32,8 @@ from gpulint.input.units.tools import Limits, RenderBudget, run_tool, scrub
 
 from .tools import helm_command, kustomize_command
 
+pytestmark = pytest.mark.slow
+
 CANARY = "gpulint-canary-5f1e9a7c3b"
 HPA = """\
 apiVersion: autoscaling/v2

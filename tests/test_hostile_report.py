@@ -347,6 +347,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _hostile_tree(tmp_path_factory.mktemp("hostile"))
 
 
+@pytest.mark.slow
 def test_every_output_format_shows_hostile_input_and_acts_on_none(hostile: Path) -> None:
     done = _run(hostile, "lint", "--format", "json", ".")
     assert done.returncode == 1, done.stderr
@@ -407,6 +408,7 @@ def test_every_output_format_shows_hostile_input_and_acts_on_none(hostile: Path)
             assert output.count("<- first break") == 2
 
 
+@pytest.mark.slow
 def test_diff_and_fix_notes_over_hostile_names(hostile: Path, tmp_path: Path) -> None:
     done = _run(hostile, "lint", "--diff", ".")
     assert done.returncode == 1, done.stderr
@@ -495,6 +497,7 @@ def _git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_diff_is_a_patch_git_applies_with_workflow_commands_in_its_context(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -105,6 +105,7 @@ def test_a_kustomize_error_names_the_real_files_not_the_copy(
     assert "gpulint-standins-" not in failed.message
 
 
+@pytest.mark.slow
 def test_gpulint_lints_its_own_deploy_directory_clean_in_a_fresh_clone(
     tmp_path: Path, kustomize: list[str], helm: list[str]
 ) -> None:

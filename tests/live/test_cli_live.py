@@ -16,7 +16,7 @@ from .conftest import LIVE_FIXTURES
 from .harness import ROOT, AppServer
 from .world import World
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 BROKEN = LIVE_FIXTURES / "GL804" / "fail_pod_label_of_exporter"
 CORRECT = LIVE_FIXTURES / "correct" / "stack"

@@ -29,7 +29,7 @@ from .conftest import LIVE_FIXTURES, lint_live, show
 from .harness import AppServer
 from .world import World
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 ANSWERED_BY = (
     " (answered by http://127.0.0.1:<*> from --prometheus, not by the trigger's serverAddress "

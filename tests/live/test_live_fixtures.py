@@ -18,7 +18,7 @@ from gpulint.engine.runner import all_rules
 from .conftest import LIVE_FIXTURES, lint_live, live_findings, server_url, show
 from .world import World
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 _EXPECT = re.compile(r"#\s*expect:\s*(GL\d{3})\s+(\d+):(\d+)")
 

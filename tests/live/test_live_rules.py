@@ -15,7 +15,7 @@ from gpulint.core.model import Finding, Severity
 from .conftest import LIVE_FIXTURES, lint_live, server_url, show
 from .world import World
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 _WINDOW = "matches no series in Prometheus (last 10m, the window the adapter discovers series in)"
 

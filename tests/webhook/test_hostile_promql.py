@@ -127,6 +127,7 @@ def _rss(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
+@pytest.mark.slow
 def test_denials_stand_while_hostile_adapter_queries_are_cached(webhook: Webhook) -> None:
     for index in range(6):
         deployment = objects.deployment("llm-server", "llm", gpus=2, image=f"v{index}")
