@@ -191,8 +191,7 @@ def test_diff_with_nothing_to_change_says_so(tmp_path: Path) -> None:
     done = _cli("lint", "--no-config", "--diff", "app.yaml", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (0, "")
     assert done.stderr == (
-        "gpulint: --diff: nothing to change: no safe fix applies (--unsafe-fixes adds the "
-        "others)\n"
+        "gpulint: --diff: nothing to change: no safe fix applies (--unsafe-fixes adds the others)\n"
     )
     done = _cli("lint", "--no-config", "--diff", "--unsafe-fixes", "app.yaml", cwd=tmp_path)
     assert done.stderr == "gpulint: --diff: nothing to change: no fix applies\n"
