@@ -181,6 +181,28 @@ def test_an_unknown_rule_in_the_config_is_an_error_at_its_key(tmp_path: Path) ->
     assert run_cli("lint", "--no-config", ".", cwd=tmp_path).returncode == 1
 
 
+def test_every_configuration_error_is_reported_in_one_run(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
+    (tmp_path / ".gpulint.yaml").write_text(
+        "rules:\n"
+        "  GL1O2: off\n"
+        "  GL101: {severity: loud}\n"
+        "units: [/abs]\n"
+        "gpu-resources: 3\n"
+        "exclude: []\n"
+        "exclude: [x]\n"
+    )
+    result = run_cli("lint", ".", cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert all(line.startswith("gpulint: configuration error: ") for line in lines), lines
+    found = [re.search(r"\.gpulint\.yaml:(\d+:\d+): (.*)", line) for line in lines]
+    assert [m.group(1) for m in found if m] == ["2:3", "3:11", "4:9", "5:1", "7:1"], lines
+    said = [m.group(2) for m in found if m]
+    assert said[0] == "rules: no rule 'GL1O2'; did you mean GL102?"
+    assert said[4] == "key 'exclude' is written twice"
+
+
 @pytest.mark.slow
 def test_missing_extras_name_the_extra_instead_of_a_traceback(tmp_path: Path) -> None:
     """Without the optional dependencies, each front door says what to install (exit 2)."""
