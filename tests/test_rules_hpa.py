@@ -13,7 +13,7 @@ import pytest
 from gpulint.core.model import Finding, Severity
 from gpulint.engine.config import RuleSettings, Settings
 
-from .conftest import lint_paths, lint_text
+from .conftest import FIXTURES, lint_paths, lint_text
 
 GPU_DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -614,3 +614,16 @@ spec:
     assert len(first.related) == 10
     assert "and 1,994 more:" in first.fix
     assert max(len(f.message) + len(f.fix) for f in findings) < 2000
+
+
+def test_gl102_writes_lists_as_the_file_indents_them() -> None:
+    indented = FIXTURES / "GL102" / "fail_indented_lists.yaml"
+    (finding,) = [f for f in lint_paths(indented) if f.rule == "GL102"]
+    assert "\n    policies:\n      - type: Pods\n        value: 2 " in finding.fix
+    # A file whose lists start at their key's column gets them there.
+    (finding,) = [
+        f
+        for f in lint_paths(FIXTURES / "GL102" / "fail_no_behavior_on_a_gpu_deployment.yaml")
+        if f.rule == "GL102"
+    ]
+    assert "\n    policies:\n    - type: Pods\n      value: 2 " in finding.fix
