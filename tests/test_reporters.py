@@ -104,6 +104,8 @@ def test_fix_code_keeps_its_lines_and_only_its_comments_wrap() -> None:
     comment = "# or set honorLabels: true on the dcgm-exporter scrape and keep pod/namespace"
     trailing = "  value: 2   # GPU pods added at most per period, which keeps a burst of load"
     sentence = "move the rule to externalRules (rules.external in chart values), or read it:"
+    command = "kubectl get apiservice v1beta1.custom.metrics.k8s.io -o jsonpath='{.status}'"
+    assert code_lines([command], 40) == [command]
     assert code_lines([query, comment, trailing, sentence, "  a: 1"], 40) == [
         query,
         "# or set honorLabels: true on the",

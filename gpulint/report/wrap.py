@@ -80,16 +80,25 @@ def comment_start(line: str) -> int:
 
 # A line of a fix that is a sentence, not code: it starts with two plain words ("move the
 # rule", "fix what"), which no YAML line (``key:``, ``- ``, ``#``) does; a PromQL expression
-# that does ("sum by (pod) ...", "a and b") has an operator keyword as its second word.
+# that does ("sum by (pod) ...", "a and b") has an operator keyword as its second word, and a
+# command line ("kubectl get ...") starts with the command.
 _PROSE = re.compile(r"\s*[A-Za-z]+,? ([A-Za-z][^\s:]*)[,:]?(?: |$)")
 _PROMQL_WORDS = frozenset(
     ("by", "without", "on", "ignoring", "and", "or", "unless", "offset", "bool", "group_left")
 )
 
 
+# Commands a fix gives to run: code, however many plain words they start with.
+_COMMANDS = frozenset(("kubectl", "helm", "kustomize", "gpulint", "curl", "promtool", "git"))
+
+
 def _is_prose(line: str) -> bool:
     match = _PROSE.match(line)
-    return match is not None and match.group(1) not in _PROMQL_WORDS
+    return (
+        match is not None
+        and match.group(1) not in _PROMQL_WORDS
+        and line.split(None, 1)[0] not in _COMMANDS
+    )
 
 
 def code_lines(lines: list[str], width: int) -> list[str]:
