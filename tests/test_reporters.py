@@ -106,6 +106,18 @@ def test_fix_code_keeps_its_lines_and_only_its_comments_wrap() -> None:
     sentence = "move the rule to externalRules (rules.external in chart values), or read it:"
     command = "kubectl get apiservice v1beta1.custom.metrics.k8s.io -o jsonpath='{.status}'"
     assert code_lines([command], 40) == [command]
+    # A comment after code that reaches past half the width continues below the code.
+    annotated = "    serving.kserve.io/mode: Raw   # the name every release accepts"
+    assert code_lines([annotated], 40) == [
+        "    serving.kserve.io/mode: Raw",
+        "    # the name every release accepts",
+    ]
+    annotated = "    serving.kserve.io/mode: Raw   # the name every KServe release accepts; set it"
+    assert code_lines([annotated], 40) == [
+        "    serving.kserve.io/mode: Raw",
+        "    # the name every KServe release",
+        "    # accepts; set it",
+    ]
     assert code_lines([query, comment, trailing, sentence, "  a: 1"], 40) == [
         query,
         "# or set honorLabels: true on the",

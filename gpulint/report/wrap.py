@@ -119,9 +119,9 @@ def code_lines(lines: list[str], width: int) -> list[str]:
         column = at
         if code and column > width // 2:
             # Continued at the code's indentation instead of in a narrow strip at the right.
-            column = len(code) - len(code.lstrip())
+            below = " " * (len(code) - len(code.lstrip())) + "# "
             out.append(code)
-            out.extend(fill(comment, width, " " * column + "# "))
+            out.extend(fill(comment, width, below, below))
             continue
         prefix = line[:at] + "# "
         filled = fill(comment, width, prefix, " " * column + "# ")
