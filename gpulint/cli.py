@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from gpulint.adoption.baseline import Baseline
     from gpulint.adoption.changed import Changes
     from gpulint.engine.config import Settings
-    from gpulint.engine.runner import Result, Selection
+    from gpulint.engine.registry import Selection
+    from gpulint.engine.result import Result
     from gpulint.input.units import Unit
     from gpulint.inventory import Inventory
 
@@ -567,12 +568,11 @@ def _live_check(
     except OptionError as error:
         stderr.write(f"gpulint: error: {error}\n")
         return None
-    from gpulint.engine.runner import all_rules
-    from gpulint.live.collector import LIVE_RULES
+    from gpulint.engine.registry import rule_index
 
     if not any(
-        spec.id in LIVE_RULES and selection.allows(spec) and settings.rule(spec.id).enabled
-        for spec in all_rules()
+        info.requires == "live" and selection.allows(info) and settings.rule(info.id).enabled
+        for info in rule_index()
     ):
         return ["--prometheus given, but no live rule (GL801-GL812) is selected"]
     return _Live(options)
@@ -604,7 +604,7 @@ def _settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
     """The configuration in use: ``--config``, else ``.gpulint.yaml`` found upward from the
     working directory (``--no-config``: none). None after an error, said on stderr."""
     from gpulint.engine.config import ConfigError, Settings, find_config, load_settings
-    from gpulint.engine.runner import rule_names, rule_option_schemas
+    from gpulint.engine.registry import rule_names, rule_option_schemas
 
     if getattr(args, "no_config", False):
         return Settings()
@@ -622,7 +622,7 @@ def _settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
 def _selection(args: argparse.Namespace, stderr: TextIO) -> Selection | None:
     """``--select``/``--ignore``, every entry a rule ID, name or ID prefix (``GL4``); None
     after an unknown one, said on stderr with the nearest rule."""
-    from gpulint.engine.runner import Selection, unknown_rule_patterns
+    from gpulint.engine.registry import Selection, unknown_rule_patterns
 
     select, ignore = _split_ids(args.select), _split_ids(args.ignore)
     for option, patterns in (("--select", select), ("--ignore", ignore)):
@@ -635,7 +635,7 @@ def _selection(args: argparse.Namespace, stderr: TextIO) -> Selection | None:
 
 def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.core.model import Severity
-    from gpulint.engine.runner import Result
+    from gpulint.engine.result import Result
     from gpulint.report import render
     from gpulint.report.escape import escape_controls
 
@@ -760,9 +760,8 @@ def _refuse_fix(args: argparse.Namespace) -> str | None:
 
 def _note_fixable(result: Result, unsafe: bool, fixing: bool) -> None:
     """Say how many of the findings ``--fix`` (and ``--unsafe-fixes``) would fix."""
-    from gpulint.adoption.edits import fixable
 
-    safe, more = fixable(result, unsafe)
+    safe, more = result.fixable(unsafe)
     if fixing:
         safe = 0  # what was fixable has been fixed; what is left needs judgment or a round
     if safe:
@@ -786,7 +785,8 @@ def _lint_once(
 ) -> Result | int:
     """One lint of the input (files and units, or the cluster): the result, or an exit code
     after an error said on stderr."""
-    from gpulint.engine.runner import Result, run
+    from gpulint.engine.result import Result
+    from gpulint.engine.runner import run
 
     notes: list[str] = list(live) if isinstance(live, list) else []
     prepare = live if isinstance(live, _Live) else None
@@ -869,7 +869,8 @@ def _built_units(
 def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """``gpulint trace``: the chains of every unit (or of the cluster), rendered."""
     from gpulint.core.model import Severity
-    from gpulint.engine.runner import Selection, run
+    from gpulint.engine.registry import Selection
+    from gpulint.engine.runner import run
     from gpulint.trace.chain import Trace, select, traces
 
     gc.disable()
@@ -941,7 +942,7 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
     import json
 
     from gpulint.engine.docs import rules_document, rules_table
-    from gpulint.engine.runner import all_rules
+    from gpulint.engine.registry import all_rules
 
     specs = all_rules()
     if args.markdown:
@@ -977,7 +978,7 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
 
 def run_explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.engine.docs import rule_text
-    from gpulint.engine.runner import rule_by_id, unknown_rule_patterns
+    from gpulint.engine.registry import rule_by_id, unknown_rule_patterns
     from gpulint.report.wrap import document_lines, output_width
 
     spec = rule_by_id(args.rule)

@@ -60,16 +60,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, claim_links, related
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.kinds.hpa import HPA
-from gpulint.kinds.keda import ScaledObject
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    Inventory,
+    ScaledObject,
+    Severity,
+    claim_links,
+    is_generated,
+    related,
+)
 
 ID = "GL101"
 NAME = "hpa-cpu-on-gpu-workload"
 SEVERITY = Severity.ERROR
 SCOPE = "autoscaler"
+STAGES = ("autoscaler",)
 
 CPU_TRIGGERS = ("cpu", "memory")
 
@@ -131,7 +138,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
 def _check_scaled_object(
     scaled: ScaledObject, inventory: Inventory, ctx: Context
 ) -> Iterator[Finding]:
-    if is_generated_autoscaler(scaled.manifest) or not scaled.triggers:
+    if is_generated(scaled.manifest) or not scaled.triggers:
         return
     if not all(t.get("type") in CPU_TRIGGERS for t in scaled.triggers):
         return

@@ -69,14 +69,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import is_unknown
-from gpulint.engine.rule import Context, claim_links, related
-from gpulint.input.document import Document, Path
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.kinds.hpa import HPA, scale_down_fix, scale_up_fix
-from gpulint.kinds.keda import ScaledObject
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Document,
+    Finding,
+    Inventory,
+    Path,
+    Related,
+    ScaledObject,
+    Severity,
+    claim_links,
+    edits,
+    is_generated,
+    is_unknown,
+    related,
+    scale_down_fix,
+    scale_up_fix,
+)
 
 ID = "GL102"
 NAME = "hpa-missing-behavior"
@@ -119,7 +129,7 @@ DEFAULT_SCALE_DOWN = (
 
 
 def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if view.target_ref is None or is_generated_autoscaler(view.manifest):
+    if view.target_ref is None or is_generated(view.manifest):
         return
     if not view.scaling_range().scales_out:
         return  # fixed, or 0 to 1: there is no scaling to pace

@@ -64,21 +64,34 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Manifest, as_dict, as_list, plain_data, yaml_text
-from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.kinds.hpa import HPA, RESOURCE_METRIC_TYPES
-from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.kserve import CLASS_ANNOTATION
-from gpulint.metrics.promql import mentions
+from gpulint.ruleapi import (
+    HPA,
+    KSERVE_CLASS_ANNOTATION,
+    RESOURCE_METRIC_TYPES,
+    Autoscaler,
+    Context,
+    Finding,
+    Inventory,
+    Manifest,
+    Related,
+    ScaledObject,
+    Severity,
+    TargetGroup,
+    as_dict,
+    as_list,
+    edits,
+    mentions,
+    plain_data,
+    related,
+    yaml_text,
+)
 
 ID = "GL103"
 NAME = "duplicate-autoscalers"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
 FIXES = ("unsafe",)
+STAGES = ("autoscaler",)
 
 HPA_KIND = "HorizontalPodAutoscaler"
 # A group of thousands of autoscalers on one workload gets a finding per member, each naming
@@ -267,8 +280,8 @@ def _join(items: list[str]) -> str:
 
 
 def _class_path(isvc: Manifest) -> tuple[str, ...]:
-    if CLASS_ANNOTATION in isvc.annotations:
-        return ("metadata", "annotations", CLASS_ANNOTATION)
+    if KSERVE_CLASS_ANNOTATION in isvc.annotations:
+        return ("metadata", "annotations", KSERVE_CLASS_ANNOTATION)
     return ("metadata", "annotations") if isvc.annotations else ("metadata",)
 
 
@@ -277,57 +290,68 @@ def _group_fix(claims: list[Autoscaler], inventory: Inventory) -> str:
     to delete, and the merged autoscaler."""
     kserve = [a for a in claims if a.kind == "KServe"]
     if kserve:
-        isvc = kserve[0].manifest
-        text = (
-            f"# on InferenceService {isvc.name}: KServe deletes its own autoscaler and leaves "
-            "scaling to yours\n"
-            "metadata:\n  annotations:\n    serving.kserve.io/autoscalerClass: external"
-        )
-        taken = {k.hpa_name for k in kserve}
-        for claim in claims:
-            if claim.kind != "KServe" and claim.manifest.name in taken:
-                text += (
-                    f"\n# and rename {_describe(claim)}, which has the name of KServe's own, "
-                    f"so that KServe does not take it over:\n# metadata:\n"
-                    f"#   name: {claim.manifest.name}-gpu"
-                )
-        return text
+        return _kserve_fix(claims, kserve)
     hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
     scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
     if not scaled:
-        keep = hpas[0] if hpas else None
-        drop = [f"HorizontalPodAutoscaler {h.name}" for h in hpas if h is not keep]
-        convert = "apiVersion: autoscaling/v2\n" if keep and keep.version != "v2" else ""
-        spec: dict[str, Any] = {}
-        largest = _largest_max_replicas(hpas)
-        if keep is not None and largest is not None and largest != keep.max_replicas:
-            spec["maxReplicas"] = largest
-        spec["metrics"] = _merged_metrics(hpas)
-        behavior = _strictest_behavior(hpas)
-        if behavior:
-            spec["behavior"] = behavior
-        what = "every metric (it acts on the largest proposal)"
-        if "maxReplicas" in spec:
-            what += ", the largest maxReplicas"
-        if behavior:
-            what += ", the most cautious behavior of each direction"
-        kept = f"HorizontalPodAutoscaler {keep.name}" if keep else "one HPA"
-        return (
-            f"# keep {kept} with {what} and delete {_capped(drop) or 'the others'}:\n"
-            + convert
-            + yaml_text({"spec": spec})
-        )
+        return _merged_hpa_fix(hpas)
+    return _merged_scaled_object_fix(hpas, scaled, inventory)
+
+
+def _kserve_fix(claims: list[Autoscaler], kserve: list[Autoscaler]) -> str:
+    """KServe's own autoscaler steps aside (and a user's HPA of the name it uses is renamed)."""
+    isvc = kserve[0].manifest
+    text = (
+        f"# on InferenceService {isvc.name}: KServe deletes its own autoscaler and leaves "
+        "scaling to yours\n"
+        "metadata:\n  annotations:\n    serving.kserve.io/autoscalerClass: external"
+    )
+    taken = {k.hpa_name for k in kserve}
+    for claim in claims:
+        if claim.kind != "KServe" and claim.manifest.name in taken:
+            text += (
+                f"\n# and rename {_describe(claim)}, which has the name of KServe's own, "
+                f"so that KServe does not take it over:\n# metadata:\n"
+                f"#   name: {claim.manifest.name}-gpu"
+            )
+    return text
+
+
+def _merged_hpa_fix(hpas: list[HPA]) -> str:
+    """One HPA with every metric, the largest maxReplicas and the most cautious behavior."""
+    keep = hpas[0] if hpas else None
+    drop = [f"HorizontalPodAutoscaler {h.name}" for h in hpas if h is not keep]
+    convert = "apiVersion: autoscaling/v2\n" if keep and keep.version != "v2" else ""
+    spec: dict[str, Any] = {}
+    largest = _largest_max_replicas(hpas)
+    if keep is not None and largest is not None and largest != keep.max_replicas:
+        spec["maxReplicas"] = largest
+    spec["metrics"] = _merged_metrics(hpas)
+    behavior = _strictest_behavior(hpas)
+    if behavior:
+        spec["behavior"] = behavior
+    what = "every metric (it acts on the largest proposal)"
+    if "maxReplicas" in spec:
+        what += ", the largest maxReplicas"
+    if behavior:
+        what += ", the most cautious behavior of each direction"
+    kept = f"HorizontalPodAutoscaler {keep.name}" if keep else "one HPA"
+    return (
+        f"# keep {kept} with {what} and delete {_capped(drop) or 'the others'}:\n"
+        + convert
+        + yaml_text({"spec": spec})
+    )
+
+
+def _merged_scaled_object_fix(
+    hpas: list[HPA], scaled: list[ScaledObject], inventory: Inventory
+) -> str:
+    """One ScaledObject with every trigger, the HPAs' metrics as triggers among them."""
     keep_so = scaled[0]
     dropped = [f"HorizontalPodAutoscaler {h.name}" for h in hpas]
     dropped += [f"ScaledObject {s.name}" for s in scaled if s is not keep_so]
-    triggers: list[Any] = list(keep_so.triggers)
+    triggers = _merged_triggers(scaled)
     seen = {_canonical(t) for t in triggers}
-    for other in scaled:
-        if other is not keep_so:
-            for trigger in other.triggers:
-                if _canonical(trigger) not in seen:
-                    seen.add(_canonical(trigger))
-                    triggers.append(trigger)
     queries = False
     for hpa in hpas:
         for trigger, series in _triggers_for(hpa, inventory, keep_so.namespace or "default"):
@@ -351,6 +375,18 @@ def _group_fix(claims: list[Autoscaler], inventory: Inventory) -> str:
     return text
 
 
+def _merged_triggers(scaled: list[ScaledObject]) -> list[Any]:
+    """The first ScaledObject's triggers, then the others' it does not have."""
+    triggers: list[Any] = list(scaled[0].triggers)
+    seen = {_canonical(t) for t in triggers}
+    for other in scaled[1:]:
+        for trigger in other.triggers:
+            if _canonical(trigger) not in seen:
+                seen.add(_canonical(trigger))
+                triggers.append(trigger)
+    return triggers
+
+
 # Groups larger than this are merged by hand: the plan would delete that many documents.
 MERGED_AT_MOST = 8
 
@@ -362,48 +398,54 @@ def _group_plan(claims: list[Autoscaler], inventory: Inventory) -> edits.FixPlan
         return None
     kserve = [a for a in claims if a.kind == "KServe"]
     if kserve:
-        taken = {k.hpa_name for k in kserve}
-        if any(c.kind != "KServe" and c.manifest.name in taken for c in claims):
-            return None  # the user's HPA needs a new name too: by hand
-        isvcs = list({id(k.manifest): k.manifest for k in kserve}.values())
-        annotation = (("serving.kserve.io/autoscalerClass", "external"),)
-        return edits.unsafe(
-            *(edits.Insert(isvc, ("metadata", "annotations"), annotation) for isvc in isvcs)
-        )
+        return _kserve_plan(claims, kserve)
     hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
     scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
     if len(hpas) + len(scaled) != len(claims) or not claims:
         return None
-    ops: list[edits.Op] = []
-    if not scaled:
-        keep = hpas[0]
-        if keep.version != "v2":
-            if keep.version not in ("v2beta2", "v2beta1"):
-                return None
-            ops.append(edits.Replace(keep.manifest, ("apiVersion",), "autoscaling/v2"))
-        largest = _largest_max_replicas(hpas)
-        if largest is not None and largest != keep.max_replicas:
-            ops.append(_put(keep.manifest, "maxReplicas", largest))
-        ops.append(_put(keep.manifest, "metrics", _merged_metrics(hpas)))
-        behavior = _strictest_behavior(hpas)
-        if behavior:
-            ops.append(_put(keep.manifest, "behavior", behavior))
-        dropped = [h.manifest for h in hpas[1:]]
-    else:
-        keep_so = scaled[0]
-        if hpas:
-            return None  # the HPAs' metrics become KEDA triggers: queries to check by hand
-        triggers: list[Any] = list(keep_so.triggers)
-        seen = {_canonical(t) for t in triggers}
-        for other in scaled[1:]:
-            for trigger in other.triggers:
-                if _canonical(trigger) not in seen:
-                    seen.add(_canonical(trigger))
-                    triggers.append(trigger)
-        ops.append(_put(keep_so.manifest, "triggers", triggers))
+    if scaled and hpas:
+        return None  # the HPAs' metrics become KEDA triggers: queries to check by hand
+    ops: list[edits.Op] | None
+    if scaled:
+        ops = [_put(scaled[0].manifest, "triggers", _merged_triggers(scaled))]
         dropped = [s.manifest for s in scaled[1:]]
+    else:
+        ops = _merged_hpa_ops(hpas)
+        dropped = [h.manifest for h in hpas[1:]]
+    if ops is None:
+        return None
     ops.extend(edits.DeleteDocument(manifest) for manifest in dropped)
     return edits.unsafe(*ops)
+
+
+def _kserve_plan(claims: list[Autoscaler], kserve: list[Autoscaler]) -> edits.FixPlan | None:
+    taken = {k.hpa_name for k in kserve}
+    if any(c.kind != "KServe" and c.manifest.name in taken for c in claims):
+        return None  # the user's HPA needs a new name too: by hand
+    isvcs = list({id(k.manifest): k.manifest for k in kserve}.values())
+    annotation = (("serving.kserve.io/autoscalerClass", "external"),)
+    return edits.unsafe(
+        *(edits.Insert(isvc, ("metadata", "annotations"), annotation) for isvc in isvcs)
+    )
+
+
+def _merged_hpa_ops(hpas: list[HPA]) -> list[edits.Op] | None:
+    """The first HPA rewritten as ``_merged_hpa_fix`` says; None when its API version cannot
+    simply be renamed to autoscaling/v2."""
+    keep = hpas[0]
+    ops: list[edits.Op] = []
+    if keep.version != "v2":
+        if keep.version not in ("v2beta2", "v2beta1"):
+            return None
+        ops.append(edits.Replace(keep.manifest, ("apiVersion",), "autoscaling/v2"))
+    largest = _largest_max_replicas(hpas)
+    if largest is not None and largest != keep.max_replicas:
+        ops.append(_put(keep.manifest, "maxReplicas", largest))
+    ops.append(_put(keep.manifest, "metrics", _merged_metrics(hpas)))
+    behavior = _strictest_behavior(hpas)
+    if behavior:
+        ops.append(_put(keep.manifest, "behavior", behavior))
+    return ops
 
 
 def _put(manifest: Manifest, key: str, value: Any) -> edits.Op:

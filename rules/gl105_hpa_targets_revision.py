@@ -57,25 +57,35 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import format_number, try_quantity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Manifest
-from gpulint.inventory import Autoscaler, Inventory, ResolvedTarget, TargetGroup
-from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA
-from gpulint.kinds.knative import (
+from gpulint.ruleapi import (
+    CUSTOM_METRIC_TYPES,
+    HPA,
     HPA_CLASS,
     REVISION_LABEL,
+    Autoscaler,
+    Context,
+    Finding,
+    InferenceService,
+    Inventory,
     KnativeService,
+    Manifest,
+    Related,
+    ResolvedTarget,
+    Severity,
+    TargetGroup,
+    format_number,
     is_knative_owned,
     owning_revision,
+    related,
     revision_deployment_parent,
+    try_quantity,
 )
 
 ID = "GL105"
 NAME = "hpa-targets-revision"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
+STAGES = ("workload",)
 
 KSERVE_COMPONENT_SUFFIXES = ("-predictor", "-transformer", "-explainer")
 # Labels Knative puts on a revision's Deployment (pkg/apis/serving/register.go).
@@ -143,6 +153,28 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
     isvc = inventory.inference_service_of(owner) if owner is not None else None
     view = inventory.view_of(owner) if isinstance(owner, Manifest) else None
     ksvc = view if isinstance(view, KnativeService) else None
+    parent, fight, where = _generator(ksvc, isvc, configuration)
+    message = (
+        f"{autoscaler.describe()} targets Deployment {ref.name} of Knative revision "
+        f"{revision}. Knative created it for {parent}: the next change of the revision template "
+        "makes a new revision and Deployment and leaves this autoscaler on one that is scaled "
+        f"to zero and deleted, and while it serves, {fight}."
+    )
+    metric, value = _knative_metric(autoscaler, inventory)
+    fix = (
+        f"# delete {autoscaler.describe()} and let Knative scale every revision; {where}:\n"
+        f"autoscaling.knative.dev/class: {HPA_CLASS}\n"
+        f"autoscaling.knative.dev/metric: {metric}\n"
+        f'autoscaling.knative.dev/target: "{value}"'
+    )
+    return ctx.finding(autoscaler.manifest, (*ref.path, "name"), message, fix, related=links)
+
+
+def _generator(
+    ksvc: KnativeService | None, isvc: InferenceService | None, configuration: str | None
+) -> tuple[str, str, str]:
+    """What made the revision, how its autoscaler fights the user's, and where to set
+    Knative's autoscaling instead."""
     if ksvc is not None:
         parent = f"Knative {ksvc.manifest.kind} {ksvc.name}"
         if ksvc.autoscaler_class == HPA_CLASS:
@@ -179,20 +211,7 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
             f"on Knative Service {configuration}, spec.template.metadata.annotations "
             "(for KServe, on the InferenceService's metadata.annotations)"
         )
-    message = (
-        f"{autoscaler.describe()} targets Deployment {ref.name} of Knative revision "
-        f"{revision}. Knative created it for {parent}: the next change of the revision template "
-        "makes a new revision and Deployment and leaves this autoscaler on one that is scaled "
-        f"to zero and deleted, and while it serves, {fight}."
-    )
-    metric, value = _knative_metric(autoscaler, inventory)
-    fix = (
-        f"# delete {autoscaler.describe()} and let Knative scale every revision; {where}:\n"
-        f"autoscaling.knative.dev/class: {HPA_CLASS}\n"
-        f"autoscaling.knative.dev/metric: {metric}\n"
-        f'autoscaling.knative.dev/target: "{value}"'
-    )
-    return ctx.finding(autoscaler.manifest, (*ref.path, "name"), message, fix, related=links)
+    return parent, fight, where
 
 
 def _knative_metric(autoscaler: Autoscaler, inventory: Inventory) -> tuple[str, str]:

@@ -43,15 +43,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.kinds.kserve import KNATIVE, STANDARD, InferenceService
+from gpulint.ruleapi import (
+    KNATIVE,
+    STANDARD,
+    Autoscaler,
+    Context,
+    Finding,
+    InferenceService,
+    Inventory,
+    Related,
+    Severity,
+    TargetGroup,
+    related,
+)
 
 ID = "GL106"
 NAME = "hpa-targets-legacy-kserve-name"
 SEVERITY = Severity.WARNING
 SCOPE = "target-group"
+STAGES = ("workload",)
 
 LEGACY_NAME = re.compile(r"^(?P<isvc>.+)-(?P<component>predictor|transformer|explainer)-default$")
 

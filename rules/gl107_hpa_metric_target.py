@@ -68,41 +68,42 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from gpulint.adoption import edits
-from gpulint.chain.adapter import AdapterRule
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import (
+from gpulint.ruleapi import (
+    CUSTOM_METRIC_TYPES,
+    HPA,
     INT32_MAX,
+    RESOURCE_METRIC_TYPES,
     SHOWN_CHARS,
+    AdapterRule,
+    Context,
+    Finding,
+    HpaMetric,
+    Inventory,
+    MetricTarget,
+    OversizedNumber,
     QuantityError,
     QuantityOutOfRange,
+    Scale,
+    Severity,
     abbreviated,
+    edits,
     format_number,
+    gpumetrics,
     int32_out_of_range,
+    is_generated,
     is_unknown,
     parse_quantity,
     paste_quantity,
     ratio_target_fix,
     shown_value,
 )
-from gpulint.engine.rule import Context
-from gpulint.input.yamlparse import OversizedNumber
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.kinds.hpa import (
-    CUSTOM_METRIC_TYPES,
-    HPA,
-    RESOURCE_METRIC_TYPES,
-    HpaMetric,
-    MetricTarget,
-)
-from gpulint.metrics import names as gpumetrics
-from gpulint.metrics.names import Scale
 
 ID = "GL107"
 NAME = "hpa-metric-target"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("safe", "unsafe")
+STAGES = ("autoscaler",)
 
 METRIC_TYPES = (*RESOURCE_METRIC_TYPES, *CUSTOM_METRIC_TYPES)
 TARGET_TYPES = ("Utilization", "Value", "AverageValue")
@@ -144,7 +145,7 @@ class _Where(NamedTuple):
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if hpa.version not in ("v2", "v2beta2", "v2beta1"):
         return  # autoscaling/v1 has only targetCPUUtilizationPercentage
-    if is_generated_autoscaler(hpa.manifest):
+    if is_generated(hpa.manifest):
         return
     for metric in hpa.metrics:
         yield from _check_metric(hpa, metric, inventory, ctx)
@@ -156,21 +157,9 @@ def _check_metric(
     if is_unknown(hpa.manifest.get(metric.path)):
         return  # the whole entry is a template action
     if metric.type not in METRIC_TYPES:
-        written = hpa.manifest.get((*metric.path, "type"))
-        if is_unknown(written):
-            return
-        if written is not None:
-            what = "has an unknown type"
-            why = f"Its type {_shown(written)} is none of"
-        else:
-            what, why = "has no type", "The type must be one of"
-        yield ctx.finding(
-            hpa.manifest,
-            (*metric.path, "type") if written is not None else metric.path,
-            f"HPA {abbreviated(hpa.name)}: spec.metrics[{metric.index}] {what}. {why} "
-            f"{', '.join(METRIC_TYPES)}, and the API server rejects the object.",
-            "type: Pods   # with pods: {metric: {name: ...}, target: {...}}",
-        )
+        problem = _metric_type(hpa, metric, ctx)
+        if problem is not None:
+            yield problem
         return
     target = metric.target
     if target is None:
@@ -186,26 +175,7 @@ def _check_metric(
     where = _Where(hpa, metric, target)
     explicit_type = hpa.version != "v2beta1"  # v2beta1 has no type: its field names say it
     if explicit_type and not is_unknown(target.type) and target.type not in TARGET_TYPES:
-        if target.type is None:
-            what, why = "has no target type", "The target type must be"
-        else:
-            what, why = "has an unknown target type", f"Its target type {target.type!r} is none of"
-        expected = _expected_type(metric, target)
-        # The type the set field names is the one meant; a guess for none or several fields.
-        meant = metric.type == "Pods" or len(target.set_fields()) == 1
-        replace: edits.Op
-        if target.type is not None:
-            replace = edits.Replace(hpa.manifest, target.field_path("type"), expected)
-        else:
-            replace = edits.Insert(hpa.manifest, target.path, edits.entries(type=expected))
-        yield ctx.finding(
-            hpa.manifest,
-            target.field_path("type") if target.type is not None else target.path,
-            f"{where.label} {what}. {why} Utilization, Value or AverageValue, and the API "
-            "server rejects the object.",
-            f"type: {expected}",
-            plan=edits.safe(replace) if meant else edits.unsafe(replace),
-        )
+        yield _target_type(where, ctx)
         return
     problem = _fields(where, ctx)
     if problem is not None:
@@ -216,6 +186,50 @@ def _check_metric(
         if mismatch is not None:
             yield mismatch
     yield from _values(where, inventory, ctx)
+
+
+def _metric_type(hpa: HPA, metric: HpaMetric, ctx: Context) -> Finding | None:
+    """A metric entry whose type is missing or none of the API's."""
+    written = hpa.manifest.get((*metric.path, "type"))
+    if is_unknown(written):
+        return None
+    if written is not None:
+        what = "has an unknown type"
+        why = f"Its type {_shown(written)} is none of"
+    else:
+        what, why = "has no type", "The type must be one of"
+    return ctx.finding(
+        hpa.manifest,
+        (*metric.path, "type") if written is not None else metric.path,
+        f"HPA {abbreviated(hpa.name)}: spec.metrics[{metric.index}] {what}. {why} "
+        f"{', '.join(METRIC_TYPES)}, and the API server rejects the object.",
+        "type: Pods   # with pods: {metric: {name: ...}, target: {...}}",
+    )
+
+
+def _target_type(where: _Where, ctx: Context) -> Finding:
+    """A target whose type is missing or none of Utilization, Value and AverageValue."""
+    hpa, metric, target = where.hpa, where.metric, where.target
+    if target.type is None:
+        what, why = "has no target type", "The target type must be"
+    else:
+        what, why = "has an unknown target type", f"Its target type {target.type!r} is none of"
+    expected = _expected_type(metric, target)
+    # The type the set field names is the one meant; a guess for none or several fields.
+    meant = metric.type == "Pods" or len(target.set_fields()) == 1
+    replace: edits.Op
+    if target.type is not None:
+        replace = edits.Replace(hpa.manifest, target.field_path("type"), expected)
+    else:
+        replace = edits.Insert(hpa.manifest, target.path, edits.entries(type=expected))
+    return ctx.finding(
+        hpa.manifest,
+        target.field_path("type") if target.type is not None else target.path,
+        f"{where.label} {what}. {why} Utilization, Value or AverageValue, and the API "
+        "server rejects the object.",
+        f"type: {expected}",
+        plan=edits.safe(replace) if meant else edits.unsafe(replace),
+    )
 
 
 def _target_example(metric: HpaMetric) -> str:

@@ -66,27 +66,30 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, TypeGuard
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import (
+from gpulint.ruleapi import (
+    HPA,
     INT32_MAX,
+    Context,
+    Finding,
+    Inventory,
+    OversizedNumber,
+    Path,
+    Severity,
     abbreviated,
+    edits,
     int32_out_of_range,
+    is_generated,
     is_unknown,
     shown_value,
     try_quantity,
 )
-from gpulint.engine.rule import Context
-from gpulint.input.document import Path
-from gpulint.input.yamlparse import OversizedNumber
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.kinds.hpa import HPA
 
 ID = "GL108"
 NAME = "hpa-invalid-spec"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("safe", "unsafe")
+STAGES = ("autoscaler",)
 
 OPTIONS = {
     "scale-to-zero-gate": {
@@ -151,7 +154,7 @@ def _written(value: Any, rule: str) -> str:
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if is_generated_autoscaler(hpa.manifest):
+    if is_generated(hpa.manifest):
         return
     yield from _replicas(hpa, ctx)
     yield from _target_ref(hpa, ctx)
@@ -161,22 +164,31 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
 
 def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
     name = abbreviated(hpa.name)
-    minimum: int | None = 1
+    minimum, problem = _min_replicas(hpa, name, ctx)
+    if problem is not None:
+        yield problem
+    problem = _max_replicas(hpa, name, minimum, ctx)
+    if problem is not None:
+        yield problem
+
+
+def _min_replicas(hpa: HPA, name: str, ctx: Context) -> tuple[int | None, Finding | None]:
+    """The minimum the HPA keeps (None: unknown or refused) and the finding refusing it."""
     raw_min = hpa.min_replicas
-    if raw_min is not None and is_unknown(raw_min):
-        minimum = None
-    elif int32_out_of_range(raw_min):
-        minimum = None
-        yield ctx.finding(
+    if raw_min is None:
+        return 1, None
+    if is_unknown(raw_min):
+        return None, None
+    if int32_out_of_range(raw_min):
+        return None, ctx.finding(
             hpa.manifest,
             ("spec", "minReplicas"),
             _out_of_range(f"HorizontalPodAutoscaler {name}: ", "minReplicas", raw_min),
             "minReplicas: 1",
             plan=_set(hpa, ("spec", "minReplicas"), "1"),
         )
-    elif raw_min is not None and not _is_int(raw_min):
-        minimum = None
-        yield ctx.finding(
+    if not _is_int(raw_min):
+        return None, ctx.finding(
             hpa.manifest,
             ("spec", "minReplicas"),
             f"HorizontalPodAutoscaler {name}: minReplicas is not an integer. "
@@ -186,37 +198,39 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
                 hpa, ("spec", "minReplicas"), str(_as_written(raw_min, 1)), _meant_integer(raw_min)
             ),
         )
-    elif raw_min is not None:
-        minimum = raw_min
-        scales_on_objects = any(m.type in ("Object", "External") for m in hpa.metrics)
-        if raw_min < 0 or (raw_min == 0 and not (scales_on_objects and _gate(ctx))):
-            if raw_min == 0 and scales_on_objects:
-                why = (
-                    "It needs the alpha HPAScaleToZero feature gate, which is off unless the "
-                    "cluster turns it on (option scale-to-zero-gate is false)"
-                )
-            elif raw_min == 0:
-                why = (
-                    "It is accepted only with the alpha HPAScaleToZero feature gate and at least "
-                    "one Object or External metric, and this HPA has none"
-                )
-            else:
-                why = "It must be greater than or equal to 1"
-            yield ctx.finding(
-                hpa.manifest,
-                ("spec", "minReplicas"),
-                f"HorizontalPodAutoscaler {name}: minReplicas {raw_min} is not allowed. {why}; "
-                "the API server rejects the object.",
-                "minReplicas: 1",
-                plan=_set(hpa, ("spec", "minReplicas"), "1"),
-            )
-            minimum = None
-    raw_max = hpa.max_replicas
+    scales_on_objects = any(m.type in ("Object", "External") for m in hpa.metrics)
+    if raw_min > 0 or (raw_min == 0 and scales_on_objects and _gate(ctx)):
+        return raw_min, None
+    if raw_min == 0 and scales_on_objects:
+        why = (
+            "It needs the alpha HPAScaleToZero feature gate, which is off unless the "
+            "cluster turns it on (option scale-to-zero-gate is false)"
+        )
+    elif raw_min == 0:
+        why = (
+            "It is accepted only with the alpha HPAScaleToZero feature gate and at least "
+            "one Object or External metric, and this HPA has none"
+        )
+    else:
+        why = "It must be greater than or equal to 1"
+    return None, ctx.finding(
+        hpa.manifest,
+        ("spec", "minReplicas"),
+        f"HorizontalPodAutoscaler {name}: minReplicas {raw_min} is not allowed. {why}; "
+        "the API server rejects the object.",
+        "minReplicas: 1",
+        plan=_set(hpa, ("spec", "minReplicas"), "1"),
+    )
+
+
+def _max_replicas(hpa: HPA, name: str, minimum: int | None, ctx: Context) -> Finding | None:
+    """The finding refusing maxReplicas: missing, not an int32, below 1 or below the minimum."""
+    raw_min, raw_max = hpa.min_replicas, hpa.max_replicas
+    suggested = max(minimum or 1, 1) * 2
     if "maxReplicas" not in hpa.spec or raw_max is None:
         if hpa.is_fragment:
-            return
-        suggested = max(minimum or 1, 1) * 2
-        yield ctx.finding(
+            return None
+        return ctx.finding(
             hpa.manifest,
             ("spec",),
             f"HorizontalPodAutoscaler {name} has no maxReplicas. The API server requires it: "
@@ -226,58 +240,55 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
                 edits.Insert(hpa.manifest, ("spec",), edits.entries(maxReplicas=suggested))
             ),
         )
-        return
     if is_unknown(raw_max):
-        return
+        return None
     if int32_out_of_range(raw_max):
-        yield ctx.finding(
+        return ctx.finding(
             hpa.manifest,
             ("spec", "maxReplicas"),
             _out_of_range(f"HorizontalPodAutoscaler {name}: ", "maxReplicas", raw_max),
-            f"maxReplicas: {max(minimum or 1, 1) * 2}",
-            plan=_set(hpa, ("spec", "maxReplicas"), str(max(minimum or 1, 1) * 2)),
+            f"maxReplicas: {suggested}",
+            plan=_set(hpa, ("spec", "maxReplicas"), str(suggested)),
         )
-        return
     if not _is_int(raw_max):
-        yield ctx.finding(
+        return ctx.finding(
             hpa.manifest,
             ("spec", "maxReplicas"),
             f"HorizontalPodAutoscaler {name}: maxReplicas is not an integer. "
             + _written(raw_max, "an integer"),
-            f"maxReplicas: {_as_written(raw_max, max(minimum or 1, 1) * 2)}",
+            f"maxReplicas: {_as_written(raw_max, suggested)}",
             plan=_set(
                 hpa,
                 ("spec", "maxReplicas"),
-                str(_as_written(raw_max, max(minimum or 1, 1) * 2)),
+                str(_as_written(raw_max, suggested)),
                 _meant_integer(raw_max),
             ),
         )
-        return
     if raw_max < 1:
-        yield ctx.finding(
+        return ctx.finding(
             hpa.manifest,
             ("spec", "maxReplicas"),
             f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is not allowed. It must be "
             "greater than 0; the API server rejects the object.",
-            f"maxReplicas: {max(minimum or 1, 1) * 2}",
-            plan=_set(hpa, ("spec", "maxReplicas"), str(max(minimum or 1, 1) * 2)),
+            f"maxReplicas: {suggested}",
+            plan=_set(hpa, ("spec", "maxReplicas"), str(suggested)),
         )
-        return
-    if minimum is not None and raw_max < minimum and not (hpa.is_fragment and raw_min is None):
-        yield ctx.finding(
-            hpa.manifest,
-            ("spec", "maxReplicas"),
-            f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is less than minReplicas "
-            f"{minimum}. The API server rejects the object (maxReplicas must be greater than or "
-            "equal to minReplicas).",
-            f"minReplicas: {raw_max}\nmaxReplicas: {minimum}   # the two were swapped",
-            plan=edits.unsafe(
-                edits.Replace(hpa.manifest, ("spec", "minReplicas"), str(raw_max)),
-                edits.Replace(hpa.manifest, ("spec", "maxReplicas"), str(minimum)),
-            )
-            if raw_min is not None
-            else None,
+    if minimum is None or raw_max >= minimum or (hpa.is_fragment and raw_min is None):
+        return None
+    return ctx.finding(
+        hpa.manifest,
+        ("spec", "maxReplicas"),
+        f"HorizontalPodAutoscaler {name}: maxReplicas {raw_max} is less than minReplicas "
+        f"{minimum}. The API server rejects the object (maxReplicas must be greater than or "
+        "equal to minReplicas).",
+        f"minReplicas: {raw_max}\nmaxReplicas: {minimum}   # the two were swapped",
+        plan=edits.unsafe(
+            edits.Replace(hpa.manifest, ("spec", "minReplicas"), str(raw_max)),
+            edits.Replace(hpa.manifest, ("spec", "maxReplicas"), str(minimum)),
         )
+        if raw_min is not None
+        else None,
+    )
 
 
 def _gate(ctx: Context) -> bool:
@@ -328,50 +339,13 @@ def _scaling_rules(
 ) -> Iterator[Finding]:
     base: Path = ("spec", "behavior", direction)
     where = f"HorizontalPodAutoscaler {abbreviated(hpa.name)}: behavior.{direction}"
-    window = rules.get("stabilizationWindowSeconds")
-    window_ok = _is_int(window) and 0 <= window <= MAX_STABILIZATION_WINDOW_SECONDS
-    if window is not None and not is_unknown(window) and not window_ok:
-        suggested = 600 if direction == "scaleDown" else 0
-        if _is_int(window) and window > MAX_STABILIZATION_WINDOW_SECONDS:
-            suggested = MAX_STABILIZATION_WINDOW_SECONDS
-        yield ctx.finding(
-            hpa.manifest,
-            (*base, "stabilizationWindowSeconds"),
-            f"{where}.stabilizationWindowSeconds is out of range. "
-            + _written(window, f"an integer from 0 to {MAX_STABILIZATION_WINDOW_SECONDS}"),
-            f"stabilizationWindowSeconds: {suggested}",
-            plan=_set(hpa, (*base, "stabilizationWindowSeconds"), str(suggested)),
-        )
-    select = rules.get("selectPolicy")
-    if select is not None and not is_unknown(select) and select not in SELECT_POLICIES:
-        fixed = next(
-            (p for p in SELECT_POLICIES if isinstance(select, str) and p.lower() == select.lower()),
-            "Max",
-        )
-        yield ctx.finding(
-            hpa.manifest,
-            (*base, "selectPolicy"),
-            f"{where}.selectPolicy is not a policy. " + _written(select, "Max, Min or Disabled"),
-            f"selectPolicy: {fixed}",
-            plan=_set(
-                hpa,
-                (*base, "selectPolicy"),
-                fixed,
-                isinstance(select, str) and select.lower() == fixed.lower(),
-            ),
-        )
-    tolerance = rules.get("tolerance")
-    if tolerance is not None and not is_unknown(tolerance):
-        quantity = try_quantity(tolerance)
-        if quantity is None or quantity.value < 0:
-            yield ctx.finding(
-                hpa.manifest,
-                (*base, "tolerance"),
-                f"{where}.tolerance is not a valid tolerance. "
-                + _written(tolerance, "a quantity greater than or equal to zero"),
-                'tolerance: "0.1"   # the controller default: 10%',
-                plan=_set(hpa, (*base, "tolerance"), '"0.1"'),
-            )
+    for problem in (
+        _window(hpa, ctx, base, where, rules.get("stabilizationWindowSeconds")),
+        _select_policy(hpa, ctx, base, where, rules.get("selectPolicy")),
+        _tolerance(hpa, ctx, base, where, rules.get("tolerance")),
+    ):
+        if problem is not None:
+            yield problem
     if "policies" not in rules or rules.get("policies") is None:
         return
     policies = rules["policies"]
@@ -394,6 +368,60 @@ def _scaling_rules(
             yield from _policy(hpa, ctx, (*base, "policies", index), where, policy)
 
 
+def _window(hpa: HPA, ctx: Context, base: Path, where: str, window: Any) -> Finding | None:
+    window_ok = _is_int(window) and 0 <= window <= MAX_STABILIZATION_WINDOW_SECONDS
+    if window is None or is_unknown(window) or window_ok:
+        return None
+    suggested = 600 if base[-1] == "scaleDown" else 0
+    if _is_int(window) and window > MAX_STABILIZATION_WINDOW_SECONDS:
+        suggested = MAX_STABILIZATION_WINDOW_SECONDS
+    return ctx.finding(
+        hpa.manifest,
+        (*base, "stabilizationWindowSeconds"),
+        f"{where}.stabilizationWindowSeconds is out of range. "
+        + _written(window, f"an integer from 0 to {MAX_STABILIZATION_WINDOW_SECONDS}"),
+        f"stabilizationWindowSeconds: {suggested}",
+        plan=_set(hpa, (*base, "stabilizationWindowSeconds"), str(suggested)),
+    )
+
+
+def _select_policy(hpa: HPA, ctx: Context, base: Path, where: str, select: Any) -> Finding | None:
+    if select is None or is_unknown(select) or select in SELECT_POLICIES:
+        return None
+    fixed = next(
+        (p for p in SELECT_POLICIES if isinstance(select, str) and p.lower() == select.lower()),
+        "Max",
+    )
+    return ctx.finding(
+        hpa.manifest,
+        (*base, "selectPolicy"),
+        f"{where}.selectPolicy is not a policy. " + _written(select, "Max, Min or Disabled"),
+        f"selectPolicy: {fixed}",
+        plan=_set(
+            hpa,
+            (*base, "selectPolicy"),
+            fixed,
+            isinstance(select, str) and select.lower() == fixed.lower(),
+        ),
+    )
+
+
+def _tolerance(hpa: HPA, ctx: Context, base: Path, where: str, tolerance: Any) -> Finding | None:
+    if tolerance is None or is_unknown(tolerance):
+        return None
+    quantity = try_quantity(tolerance)
+    if quantity is not None and quantity.value >= 0:
+        return None
+    return ctx.finding(
+        hpa.manifest,
+        (*base, "tolerance"),
+        f"{where}.tolerance is not a valid tolerance. "
+        + _written(tolerance, "a quantity greater than or equal to zero"),
+        'tolerance: "0.1"   # the controller default: 10%',
+        plan=_set(hpa, (*base, "tolerance"), '"0.1"'),
+    )
+
+
 def _policy_example(direction: str) -> str:
     if direction == "scaleUp":
         return "policies:\n- type: Pods\n  value: 2\n  periodSeconds: 60"
@@ -403,65 +431,91 @@ def _policy_example(direction: str) -> str:
 def _policy(
     hpa: HPA, ctx: Context, path: Path, where: str, policy: dict[str, Any]
 ) -> Iterator[Finding]:
-    rejected = "the API server rejects the object"
-    index = path[-1]
+    for problem in (
+        _policy_type(hpa, ctx, path, where, policy),
+        _policy_value(hpa, ctx, path, where, policy),
+        _policy_period(hpa, ctx, path, where, policy),
+    ):
+        if problem is not None:
+            yield problem
+
+
+_REJECTED = "the API server rejects the object"
+
+
+def _policy_type(
+    hpa: HPA, ctx: Context, path: Path, where: str, policy: dict[str, Any]
+) -> Finding | None:
     kind = policy.get("type")
-    if not is_unknown(kind) and kind not in POLICY_TYPES:
-        fixed = next(
-            (t for t in POLICY_TYPES if isinstance(kind, str) and t.lower() == kind.lower()),
-            "Pods",
+    if is_unknown(kind) or kind in POLICY_TYPES:
+        return None
+    fixed = next(
+        (t for t in POLICY_TYPES if isinstance(kind, str) and t.lower() == kind.lower()),
+        "Pods",
+    )
+    if kind is not None:
+        what = f"an unknown type. {_written(kind, 'Pods or Percent')}"
+    else:
+        what = f"no type. It must be Pods or Percent; {_REJECTED}."
+    return ctx.finding(
+        hpa.manifest,
+        (*path, "type") if "type" in policy else path,
+        f"{where}.policies[{path[-1]}] has {what}",
+        f"type: {fixed}",
+        plan=_set(
+            hpa, (*path, "type"), fixed, isinstance(kind, str) and kind.lower() == fixed.lower()
         )
-        if kind is not None:
-            what = f"an unknown type. {_written(kind, 'Pods or Percent')}"
-        else:
-            what = f"no type. It must be Pods or Percent; {rejected}."
-        yield ctx.finding(
-            hpa.manifest,
-            (*path, "type") if "type" in policy else path,
-            f"{where}.policies[{index}] has {what}",
-            f"type: {fixed}",
-            plan=_set(
-                hpa, (*path, "type"), fixed, isinstance(kind, str) and kind.lower() == fixed.lower()
-            )
-            if "type" in policy
-            else None,
-        )
+        if "type" in policy
+        else None,
+    )
+
+
+def _policy_value(
+    hpa: HPA, ctx: Context, path: Path, where: str, policy: dict[str, Any]
+) -> Finding | None:
     value = policy.get("value")
     if int32_out_of_range(value):
-        yield ctx.finding(
+        return ctx.finding(
             hpa.manifest,
             (*path, "value"),
-            _out_of_range(f"{where}.policies[{index}].", "value", value),
+            _out_of_range(f"{where}.policies[{path[-1]}].", "value", value),
             "value: 1",
             plan=_set(hpa, (*path, "value"), "1"),
         )
-    elif not is_unknown(value) and (not _is_int(value) or value <= 0):
-        rule = "an integer greater than zero"
-        if value is not None:
-            what = f"an invalid value. {_written(value, rule)}"
-        else:
-            what = f"no value. It must be {rule}; {rejected}."
-        yield ctx.finding(
-            hpa.manifest,
-            (*path, "value") if "value" in policy else path,
-            f"{where}.policies[{index}] has {what}",
-            "value: 1",
-            plan=_set(hpa, (*path, "value"), "1") if "value" in policy else None,
-        )
+    if is_unknown(value) or (_is_int(value) and value > 0):
+        return None
+    rule = "an integer greater than zero"
+    if value is not None:
+        what = f"an invalid value. {_written(value, rule)}"
+    else:
+        what = f"no value. It must be {rule}; {_REJECTED}."
+    return ctx.finding(
+        hpa.manifest,
+        (*path, "value") if "value" in policy else path,
+        f"{where}.policies[{path[-1]}] has {what}",
+        "value: 1",
+        plan=_set(hpa, (*path, "value"), "1") if "value" in policy else None,
+    )
+
+
+def _policy_period(
+    hpa: HPA, ctx: Context, path: Path, where: str, policy: dict[str, Any]
+) -> Finding | None:
     period = policy.get("periodSeconds")
-    if not is_unknown(period) and (not _is_int(period) or not 1 <= period <= MAX_PERIOD_SECONDS):
-        rule = f"an integer from 1 to {MAX_PERIOD_SECONDS}"
-        if period is not None:
-            what = f"an invalid periodSeconds. {_written(period, rule)}"
-        else:
-            what = f"no periodSeconds. It must be {rule}; {rejected}."
-        suggested = MAX_PERIOD_SECONDS if _is_int(period) and period > MAX_PERIOD_SECONDS else 60
-        yield ctx.finding(
-            hpa.manifest,
-            (*path, "periodSeconds") if "periodSeconds" in policy else path,
-            f"{where}.policies[{index}] has {what}",
-            f"periodSeconds: {suggested}",
-            plan=_set(hpa, (*path, "periodSeconds"), str(suggested))
-            if "periodSeconds" in policy
-            else None,
-        )
+    if is_unknown(period) or (_is_int(period) and 1 <= period <= MAX_PERIOD_SECONDS):
+        return None
+    rule = f"an integer from 1 to {MAX_PERIOD_SECONDS}"
+    if period is not None:
+        what = f"an invalid periodSeconds. {_written(period, rule)}"
+    else:
+        what = f"no periodSeconds. It must be {rule}; {_REJECTED}."
+    suggested = MAX_PERIOD_SECONDS if _is_int(period) and period > MAX_PERIOD_SECONDS else 60
+    return ctx.finding(
+        hpa.manifest,
+        (*path, "periodSeconds") if "periodSeconds" in policy else path,
+        f"{where}.policies[{path[-1]}] has {what}",
+        f"periodSeconds: {suggested}",
+        plan=_set(hpa, (*path, "periodSeconds"), str(suggested))
+        if "periodSeconds" in policy
+        else None,
+    )

@@ -50,18 +50,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import yaml_text
-from gpulint.inventory import Inventory, is_generated_autoscaler
-from gpulint.kinds.hpa import HPA
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    Inventory,
+    Severity,
+    edits,
+    is_generated,
+    yaml_text,
+)
 
 ID = "GL109"
 NAME = "hpa-removed-api"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("safe",)
+STAGES = ("autoscaler",)
 
 # The last Kubernetes minor release that served each version is the one before these.
 NOT_SERVED_SINCE = {"v2beta1": "1.25", "v2beta2": "1.26"}
@@ -69,7 +74,7 @@ NOT_SERVED_SINCE = {"v2beta1": "1.25", "v2beta2": "1.26"}
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     since = NOT_SERVED_SINCE.get(hpa.version)
-    if since is None or is_generated_autoscaler(hpa.manifest):
+    if since is None or is_generated(hpa.manifest):
         return
     api_version = hpa.manifest.api_version
     message = (

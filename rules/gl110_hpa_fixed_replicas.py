@@ -40,10 +40,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory, is_generated_autoscaler, key_of
-from gpulint.kinds.hpa import HPA, HPA_KIND
+from gpulint.ruleapi import (
+    HPA,
+    HPA_KIND,
+    Context,
+    Finding,
+    Inventory,
+    Severity,
+    is_generated,
+    key_of,
+)
 
 ID = "GL110"
 NAME = "hpa-fixed-replicas"
@@ -69,7 +75,7 @@ def _patched_elsewhere(hpa: HPA, inventory: Inventory) -> bool:
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if hpa.is_fragment or "maxReplicas" not in hpa.spec or is_generated_autoscaler(hpa.manifest):
+    if hpa.is_fragment or "maxReplicas" not in hpa.spec or is_generated(hpa.manifest):
         return
     maximum = _count(hpa.max_replicas)
     minimum = 1 if hpa.min_replicas is None else _count(hpa.min_replicas)

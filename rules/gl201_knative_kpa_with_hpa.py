@@ -59,29 +59,40 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import format_number, try_quantity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Manifest, Path
-from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, TargetRef
-from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.knative import (
-    CLASS_ANNOTATION,
+from gpulint.ruleapi import (
     CONFIGURATION_LABEL,
+    CUSTOM_METRIC_TYPES,
+    HPA,
     HPA_CLASS,
+    KNATIVE,
+    KNATIVE_CLASS_ANNOTATION,
     METRIC_ANNOTATION,
+    RESOURCE_METRIC_TYPES,
     TARGET_ANNOTATION,
+    Autoscaler,
+    Context,
+    Finding,
+    Inventory,
+    Manifest,
+    Path,
+    Related,
     RevisionAutoscaling,
+    ScaledObject,
+    Severity,
+    TargetGroup,
+    TargetRef,
+    format_number,
     is_knative_owned,
+    related,
     revision_deployment_parent,
+    try_quantity,
 )
-from gpulint.kinds.kserve import KNATIVE
 
 ID = "GL201"
 NAME = "knative-kpa-with-hpa"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
+STAGES = ("workload",)
 
 PROMETHEUS_QUERY_ANNOTATION = "autoscaling.knative.dev/prometheus-query"
 
@@ -173,7 +184,7 @@ def _fix(autoscaler: Autoscaler, inventory: Inventory, on_isvc: bool) -> str:
     lines = [
         f"# delete {autoscaler.describe()}; Knative then creates and owns one HPA per revision",
         head.rstrip("\n"),
-        f"{indent}{CLASS_ANNOTATION}: {HPA_CLASS}",
+        f"{indent}{KNATIVE_CLASS_ANNOTATION}: {HPA_CLASS}",
         f"{indent}{METRIC_ANNOTATION}: {metric}",
         f'{indent}{TARGET_ANNOTATION}: "{target}"',
     ]
@@ -189,28 +200,45 @@ def _metric_of(manifest: Manifest, inventory: Inventory) -> tuple[str, str, str 
     """Metric, whole-number target and (for KEDA) Prometheus query to hand the HPA class:
     the autoscaler's own when it has them (Knative truncates the target to an integer)."""
     view = inventory.view_of(manifest)
-    for hpa in [view] if isinstance(view, HPA) else []:
-        for metric in hpa.metrics:
-            if not metric.name or metric.target is None:
-                continue
-            if metric.type in CUSTOM_METRIC_TYPES:
-                written = metric.target.average_value or metric.target.value
-                quantity = try_quantity(written)
-                if quantity is not None and quantity.is_integer and quantity.value > 0:
-                    return metric.name, format_number(quantity.value), None
-            elif metric.type in RESOURCE_METRIC_TYPES and metric.name == "cpu":
-                utilization = metric.target.average_utilization
-                if isinstance(utilization, int) and utilization > 0:
-                    return "cpu", str(utilization), None
-    for scaled in [view] if isinstance(view, ScaledObject) else []:
-        for trigger in scaled.triggers:
-            metadata = trigger.get("metadata")
-            if trigger.get("type") != "prometheus" or not isinstance(metadata, dict):
-                continue
-            query, threshold = metadata.get("query"), metadata.get("threshold")
-            quantity = try_quantity(threshold)
-            name = metadata.get("metricName")
-            if isinstance(query, str) and quantity is not None and quantity.is_integer:
-                name = name if isinstance(name, str) and name else scaled.name
-                return name, format_number(quantity.value), query
-    return "DCGM_FI_DEV_GPU_UTIL   # the name your prometheus-adapter exposes", "70", None
+    found = None
+    if isinstance(view, HPA):
+        found = _hpa_metric(view)
+    elif isinstance(view, ScaledObject):
+        found = _trigger_metric(view)
+    return found or (
+        "DCGM_FI_DEV_GPU_UTIL   # the name your prometheus-adapter exposes",
+        "70",
+        None,
+    )
+
+
+def _hpa_metric(hpa: HPA) -> tuple[str, str, str | None] | None:
+    """The HPA's first custom metric with a whole-number target, or its cpu utilization."""
+    for metric in hpa.metrics:
+        if not metric.name or metric.target is None:
+            continue
+        if metric.type in CUSTOM_METRIC_TYPES:
+            written = metric.target.average_value or metric.target.value
+            quantity = try_quantity(written)
+            if quantity is not None and quantity.is_integer and quantity.value > 0:
+                return metric.name, format_number(quantity.value), None
+        elif metric.type in RESOURCE_METRIC_TYPES and metric.name == "cpu":
+            utilization = metric.target.average_utilization
+            if isinstance(utilization, int) and utilization > 0:
+                return "cpu", str(utilization), None
+    return None
+
+
+def _trigger_metric(scaled: ScaledObject) -> tuple[str, str, str | None] | None:
+    """The ScaledObject's first prometheus trigger with a whole-number threshold."""
+    for trigger in scaled.triggers:
+        metadata = trigger.get("metadata")
+        if trigger.get("type") != "prometheus" or not isinstance(metadata, dict):
+            continue
+        query, threshold = metadata.get("query"), metadata.get("threshold")
+        quantity = try_quantity(threshold)
+        name = metadata.get("metricName")
+        if isinstance(query, str) and quantity is not None and quantity.is_integer:
+            name = name if isinstance(name, str) and name else scaled.name
+            return name, format_number(quantity.value), query
+    return None

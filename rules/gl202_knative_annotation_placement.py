@@ -57,17 +57,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
-from gpulint.kinds.knative import KnativeService, annotation_text, is_autoscaling_annotation
+from gpulint.ruleapi import (
+    Context,
+    Finding,
+    Inventory,
+    KnativeService,
+    Severity,
+    annotation_text,
+    edits,
+    is_autoscaling_annotation,
+    related,
+)
 
 ID = "GL202"
 NAME = "knative-annotation-placement"
 SEVERITY = Severity.ERROR
 SCOPE = "knative"
 FIXES = ("safe",)
+STAGES = ("workload",)
 
 REJECTION = 'autoscaling annotations must be put under "spec.template.metadata.annotations" to work'
 

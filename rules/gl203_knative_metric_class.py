@@ -67,27 +67,32 @@ import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context
-from gpulint.engine.runner import PodOwner
-from gpulint.input.document import Manifest, Path
-from gpulint.inventory import Inventory
-from gpulint.kinds.knative import (
-    CLASS_ANNOTATION,
+from gpulint.ruleapi import (
     HPA_CLASS,
+    KNATIVE,
+    KNATIVE_CLASS_ANNOTATION,
     KPA_METRICS,
     METRIC_ANNOTATION,
     TARGET_ANNOTATION,
+    Context,
+    Finding,
+    InferenceService,
+    Inventory,
     KnativeService,
+    Manifest,
+    Path,
+    PodOwner,
     RevisionAutoscaling,
+    Severity,
+    abbreviated,
+    generated_by,
 )
-from gpulint.kinds.kserve import KNATIVE, InferenceService
 
 ID = "GL203"
 NAME = "knative-metric-class"
 SEVERITY = Severity.ERROR
 SCOPE = "pod-owner"
+STAGES = ("workload",)
 
 RESOURCE_METRICS = ("cpu", "memory")
 
@@ -96,7 +101,7 @@ def check(owner: PodOwner, inventory: Inventory, ctx: Context) -> Iterator[Findi
     manifest = owner.manifest
     ksvc = inventory.view_of(manifest)
     if isinstance(ksvc, KnativeService):
-        if not ksvc.owned_by_kserve:
+        if generated_by(ksvc.manifest, "InferenceService") is None:
             subject = f"Knative {manifest.kind} {abbreviated(_name(manifest))}"
             settings = ksvc.revision_autoscaling()
             for problem in _problems(settings):
@@ -248,7 +253,7 @@ def _hpa_class_fix(where: str, metric: str, target: str) -> str:
     )
     return (
         f"{head}"
-        f"{indent}{CLASS_ANNOTATION}: {HPA_CLASS}   # needs Knative's HPA extension\n"
+        f"{indent}{KNATIVE_CLASS_ANNOTATION}: {HPA_CLASS}   # needs Knative's HPA extension\n"
         f"{indent}{METRIC_ANNOTATION}: {metric}\n"
         f'{indent}{TARGET_ANNOTATION}: "{target}"'
     )

@@ -57,23 +57,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, claim_links
-from gpulint.inventory import Inventory
-from gpulint.kinds.knative import (
-    CLASS_ANNOTATION,
+from gpulint.ruleapi import (
     HPA_CLASS,
+    KNATIVE_CLASS_ANNOTATION,
     KPA_METRICS,
     METRIC_ANNOTATION,
     TARGET_ANNOTATION,
+    Context,
+    Finding,
+    Inventory,
     KnativeService,
+    Severity,
     annotation_text,
+    claim_links,
+    generated_by,
 )
 
 ID = "GL204"
 NAME = "knative-gpu-on-kpa"
 SEVERITY = Severity.WARNING
 SCOPE = "knative"
+STAGES = ("workload",)
 
 MIN_SCALE_KEYS = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale")
 
@@ -82,7 +86,7 @@ spec:
   template:
     metadata:
       annotations:
-        {CLASS_ANNOTATION}: {HPA_CLASS}   # needs Knative's serving-hpa extension
+        {KNATIVE_CLASS_ANNOTATION}: {HPA_CLASS}   # needs Knative's serving-hpa extension
         {METRIC_ANNOTATION}: DCGM_FI_DEV_GPU_UTIL   # the name your prometheus-adapter exposes
         {TARGET_ANNOTATION}: "70"
         autoscaling.knative.dev/min-scale: "1"   # the HPA class does not scale to zero
@@ -91,7 +95,7 @@ spec:
 
 
 def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
-    if ksvc.template is None or ksvc.owned_by_kserve:
+    if ksvc.template is None or generated_by(ksvc.manifest, "InferenceService") is not None:
         return
     settings = ksvc.revision_autoscaling()
     if not settings.uses_kpa or not ksvc.scaling_range().scales_out:
@@ -121,7 +125,7 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
         )
     yield ctx.finding(
         ksvc.manifest,
-        ksvc.annotation_path(CLASS_ANNOTATION),
+        ksvc.annotation_path(KNATIVE_CLASS_ANNOTATION),
         f"Knative {ksvc.manifest.kind} {ksvc.name} asks for GPUs ({asks}), but its revisions "
         f"are scaled on requests, not GPU load. The {settings.describe_class()} scales them on "
         f"{settings.describe_metric()}: it adds GPU pods when requests per pod pass the target, "

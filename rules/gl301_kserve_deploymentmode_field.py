@@ -55,18 +55,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.adoption import edits
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Path
-from gpulint.inventory import Inventory
-from gpulint.kinds.kserve import (
+from gpulint.ruleapi import (
     MODE_ANNOTATION,
     MODE_VALUES,
     STANDARD,
+    Context,
+    Finding,
     InferenceService,
+    Inventory,
+    Path,
+    Severity,
+    edits,
     mode_note,
     mode_spelling,
+    related,
 )
 
 ID = "GL301"
@@ -74,6 +76,7 @@ NAME = "kserve-deploymentmode-field"
 SEVERITY = Severity.ERROR
 SCOPE = "isvc"
 FIXES = ("safe", "unsafe")
+STAGES = ("workload",)
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

@@ -49,25 +49,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import is_unknown
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
-from gpulint.kinds.kserve import (
+from gpulint.ruleapi import (
     DEPRECATED_MODES,
     KNATIVE,
     MODE_ANNOTATION,
     MODE_VALUES,
     STANDARD,
+    Context,
+    Finding,
     InferenceService,
+    Inventory,
+    Severity,
+    is_unknown,
     mode_note,
     mode_spelling,
+    related,
 )
 
 ID = "GL302"
 NAME = "kserve-deploymentmode-value"
 SEVERITY = Severity.ERROR
 SCOPE = "isvc"
+STAGES = ("workload",)
 
 _KNOWN = ", ".join(MODE_VALUES)
 

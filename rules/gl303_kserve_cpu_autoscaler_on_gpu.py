@@ -73,16 +73,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, claim_links
-from gpulint.input.document import Path
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import behavior_fix
-from gpulint.kinds.kserve import (
-    CLASS_ANNOTATION,
+from gpulint.ruleapi import (
+    KSERVE_CLASS_ANNOTATION,
     LEGACY_AUTOSCALING_ANNOTATIONS,
     Component,
+    Context,
+    Finding,
     InferenceService,
+    Inventory,
+    Path,
+    Severity,
+    behavior_fix,
+    claim_links,
     generated_hpa_metrics,
 )
 
@@ -92,6 +94,7 @@ ID = "GL303"
 NAME = "kserve-cpu-autoscaler-on-gpu"
 SEVERITY = Severity.ERROR
 SCOPE = "isvc"
+STAGES = ("workload",)
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -150,7 +153,7 @@ def _fix(isvc: InferenceService, component: Component, hpa_name: str, inventory:
     return f"""\
 metadata:
   annotations:
-    {CLASS_ANNOTATION}: external   # KServe deletes its HPA and leaves scaling to you
+    {KSERVE_CLASS_ANNOTATION}: external   # KServe deletes its HPA and leaves scaling to you
 ---
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler

@@ -41,16 +41,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import Path
-from gpulint.inventory import Inventory
-from gpulint.kinds.kserve import CLASS_ANNOTATION, InferenceService
+from gpulint.ruleapi import (
+    KSERVE_CLASS_ANNOTATION,
+    Context,
+    Finding,
+    InferenceService,
+    Inventory,
+    Path,
+    Severity,
+)
 
 ID = "GL304"
 NAME = "kserve-max-replicas-missing"
 SEVERITY = Severity.WARNING
 SCOPE = "isvc"
+STAGES = ("workload",)
 
 
 def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -80,7 +85,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
                 ],
             )
             + f"\n# or, to keep a fixed count of {pinned} without an HPA: "
-            f"{CLASS_ANNOTATION}: none in metadata.annotations",
+            f"{KSERVE_CLASS_ANNOTATION}: none in metadata.annotations",
         )
 
 

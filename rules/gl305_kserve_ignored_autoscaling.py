@@ -61,26 +61,29 @@ metadata:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context
-from gpulint.input.document import Path
-from gpulint.inventory import Inventory
-from gpulint.kinds.kserve import (
-    CLASS_ANNOTATION,
+from gpulint.ruleapi import (
+    KSERVE_CLASS_ANNOTATION,
     LEGACY_AUTOSCALING_ANNOTATIONS,
     STANDARD,
     Component,
+    Context,
+    Finding,
     InferenceService,
+    Inventory,
+    Path,
+    Severity,
+    abbreviated,
 )
 
 ID = "GL305"
 NAME = "kserve-ignored-autoscaling"
 SEVERITY = Severity.WARNING
 SCOPE = "isvc"
+STAGES = ("workload",)
 
-KEDA_FIX = f"{CLASS_ANNOTATION}: keda   # in metadata.annotations: KEDA reads these"
+KEDA_FIX = f"{KSERVE_CLASS_ANNOTATION}: keda   # in metadata.annotations: KEDA reads these"
 CPU_DEFAULT = (
     "the HPA KServe creates has no metrics, and the API server defaults it to CPU 80% utilization"
 )
@@ -118,7 +121,7 @@ def _legacy(isvc: InferenceService, key: str, field: str, ctx: Context) -> Findi
     if field == "scaleMetric" and value not in ("cpu", "memory"):
         fix = (
             f"delete the annotation {key}; KServe's HPA scales only on cpu or memory "
-            f"(spec.{where}.scaleMetric): for other metrics set {CLASS_ANNOTATION} to keda "
+            f"(spec.{where}.scaleMetric): for other metrics set {KSERVE_CLASS_ANNOTATION} to keda "
             "or external"
         )
     else:
@@ -139,73 +142,9 @@ def _component(
     who = f"The {component.name} of InferenceService {abbreviated(isvc.name)}"
     auto_scaling = component.get("autoScaling")
     if isinstance(auto_scaling, dict):
-        if "behavior" in auto_scaling:
-            yield ctx.finding(
-                isvc.manifest,
-                (*base, "autoScaling", "behavior"),
-                f"{who} sets autoScaling.behavior, which KServe's HPA ignores. KServe's HPA "
-                "reconciler ignores it with autoscalerClass hpa: the HPA always gets an empty "
-                "behavior (the API-server defaults); only autoscalerClass keda copies it.",
-                KEDA_FIX,
-            )
-        metrics = auto_scaling.get("metrics")
-        entries = metrics if isinstance(metrics, list) else []
-        usable = [e for e in entries if isinstance(e, dict) and isinstance(e.get("resource"), dict)]
-        for index, entry in enumerate(entries):
-            kind = entry.get("type") if isinstance(entry, dict) else None
-            if kind not in ("External", "PodMetric"):
-                continue
-            if rejected:
-                outcome = (
-                    "KServe's webhook rejects the InferenceService (\"invalid HPA metric source "
-                    f'type with value [{kind}],valid metric source types are Resource")'
-                )
-            else:
-                outcome = "KServe's HPA reconciler skips it"
-                if not usable:
-                    outcome += f"; with no Resource entry left, {CPU_DEFAULT}"
-            yield ctx.finding(
-                isvc.manifest,
-                (*base, "autoScaling", "metrics", index),
-                f"{who} lists {'an' if kind == 'External' else 'a'} {kind} metric, which "
-                "autoscalerClass hpa does not take. With "
-                f"autoscalerClass hpa, {outcome}; {kind} metrics in autoScaling.metrics are "
-                "read only with autoscalerClass keda.",
-                KEDA_FIX,
-            )
-        for field in ("scaleMetric", "scaleTarget"):
-            if field in component.data:
-                yield ctx.finding(
-                    isvc.manifest,
-                    (*base, field),
-                    f"{who} sets {field} next to autoScaling, which KServe ignores. KServe "
-                    f"builds the HPA from autoScaling alone and ignores {field}.",
-                    f"delete {field} and set the metric in autoScaling.metrics",
-                )
+        yield from _auto_scaling(isvc, component, auto_scaling, rejected, who, ctx)
     else:
-        metric = component.get("scaleMetric")
-        if isinstance(metric, str) and metric not in ("cpu", "memory"):
-            if rejected:
-                outcome = f'KServe\'s webhook rejects it ("[{metric}] is not a supported metric")'
-            else:
-                outcome = f"KServe makes no metric of it, so {CPU_DEFAULT}"
-            yield ctx.finding(
-                isvc.manifest,
-                (*base, "scaleMetric"),
-                f"{who} sets a scaleMetric KServe's HPA cannot scale on. It sets scaleMetric: "
-                f"{metric}, but KServe's HPA in Standard mode scales only on cpu or memory: "
-                f"{outcome}.",
-                "scaleMetric: cpu   # concurrency and rps need Knative mode; custom metrics "
-                f"need {CLASS_ANNOTATION}: keda or external",
-            )
-        elif metric == "memory" and component.get("scaleTarget") is None:
-            yield ctx.finding(
-                isvc.manifest,
-                (*base, "scaleMetric"),
-                f"{who} sets scaleMetric: memory without scaleTarget. KServe makes a memory "
-                f"metric only with a target, so {CPU_DEFAULT}.",
-                "scaleTarget: 80   # memory utilization in percent of the request",
-            )
+        yield from _scale_metric(isvc, component, rejected, who, ctx)
     if "scaleMetricType" in component.data:
         path: Path = (*base, "scaleMetricType")
         yield ctx.finding(
@@ -214,4 +153,89 @@ def _component(
             f"{who} sets scaleMetricType, which KServe reads nowhere. The field exists in the "
             "CRD only.",
             "delete scaleMetricType; set target.type in autoScaling.metrics instead",
+        )
+
+
+def _auto_scaling(
+    isvc: InferenceService,
+    component: Component,
+    auto_scaling: dict[str, Any],
+    rejected: bool,
+    who: str,
+    ctx: Context,
+) -> Iterator[Finding]:
+    """autoScaling (KServe >= 0.15): what autoscalerClass hpa ignores or refuses in it."""
+    base = component.path
+    if "behavior" in auto_scaling:
+        yield ctx.finding(
+            isvc.manifest,
+            (*base, "autoScaling", "behavior"),
+            f"{who} sets autoScaling.behavior, which KServe's HPA ignores. KServe's HPA "
+            "reconciler ignores it with autoscalerClass hpa: the HPA always gets an empty "
+            "behavior (the API-server defaults); only autoscalerClass keda copies it.",
+            KEDA_FIX,
+        )
+    metrics = auto_scaling.get("metrics")
+    entries = metrics if isinstance(metrics, list) else []
+    usable = [e for e in entries if isinstance(e, dict) and isinstance(e.get("resource"), dict)]
+    for index, entry in enumerate(entries):
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if kind not in ("External", "PodMetric"):
+            continue
+        if rejected:
+            outcome = (
+                "KServe's webhook rejects the InferenceService (\"invalid HPA metric source "
+                f'type with value [{kind}],valid metric source types are Resource")'
+            )
+        else:
+            outcome = "KServe's HPA reconciler skips it"
+            if not usable:
+                outcome += f"; with no Resource entry left, {CPU_DEFAULT}"
+        yield ctx.finding(
+            isvc.manifest,
+            (*base, "autoScaling", "metrics", index),
+            f"{who} lists {'an' if kind == 'External' else 'a'} {kind} metric, which "
+            "autoscalerClass hpa does not take. With "
+            f"autoscalerClass hpa, {outcome}; {kind} metrics in autoScaling.metrics are "
+            "read only with autoscalerClass keda.",
+            KEDA_FIX,
+        )
+    for field in ("scaleMetric", "scaleTarget"):
+        if field in component.data:
+            yield ctx.finding(
+                isvc.manifest,
+                (*base, field),
+                f"{who} sets {field} next to autoScaling, which KServe ignores. KServe "
+                f"builds the HPA from autoScaling alone and ignores {field}.",
+                f"delete {field} and set the metric in autoScaling.metrics",
+            )
+
+
+def _scale_metric(
+    isvc: InferenceService, component: Component, rejected: bool, who: str, ctx: Context
+) -> Iterator[Finding]:
+    """scaleMetric and scaleTarget: a metric KServe's HPA cannot scale on."""
+    base = component.path
+    metric = component.get("scaleMetric")
+    if isinstance(metric, str) and metric not in ("cpu", "memory"):
+        if rejected:
+            outcome = f'KServe\'s webhook rejects it ("[{metric}] is not a supported metric")'
+        else:
+            outcome = f"KServe makes no metric of it, so {CPU_DEFAULT}"
+        yield ctx.finding(
+            isvc.manifest,
+            (*base, "scaleMetric"),
+            f"{who} sets a scaleMetric KServe's HPA cannot scale on. It sets scaleMetric: "
+            f"{metric}, but KServe's HPA in Standard mode scales only on cpu or memory: "
+            f"{outcome}.",
+            "scaleMetric: cpu   # concurrency and rps need Knative mode; custom metrics "
+            f"need {KSERVE_CLASS_ANNOTATION}: keda or external",
+        )
+    elif metric == "memory" and component.get("scaleTarget") is None:
+        yield ctx.finding(
+            isvc.manifest,
+            (*base, "scaleMetric"),
+            f"{who} sets scaleMetric: memory without scaleTarget. KServe makes a memory "
+            f"metric only with a target, so {CPU_DEFAULT}.",
+            "scaleTarget: 80   # memory utilization in percent of the request",
         )

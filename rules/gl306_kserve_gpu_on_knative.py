@@ -63,24 +63,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, claim_links, related
-from gpulint.inventory import Inventory
-from gpulint.kinds.knative import CLASS_ANNOTATION, HPA_CLASS, METRIC_ANNOTATION, TARGET_ANNOTATION
-from gpulint.kinds.kserve import CLASS_ANNOTATION as KSERVE_CLASS_ANNOTATION
-from gpulint.kinds.kserve import (
+from gpulint.ruleapi import (
+    HPA_CLASS,
     KNATIVE,
+    KNATIVE_CLASS_ANNOTATION,
+    KSERVE_CLASS_ANNOTATION,
+    METRIC_ANNOTATION,
     MODE_ANNOTATION,
     STANDARD,
+    TARGET_ANNOTATION,
+    Context,
+    Finding,
     InferenceService,
+    Inventory,
+    Severity,
+    claim_links,
     mode_note,
     mode_spelling,
+    related,
 )
 
 ID = "GL306"
 NAME = "kserve-gpu-on-knative"
 SEVERITY = Severity.WARNING
 SCOPE = "isvc"
+STAGES = ("workload",)
 
 RESOURCE_METRICS = ("cpu", "memory")
 
@@ -94,7 +101,7 @@ def _fix(isvc: InferenceService, inventory: Inventory) -> str:
         "recreate the InferenceService: the mode cannot change on update\n"
         f"    {KSERVE_CLASS_ANNOTATION}: external   # then add your own HPA on a GPU metric\n"
         "# or stay in Knative mode and scale on a GPU metric:\n"
-        f"#   {CLASS_ANNOTATION}: {HPA_CLASS}\n"
+        f"#   {KNATIVE_CLASS_ANNOTATION}: {HPA_CLASS}\n"
         f"#   {METRIC_ANNOTATION}: {metric}\n"
         f'#   {TARGET_ANNOTATION}: "70"'
     )

@@ -74,31 +74,37 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator
+from typing import NamedTuple
 
-from gpulint.adoption import edits
-from gpulint.chain.adapter import (
+from gpulint.ruleapi import (
     CUSTOM,
     EXTERNAL,
+    HPA,
     SERIES_NAME,
     AdapterConfig,
     AdapterRule,
+    Context,
+    Finding,
+    HpaMetric,
+    Inventory,
+    Related,
+    Severity,
+    abbreviated,
     canonical_resource,
+    capitalized,
+    edits,
+    exporter_of_series,
+    generated_by,
+    names_a_gpu,
     requested_metric_name,
 )
-from gpulint.core.message import capitalized
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.keda import scaled_object_of
-from gpulint.metrics.names import exporter_of_series, names_a_gpu
 
 ID = "GL401"
 NAME = "adapter-metric-not-exposed"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 FIXES = ("unsafe",)
+STAGES = ("adapter-rule",)
 # HPA and metric names in a headline are cut at this many characters.
 NAME_CHARS = 32
 
@@ -174,6 +180,40 @@ def _not_exposed(
     for rule in rules:
         for exposed_name in rule.exposed_names() or []:
             exposed.setdefault(exposed_name, rule)
+    parts = _why_not(api, name, wanted, rules)
+    nearest = _nearest(hpa, metric, wanted, rules, exposed)
+    parts += nearest.said
+    fix_lines = list(nearest.fix)
+    if not fix_lines and any(r.generated for r in rules) and not SERIES_NAME.match(wanted):
+        fix_lines.append(
+            f"metric:\n  name: {re.sub(r'[^a-zA-Z0-9_:]', '_', wanted)}"
+            "   # the series' name, as the default rules expose it"
+        )
+    if not fix_lines:
+        fix_lines.append(_new_rule_fix(api, wanted))
+    if api == CUSTOM:
+        resource = _resource_asked(metric) or "the object"
+        symptom = f'"the server could not find the metric {wanted} for {resource}"'
+    else:
+        symptom = f'"unable to get external metric ...{wanted}"'
+    message = (
+        f"{head}, which no adapter rule exposes. "
+        + "; ".join(parts)
+        + f". The HPA reports {symptom} and does not scale on it."
+        + nearest.question
+    )
+    return ctx.finding(
+        hpa.manifest,
+        metric.name_path,
+        message,
+        "\n".join(fix_lines),
+        related=list(nearest.links),
+        plan=nearest.plan,
+    )
+
+
+def _why_not(api: str, name: str, wanted: str, rules: list[AdapterRule]) -> list[str]:
+    """What no rule exposes, and why the chart's default rules cannot either."""
     api_text = "external rule" if api == EXTERNAL else "custom rule"
     parts = [f"No prometheus-adapter {api_text} in the input exposes {wanted}"]
     if api == EXTERNAL and wanted != name:
@@ -191,72 +231,77 @@ def _not_exposed(
             "the chart's default rules, which expose every series with a namespace label "
             f"under its own name, cannot produce it either ({reason})"
         )
-    fix_lines: list[str] = []
-    links: list[Related] = []
-    question = ""
+    return parts
+
+
+class _Nearest(NamedTuple):
+    """What the rules expose that comes closest to the name asked for, and the fix it gives."""
+
+    said: list[str]
+    fix: list[str]
     plan: edits.FixPlan | None = None
+    links: tuple[Related, ...] = ()
+    question: str = ""
+
+
+def _nearest(
+    hpa: HPA,
+    metric: HpaMetric,
+    wanted: str,
+    rules: list[AdapterRule],
+    exposed: dict[str, AdapterRule],
+) -> _Nearest:
     case_twin = next((n for n in exposed if n.lower() == wanted.lower() and n != wanted), None)
     nearest = difflib.get_close_matches(wanted, list(exposed), n=1, cutoff=0.6)
     if case_twin is not None:
         rule = exposed[case_twin]
-        if api == EXTERNAL:
-            parts.append(
-                f"{rule.describe()} exposes {case_twin}, and prometheus-adapter compares "
-                "External names exactly: an External name with capitals can never be read by an HPA"
-            )
+        if metric.api == EXTERNAL:
             series = (rule.series_for(case_twin) or [case_twin])[0]
-            fix_lines += _rename_fix(rule, series, wanted)
-            plan = _rename_plan(rule, series, wanted)
-        else:
-            parts.append(f"{rule.describe()} exposes {case_twin}: metric names are case-sensitive")
-            fix_lines.append(f"metric:\n  name: {case_twin}")
-            plan = _ask_for(hpa, metric, case_twin)
-        links.append(rule.related())
-    elif nearest:
+            return _Nearest(
+                [
+                    f"{rule.describe()} exposes {case_twin}, and prometheus-adapter compares "
+                    "External names exactly: an External name with capitals can never be read "
+                    "by an HPA"
+                ],
+                _rename_fix(rule, series, wanted),
+                _rename_plan(rule, series, wanted),
+                (rule.related(),),
+            )
+        return _Nearest(
+            [f"{rule.describe()} exposes {case_twin}: metric names are case-sensitive"],
+            [f"metric:\n  name: {case_twin}"],
+            _ask_for(hpa, metric, case_twin),
+            (rule.related(),),
+        )
+    if nearest:
         rule = exposed[nearest[0]]
-        question = f" Did you mean {nearest[0]}, which {rule.describe()} exposes?"
-        fix_lines.append(f"metric:\n  name: {nearest[0]}")
-        plan = _ask_for(hpa, metric, nearest[0])
-        links.append(rule.related())
-    elif exposed:
-        unnamed = [r for r in rules if not r.generated and not r.name_block and r.exposed_names()]
-        if unnamed:
-            rule = unnamed[0]
-            own = ", ".join((rule.exposed_names() or [])[:3])
-            parts.append(
+        return _Nearest(
+            [],
+            [f"metric:\n  name: {nearest[0]}"],
+            _ask_for(hpa, metric, nearest[0]),
+            (rule.related(),),
+            f" Did you mean {nearest[0]}, which {rule.describe()} exposes?",
+        )
+    if not exposed:
+        return _Nearest([], [])
+    unnamed = [r for r in rules if not r.generated and not r.name_block and r.exposed_names()]
+    if unnamed:
+        rule = unnamed[0]
+        own = ", ".join((rule.exposed_names() or [])[:3])
+        series = (rule.series_names() or [own])[0]
+        return _Nearest(
+            [
                 f"{rule.describe()} has no `name` block, so it exposes its series under their "
                 f"own name: {own}"
-            )
-            series = (rule.series_names() or [own])[0]
-            fix_lines += _rename_fix(rule, series, wanted)
-            fix_lines.append(f"# or in the HPA:\nmetric:\n  name: {series}")
-            plan = _rename_plan(rule, series, wanted)
-            links.append(rule.related())
-        else:
-            shown = sorted(exposed)[:5]
-            more = " ..." if len(exposed) > 5 else ""
-            parts.append("the rules expose " + ", ".join(shown) + more)
-            fix_lines.append(f"metric:\n  name: {shown[0]}")
-    if not fix_lines and any(r.generated for r in rules) and not SERIES_NAME.match(wanted):
-        fix_lines.append(
-            f"metric:\n  name: {re.sub(r'[^a-zA-Z0-9_:]', '_', wanted)}"
-            "   # the series' name, as the default rules expose it"
+            ],
+            [*_rename_fix(rule, series, wanted), f"# or in the HPA:\nmetric:\n  name: {series}"],
+            _rename_plan(rule, series, wanted),
+            (rule.related(),),
         )
-    if not fix_lines:
-        fix_lines.append(_new_rule_fix(api, wanted))
-    if api == CUSTOM:
-        resource = _resource_asked(metric) or "the object"
-        symptom = f'"the server could not find the metric {wanted} for {resource}"'
-    else:
-        symptom = f'"unable to get external metric ...{wanted}"'
-    message = (
-        f"{head}, which no adapter rule exposes. "
-        + "; ".join(parts)
-        + f". The HPA reports {symptom} and does not scale on it."
-        + question
-    )
-    return ctx.finding(
-        hpa.manifest, metric.name_path, message, "\n".join(fix_lines), related=links, plan=plan
+    shown = sorted(exposed)[:5]
+    more = " ..." if len(exposed) > 5 else ""
+    return _Nearest(
+        ["the rules expose " + ", ".join(shown) + more], [f"metric:\n  name: {shown[0]}"]
     )
 
 
@@ -278,20 +323,11 @@ def _only_default_rules(
     pod's own and are left alone."""
     if not names_a_gpu(wanted):
         return None
-    candidates: list[str] = []
-    for rule in defaults:
-        series = rule.series_for(wanted)
-        if series is None:
-            return None  # only Prometheus can tell
-        candidates += series
+    candidates = _default_series(defaults, wanted)
+    if candidates is None:
+        return None  # only Prometheus can tell
     exporters = sorted({e for c in candidates if (e := exporter_of_series(c)) is not None})
-    unnamed = [
-        r
-        for r in rules
-        if not r.generated
-        and not r.name_block
-        and any(names_a_gpu(n) for n in r.series_names() or [])
-    ]
+    unnamed = _unnamed_gpu_rules(rules)
     if not unnamed and (exporters or not _DEVICE_METRIC.match(wanted)):
         return None  # the pods may well export it (NVIDIA NIM's gpu_utilization)
     named = wanted if wanted in candidates or not candidates else candidates[0]
@@ -334,6 +370,29 @@ def _only_default_rules(
         related=links,
         severity=severity,
     )
+
+
+def _default_series(defaults: list[AdapterRule], wanted: str) -> list[str] | None:
+    """The series the chart's default rules would expose as ``wanted``; None when a rule
+    cannot say without Prometheus."""
+    candidates: list[str] = []
+    for rule in defaults:
+        series = rule.series_for(wanted)
+        if series is None:
+            return None
+        candidates += series
+    return candidates
+
+
+def _unnamed_gpu_rules(rules: list[AdapterRule]) -> list[AdapterRule]:
+    """The input's rules that read a GPU series but have no ``name`` block."""
+    return [
+        r
+        for r in rules
+        if not r.generated
+        and not r.name_block
+        and any(names_a_gpu(n) for n in r.series_names() or [])
+    ]
 
 
 def _check_resource(
@@ -423,7 +482,9 @@ def _wrong_api(
 
 
 def _made_by_keda(hpa: HPA) -> bool:
-    return scaled_object_of(hpa.manifest) is not None or hpa.name.startswith("keda-hpa-")
+    return generated_by(hpa.manifest, "ScaledObject") is not None or hpa.name.startswith(
+        "keda-hpa-"
+    )
 
 
 def _complete(config: AdapterConfig, inventory: Inventory) -> bool:

@@ -79,19 +79,29 @@ import json
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from gpulint.chain.adapter import AdapterRule
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.keda import PrometheusTrigger
-from gpulint.metrics.names import Exporter, GpuMetric, is_dcgm_field, lookup, nearest_dcgm_name
-from gpulint.metrics.promql import mention, metric_names_in_query, reads_no_series
+from gpulint.ruleapi import (
+    AdapterRule,
+    Context,
+    Exporter,
+    Finding,
+    GpuMetric,
+    Inventory,
+    PrometheusTrigger,
+    Severity,
+    abbreviated,
+    is_dcgm_field,
+    lookup,
+    mention,
+    metric_names_in_query,
+    nearest_dcgm_name,
+    reads_no_series,
+)
 
 ID = "GL402"
 NAME = "adapter-unknown-gpu-series"
 SEVERITY = Severity.WARNING
 SCOPE = "prometheus-query"
+STAGES = ("adapter-rule",)
 
 _LEGACY = (Exporter.MINDPRINCE, Exporter.CADVISOR, Exporter.DCGM_1X)
 _LEGACY_NOTE = {

@@ -68,23 +68,33 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from gpulint.adoption import edits
-from gpulint.chain.adapter import CUSTOM, AdapterRule, singular
-from gpulint.chain.scrapelabels import DcgmScrape
-from gpulint.core.message import capitalized
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import as_dict
-from gpulint.inventory import Inventory
-from gpulint.metrics.names import Exporter, is_dcgm_field, lookup
-from gpulint.metrics.promql import metric_names_in_query
+from gpulint.ruleapi import (
+    CUSTOM,
+    AdapterRule,
+    Context,
+    DcgmScrape,
+    Exporter,
+    Finding,
+    Inventory,
+    Related,
+    Severity,
+    abbreviated,
+    as_dict,
+    capitalized,
+    edits,
+    is_dcgm_field,
+    lookup,
+    metric_names_in_query,
+    related,
+    singular,
+)
 
 ID = "GL403"
 NAME = "adapter-label-mapping"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 FIXES = ("safe",)
+STAGES = ("adapter-rule",)
 
 EXPORTED = {"pod": "exported_pod", "namespace": "exported_namespace"}
 RESOURCE_OF = {"pod": "pods", "namespace": "namespaces"}
@@ -350,61 +360,95 @@ def _against_scrape(
     series = _dcgm_series(rule)
     if not series:
         return
-    overrides = rule.resources.overrides
     links = [related(s.document, s.path, "dcgm-exporter scrape") for s in scrapes]
-    shown = series[0] if len(series) == 1 else ", ".join(series)
-    base = series[0] if series[0].isidentifier() else "DCGM_FI_DEV_GPU_UTIL"
-    if not honor:
-        wrong = [
-            p
-            for p in ("pod", "namespace")
-            if overrides.get(p) == RESOURCE_OF[p] and _judged(RESOURCE_OF[p], asked)
-        ]
-        if not wrong:
-            return
-        labels = " and ".join(f"`{p}`" for p in wrong)
-        fix, plan = _relabel(
-            rule,
-            {p: EXPORTED[p] for p in wrong},
-            FIX_EXPORTED.format(series=base)
-            + "\n# or set honorLabels: true on the dcgm-exporter scrape and keep pod/namespace",
-        )
-        yield _finding(
-            ctx,
-            rule,
-            ("resources", "overrides", wrong[0]),
-            f"maps {labels}, which {'name' if len(wrong) > 1 else 'names'} the dcgm-exporter pod",
-            f"It maps {labels} for the dcgm-exporter series {shown}, but "
-            f"{_scrape_text(scrapes[0])}: Prometheus keeps the workload's pod and namespace "
-            "in exported_pod and "
-            f"exported_namespace and sets {labels} to the dcgm-exporter pod, so GPU values "
-            "attach to the exporter and the HPA gets no metrics for its own pods",
-            fix,
-            links,
-            plan,
-        )
-        return
+    judge = _kept_labels_mapped if honor else _exporter_labels_mapped
+    found = judge(rule, asked, series, _scrape_text(scrapes[0]), links, ctx)
+    if found is not None:
+        yield found
+
+
+def _exporter_labels_mapped(
+    rule: AdapterRule,
+    asked: set[str] | None,
+    series: list[str],
+    scrape: str,
+    links: list[Related],
+    ctx: Context,
+) -> Finding | None:
+    """honorLabels false: ``pod`` and ``namespace`` name the dcgm-exporter pod."""
+    overrides = rule.resources.overrides
+    wrong = [
+        p
+        for p in ("pod", "namespace")
+        if overrides.get(p) == RESOURCE_OF[p] and _judged(RESOURCE_OF[p], asked)
+    ]
+    if not wrong:
+        return None
+    labels = " and ".join(f"`{p}`" for p in wrong)
+    fix, plan = _relabel(
+        rule,
+        {p: EXPORTED[p] for p in wrong},
+        FIX_EXPORTED.format(series=_base(series))
+        + "\n# or set honorLabels: true on the dcgm-exporter scrape and keep pod/namespace",
+    )
+    return _finding(
+        ctx,
+        rule,
+        ("resources", "overrides", wrong[0]),
+        f"maps {labels}, which {'name' if len(wrong) > 1 else 'names'} the dcgm-exporter pod",
+        f"It maps {labels} for the dcgm-exporter series {_shown(series)}, but "
+        f"{scrape}: Prometheus keeps the workload's pod and namespace "
+        "in exported_pod and "
+        f"exported_namespace and sets {labels} to the dcgm-exporter pod, so GPU values "
+        "attach to the exporter and the HPA gets no metrics for its own pods",
+        fix,
+        links,
+        plan,
+    )
+
+
+def _kept_labels_mapped(
+    rule: AdapterRule,
+    asked: set[str] | None,
+    series: list[str],
+    scrape: str,
+    links: list[Related],
+    ctx: Context,
+) -> Finding | None:
+    """honorLabels true: the series carry ``pod`` and ``namespace``, no ``exported_*``."""
+    overrides = rule.resources.overrides
     wrong = [
         p
         for p in ("pod", "namespace")
         if overrides.get(EXPORTED[p]) == RESOURCE_OF[p] and _judged(RESOURCE_OF[p], asked)
     ]
     if not wrong:
-        return
+        return None
     labels = " and ".join(f"`{EXPORTED[p]}`" for p in wrong)
-    fix, plan = _relabel(rule, {EXPORTED[p]: p for p in wrong}, FIX_PLAIN.format(series=base))
-    yield _finding(
+    fix, plan = _relabel(
+        rule, {EXPORTED[p]: p for p in wrong}, FIX_PLAIN.format(series=_base(series))
+    )
+    return _finding(
         ctx,
         rule,
         ("resources", "overrides", EXPORTED[wrong[0]]),
         f"maps {labels}, which the dcgm-exporter series lack",
-        f"It maps {labels} for the dcgm-exporter series {shown}, but "
-        f"{_scrape_text(scrapes[0])}, so the series carry `pod` and `namespace` and no "
+        f"It maps {labels} for the dcgm-exporter series {_shown(series)}, but "
+        f"{scrape}, so the series carry `pod` and `namespace` and no "
         "exported_* label: the adapter never discovers the metric",
         fix,
         links,
         plan,
     )
+
+
+def _shown(series: list[str]) -> str:
+    return series[0] if len(series) == 1 else ", ".join(series)
+
+
+def _base(series: list[str]) -> str:
+    """The series to write in a fix (a selector that is no plain name: the usual one)."""
+    return series[0] if series[0].isidentifier() else "DCGM_FI_DEV_GPU_UTIL"
 
 
 def _default_rules(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

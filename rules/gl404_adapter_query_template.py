@@ -66,15 +66,18 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple, Protocol
 
-from gpulint.chain.adapter import EXTERNAL, MAX_QUERY_CHARS, AdapterRule
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.metrics import querytemplate
-from gpulint.metrics.promql import (
+from gpulint.ruleapi import (
+    EXTERNAL,
+    MAX_QUERY_CHARS,
+    AdapterRule,
+    Context,
+    Finding,
+    Inventory,
     PlacedAggregation,
+    Severity,
     metric_names_in_query,
     outermost_aggregations,
+    querytemplate,
     top_level_text,
 )
 
@@ -82,6 +85,7 @@ ID = "GL404"
 NAME = "adapter-query-template"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
+STAGES = ("adapter-rule",)
 
 CUSTOM_QUERY = "metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'"
 EXTERNAL_QUERY = "metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'"
@@ -279,16 +283,7 @@ def _grouping(
         if aggregation.grouping == "without":
             dropped = sorted(labels & (set(needs.labels) if needs else mapped))
             if dropped:
-                yield (
-                    True,
-                    report(
-                        "metricsQuery",
-                        f"metricsQuery's {shown} removes {', '.join(dropped)}. The adapter "
-                        f"matches results to objects by that label, so nothing matches"
-                        f"{_for_whom(needs, dropped)}, and the HPA gets {NO_METRICS}",
-                        regrouped,
-                    ),
-                )
+                yield True, _removed(shown, dropped, needs, regrouped, report)
         elif aggregation.grouping is None:
             yield (
                 True,
@@ -304,22 +299,53 @@ def _grouping(
             if extra and whole:
                 yield False, _extra_labels(query, item, extra, report)
         elif not has_template and mapped:
-            lost = sorted(set(needs.labels) - labels) if needs and needs.labels else []
-            if not labels & mapped:
-                lost = sorted(mapped)
-            if lost:
-                yield (
-                    True,
-                    report(
-                        "metricsQuery",
-                        f"metricsQuery's {shown} drops {' and '.join(lost)}. The adapter matches "
-                        f"results to objects by that label, so nothing matches"
-                        f"{_for_whom(needs, lost)}, and the HPA gets {NO_METRICS}",
-                        regrouped,
-                    ),
-                )
-            elif whole and labels - mapped:
-                yield False, _extra_labels(query, item, sorted(labels - mapped), report)
+            verdict = _grouped_by(query, item, labels, mapped, needs, whole, regrouped, report)
+            if verdict is not None:
+                yield verdict
+
+
+def _removed(
+    shown: str, dropped: list[str], needs: Needs | None, regrouped: str, report: Report
+) -> Finding:
+    """``without (...)`` removes the labels the adapter matches by."""
+    return report(
+        "metricsQuery",
+        f"metricsQuery's {shown} removes {', '.join(dropped)}. The adapter "
+        f"matches results to objects by that label, so nothing matches"
+        f"{_for_whom(needs, dropped)}, and the HPA gets {NO_METRICS}",
+        regrouped,
+    )
+
+
+def _grouped_by(
+    query: str,
+    item: PlacedAggregation,
+    labels: set[str],
+    mapped: set[str],
+    needs: Needs | None,
+    whole: bool,
+    regrouped: str,
+    report: Report,
+) -> tuple[bool, Finding] | None:
+    """``by (...)`` written out (no resource template): it drops a label the adapter matches
+    by, or keeps labels besides them."""
+    lost = sorted(set(needs.labels) - labels) if needs and needs.labels else []
+    if not labels & mapped:
+        lost = sorted(mapped)
+    if lost:
+        return (
+            True,
+            report(
+                "metricsQuery",
+                f"metricsQuery's {_show(item)} drops {' and '.join(lost)}. The adapter matches "
+                f"results to objects by that label, so nothing matches"
+                f"{_for_whom(needs, lost)}, and the HPA gets {NO_METRICS}",
+                regrouped,
+            ),
+        )
+    if whole and labels - mapped:
+        return False, _extra_labels(query, item, sorted(labels - mapped), report)
+    return None
 
 
 def _for_whom(needs: Needs | None, labels: list[str]) -> str:

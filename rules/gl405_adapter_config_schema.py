@@ -68,7 +68,7 @@ import re
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from gpulint.chain.adapter import (
+from gpulint.ruleapi import (
     CONFIG_KEYS,
     FILTER_KEYS,
     NAME_KEYS,
@@ -78,19 +78,22 @@ from gpulint.chain.adapter import (
     RESOURCES_KEYS,
     RULE_KEYS,
     AdapterConfig,
+    Context,
+    Finding,
+    Inventory,
+    Path,
+    Severity,
+    abbreviated,
+    as_dict,
     compile_go_regex,
     go_regex_problem,
 )
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import Context
-from gpulint.input.document import Path, as_dict
-from gpulint.inventory import Inventory
 
 ID = "GL405"
 NAME = "adapter-config-schema"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-config"
+STAGES = ("adapter-rule",)
 
 STRICT = (
     "The adapter reads its config with yaml.UnmarshalStrict and exits at start-up: "

@@ -46,19 +46,34 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint.chain.adapter import CUSTOM, AdapterRule
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import format_number, try_quantity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory, ResolvedTarget
-from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.metrics.names import Exporter, GpuMetric, Scale, lookup
-from gpulint.metrics.promql import metric_names_in_query, placed_aggregations, top_level_text
+from gpulint.ruleapi import (
+    CUSTOM,
+    HPA,
+    AdapterRule,
+    Context,
+    Exporter,
+    Finding,
+    GpuMetric,
+    HpaMetric,
+    Inventory,
+    Related,
+    ResolvedTarget,
+    Scale,
+    Severity,
+    format_number,
+    lookup,
+    metric_names_in_query,
+    placed_aggregations,
+    related,
+    top_level_text,
+    try_quantity,
+)
 
 ID = "GL406"
 NAME = "adapter-sum-over-gpus"
 SEVERITY = Severity.WARNING
 SCOPE = "hpa"
+STAGES = ("adapter-rule",)
 
 _ONE_GPU_MAX = {Scale.PERCENT: 100.0, Scale.RATIO: 1.0}
 

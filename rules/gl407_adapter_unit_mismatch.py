@@ -45,16 +45,13 @@ import json
 import re
 from collections.abc import Iterator
 
-from gpulint.chain.adapter import AdapterRule
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.metrics.names import Scale, lookup
+from gpulint.ruleapi import AdapterRule, Context, Finding, Inventory, Scale, Severity, lookup
 
 ID = "GL407"
 NAME = "adapter-unit-mismatch"
 SEVERITY = Severity.WARNING
 SCOPE = "adapter-rule"
+STAGES = ("adapter-rule",)
 
 _BYTES_NAME = re.compile(r"_bytes$", re.IGNORECASE)
 _PERCENT_NAME = re.compile(r"(_percent|_percentage|_pct)$", re.IGNORECASE)

@@ -47,20 +47,34 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint.chain.adapter import AdapterRule, requested_metric_name
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import format_number, try_quantity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.workload import GpuRequest
-from gpulint.metrics.names import Exporter, GpuMetric, Scale, canonical_metric_name, lookup
-from gpulint.metrics.promql import mention, metric_names_in_query
+from gpulint.ruleapi import (
+    HPA,
+    AdapterRule,
+    Context,
+    Exporter,
+    Finding,
+    GpuMetric,
+    GpuRequest,
+    HpaMetric,
+    Inventory,
+    Related,
+    Scale,
+    Severity,
+    canonical_metric_name,
+    format_number,
+    lookup,
+    mention,
+    metric_names_in_query,
+    related,
+    requested_metric_name,
+    try_quantity,
+)
 
 ID = "GL408"
 NAME = "adapter-mig-gpu-util"
 SEVERITY = Severity.WARNING
 SCOPE = "hpa"
+STAGES = ("adapter-rule",)
 
 REPLACEMENT = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 

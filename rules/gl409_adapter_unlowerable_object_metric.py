@@ -56,13 +56,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from gpulint.chain.adapter import CUSTOM, AdapterRule, canonical_resource
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory, ResolvedTarget
-from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.metrics.names import Exporter, is_dcgm_field, lookup
-from gpulint.metrics.promql import metric_names_in_query, outermost_aggregations
+from gpulint.ruleapi import (
+    CUSTOM,
+    HPA,
+    AdapterRule,
+    Context,
+    Exporter,
+    Finding,
+    HpaMetric,
+    Inventory,
+    Related,
+    ResolvedTarget,
+    Severity,
+    canonical_resource,
+    is_dcgm_field,
+    lookup,
+    metric_names_in_query,
+    outermost_aggregations,
+    related,
+)
 
 ID = "GL409"
 NAME = "adapter-unlowerable-object-metric"

@@ -54,11 +54,18 @@ from collections.abc import Iterator
 from decimal import ROUND_CEILING
 from typing import Any, NamedTuple
 
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import (
+from gpulint.ruleapi import (
+    KNATIVE_SERVING_GROUP,
+    Container,
+    Context,
+    Finding,
+    Inventory,
+    PodOwner,
+    PodTemplate,
     Quantity,
     QuantityError,
     QuantityOutOfRange,
+    Severity,
     abbreviated,
     format_number,
     is_unknown,
@@ -66,16 +73,12 @@ from gpulint.core.quantity import (
     shown_value,
     try_quantity,
 )
-from gpulint.engine.rule import Context
-from gpulint.engine.runner import PodOwner
-from gpulint.inventory import Inventory
-from gpulint.kinds.knative import KNATIVE_SERVING_GROUP
-from gpulint.kinds.workload import Container, PodTemplate
 
 ID = "GL501"
 NAME = "gpu-resource-requests"
 SEVERITY = Severity.ERROR
 SCOPE = "pod-owner"
+STAGES = ("workload",)
 
 _MISSING = object()
 # Resource and container names in a headline are cut at these many characters.

@@ -69,16 +69,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.monitors import Monitor
-from gpulint.chain.scrape import selection_problem
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
+from gpulint.ruleapi import Context, Finding, Inventory, Monitor, Severity, selection_problem
 
 ID = "GL601"
 NAME = "scrape-not-selected"
 SEVERITY = Severity.ERROR
 SCOPE = "monitor"
+STAGES = ("scrape",)
 
 
 def check(monitor: Monitor, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

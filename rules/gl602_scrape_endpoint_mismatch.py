@@ -58,16 +58,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.monitors import Monitor
-from gpulint.chain.scrape import endpoint_problems
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
+from gpulint.ruleapi import Context, Finding, Inventory, Monitor, Severity, endpoint_problems
 
 ID = "GL602"
 NAME = "scrape-endpoint-mismatch"
 SEVERITY = Severity.ERROR
 SCOPE = "monitor"
+STAGES = ("service", "scrape")
 
 
 def check(monitor: Monitor, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

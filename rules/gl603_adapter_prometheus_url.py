@@ -61,16 +61,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.scrape import url_problem
-from gpulint.chain.urls import PrometheusUrl
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
+from gpulint.ruleapi import Context, Finding, Inventory, PrometheusUrl, Severity, url_problem
 
 ID = "GL603"
 NAME = "adapter-prometheus-url"
 SEVERITY = Severity.ERROR
 SCOPE = "prometheus-url"
+STAGES = ("prometheus",)
 
 
 def check(url: PrometheusUrl, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

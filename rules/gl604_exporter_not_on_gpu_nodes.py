@@ -61,16 +61,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.exporter import DcgmExporter
-from gpulint.chain.scrape import placement_problems
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
+from gpulint.ruleapi import Context, DcgmExporter, Finding, Inventory, Severity, placement_problems
 
 ID = "GL604"
 NAME = "exporter-not-on-gpu-nodes"
 SEVERITY = Severity.WARNING
 SCOPE = "exporter"
+STAGES = ("exporter",)
 
 
 def check(exporter: DcgmExporter, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

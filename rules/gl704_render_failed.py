@@ -56,9 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Location, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
+from gpulint.ruleapi import Context, Finding, Inventory, Location, Severity
 
 ID = "GL704"
 NAME = "render-failed"

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
+from gpulint.ruleapi import Context, Finding, Inventory, Severity
 
 ID = "GL799"
 NAME = "internal-error"

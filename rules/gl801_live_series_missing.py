@@ -54,24 +54,33 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.adapter import EXTERNAL, AdapterRule
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
-from gpulint.live.options import format_duration
-from gpulint.live.snapshot import (
+from gpulint.ruleapi import (
+    EXTERNAL,
+    AdapterRule,
+    Context,
+    Finding,
+    Inventory,
     LiveSnapshot,
+    Matcher,
     MissingSeries,
+    Related,
+    Selector,
     SeriesSummary,
+    Severity,
+    ago,
+    format_duration,
+    labels_carried,
+    listing,
+    related,
+    rule_label,
 )
-from gpulint.live.words import ago, labels_carried, listing, rule_label
-from gpulint.metrics.promql import Matcher
 
 ID = "GL801"
 NAME = "live-series-missing"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("adapter-rule",)
 
 
 def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -101,44 +110,16 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
 def _explain(
     query: str, missing: MissingSeries, live: LiveSnapshot, rule: AdapterRule
 ) -> tuple[str, str]:
+    """Why the query finds nothing, and the fix: its label matchers exclude the series that
+    exist, the labels it asks for exist nowhere, or the metric is absent (renamed, gone)."""
     selector = rule.selector
     if selector is None:
         return "", ""
     names = selector.literal_names() or []
     shown = " or ".join(names) if names else "a series of these names"
-    matchers = selector.label_matchers()
     name_only = missing.name_only
     if name_only is not None and name_only.count:
-        # The metric exists; the label matchers exclude it.
-        total = name_only.count
-        excluding = [m for m in matchers if name_only.rejected.get(str(m), 0) == total]
-        kept = [_replacement(m, name_only) for m in matchers]
-        carried = labels_carried(name_only)
-        if excluding:
-            which = " and ".join(f"`{m}`" for m in excluding)
-            verb = "excludes" if len(excluding) == 1 else "each exclude"
-            reason = (
-                f"{shown} has {total} series, but the matcher {which} {verb} every one of "
-                f"them (the series carry {carried})"
-            )
-        else:
-            which = ", ".join(f"`{m}` drops {name_only.rejected.get(str(m), 0)}" for m in matchers)
-            reason = (
-                f"{shown} has {total} series, but the matchers together exclude all of them "
-                f"({which}; the series carry {carried})"
-            )
-        suggestion = _selector_text(
-            names, selector.metric, [str(m) for m in kept if m is not None], query
-        )
-        fix = f"seriesQuery: '{suggestion}'"
-        for matcher in excluding:
-            plain = matcher.label.removeprefix("exported_")
-            if plain != matcher.label and name_only.carries(plain):
-                fix += (
-                    f"\n# the series carry {plain}, not {matcher.label}: map the labels they "
-                    "carry in resources.overrides (GL802 then checks what they name)"
-                )
-        return reason, fix
+        return _excluded(query, selector, names, shown, name_only)
     if missing.absent_labels:
         labels = ", ".join(missing.absent_labels)
         return (
@@ -147,6 +128,54 @@ def _explain(
             f"# write the seriesQuery with labels the series carry; list them with\n"
             f"curl -s '{live.url}/api/v1/labels'",
         )
+    return _absent(query, selector, names, shown, missing, live)
+
+
+def _excluded(
+    query: str, selector: Selector, names: list[str], shown: str, name_only: SeriesSummary
+) -> tuple[str, str]:
+    """The metric exists; the label matchers exclude it."""
+    matchers = selector.label_matchers()
+    total = name_only.count
+    excluding = [m for m in matchers if name_only.rejected.get(str(m), 0) == total]
+    kept = [_replacement(m, name_only) for m in matchers]
+    carried = labels_carried(name_only)
+    if excluding:
+        which = " and ".join(f"`{m}`" for m in excluding)
+        verb = "excludes" if len(excluding) == 1 else "each exclude"
+        reason = (
+            f"{shown} has {total} series, but the matcher {which} {verb} every one of "
+            f"them (the series carry {carried})"
+        )
+    else:
+        which = ", ".join(f"`{m}` drops {name_only.rejected.get(str(m), 0)}" for m in matchers)
+        reason = (
+            f"{shown} has {total} series, but the matchers together exclude all of them "
+            f"({which}; the series carry {carried})"
+        )
+    suggestion = _selector_text(
+        names, selector.metric, [str(m) for m in kept if m is not None], query
+    )
+    fix = f"seriesQuery: '{suggestion}'"
+    for matcher in excluding:
+        plain = matcher.label.removeprefix("exported_")
+        if plain != matcher.label and name_only.carries(plain):
+            fix += (
+                f"\n# the series carry {plain}, not {matcher.label}: map the labels they "
+                "carry in resources.overrides (GL802 then checks what they name)"
+            )
+    return reason, fix
+
+
+def _absent(
+    query: str,
+    selector: Selector,
+    names: list[str],
+    shown: str,
+    missing: MissingSeries,
+    live: LiveSnapshot,
+) -> tuple[str, str]:
+    """No series of the metric now: one of another name measures it, or it was last seen."""
     parts: list[str] = []
     fix = ""
     if missing.alternatives:
@@ -163,7 +192,7 @@ def _explain(
             )
         if others:
             parts.append(f"also present: {listing(others)}")
-        label_part = ",".join(str(m) for m in matchers)
+        label_part = ",".join(str(m) for m in selector.label_matchers())
         fix = (
             f"seriesQuery: '{best.name}{{{label_part}}}'"
             if label_part

@@ -52,20 +52,30 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpulint.chain.adapter import AdapterRule, canonical_resource, render_resource_template
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import Path
-from gpulint.inventory import Inventory
-from gpulint.live.snapshot import NAMESPACE_LABELS, POD_LABELS, LiveSnapshot, SeriesSummary
-from gpulint.live.words import listing, rule_label
-from gpulint.metrics.names import looks_like_gpu_metric
+from gpulint.ruleapi import (
+    NAMESPACE_LABELS,
+    POD_LABELS,
+    AdapterRule,
+    Context,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    Path,
+    SeriesSummary,
+    Severity,
+    canonical_resource,
+    listing,
+    looks_like_gpu_metric,
+    render_resource_template,
+    rule_label,
+)
 
 ID = "GL802"
 NAME = "live-label-mapping"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("adapter-rule",)
 
 _EXPORTER_POD = re.compile(r"dcgm|exporter", re.IGNORECASE)
 _KIND = {"pods": "pod", "namespaces": "namespace"}

@@ -44,18 +44,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.adapter import EXTERNAL, AdapterRule
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.live.snapshot import LiveSnapshot, QueryCheck
-from gpulint.live.words import ago, code, listing, rule_label
+from gpulint.ruleapi import (
+    EXTERNAL,
+    AdapterRule,
+    Context,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    QueryCheck,
+    Severity,
+    ago,
+    code,
+    listing,
+    rule_label,
+)
 
 ID = "GL803"
 NAME = "live-query-broken"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("adapter-rule",)
 
 GAUGE_QUERY = "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'"
 COUNTER_QUERY = "metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'"

@@ -52,18 +52,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
-from gpulint.live.snapshot import HpaEvidence, LiveSnapshot
-from gpulint.live.words import code, listing, rule_where
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    HpaEvidence,
+    Inventory,
+    LiveSnapshot,
+    Severity,
+    Sighting,
+    code,
+    listing,
+    related,
+    rule_where,
+)
 
 ID = "GL804"
 NAME = "live-hpa-no-data"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("metrics-api",)
 
 # What MIG instances report in place of DCGM_FI_DEV_GPU_UTIL (NVIDIA/DCGM#80).
 STAND_IN = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -128,51 +137,20 @@ def _why(evidence: HpaEvidence) -> tuple[str, str]:
             "# compare the rendered query with the series: "
             f"curl -s '<prometheus>/api/v1/series?match[]={evidence.series_name}'",
         )
+    return _where_the_pods_are(evidence, label)
+
+
+def _where_the_pods_are(evidence: HpaEvidence, label: str) -> tuple[str, str]:
+    """A Pods metric without data for the HPA's pods: where Prometheus sees them, if at all."""
     sightings = [s for s in evidence.sightings if s.namespace == evidence.namespace]
     in_metric = [s for s in sightings if s.metric == evidence.series_name]
     elsewhere = sorted(
         {s.namespace for s in evidence.sightings if s.namespace} - {evidence.namespace or ""}
     )
     if in_metric:
-        labels = sorted({s.pod_label for s in in_metric} - {label})
-        if labels:
-            pod_label = labels[0]
-            namespace_label = next(s.namespace_label for s in in_metric if s.pod_label == pod_label)
-            namespace_part = (
-                f"    {namespace_label}: {{resource: namespace}}\n" if namespace_label else ""
-            )
-            return (
-                f"the pods appear in {evidence.series_name} under the label {pod_label} "
-                f"(namespace in {namespace_label or 'no label'}), while the rule maps pods "
-                f"through {label}",
-                "resources:\n  overrides:\n"
-                + namespace_part
-                + f"    {pod_label}: {{resource: pod}}",
-            )
-        return (
-            f"{evidence.series_name} carries the pods under {label}, but the metricsQuery's "
-            "other matchers or functions filter them out",
-            "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'",
-        )
+        return _in_the_metric(evidence, label, in_metric)
     if sightings:
-        metrics = sorted({s.metric for s in sightings})
-        mig = sorted({s.mig_profile for s in sightings if s.mig_profile})
-        if mig:
-            stand_in = STAND_IN if STAND_IN in metrics else metrics[0]
-            others = [m for m in metrics if m != stand_in]
-            return (
-                f"the pods run on MIG instances ({', '.join(mig)}), for which dcgm-exporter "
-                f"does not report {evidence.series_name}; they do report {stand_in} (and "
-                f"{listing(others)})",
-                f"# serve the HPA from a metric MIG instances report (a ratio, 0-1):\n"
-                f"seriesQuery: '{stand_in}{{exported_pod!=\"\"}}'   # match your pod label\n"
-                f'# and set the HPA target on that scale, e.g. averageValue: "600m"',
-            )
-        return (
-            f"the pods appear only in other metrics ({listing(metrics)}), not in "
-            f"{evidence.series_name}",
-            f"# serve the HPA from a metric the pods report, e.g. seriesQuery: '{metrics[0]}'",
-        )
+        return _in_other_metrics(evidence, sightings)
     if elsewhere:
         return (
             f"pods named {evidence.pod_names} appear in namespace {listing(elsewhere)}, not in "
@@ -186,4 +164,48 @@ def _why(evidence: HpaEvidence) -> tuple[str, str]:
         "NVIDIA_VISIBLE_DEVICES get no pod labels",
         "resources:\n  limits:\n    nvidia.com/gpu: 1   # in the GPU container of "
         f"{evidence.target}",
+    )
+
+
+def _in_the_metric(evidence: HpaEvidence, label: str, in_metric: list[Sighting]) -> tuple[str, str]:
+    """The metric has the pods: under another label than the rule maps, or filtered out."""
+    labels = sorted({s.pod_label for s in in_metric} - {label})
+    if labels:
+        pod_label = labels[0]
+        namespace_label = next(s.namespace_label for s in in_metric if s.pod_label == pod_label)
+        namespace_part = (
+            f"    {namespace_label}: {{resource: namespace}}\n" if namespace_label else ""
+        )
+        return (
+            f"the pods appear in {evidence.series_name} under the label {pod_label} "
+            f"(namespace in {namespace_label or 'no label'}), while the rule maps pods "
+            f"through {label}",
+            "resources:\n  overrides:\n" + namespace_part + f"    {pod_label}: {{resource: pod}}",
+        )
+    return (
+        f"{evidence.series_name} carries the pods under {label}, but the metricsQuery's "
+        "other matchers or functions filter them out",
+        "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'",
+    )
+
+
+def _in_other_metrics(evidence: HpaEvidence, sightings: list[Sighting]) -> tuple[str, str]:
+    """Other metrics have the pods (MIG instances do not report every DCGM field)."""
+    metrics = sorted({s.metric for s in sightings})
+    mig = sorted({s.mig_profile for s in sightings if s.mig_profile})
+    if mig:
+        stand_in = STAND_IN if STAND_IN in metrics else metrics[0]
+        others = [m for m in metrics if m != stand_in]
+        return (
+            f"the pods run on MIG instances ({', '.join(mig)}), for which dcgm-exporter "
+            f"does not report {evidence.series_name}; they do report {stand_in} (and "
+            f"{listing(others)})",
+            f"# serve the HPA from a metric MIG instances report (a ratio, 0-1):\n"
+            f"seriesQuery: '{stand_in}{{exported_pod!=\"\"}}'   # match your pod label\n"
+            f'# and set the HPA target on that scale, e.g. averageValue: "600m"',
+        )
+    return (
+        f"the pods appear only in other metrics ({listing(metrics)}), not in "
+        f"{evidence.series_name}",
+        f"# serve the HPA from a metric the pods report, e.g. seriesQuery: '{metrics[0]}'",
     )

@@ -42,22 +42,34 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.core.quantity import paste_quantity, ratio_target_fix, try_quantity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
-from gpulint.live.options import format_duration
-from gpulint.live.scale import Verdict, between, judge
-from gpulint.live.snapshot import HpaEvidence, LiveSnapshot
-from gpulint.live.words import number, rule_where, stats
-from gpulint.metrics.names import scale_of
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    HpaEvidence,
+    Inventory,
+    LiveSnapshot,
+    Severity,
+    Verdict,
+    between,
+    format_duration,
+    judge,
+    number,
+    paste_quantity,
+    ratio_target_fix,
+    related,
+    rule_where,
+    scale_of,
+    stats,
+    try_quantity,
+)
 
 ID = "GL805"
 NAME = "live-value-scale"
 SEVERITY = Severity.WARNING
 SCOPE = "hpa"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("autoscaler",)
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:

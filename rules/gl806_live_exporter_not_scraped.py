@@ -43,31 +43,34 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.monitors import Monitor
-from gpulint.chain.scrape import (
+from gpulint.ruleapi import (
+    Context,
+    Document,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    Monitor,
+    Path,
+    Severity,
     dcgm_series_read,
     dcgm_targets,
     endpoint_problems,
     selection_problem,
 )
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import Document, Path
-from gpulint.inventory import Inventory
-from gpulint.live.snapshot import LiveSnapshot
 
 ID = "GL806"
 NAME = "live-exporter-not-scraped"
 SEVERITY = Severity.ERROR
 SCOPE = "inventory"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("scrape",)
 
 
 def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:
     live: LiveSnapshot | None = inventory.live
     if live is None or not live.available or live.targets is None:
         return
-    monitors = inventory.pipeline.all_monitors()
+    monitors = inventory.monitors()
     anchor = _anchor(inventory, monitors)
     if anchor is None:
         return
@@ -112,7 +115,7 @@ def _anchor(inventory: Inventory, monitors: list[Monitor]) -> tuple[Document, Pa
     that reads its series."""
     if monitors:
         return monitors[0].document, monitors[0].path
-    exporters = inventory.pipeline.all_exporters()
+    exporters = inventory.exporters()
     if exporters:
         return exporters[0].document, exporters[0].path
     for rule in inventory.adapter_rules():

@@ -39,17 +39,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Location, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import Document, Path
-from gpulint.inventory import Inventory
-from gpulint.live.snapshot import LiveSnapshot
+from gpulint.ruleapi import (
+    Context,
+    Document,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    Location,
+    Path,
+    Severity,
+)
 
 ID = "GL809"
 NAME = "prometheus-unreachable"
 SEVERITY = Severity.WARNING
 SCOPE = "inventory"
 REQUIRES = "live"  # runs only with --prometheus
+STAGES = ("prometheus",)
 
 
 def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:

@@ -68,15 +68,26 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.keda import ScaledObject
-from gpulint.live.kedaquery import Answer, Reading
-from gpulint.live.snapshot import TIMEOUT, LiveSnapshot, TriggerEvidence
-from gpulint.live.words import code, curl_for, failing_poll, listing, sent_to
-from gpulint.metrics.names import Scale, scale_of
-from gpulint.metrics.promql import metric_names_in_query
+from gpulint.ruleapi import (
+    TIMEOUT,
+    Answer,
+    Context,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    Reading,
+    Scale,
+    ScaledObject,
+    Severity,
+    TriggerEvidence,
+    code,
+    curl_for,
+    failing_poll,
+    listing,
+    metric_names_in_query,
+    scale_of,
+    sent_to,
+)
 
 ID = "GL810"
 NAME = "live-keda-query-broken"

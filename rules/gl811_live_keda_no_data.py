@@ -57,23 +57,29 @@ import json
 import re
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.keda import ScaledObject
-from gpulint.live.kedaquery import Answer
-from gpulint.live.options import format_duration
-from gpulint.live.snapshot import LiveSnapshot, SeriesSummary, TriggerEvidence
-from gpulint.live.words import (
+from gpulint.ruleapi import (
+    Answer,
+    Context,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    Matcher,
+    ScaledObject,
+    Selector,
+    SeriesSummary,
+    Severity,
+    TriggerEvidence,
     ago,
     curl_for,
     failing_poll,
+    format_duration,
     labels_carried,
     listing,
+    mention,
+    metric_names_in_query,
     sent_to,
     target_of,
 )
-from gpulint.metrics.promql import Matcher, Selector, mention, metric_names_in_query
 
 ID = "GL811"
 NAME = "live-keda-no-data"
@@ -140,43 +146,15 @@ def _at_zero(evidence: TriggerEvidence) -> str:
 
 
 def _why_empty(evidence: TriggerEvidence, live: LiveSnapshot) -> str:
-    reasons = []
-    for name in evidence.absent_names:
-        seen = evidence.last_seen.get(name)
-        if seen is not None:
-            reason = f"{name} has no series now (last seen {ago(seen, live.evaluated_at)})"
-        else:
-            window = format_duration(max(live.lookback, live.max_age))
-            reason = f"{name} has no series: it was never seen in the last {window} (--lookback)"
-        found = evidence.alternatives.get(name)
-        if found:
-            first = found[0]
-            reason += f"; {first.name} from {first.source} exists ({first.conversion})"
-        reasons.append(reason)
+    reasons = [_absent(name, evidence, live) for name in evidence.absent_names]
     for name in evidence.stale_names:
         seen = evidence.last_seen.get(name)
         when = f": its last sample is {ago(seen, live.evaluated_at)}" if seen is not None else ""
         reasons.append(f"{name} stopped{when}, so Prometheus has no current value")
     for selector, summary in evidence.filtered:
-        excluding = _excluding(selector, summary)
-        name = selector.metric or listing(selector.literal_names() or ["its metric"])
-        carried = labels_carried(summary)
-        if excluding:
-            which = " and ".join(f"`{m}`" for m in excluding)
-            said = "the matcher" if len(excluding) == 1 else "the matchers"
-            verb = "excludes" if len(excluding) == 1 else "each exclude"
-            reasons.append(
-                f"{name} has {summary.count} series, but {said} {which} {verb} every one "
-                f"of them (the series carry {carried})"
-            )
-        elif all(summary.rejected.get(str(m), 0) for m in selector.label_matchers()):
-            drops = ", ".join(
-                f"`{m}` drops {summary.rejected.get(str(m), 0)}" for m in selector.label_matchers()
-            )
-            reasons.append(
-                f"{name} has {summary.count} series, but the matchers together exclude all of "
-                f"them ({drops}; the series carry {carried})"
-            )
+        reason = _filtered_out(selector, summary)
+        if reason is not None:
+            reasons.append(reason)
     if reasons:
         return ": " + "; ".join(reasons)
     names = [n for n in _names(evidence) if n not in evidence.absent_names]
@@ -187,6 +165,46 @@ def _why_empty(evidence: TriggerEvidence, live: LiveSnapshot) -> str:
             "filter every one out"
         )
     return ""
+
+
+def _absent(name: str, evidence: TriggerEvidence, live: LiveSnapshot) -> str:
+    """A metric the query names without series: when it was last seen, what stands for it."""
+    seen = evidence.last_seen.get(name)
+    if seen is not None:
+        reason = f"{name} has no series now (last seen {ago(seen, live.evaluated_at)})"
+    else:
+        window = format_duration(max(live.lookback, live.max_age))
+        reason = f"{name} has no series: it was never seen in the last {window} (--lookback)"
+    found = evidence.alternatives.get(name)
+    if found:
+        first = found[0]
+        reason += f"; {first.name} from {first.source} exists ({first.conversion})"
+    return reason
+
+
+def _filtered_out(selector: Selector, summary: SeriesSummary) -> str | None:
+    """Series of the metric exist, and the selector's matchers exclude every one (alone or
+    together); None when they do not."""
+    excluding = _excluding(selector, summary)
+    name = selector.metric or listing(selector.literal_names() or ["its metric"])
+    carried = labels_carried(summary)
+    if excluding:
+        which = " and ".join(f"`{m}`" for m in excluding)
+        said = "the matcher" if len(excluding) == 1 else "the matchers"
+        verb = "excludes" if len(excluding) == 1 else "each exclude"
+        return (
+            f"{name} has {summary.count} series, but {said} {which} {verb} every one "
+            f"of them (the series carry {carried})"
+        )
+    if all(summary.rejected.get(str(m), 0) for m in selector.label_matchers()):
+        drops = ", ".join(
+            f"`{m}` drops {summary.rejected.get(str(m), 0)}" for m in selector.label_matchers()
+        )
+        return (
+            f"{name} has {summary.count} series, but the matchers together exclude all of "
+            f"them ({drops}; the series carry {carried})"
+        )
+    return None
 
 
 def _names(evidence: TriggerEvidence) -> list[str]:

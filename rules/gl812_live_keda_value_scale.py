@@ -57,16 +57,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.keda import ScaledObject
-from gpulint.live.options import format_duration
-from gpulint.live.scale import Verdict, between, float_text, judge
-from gpulint.live.snapshot import LiveSnapshot, TriggerEvidence
-from gpulint.live.words import number, sent_to, stats, target_of
-from gpulint.metrics.names import Scale, scale_of
-from gpulint.metrics.promql import metric_names_in_query
+from gpulint.ruleapi import (
+    Context,
+    Finding,
+    Inventory,
+    LiveSnapshot,
+    Scale,
+    ScaledObject,
+    Severity,
+    TriggerEvidence,
+    Verdict,
+    between,
+    float_text,
+    format_duration,
+    judge,
+    metric_names_in_query,
+    number,
+    scale_of,
+    sent_to,
+    stats,
+    target_of,
+)
 
 ID = "GL812"
 NAME = "live-keda-value-scale"

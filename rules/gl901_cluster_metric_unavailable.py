@@ -66,24 +66,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.cluster.snapshot import (
+from gpulint.ruleapi import (
+    HPA,
     NO_API,
     NOT_FOUND,
     UNAVAILABLE,
     ClusterSnapshot,
+    Context,
+    Finding,
+    HpaMetric,
+    Inventory,
     MetricProbe,
+    Severity,
+    generated_by,
 )
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.keda import scaled_object_of
 
 ID = "GL901"
 NAME = "cluster-metric-unavailable"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 REQUIRES = "cluster"  # runs only with --cluster
+STAGES = ("metrics-api",)
+PROBES_CLUSTER = True  # cluster mode asks the metrics APIs for it
 
 _API_GROUP = {"custom": "custom.metrics.k8s.io", "external": "external.metrics.k8s.io"}
 _CONDITION_REASON = {
@@ -98,7 +102,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if snapshot is None:
         return
     for metric in hpa.metrics:
-        probe = snapshot.probe(hpa, metric.index)
+        probe = snapshot.probe(hpa.namespace, hpa.name, metric.index)
         if probe is None or not probe.broken:
             continue
         yield ctx.finding(
@@ -111,7 +115,7 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
 
 def _scaled_object(hpa: HPA) -> str | None:
     """The ScaledObject an HPA was made for by KEDA, if it was."""
-    return scaled_object_of(hpa.manifest)
+    return generated_by(hpa.manifest, "ScaledObject")
 
 
 def _message(hpa: HPA, metric: HpaMetric, probe: MetricProbe) -> str:

@@ -42,17 +42,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.input.document import as_dict, as_list
-from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
+from gpulint.ruleapi import (
+    HPA,
+    Context,
+    Finding,
+    Inventory,
+    Severity,
+    as_dict,
+    as_list,
+    generated_by,
+)
 
 ID = "GL902"
 NAME = "cluster-hpa-condition"
 SEVERITY = Severity.ERROR
 SCOPE = "hpa"
 REQUIRES = "cluster"  # runs only with --cluster
+STAGES = ("autoscaler",)
 
 # The rules whose findings name a cause (ID -> name, as in the catalog).
 RULES = {
@@ -135,15 +141,8 @@ def _text(value: Any) -> str:
     return " ".join(value.split()) if isinstance(value, str) else ""
 
 
-def _scaled_object(hpa: HPA) -> str | None:
-    for owner in hpa.manifest.owner_references:
-        if owner.get("kind") == "ScaledObject" and isinstance(owner.get("name"), str):
-            return str(owner["name"])
-    return None
-
-
 def _message(hpa: HPA, kind: str, reason: str, message: str) -> str:
-    scaled = _scaled_object(hpa)
+    scaled = generated_by(hpa.manifest, "ScaledObject")
     made = f" (made by KEDA for ScaledObject {scaled})" if scaled else ""
     said = f': "{message}"' if message else ""
     text = f"HPA {hpa.name}{made} reports {kind}=False, reason {reason}{said}"

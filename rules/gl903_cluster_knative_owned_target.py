@@ -49,18 +49,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Related, Severity
-from gpulint.core.quantity import format_number, try_quantity
-from gpulint.engine.rule import Context, related
-from gpulint.input.document import Manifest, as_dict
-from gpulint.inventory import Autoscaler, Inventory, TargetGroup
-from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA
-from gpulint.kinds.knative import (
+from gpulint.ruleapi import (
     CONFIGURATION_LABEL,
+    CUSTOM_METRIC_TYPES,
+    HPA,
     HPA_CLASS,
+    Autoscaler,
+    Context,
+    Finding,
+    Inventory,
     KnativeService,
+    Manifest,
+    Related,
+    Severity,
+    TargetGroup,
+    as_dict,
+    format_number,
+    generated_by,
     owning_revision,
+    related,
     revision_deployment_parent,
+    try_quantity,
 )
 
 ID = "GL903"
@@ -68,6 +77,7 @@ NAME = "cluster-knative-owned-target"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
 REQUIRES = "cluster"  # in files, GL105 reports the same targets
+STAGES = ("workload",)
 
 SERVICE_LABEL = "serving.knative.dev/service"
 
@@ -94,7 +104,7 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             where = (
                 f"on Knative {ksvc.manifest.kind} {ksvc.name}, spec.template.metadata.annotations"
             )
-            isvc = _kserve_owner(ksvc.manifest)
+            isvc = generated_by(ksvc.manifest, "InferenceService")
             if isvc is not None:
                 parent += f" (made by KServe for InferenceService {isvc})"
                 where = f"on InferenceService {isvc}, metadata.annotations"
@@ -132,13 +142,6 @@ def _knative_service(
         ksvc = inventory.knative_service(namespace, name)
         if ksvc is not None:
             return ksvc
-    return None
-
-
-def _kserve_owner(manifest: Manifest) -> str | None:
-    for owner in manifest.owner_references:
-        if owner.get("kind") == "InferenceService" and isinstance(owner.get("name"), str):
-            return str(owner["name"])
     return None
 
 

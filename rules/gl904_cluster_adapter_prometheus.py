@@ -41,83 +41,115 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.chain.scrape import looks_like_prometheus, url_fix
-from gpulint.chain.urls import PrometheusUrl
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context, related
-from gpulint.inventory import Inventory
+from gpulint.ruleapi import (
+    Context,
+    EndpointState,
+    Finding,
+    Inventory,
+    ParsedUrl,
+    PrometheusUrl,
+    ServiceView,
+    Severity,
+    looks_like_prometheus,
+    related,
+    url_fix,
+)
 
 ID = "GL904"
 NAME = "cluster-adapter-prometheus"
 SEVERITY = Severity.ERROR
 SCOPE = "prometheus-url"
 REQUIRES = "cluster"  # runs only with --cluster
+STAGES = ("prometheus",)
 
 
 def check(url: PrometheusUrl, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     cluster = inventory.cluster
     if cluster is None or cluster.states.get("services") != "synced":
         return
-    parsed, host = url.parsed, url.service
-    if parsed is None or host is None:
+    host = url.service
+    if url.parsed is None or host is None:
         return
     namespace = host.namespace or url.client_namespace
     if namespace is None:
         return
-    pipeline = inventory.pipeline
-    services = [s for s in pipeline.services_named(host.name, namespace) if s.made_by is None]
+    services = [s for s in inventory.services_named(host.name, namespace) if s.made_by is None]
     if not services:
-        candidates = [
-            s for s in pipeline.all_services() if s.made_by is None and looks_like_prometheus(s)
-        ]
-        shown = ", ".join(
-            f"{s.namespace}/{s.name} ({', '.join(str(p.port) for p in s.ports)})"
-            for s in candidates[:4]
-        )
-        best = next((s for s in candidates if s.namespace == namespace), None)
-        best = best or (candidates[0] if candidates else None)
-        fix = (
-            f"{parsed.scheme}://{best.name}.{best.namespace}.svc:"
-            f"{best.ports[0].port if best.ports else 9090}{parsed.path}"
-            if best is not None
-            else "# no Prometheus Service found; list them: kubectl get svc -A | grep -i prometheus"
-        )
-        yield ctx.finding(
-            url.document,
-            url.path,
-            f"{url.client} queries Prometheus at {url.url}, but the cluster has no Service "
-            f"{namespace}/{host.name}. "
-            + (
-                f"Its Prometheus Services: {shown}"
-                if shown
-                else "It has no Service named like a Prometheus"
-            ),
-            fix,
-            related=[related(s.document, (), "Prometheus Service") for s in candidates[:3]],
-        )
+        yield _no_service(url, url.parsed, f"{namespace}/{host.name}", namespace, inventory, ctx)
         return
     service = services[0]
-    port = parsed.effective_port
-    if service.port_number(port) is None:
-        ports = ", ".join(p.describe() for p in service.ports) or "none"
-        right = service.ports[0].port if service.ports else 9090
-        yield ctx.finding(
-            url.document,
-            url.path,
-            f"{url.client} queries Prometheus at {url.url}, but Service {namespace}/"
-            f"{service.name} has no port {port} (its ports: {ports})",
-            url_fix(url, f"{parsed.scheme}://{service.name}.{namespace}.svc:{right}{parsed.path}"),
-            related=[related(service.document, (), "Prometheus Service")],
-        )
+    if service.port_number(url.parsed.effective_port) is None:
+        yield _no_port(url, url.parsed, namespace, service, ctx)
         return
     if (namespace, service.name) not in cluster.endpoints_read:
         return  # its endpoints could not be read: nothing is known
-    state = pipeline.endpoints_of(service)
-    if state is not None and state.ready > 0:
-        return
+    state = inventory.endpoints_of(service)
+    if state is None or state.ready == 0:
+        yield _no_ready_endpoint(url, namespace, service, state, ctx)
+
+
+def _no_service(
+    url: PrometheusUrl,
+    parsed: ParsedUrl,
+    missing: str,
+    namespace: str,
+    inventory: Inventory,
+    ctx: Context,
+) -> Finding:
+    """The URL names a Service the cluster does not have: the Prometheus Services it has."""
+    candidates = [s for s in inventory.services() if s.made_by is None and looks_like_prometheus(s)]
+    shown = ", ".join(
+        f"{s.namespace}/{s.name} ({', '.join(str(p.port) for p in s.ports)})"
+        for s in candidates[:4]
+    )
+    best = next((s for s in candidates if s.namespace == namespace), None)
+    best = best or (candidates[0] if candidates else None)
+    fix = (
+        f"{parsed.scheme}://{best.name}.{best.namespace}.svc:"
+        f"{best.ports[0].port if best.ports else 9090}{parsed.path}"
+        if best is not None
+        else "# no Prometheus Service found; list them: kubectl get svc -A | grep -i prometheus"
+    )
+    return ctx.finding(
+        url.document,
+        url.path,
+        f"{url.client} queries Prometheus at {url.url}, but the cluster has no Service "
+        f"{missing}. "
+        + (
+            f"Its Prometheus Services: {shown}"
+            if shown
+            else "It has no Service named like a Prometheus"
+        ),
+        fix,
+        related=[related(s.document, (), "Prometheus Service") for s in candidates[:3]],
+    )
+
+
+def _no_port(
+    url: PrometheusUrl, parsed: ParsedUrl, namespace: str, service: ServiceView, ctx: Context
+) -> Finding:
+    ports = ", ".join(p.describe() for p in service.ports) or "none"
+    right = service.ports[0].port if service.ports else 9090
+    return ctx.finding(
+        url.document,
+        url.path,
+        f"{url.client} queries Prometheus at {url.url}, but Service {namespace}/"
+        f"{service.name} has no port {parsed.effective_port} (its ports: {ports})",
+        url_fix(url, f"{parsed.scheme}://{service.name}.{namespace}.svc:{right}{parsed.path}"),
+        related=[related(service.document, (), "Prometheus Service")],
+    )
+
+
+def _no_ready_endpoint(
+    url: PrometheusUrl,
+    namespace: str,
+    service: ServiceView,
+    state: EndpointState | None,
+    ctx: Context,
+) -> Finding:
     waiting = f" ({state.not_ready} not ready)" if state is not None and state.not_ready else ""
     selector = f" (selector `{service.selector}`)" if service.selector is not None else ""
-    yield ctx.finding(
+    return ctx.finding(
         url.document,
         url.path,
         f"{url.client} queries Prometheus at {url.url}, but Service {namespace}/{service.name} "

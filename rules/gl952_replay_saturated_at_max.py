@@ -36,10 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.replay.report import Replayed, stamp
+from gpulint.ruleapi import Context, Finding, Inventory, Replayed, Severity, stamp
 
 ID = "GL952"
 NAME = "replay-saturated-at-max"

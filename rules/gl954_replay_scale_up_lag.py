@@ -41,10 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpulint.core.model import Finding, Severity
-from gpulint.engine.rule import Context
-from gpulint.inventory import Inventory
-from gpulint.replay.report import Replayed, stamp
+from gpulint.ruleapi import Context, Finding, Inventory, Replayed, Severity, stamp
 
 ID = "GL954"
 NAME = "replay-scale-up-lag"

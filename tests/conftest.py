@@ -17,7 +17,9 @@ import pytest
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
 from gpulint.engine.files import build_units, lint_units, plan_units
-from gpulint.engine.runner import Result, Selection, inventory_from_paths, run
+from gpulint.engine.registry import Selection
+from gpulint.engine.result import Result
+from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.input.loader import load_file
 from gpulint.input.units import RenderOptions
 from gpulint.inventory import Inventory

@@ -293,7 +293,7 @@ def test_write_baseline_says_what_it_wrote_and_where(tmp_path: Path) -> None:
 
 def test_explain_wraps_its_prose_at_the_width_and_keeps_its_code() -> None:
     from gpulint.engine.docs import rule_text
-    from gpulint.engine.runner import rule_by_id
+    from gpulint.engine.registry import rule_by_id
 
     explained = run_cli("explain", "GL406")  # COLUMNS=80 (tests/conftest.py)
     lines = explained.stdout.splitlines()

@@ -21,7 +21,7 @@ import yaml
 from gpulint.adoption.edits import Edit, apply
 from gpulint.cli import main
 from gpulint.core.model import Finding
-from gpulint.engine.runner import all_rules
+from gpulint.engine.registry import all_rules
 
 from .conftest import lint_result
 from .test_reporters import sarif_schema  # noqa: F401 - the fixture, shared

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gpulint.engine import runner as engine
-from gpulint.engine.runner import load_rule, rule_by_id
+from gpulint.engine import registry as engine
+from gpulint.engine.registry import load_rule, rule_by_id
 
 from .conftest import lint_text
 

@@ -15,7 +15,7 @@ from gpulint.engine.docs import (
     rules_document,
     rules_table,
 )
-from gpulint.engine.runner import all_rules
+from gpulint.engine.registry import all_rules
 
 from .conftest import ROOT
 

@@ -12,7 +12,7 @@ import pytest
 
 from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity
 from gpulint.engine import docs as ruledocs
-from gpulint.engine.runner import Result
+from gpulint.engine.result import Result
 from gpulint.report import render
 from gpulint.report.wrap import DEFAULT_WIDTH, code_lines, output_width
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpulint.engine.config import Settings, load_settings
-from gpulint.engine.runner import all_rules, rule_names, rule_option_schemas
+from gpulint.engine.registry import all_rules, rule_names, rule_option_schemas
 
 from .conftest import FIXTURES, lint_paths
 from .tools import helm_command, kustomize_command

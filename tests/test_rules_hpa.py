@@ -490,7 +490,7 @@ def test_corpus_findings_are_exactly_the_reviewed_ones(corpus: Path) -> None:
 
 def test_options_are_read_from_the_configuration_file() -> None:
     from gpulint.engine.config import settings_from_data
-    from gpulint.engine.runner import rule_option_schemas
+    from gpulint.engine.registry import rule_option_schemas
 
     data = {
         "rules": {

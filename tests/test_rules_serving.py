@@ -13,7 +13,7 @@ import pytest
 
 from gpulint.core.model import Severity
 from gpulint.engine.config import RuleSettings, Settings
-from gpulint.engine.runner import all_rules
+from gpulint.engine.registry import all_rules
 
 from .conftest import lint_paths, lint_text
 
@@ -278,7 +278,7 @@ def test_fixes_name_the_gpu_metric_as_the_adapter_of_the_input_serves_it() -> No
 
 def test_kserve_version_in_the_configuration(tmp_path: Path) -> None:
     from gpulint.engine.config import ConfigError, load_settings
-    from gpulint.engine.runner import rule_names, rule_option_schemas
+    from gpulint.engine.registry import rule_names, rule_option_schemas
 
     config = tmp_path / ".gpulint.yaml"
     config.write_text('kserve:\n  version: "v0.15.2"\n')

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import gpulint
-from gpulint.engine.runner import all_rules
+from gpulint.engine.registry import all_rules
 
 from . import artifacts
 from .conftest import ROOT

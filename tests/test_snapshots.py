@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpulint.cli import main
-from gpulint.engine.runner import all_rules
+from gpulint.engine.registry import all_rules
 from gpulint.report.text import render_text
 
 from .cluster.conftest import CLUSTER_FIXTURES

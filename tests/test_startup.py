@@ -37,14 +37,13 @@ def _imported_after(paths: list[str]) -> list[str]:
     code = (
         "import sys\n"
         "from gpulint.engine.config import Settings\n"
-        "from gpulint.adoption.edits import fixable\n"
         "from gpulint.engine.runner import Selection\n"
         "from gpulint.engine.files import build_units, lint_units, plan_units\n"
         "from gpulint.input.units import RenderOptions\n"
         f"units = build_units(plan_units({paths!r}, Settings()), RenderOptions())\n"
         "result = lint_units(units, Settings(), Selection())\n"
         "assert result.objects == 1, result.objects\n"
-        "fixable(result, False)\n"
+        "result.fixable(False)\n"
         f"print(','.join(m for m in {NOT_NEEDED!r} if m in sys.modules))\n"
     )
     output = subprocess.run(

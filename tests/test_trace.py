@@ -16,7 +16,7 @@ import pytest
 import gpulint
 from gpulint.cli import main
 from gpulint.core.model import ObjectRef
-from gpulint.trace.chain import STAGES, Link, Trace
+from gpulint.trace.links import STAGES, Link, Trace
 from gpulint.trace.render import render_mermaid, render_text
 
 from .conftest import ROOT

@@ -24,7 +24,8 @@ import pytest
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
 from gpulint.engine.files import build_units, lint_units, plan_units
-from gpulint.engine.runner import Result, Selection
+from gpulint.engine.registry import Selection
+from gpulint.engine.result import Result
 from gpulint.input.units import RenderOptions
 
 from .conftest import FIXTURES, ROOT, lint_result

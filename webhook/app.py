@@ -46,7 +46,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 
 from gpulint.cluster.decoding import MAX_OBJECT_DEPTH
-from gpulint.engine.runner import DeadlineExceeded
+from gpulint.core.deadline import DeadlineExceeded
 
 from .connections import BodyPool
 from .evaluator import (

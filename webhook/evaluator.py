@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gpulint.admission.overlay import FINDINGS_PER_RULE
 from gpulint.core.model import Finding, ObjectRef, Severity
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import INTERNAL_ERROR, Selection
+from gpulint.engine.registry import Selection, rules_requiring
+from gpulint.engine.runner import INTERNAL_ERROR
 from gpulint.kinds.classify import EmbeddedParser, parse_embedded
 from gpulint.kinds.registry import evaluated_kinds
 
@@ -79,9 +80,7 @@ class ClusterEvaluator:
         self.live = live
         self._live_rules: frozenset[str] = frozenset()
         if live is not None:
-            from gpulint.engine.runner import rule_index
-
-            self._live_rules = frozenset(i.id for i in rule_index() if i.requires == "live")
+            self._live_rules = rules_requiring("live")
 
     def start(self) -> None:
         self.cache.start()

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from gpulint.cluster.cache import ClusterCache
     from gpulint.cluster.kinds import AdapterConfigMapSelector
     from gpulint.engine.config import Settings
-    from gpulint.engine.runner import Selection
+    from gpulint.engine.registry import Selection
 
     from .app import WebhookApp
     from .evaluator import Evaluator
@@ -89,7 +89,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 def _settings(path: str | None) -> Settings:
     from gpulint.engine.config import ConfigError, Settings, find_config, load_settings
-    from gpulint.engine.runner import rule_names, rule_option_schemas
+    from gpulint.engine.registry import rule_names, rule_option_schemas
 
     path = path or find_config()
     if path is None:
@@ -104,7 +104,7 @@ def _evaluator(
     options: ServeOptions, settings: Settings, log: JsonLog, embedded: EmbeddedWorker
 ) -> tuple[Evaluator, AdapterConfigMapSelector]:
     from gpulint.cluster.kinds import AdapterConfigMapSelector
-    from gpulint.engine.runner import Selection
+    from gpulint.engine.registry import Selection
 
     from .evaluator import ClusterEvaluator, StandaloneEvaluator
 
@@ -196,7 +196,7 @@ def _warm_up(settings: Settings, selection: Selection, log: JsonLog) -> None:
     fatal: requests then fail open with the reason ``error`` and the cause in the log."""
     from gpulint.cluster.cache import evaluate_alone
     from gpulint.engine.docs import rules_doc_url
-    from gpulint.engine.runner import all_rules
+    from gpulint.engine.registry import all_rules
 
     from .logs import where_raised
 

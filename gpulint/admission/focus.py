@@ -21,16 +21,14 @@ from typing import Any
 from gpulint.chain.adapter import AdapterConfig, AdapterRule, requested_metric_name
 from gpulint.core.model import Finding, ObjectRef
 from gpulint.engine.rule import SCOPES
-from gpulint.engine.runner import PodOwner, pod_owner
+from gpulint.engine.scopes import PodOwner, pod_owner
 from gpulint.input.document import Manifest, as_dict
 from gpulint.inventory import Inventory, Key, TargetGroup, key_of
 from gpulint.kinds.classify import classify_manifest
 from gpulint.kinds.dra import is_device_claim
-from gpulint.kinds.hpa import HPA
-from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.knative import KnativeService
-from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
-from gpulint.kinds.registry import AUTOSCALER, ViewContext, spec_for
+from gpulint.kinds.kserve import default_mode_from_configmap
+from gpulint.kinds.registry import build_view, spec_for
+from gpulint.kinds.view import KindView
 
 KSERVE_CONFIGMAP = "inferenceservice-config"
 # HPAs that read one metric the same way get the same answer from the adapter: a change of
@@ -107,15 +105,12 @@ class _Collector:
         if item is not None:
             self.items[scope].setdefault(id(item), item)
 
-    def add_view(self, view: Any) -> None:
+    def add_view(self, view: KindView | None) -> None:
         spec = spec_for(view.manifest) if view is not None else None
-        if spec is not None and spec.scope is not None:
+        if view is not None and spec is not None and spec.scope is not None:
             self.add(spec.scope, view)
-            if spec.role == AUTOSCALER:
-                self.add("autoscaler", view)
-            if isinstance(view, ScaledObject):
-                for trigger in view.prometheus_triggers:
-                    self.add("prometheus-query", trigger)
+            for scope, item in view.scope_items():
+                self.add(scope, item)
 
     def add_group(self, group: TargetGroup | None) -> None:
         """A workload's target group and every autoscaler in it."""
@@ -125,9 +120,16 @@ class _Collector:
         for autoscaler in group.autoscalers:
             if not autoscaler.implicit:
                 self.add_view(self.inventory.view_of(autoscaler.manifest))
+        self.add_targeting(group.target)
 
     def add_groups_of(self, key: Key) -> None:
         self.add_group(self.inventory.target_groups().get(key))
+        self.add_targeting(key)
+
+    def add_targeting(self, key: Key) -> None:
+        """Objects that act on the workload without setting its replicas."""
+        for view in self.inventory.views_targeting(key):
+            self.add_view(view)
 
     def add_generated(self, namespace: str | None, name: str) -> None:
         """The groups of what a controller names ``name``: the Deployment KServe makes for a
@@ -204,36 +206,38 @@ def related_items(
 
 
 def _collect(collector: _Collector, inventory: Inventory, subject: Manifest, member: bool) -> None:
-    view = inventory.view_of(subject) if member else None
+    """What an object relates to, read through its view's protocol: the workloads it claims
+    (their target groups), the adapter rules its metrics go through, and what a controller
+    generates for it; an object without a view, the groups of the workload it is."""
+    view = inventory.view_of(subject) if member else _standalone_view(inventory, subject)
     if member:
         collector.add_view(view)
         if subject.kind != "ConfigMap":
             collector.add("pod-owner", pod_owner(subject, view))
-    namespace = subject.namespace
-    if not member:
-        view = _standalone_view(inventory, subject)
-    if isinstance(view, HPA | ScaledObject):
-        if member:
-            targets = [claim.target for claim in inventory.claims_of(subject)]
-        elif view.target_ref is not None:
-            targets = [inventory.resolve_target(namespace, view.target_ref, subject).key]
-        else:
-            targets = []
-        for target in targets:
-            collector.add_group(_group_with(inventory, target, subject))
-        if isinstance(view, HPA):
-            for metric in view.metrics:
-                if metric.is_custom and metric.name:
-                    collector.add_adapter_rules(
-                        inventory.rules_exposing(metric.name, metric.api, subject)
-                    )
-    elif isinstance(view, InferenceService):
-        for component in view.components:
-            collector.add_generated(namespace, view.component_name(component.name))
-    elif isinstance(view, KnativeService):
-        collector.add_generated(namespace, subject.name)
+    if view is None:
+        collector.add_groups_of(key_of(subject.kind, subject.namespace, subject.name))
+        return
+    for target in _claimed_targets(inventory, view, member):
+        collector.add_group(_group_with(inventory, target, subject))
+        collector.add_targeting(target)
+    for name, api in view.adapter_metrics():
+        collector.add_adapter_rules(inventory.rules_exposing(name, api, subject))
+    for name in view.generated_names():
+        collector.add_generated(subject.namespace, name)
+
+
+def _claimed_targets(inventory: Inventory, view: KindView, member: bool) -> list[Key]:
+    """The workloads an object's scaleTargetRefs name (what a controller makes for it is
+    followed by name, ``add_generated``); for a kind that claims no replicas, those its
+    target refs name."""
+    spec = spec_for(view.manifest)
+    if spec is None or spec.claim_rank is None:
+        refs = view.target_refs()
+    elif member:
+        return [c.target for c in inventory.claims_of(view.manifest) if c.ref is not None]
     else:
-        collector.add_groups_of(key_of(subject.kind, namespace, subject.name))
+        refs = [claim.ref for claim in view.replica_claims() if claim.ref is not None]
+    return [inventory.resolve_target(view.namespace, ref, view.manifest).key for ref in refs]
 
 
 def _collect_configmap(
@@ -283,17 +287,9 @@ def _changed_rules(before: list[AdapterConfig], after: list[AdapterConfig]) -> l
     ]
 
 
-def _standalone_view(
-    inventory: Inventory, manifest: Manifest
-) -> HPA | ScaledObject | InferenceService | KnativeService | None:
+def _standalone_view(inventory: Inventory, manifest: Manifest) -> KindView | None:
     """A view of an object that is not (or no longer) in the inventory."""
-    spec = spec_for(manifest)
-    if spec is None or spec.view is None:
-        return None
-    view: HPA | ScaledObject | InferenceService | KnativeService = spec.view(
-        manifest, ViewContext(inventory.kserve_default_mode, inventory.settings.kserve_version)
-    )
-    return view
+    return build_view(manifest, inventory.view_context())
 
 
 def _configs_of(configmap: Manifest) -> list[AdapterConfig]:

@@ -15,9 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from gpulint.admission.focus import related_items
+from gpulint.core.deadline import DeadlineExceeded
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import DeadlineExceeded, Selection, run
+from gpulint.engine.registry import Selection
+from gpulint.engine.runner import run
 from gpulint.input.document import Manifest
 from gpulint.inventory import Inventory
 from gpulint.kinds.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded

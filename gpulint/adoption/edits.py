@@ -23,15 +23,12 @@ import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import yaml
 
 from gpulint.input.document import Document, Path, dig, plain_data
 from gpulint.input.yamlparse import YList, YMap
-
-if TYPE_CHECKING:
-    from gpulint.engine.runner import Result
 
 SAFE, UNSAFE = "safe", "unsafe"
 # Files larger than this get no edits (their text is read again to place them).
@@ -768,21 +765,6 @@ def unified_diff(file: str, before: list[str], after: str, name: str | None = No
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff
     )
-
-
-def fixable(result: Result, unsafe: bool) -> tuple[int, int]:
-    """How many findings ``--fix`` would fix, and how many more need ``--unsafe-fixes``
-    (those not asked for)."""
-    safe = more = 0
-    for finding in result.findings:
-        plan = finding.plan
-        if plan is None or result.edits_of(finding) is None:
-            continue
-        if plan.applicability == SAFE or unsafe:
-            safe += 1
-        else:
-            more += 1
-    return safe, more
 
 
 class Applied(NamedTuple):

@@ -25,14 +25,11 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from gpulint.adoption.edits import diff_name, plan_edits, unified_diff
 from gpulint.core.paths import within
+from gpulint.engine.result import Result
 from gpulint.report.escape import escape_controls, has_controls, safe_lines, safe_patch
-
-if TYPE_CHECKING:
-    from gpulint.engine.runner import Result
 
 MAX_ROUNDS = 8
 

@@ -419,8 +419,6 @@ class AdapterRule:
     def related(self, role: str = "adapter rule", key: str | None = None) -> Related:
         """This rule as the other end of a cross-object finding: at ``key``, by default at its
         ``name`` block, or its ``seriesQuery`` when it has none."""
-        from gpulint.engine.rule import describe_document
-
         if key is None:
             key = "name" if "name" in self.data else "seriesQuery"
         ref = self.config.ref or describe_document(self.document)
@@ -645,3 +643,20 @@ def looks_like_adapter_values(data: Any) -> bool:
     if not isinstance(rules, dict):
         return False
     return any(key in rules for key in ("custom", "external", "default", "resource", "existing"))
+
+
+def describe_document(document: Document) -> ObjectRef:
+    """The object a document is, or a stand-in naming what kind of file it is (the adapter's
+    own configuration format and Helm values are files, not objects, and findings name them
+    by that)."""
+    if isinstance(document, Manifest):
+        return document.ref
+    data = document.data
+    if looks_like_adapter_config(data):
+        kind = "PrometheusAdapterConfig"
+    elif looks_like_adapter_values(data) or isinstance(data, dict):
+        kind = "HelmValues"
+    else:
+        kind = "Document"
+    name = document.file.rsplit("/", 1)[-1]
+    return ObjectRef("", kind, None, name)

@@ -11,9 +11,9 @@ or a namespace it does not know, an exporter or Prometheus that is not in the un
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from gpulint.chain.adapter import AdapterRule
+from gpulint.chain.adapter import AdapterRule, describe_document
 from gpulint.chain.exporter import (
     OPERATOR_NODE_LABEL,
     DcgmExporter,
@@ -36,15 +36,13 @@ from gpulint.chain.urls import ParsedUrl, PrometheusUrl, parse_url
 from gpulint.core.message import capitalized
 from gpulint.core.model import Related
 from gpulint.core.quantity import abbreviated
-from gpulint.engine.rule import describe_document, related
+from gpulint.engine.rule import related
 from gpulint.input.chartvalues import GPU_OPERATOR
 from gpulint.input.document import Document, Path, yaml_text
+from gpulint.inventory import Inventory
+from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 from gpulint.metrics.names import Exporter as MetricSource
 from gpulint.metrics.names import is_dcgm_field, lookup
-
-if TYPE_CHECKING:
-    from gpulint.inventory import Inventory
-    from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 
 # A Prometheus URL is shown whole in a message up to this length, so that it can be copied
 # and compared with the one written (Service names alone reach 63 characters); only a

@@ -21,7 +21,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from gpulint.admission.overlay import admitted_manifest, check_deadline, evaluate_over
+from gpulint.admission.embedded import EmbeddedWorker
+from gpulint.admission.overlay import (
+    admitted_manifest,
+    check_deadline,
+    evaluate_over,
+)
+from gpulint.admission.overlay import evaluate_alone as alone
 from gpulint.cluster.api import ApiError, KubeApi, WatchStream
 from gpulint.cluster.decoding import has_too_deep
 from gpulint.cluster.kinds import (
@@ -44,16 +50,15 @@ from gpulint.cluster.reading import (
 )
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection
+from gpulint.engine.registry import Selection, all_rules
 from gpulint.input.document import Manifest
 from gpulint.inventory import Inventory
 from gpulint.kinds.classify import Classified, EmbeddedParser, classify_manifest, parse_embedded
+from gpulint.live.snapshot import LiveSnapshot
 
 if TYPE_CHECKING:
     import kubernetes
 
-    from gpulint.admission.embedded import EmbeddedWorker
-    from gpulint.live.snapshot import LiveSnapshot
 
 log = logging.getLogger("gpulint.cluster")
 
@@ -234,8 +239,6 @@ class ClusterCache:
         if self._warmed or not self.synced():
             return
         self._warmed = True
-        from gpulint.engine.runner import all_rules
-
         all_rules()
         with self.lock:
             self.inventory.target_groups()
@@ -317,8 +320,6 @@ def evaluate_alone(
 ) -> list[Finding]:
     """``evaluate`` without a cluster: the object on its own (cross-object rules see only
     it). A deletion leaves nothing to check."""
-    from gpulint.admission.overlay import evaluate_alone as alone
-
     return alone(
         admitted_manifest(obj, None, None, cluster_file),
         operation,

@@ -12,12 +12,14 @@ import os
 from typing import Any
 
 from gpulint.cluster.api import ApiError, KubeApi
+from gpulint.cluster.endpoints import read_endpoints
 from gpulint.cluster.kinds import (
     DEFAULT_CONFIGMAP_NAMESPACES,
     AdapterConfigMapSelector,
     cluster_kinds,
     configmap_scopes,
 )
+from gpulint.cluster.metrics import probe_metrics
 from gpulint.cluster.reading import (
     Discovery,
     ObjectKey,
@@ -27,11 +29,9 @@ from gpulint.cluster.reading import (
 )
 from gpulint.cluster.snapshot import ClusterSnapshot
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection, rule_index
+from gpulint.engine.registry import Selection, rule_index
 from gpulint.input.loader import InputError
 from gpulint.inventory import Inventory
-
-PROBING_RULES = ("GL901",)
 
 
 class ClusterError(InputError):
@@ -159,16 +159,12 @@ def cluster_inventory(
             configmap_namespaces=configmap_namespaces,
         )
         snapshot = ClusterSnapshot(api.server, states, notes=notes)
-        from gpulint.cluster.endpoints import read_endpoints
-
         snapshot.endpoints_read, endpoint_notes = read_endpoints(api, inventory, Discovery(api))
         notes.extend(endpoint_notes)
         if any(
-            info.id in PROBING_RULES and selection.allows(info) and settings.rule(info.id).enabled
+            info.probes_cluster and selection.allows(info) and settings.rule(info.id).enabled
             for info in rule_index()
         ):
-            from gpulint.cluster.metrics import probe_metrics
-
             snapshot.probes, snapshot.apis, probe_notes = probe_metrics(api, inventory)
             notes.extend(probe_notes)
     finally:

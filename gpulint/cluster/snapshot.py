@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gpulint.kinds.hpa import HPA
-
 # The outcomes of one question to a metrics API.
 SERVED = "served"  # values came back
 EMPTY = "empty"  # the metric exists, but no value for these objects
@@ -67,6 +65,7 @@ class ClusterSnapshot:
     def __repr__(self) -> str:
         return f"ClusterSnapshot({self.server!r}, {len(self.probes)} probes)"
 
-    def probe(self, hpa: HPA, index: int) -> MetricProbe | None:
-        """The answer for ``hpa.metrics[index]``; None when gpulint did not ask."""
-        return self.probes.get((hpa.namespace or "", hpa.name, index))
+    def probe(self, namespace: str | None, name: str, index: int) -> MetricProbe | None:
+        """The answer for metric ``index`` of the HPA ``namespace/name``; None when gpulint
+        did not ask."""
+        return self.probes.get((namespace or "", name, index))

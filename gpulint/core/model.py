@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    from gpulint.adoption.edits import FixPlan
-
+from gpulint.adoption.edits import FixPlan
+from gpulint.core.location import Location, ObjectRef
 from gpulint.core.message import split_message
+
+__all__ = ["Finding", "Location", "ObjectRef", "Related", "Severity"]
 
 
 class Severity(enum.IntEnum):
@@ -27,42 +28,6 @@ class Severity(enum.IntEnum):
 
     def __str__(self) -> str:
         return self.name.lower()
-
-
-class ObjectRef(NamedTuple):
-    """A Kubernetes object (or a non-object document such as a Helm values file)."""
-
-    api_version: str
-    kind: str
-    namespace: str | None
-    name: str
-
-    def __str__(self) -> str:
-        where = f"{self.namespace}/" if self.namespace else ""
-        return f"{self.kind} {where}{self.name}"
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
-
-
-class Location(NamedTuple):
-    """Where a finding points: a file and a 1-based line and column.
-
-    ``rendered_from`` is what rendered the object the finding is about: the template path
-    of a ``# Source:`` comment in ``helm template`` output, or the kustomization that was
-    built. ``note`` says how the position was found when it is not the exact node (an
-    object's first line, when kustomize or a template produced the offending value).
-    """
-
-    file: str
-    line: int
-    column: int
-    rendered_from: str | None = None
-    note: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
 
 
 class Related(NamedTuple):

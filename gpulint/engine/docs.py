@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from gpulint.engine.registry import all_rules
 from gpulint.engine.rule import RuleSpec
 
 RULES_DOC = "docs/rules.md"  # in the repository, as the README links it
@@ -134,8 +135,6 @@ def rules_document(specs: list[RuleSpec]) -> str:
 
 def update_files(readme: str = "README.md", rules_doc: str = "docs/rules.md") -> None:
     """Regenerate the README's rule table and docs/rules.md from the rule modules."""
-    from gpulint.engine.runner import all_rules
-
     specs = all_rules()
     with open(readme, encoding="utf-8") as handle:
         text = handle.read()

@@ -11,18 +11,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import UNUSED_SUPPRESSION, Result, Selection, UnitSummary, run
+from gpulint.engine.registry import Selection
+from gpulint.engine.result import Result, UnitSummary
+from gpulint.engine.runner import UNUSED_SUPPRESSION, run
 from gpulint.input.loader import MAX_FILE_SIZE, InputError
-from gpulint.input.units import STDIN, Unit
+from gpulint.input.units import STDIN, RenderOptions, Unit
 from gpulint.input.units.plan import UnitPlan, plan
 from gpulint.inventory import Inventory
-
-if TYPE_CHECKING:
-    from gpulint.input.units import RenderOptions
 
 # Called with each unit's inventory before the rules run (the live Prometheus check).
 Prepare = Callable[[Inventory], None]
@@ -64,16 +63,19 @@ def build_units(plans: list[UnitPlan], options: RenderOptions) -> list[Unit]:
     for p in plans:
         found = built.get(id(p))
         unit = found if found is not None else build(p, options, sources)
-        if (
-            unit.kind == STDIN
-            and not any((loaded.text or b"").strip() for loaded in unit.loaded)
-            and not any(loaded.problems for loaded in unit.loaded)
-        ):
+        if unit.kind == STDIN and _empty(unit):
             raise InputError(
                 "stdin is empty: nothing to lint (did the command before the pipe fail?)"
             )
         units.append(unit)
     return _with_parts(units)
+
+
+def _empty(unit: Unit) -> bool:
+    """Nothing but whitespace was read (and nothing that could not be read)."""
+    return not any((loaded.text or b"").strip() for loaded in unit.loaded) and not any(
+        loaded.problems for loaded in unit.loaded
+    )
 
 
 def _with_parts(units: list[Unit]) -> list[Unit]:

@@ -5,10 +5,19 @@ A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
 * its docstring is the user documentation, in sections (``## Why is this bad?``,
   ``## Example``, ``## Use instead``, ``## Options``, ``## References``); ``gpulint explain``,
   the README table and the SARIF help are generated from it;
-* ``ID``, ``NAME``, ``SEVERITY``, ``SCOPE`` and optionally ``OPTIONS`` (a JSON Schema
-  ``properties`` mapping whose entries carry a ``default``) and ``FIXES``, the kinds of
-  fix plan its findings can carry (``("safe",)``, ``("safe", "unsafe")``; none: prose only);
+* its declarations, top-level assignments of literals that ``gpulint.engine.registry``
+  reads without importing the module: ``ID``, ``NAME``, ``SEVERITY``, ``SCOPE`` (what
+  ``check`` is handed, one of ``SCOPES``) and optionally ``REQUIRES`` (``"live"``,
+  ``"cluster"`` or ``"replay"``: the rule runs only when that front door collected its
+  data), ``PROBES_CLUSTER`` (``True``: cluster mode asks the cluster's metrics APIs for it),
+  ``STAGES`` (the links of ``gpulint trace`` its findings break, from ``TRACE_STAGES``) and
+  ``FIXES``, the kinds of fix plan its findings can carry (``("safe",)``,
+  ``("safe", "unsafe")``; none: prose only);
+* optionally ``OPTIONS`` (a JSON Schema ``properties`` mapping whose entries carry a
+  ``default``);
 * ``check(item, inventory, ctx)``, a generator of findings for one item of its scope.
+
+A rule imports gpulint through one module, ``gpulint.ruleapi``.
 """
 
 from __future__ import annotations
@@ -19,9 +28,10 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from gpulint.adoption.edits import FixPlan
+from gpulint.chain.adapter import describe_document
 from gpulint.core.message import as_sentence
 from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity
-from gpulint.input.document import Document, Manifest, Path
+from gpulint.input.document import Document, Path
 from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.workload import ClaimedGpu, GpuRequest
 
@@ -31,7 +41,7 @@ from gpulint.kinds.workload import ClaimedGpu, GpuRequest
 SCOPES = (
     *VIEW_SCOPES,
     "autoscaler",  # HPA and ScaledObject alike: what sets a workload's replicas through an HPA
-    "pod-owner",  # gpulint.engine.runner.PodOwner: anything with pod templates
+    "pod-owner",  # gpulint.engine.scopes.PodOwner: anything with pod templates
     "adapter-rule",  # gpulint.chain.adapter.AdapterRule
     "adapter-config",  # gpulint.chain.adapter.AdapterConfig
     # gpulint.chain.adapter.AdapterRule and gpulint.kinds.keda.PrometheusTrigger: what sends PromQL
@@ -42,6 +52,23 @@ SCOPES = (
     "prometheus-url",  # gpulint.chain.urls.PrometheusUrl: where the adapter (or KEDA) queries
     "inventory",  # the Inventory itself (load problems, duplicate keys)
 )
+# The data only one front door collects: --prometheus, --cluster (and the webhook's cache),
+# gpulint replay.
+REQUIREMENTS = ("live", "cluster", "replay")
+# The links of the scrape chain ``gpulint trace`` follows, from the GPU workload to the
+# autoscaler that reads its metric.
+TRACE_STAGES = (
+    "workload",
+    "exporter",
+    "service",
+    "scrape",
+    "prometheus",
+    "adapter-rule",
+    "metrics-api",
+    "autoscaler",
+)
+# What applying a fix plan risks: "safe" (``--fix``), "unsafe" (``--unsafe-fixes`` too).
+FIX_KINDS = ("safe", "unsafe")
 
 
 class RuleDoc(NamedTuple):
@@ -115,27 +142,10 @@ class RuleSpec(NamedTuple):
 
 def _fixes(module: ModuleType) -> tuple[str, ...]:
     fixes = tuple(getattr(module, "FIXES", ()))
-    unknown = [kind for kind in fixes if kind not in ("safe", "unsafe")]
+    unknown = [kind for kind in fixes if kind not in FIX_KINDS]
     if unknown:
         raise ValueError(f"{module.__name__}: unknown FIXES {unknown}")
     return fixes
-
-
-def describe_document(document: Document) -> ObjectRef:
-    """The object a document is, or a stand-in naming what kind of file it is."""
-    if isinstance(document, Manifest):
-        return document.ref
-    from gpulint.chain.adapter import looks_like_adapter_config, looks_like_adapter_values
-
-    data = document.data
-    if looks_like_adapter_config(data):
-        kind = "PrometheusAdapterConfig"
-    elif looks_like_adapter_values(data) or isinstance(data, dict):
-        kind = "HelmValues"
-    else:
-        kind = "Document"
-    name = document.file.rsplit("/", 1)[-1]
-    return ObjectRef("", kind, None, name)
 
 
 class Anchor(NamedTuple):

@@ -1,350 +1,31 @@
-"""The one engine: run the rule pack over an inventory, apply suppressions, count.
+"""The one engine: run the rule pack over an inventory and apply suppressions.
 
 Every front door (CLI, webhook, cluster mode) builds an Inventory and calls ``run``.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
-import re
 import time
 import traceback
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import Any
 
-from gpulint.adoption.edits import Edit, Sources, resolve
-from gpulint.core.model import Finding, Location, Severity
-from gpulint.engine.config import Settings
+from gpulint.core.deadline import DeadlineExceeded
+from gpulint.core.model import Finding, Location
+from gpulint.engine.config import RuleSettings, Settings
+from gpulint.engine.registry import Selection, load_rule, rule_by_id, rule_index
 from gpulint.engine.rule import Anchor, Context, RuleSpec
+from gpulint.engine.scopes import scope_items_of
 from gpulint.input.document import Document, Manifest, Path, has_step
-from gpulint.input.loader import IgnoreComment
+from gpulint.input.loader import IgnoreComment, load_file
+from gpulint.input.units.walk import walk
 from gpulint.inventory import Inventory
-from gpulint.kinds.registry import VIEW_SCOPES
-from gpulint.kinds.workload import PodTemplate, pod_templates
+from gpulint.kinds.workload import pod_templates
 
 IGNORE_ANNOTATION = "gpulint.dev/ignore"
 UNUSED_SUPPRESSION = "GL703"
 INTERNAL_ERROR = "GL799"
-
-
-class DeadlineExceeded(Exception):
-    """``run`` passed its ``deadline`` (a ``time.monotonic()`` value) between two rules."""
-
-    def __init__(self, rule: str) -> None:
-        super().__init__(f"deadline passed before rule {rule}")
-        self.rule = rule
-
-
-class RuleInfo(NamedTuple):
-    """What the engine knows about a rule before importing it."""
-
-    id: str
-    name: str
-    severity: Severity
-    scope: str
-    requires: str | None  # "live" or "cluster": data only that front door collects
-    module: str
-
-
-_CONSTANT = re.compile(
-    r'^(ID|NAME|SCOPE|REQUIRES) = "([^"]*)"(?:\s*#.*)?$|^SEVERITY = Severity\.(\w+)$',
-    re.MULTILINE,
-)
-_index: list[RuleInfo] | None = None
-_loaded: dict[str, RuleSpec] = {}
-
-
-def rule_index() -> list[RuleInfo]:
-    """The rule pack, ordered by ID, read from the modules' source without importing them.
-
-    Importing every rule costs more than linting a small file; the engine imports a rule
-    only when its scope has something to check.
-    """
-    global _index
-    if _index is None:
-        spec = importlib.util.find_spec("gpulint.rules")
-        locations = spec.submodule_search_locations if spec else None
-        found = []
-        for directory in locations or []:
-            for entry in sorted(os.listdir(directory)):
-                if not (entry.startswith("gl") and entry.endswith(".py")):
-                    continue
-                with open(os.path.join(directory, entry), encoding="utf-8") as handle:
-                    source = handle.read()
-                values = {}
-                for match in _CONSTANT.finditer(source):
-                    if match.group(3):
-                        values["SEVERITY"] = match.group(3)
-                    else:
-                        values[match.group(1)] = match.group(2)
-                module = f"gpulint.rules.{entry[:-3]}"
-                if not {"ID", "NAME", "SCOPE", "SEVERITY"} <= values.keys():
-                    raise ValueError(f"{module}: ID, NAME, SEVERITY and SCOPE must be literals")
-                found.append(
-                    RuleInfo(
-                        values["ID"],
-                        values["NAME"],
-                        Severity[values["SEVERITY"]],
-                        values["SCOPE"],
-                        values.get("REQUIRES"),
-                        module,
-                    )
-                )
-        _index = sorted(found, key=lambda info: info.id)
-    return _index
-
-
-def load_rule(info: RuleInfo) -> RuleSpec:
-    spec = _loaded.get(info.id)
-    if spec is None:
-        spec = RuleSpec.from_module(importlib.import_module(info.module))
-        if (spec.id, spec.name, spec.severity, spec.scope) != (
-            info.id,
-            info.name,
-            info.severity,
-            info.scope,
-        ):
-            raise ValueError(f"{info.module}: constants do not match what the index read")
-        _loaded[info.id] = spec
-    return spec
-
-
-def all_rules() -> list[RuleSpec]:
-    """Every rule, imported (for documentation, SARIF descriptors and configuration)."""
-    return [load_rule(info) for info in rule_index()]
-
-
-def rule_by_id(rule_id: str) -> RuleSpec | None:
-    wanted = rule_id.upper()
-    for info in rule_index():
-        if info.id == wanted or info.name == rule_id.lower():
-            return load_rule(info)
-    return None
-
-
-def unknown_rule_patterns(patterns: Iterable[str]) -> list[tuple[str, str | None]]:
-    """The patterns that name no rule: (pattern, the nearest rule ID or name, if any).
-
-    A pattern is a rule ID (GL101), a rule name (hpa-cpu-on-gpu-workload), a prefix of IDs
-    (GL1, GL10), or ALL."""
-    index = rule_index()
-    ids = [info.id for info in index]
-    names = [info.name for info in index]
-    unknown = []
-    for pattern in patterns:
-        upper = pattern.upper()
-        if upper == "ALL" or pattern.lower() in names:
-            continue
-        if re.fullmatch(r"GL\d{1,3}", upper) and any(i.startswith(upper) for i in ids):
-            continue
-        import difflib  # only for a pattern that names no rule
-
-        near = difflib.get_close_matches(upper.replace("O", "0"), ids, n=1, cutoff=0.6)
-        if not near:
-            near = difflib.get_close_matches(pattern.lower(), names, n=1, cutoff=0.6)
-        if not near:
-            near = difflib.get_close_matches(upper, ids, n=1, cutoff=0.5)
-        unknown.append((pattern, near[0] if near else None))
-    return unknown
-
-
-def rule_names() -> dict[str, str]:
-    """Rule name -> rule ID (read from the sources, nothing imported)."""
-    return {info.name: info.id for info in rule_index()}
-
-
-def rule_option_schemas() -> dict[str, dict[str, Any]]:
-    return {spec.id: spec.options for spec in all_rules()}
-
-
-class PodOwner:
-    """An object with pod templates: a workload, a Knative Service, an InferenceService."""
-
-    __slots__ = ("manifest", "templates")
-
-    def __init__(
-        self,
-        manifest: Manifest,
-        templates: list[PodTemplate],
-    ) -> None:
-        self.manifest = manifest
-        self.templates = templates
-
-    def __repr__(self) -> str:
-        return f"PodOwner(manifest={self.manifest!r}, templates={self.templates!r})"
-
-
-class Selection:
-    """Which rules run: ``--select``/``--ignore`` take IDs or prefixes (GL1 = GL1xx)."""
-
-    __slots__ = ("ignore", "select")
-
-    def __init__(
-        self,
-        select: list[str] | None = None,
-        ignore: list[str] | None = None,
-    ) -> None:
-        self.select: list[str] = [] if select is None else select
-        self.ignore: list[str] = [] if ignore is None else ignore
-
-    def __repr__(self) -> str:
-        return f"Selection(select={self.select!r}, ignore={self.ignore!r})"
-
-    def allows(self, spec: RuleSpec | RuleInfo) -> bool:
-        def hit(patterns: list[str]) -> bool:
-            return any(
-                p.upper() == "ALL" or spec.id.startswith(p.upper()) or spec.name == p.lower()
-                for p in patterns
-            )
-
-        if self.select and not hit(self.select):
-            return False
-        return not hit(self.ignore)
-
-
-class UnitSummary(NamedTuple):
-    """One lint unit of a run, as reports list it."""
-
-    name: str
-    kind: str  # kustomize | helm | files | stdin | cluster
-    root: str
-    objects: int
-    rendered_by: tuple[str, ...] = ()
-    render_seconds: float = 0.0
-
-
-class Result:
-    __slots__ = (
-        "_edits",
-        "baseline",
-        "config",
-        "files",
-        "findings",
-        "lint_seconds",
-        "notes",
-        "objects",
-        "render_wall",
-        "skipped",
-        "sources",
-        "suppressed",
-        "units",
-    )
-
-    def __init__(
-        self,
-        findings: list[Finding],
-        files: int,
-        objects: int,
-        skipped: list[tuple[str, str]] | None = None,
-        notes: list[str] | None = None,
-        units: list[UnitSummary] | None = None,
-        config: str | None = None,
-    ) -> None:
-        self.findings = findings
-        self.files = files
-        self.objects = objects
-        self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
-        self.notes: list[str] = [] if notes is None else notes
-        self.units: list[UnitSummary] = [] if units is None else units
-        self.config = config  # the .gpulint.yaml in use, if any
-        self.suppressed: dict[str, int] = {}  # rule -> findings silenced by suppressions
-        self.lint_seconds = 0.0
-        self.render_wall: float | None = None
-        # With --baseline: (findings it absorbed, its entries that matched nothing).
-        self.baseline: tuple[int, int] | None = None
-        # The texts edits are placed in (files are read when first asked; stdin is given).
-        self.sources = Sources()
-        self._edits: dict[int, list[Edit] | None] = {}
-
-    def edits_of(self, finding: Finding) -> list[Edit] | None:
-        """The finding's fix as edits of the source, or None (no plan, or it cannot be placed
-        exactly); resolved once, when a report or ``--fix`` asks."""
-        if finding.plan is None:
-            return None
-        key = id(finding.plan)  # findings of one group share their plan: resolved once
-        if key not in self._edits:
-            self._edits[key] = resolve(finding.plan, self.sources)
-        return self._edits[key]
-
-    @property
-    def render_seconds(self) -> float:
-        """How long rendering took (the units render side by side)."""
-        if self.render_wall is not None:
-            return self.render_wall
-        return sum(unit.render_seconds for unit in self.units)
-
-    def __repr__(self) -> str:
-        return f"Result(findings={self.findings!r}, files={self.files!r})"
-
-    def count(self, severity: Severity) -> int:
-        return sum(1 for f in self.findings if f.severity == severity)
-
-
-def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
-    if scope in VIEW_SCOPES:
-        return inventory.items_of(scope)
-    if scope == "autoscaler":
-        return [*inventory.hpas, *inventory.scaled_objects]
-    if scope == "pod-owner":
-        return pod_owners(inventory)
-    if scope == "adapter-rule":
-        return list(inventory.adapter_rules())
-    if scope == "adapter-config":
-        return inventory.adapter_configs
-    if scope == "prometheus-query":
-        triggers = (t for s in inventory.scaled_objects for t in s.prometheus_triggers)
-        return [*inventory.adapter_rules(), *triggers]
-    if scope == "target-group":
-        return list(inventory.target_groups().values())
-    if scope == "monitor":
-        return inventory.pipeline.all_monitors()
-    if scope == "exporter":
-        return inventory.pipeline.all_exporters()
-    if scope == "prometheus-url":
-        return inventory.pipeline.all_urls()
-    if scope == "inventory":
-        return [inventory]
-    raise ValueError(f"unknown scope {scope}")
-
-
-def scope_items_of(inventory: Inventory) -> Any:
-    return lambda scope: scope_items(inventory, scope)
-
-
-def pod_owners(inventory: Inventory) -> Iterator[PodOwner]:
-    for manifest in inventory.workloads:
-        owner = pod_owner(manifest, None)
-        if owner is not None:
-            yield owner
-    for scope in VIEW_SCOPES:
-        for view in inventory.items_of(scope):
-            owner = pod_owner(view.manifest, view)
-            if owner is not None:
-                yield owner
-
-
-def pod_owner(manifest: Manifest, view: Any) -> PodOwner | None:
-    """An object as the ``pod-owner`` scope sees it: its pod templates, or its view's (a
-    Knative Service's revision template, an InferenceService's components); None for
-    objects without pods (autoscalers, ConfigMaps)."""
-    if view is not None:
-        templates = view.pod_templates() if hasattr(view, "pod_templates") else []
-        return PodOwner(manifest, templates) if templates else None
-    templates = pod_templates(manifest)
-    return PodOwner(manifest, templates) if templates else None
-
-
-def _owner_manifest(item: Any) -> Document | None:
-    for attribute in ("manifest", "document"):
-        value = getattr(item, attribute, None)
-        if isinstance(value, Document):
-            return value
-    autoscalers = getattr(item, "autoscalers", None)  # a target group
-    if autoscalers:
-        return _owner_manifest(autoscalers[0])
-    return None
 
 
 def run(
@@ -388,33 +69,57 @@ def run(
         items = items_by_scope[info.scope]
         if not items:
             continue
-        spec = load_rule(info)
-        options = spec.defaults()
-        options.update(rule_settings.options)
-        ctx = Context(spec, options)
-        found = 0
-        for item in items:
-            if per_rule is not None and found >= per_rule:
-                break
-            try:
-                for finding in spec.check(item, inventory, ctx):
-                    found += 1
-                    if per_rule is not None and found > per_rule:
-                        break
-                    anchor = ctx.anchors.pop(id(finding), None)
-                    if rule_settings.severity is not None:
-                        finding = finding._replace(severity=rule_settings.severity)
-                    raw.append((finding, anchor))
-            except DeadlineExceeded:
-                raise
-            except Exception as error:  # one rule failing on one item loses nothing else
-                internal = _internal_error(spec, item, error)
-                if internal is not None:
-                    raw.append(internal)
+        raw.extend(_run_rule(load_rule(info), items, inventory, rule_settings, per_rule))
     manifests = getattr(items_for, "manifests", None)
     findings = _suppress(raw, inventory, ran, selection, manifests, suppressed)
     findings.sort(key=Finding.sort_key)
     return _dedupe(findings)
+
+
+def _run_rule(
+    spec: RuleSpec,
+    items: list[Any],
+    inventory: Inventory,
+    rule_settings: RuleSettings,
+    per_rule: int | None,
+) -> list[tuple[Finding, Anchor | None]]:
+    """One rule over the items of its scope: its findings (at most ``per_rule``), each with
+    where it was raised, and GL799 for each item it failed on."""
+    options = spec.defaults()
+    options.update(rule_settings.options)
+    ctx = Context(spec, options)
+    raw: list[tuple[Finding, Anchor | None]] = []
+    found = 0
+    for item in items:
+        if per_rule is not None and found >= per_rule:
+            break
+        try:
+            for finding in spec.check(item, inventory, ctx):
+                found += 1
+                if per_rule is not None and found > per_rule:
+                    break
+                anchor = ctx.anchors.pop(id(finding), None)
+                if rule_settings.severity is not None:
+                    finding = finding._replace(severity=rule_settings.severity)
+                raw.append((finding, anchor))
+        except DeadlineExceeded:
+            raise
+        except Exception as error:  # one rule failing on one item loses nothing else
+            internal = _internal_error(spec, item, error)
+            if internal is not None:
+                raw.append(internal)
+    return raw
+
+
+def _owner_manifest(item: Any) -> Document | None:
+    for attribute in ("manifest", "document"):
+        value = getattr(item, attribute, None)
+        if isinstance(value, Document):
+            return value
+    autoscalers = getattr(item, "autoscalers", None)  # a target group
+    if autoscalers:
+        return _owner_manifest(autoscalers[0])
+    return None
 
 
 def _internal_error(
@@ -498,6 +203,14 @@ def _matches(rules: set[str] | frozenset[str], finding: Finding) -> bool:
     return "ALL" in rules or "*" in rules or finding.rule in rules or finding.name.upper() in rules
 
 
+class _Used:
+    """The suppressions that silenced something: (comment, rule) and (document, path, rule)."""
+
+    def __init__(self) -> None:
+        self.comments: set[tuple[IgnoreComment, str]] = set()
+        self.annotations: set[tuple[int, Path, str]] = set()
+
+
 def _suppress(
     raw: list[tuple[Finding, Anchor | None]],
     inventory: Inventory,
@@ -506,43 +219,60 @@ def _suppress(
     manifests: Iterable[Manifest] | None = None,
     counts: dict[str, int] | None = None,
 ) -> list[Finding]:
+    """The findings no ignore comment or annotation covers, then GL703 for the suppressions
+    that silenced nothing of a rule that ran."""
     comments_by_line: dict[tuple[str, int], list[IgnoreComment]] = {}
     for comment in inventory.ignore_comments:
         comments_by_line.setdefault((comment.file, comment.line), []).append(comment)
-    used_comments: set[tuple[IgnoreComment, str]] = set()
-    used_annotations: set[tuple[int, Path, str]] = set()
-    annotations_seen: dict[tuple[int, Path], tuple[Document, set[str]]] = {}
+    used = _Used()
     kept = []
     for finding, anchor in raw:
-        suppressed = False
-        location = finding.location
-        for line in (location.line, location.line - 1):
-            for comment in comments_by_line.get((location.file, line), []):
-                if _matches(comment.rules, finding):
-                    suppressed = True
-                    used_comments.add((comment, finding.rule))
-        if anchor is not None:
-            for document, where, rules in _annotation_suppressions(anchor):
-                annotations_seen[(id(document), where)] = (document, rules)
-                if _matches(rules, finding):
-                    suppressed = True
-                    used_annotations.add((id(document), where, finding.rule))
-        if not suppressed:
+        if not _suppressed(finding, anchor, comments_by_line, used):
             kept.append(finding)
         elif counts is not None:
             counts[finding.rule] = counts.get(finding.rule, 0) + 1
-    if UNUSED_SUPPRESSION not in ran:
-        return kept
+    if UNUSED_SUPPRESSION in ran:
+        kept.extend(_unused_suppressions(inventory, ran, used, manifests))
+    return kept
+
+
+def _suppressed(
+    finding: Finding,
+    anchor: Anchor | None,
+    comments_by_line: dict[tuple[str, int], list[IgnoreComment]],
+    used: _Used,
+) -> bool:
+    """Whether a comment on the finding's line or the line before, or an ignore annotation
+    on its object or pod template, covers it (every one that does counts as used)."""
+    suppressed = False
+    location = finding.location
+    for line in (location.line, location.line - 1):
+        for comment in comments_by_line.get((location.file, line), []):
+            if _matches(comment.rules, finding):
+                suppressed = True
+                used.comments.add((comment, finding.rule))
+    if anchor is not None:
+        for document, where, rules in _annotation_suppressions(anchor):
+            if _matches(rules, finding):
+                suppressed = True
+                used.annotations.add((id(document), where, finding.rule))
+    return suppressed
+
+
+def _unused_suppressions(
+    inventory: Inventory, ran: set[str], used: _Used, manifests: Iterable[Manifest] | None
+) -> list[Finding]:
+    """GL703: suppressions naming a rule that ran and found nothing there."""
     spec = rule_by_id(UNUSED_SUPPRESSION)
     if spec is None:
-        return kept
-    # Suppressions that silenced nothing: report rule IDs that ran and found nothing there.
+        return []
+    found = []
     ctx = Context(spec, spec.defaults())
     for comment in inventory.ignore_comments:
         for rule in sorted(comment.rules):
-            if rule in ("ALL", "*") or rule not in ran or (comment, rule) in used_comments:
+            if rule in ("ALL", "*") or rule not in ran or (comment, rule) in used.comments:
                 continue
-            kept.append(
+            found.append(
                 ctx.at(
                     Location(comment.file, comment.line, comment.column),
                     f"`# gpulint: ignore={rule}` suppresses nothing on this line or the next",
@@ -550,14 +280,13 @@ def _suppress(
                 )
             )
     for manifest in inventory.manifests if manifests is None else manifests:
-        for anchor_key in _all_annotation_suppressions(manifest):
-            document, where, rules = anchor_key
+        for document, where, rules in _all_annotation_suppressions(manifest):
             for rule in sorted(rules):
                 if rule in ("ALL", "*") or rule not in ran:
                     continue
-                if (id(document), where, rule) in used_annotations:
+                if (id(document), where, rule) in used.annotations:
                     continue
-                kept.append(
+                found.append(
                     ctx.finding(
                         document,
                         where,
@@ -566,7 +295,7 @@ def _suppress(
                     )
                 )
                 ctx.anchors.clear()
-    return kept
+    return found
 
 
 def _all_annotation_suppressions(manifest: Manifest) -> list[tuple[Document, Path, set[str]]]:
@@ -596,9 +325,6 @@ def inventory_from_paths(paths: Iterable[str], settings: Settings) -> Inventory:
     """Every file under ``paths`` (``-`` is stdin) in one inventory, as if they were one
     cluster, without rendering anything (``gpulint.engine.files`` plans units instead). Raises
     InputError for a missing path."""
-    from gpulint.input.loader import load_file
-    from gpulint.input.units.walk import walk
-
     inventory = Inventory(settings)
     for path in paths:
         if path == "-":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gpulint.core.model import Location, ObjectRef
+from gpulint.core.location import Location, ObjectRef
 from gpulint.input.yamlparse import YList, YMap
 
 Path = tuple[str | int, ...]

@@ -24,14 +24,19 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from gpulint.chain.adapter import AdapterConfig, AdapterRule
+from gpulint.chain.exporter import DcgmExporter
+from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrapelabels import DcgmScrape
+from gpulint.chain.services import EndpointState, ServiceView
+from gpulint.chain.urls import PrometheusUrl
 from gpulint.engine.config import Settings
 from gpulint.input.chartvalues import ChartValues
 from gpulint.input.document import Document, Manifest, Path, as_dict
 from gpulint.input.gitops import ReleaseFile
 from gpulint.input.loader import IgnoreComment, LoadedFile, LoadProblem
+from gpulint.input.units import RenderProblem
 from gpulint.input.yamlparse import DuplicateKey
-from gpulint.inventory.claims import Autoscaler, Claims, TargetGroup, is_generated_autoscaler
+from gpulint.inventory.claims import Autoscaler, Claims, TargetGroup
 from gpulint.inventory.devices import DeviceClaims
 from gpulint.inventory.exposure import Consumer, Exposure
 from gpulint.inventory.nearest import nearest
@@ -39,16 +44,21 @@ from gpulint.inventory.pipeline import Pipeline
 from gpulint.inventory.store import Key, ObjectStore, key_of
 from gpulint.inventory.targets import ResolvedTarget, TargetResolver
 from gpulint.kinds.classify import Classified, classify_document, classify_manifest
-from gpulint.kinds.hpa import HPA, TargetRef
+from gpulint.kinds.hpa import HPA
 from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import KnativeService
 from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
-from gpulint.kinds.registry import WORKLOAD, ViewContext, spec_for
+from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_view, spec_for
 from gpulint.kinds.scaling import ScalingRange, replicas_range
+from gpulint.kinds.view import KindView, TargetRef
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
 
 if TYPE_CHECKING:
+    # For annotations only: a lint of plain files does not load the renderers, nor the
+    # evidence --prometheus and --cluster collect.
+    from gpulint.cluster.snapshot import ClusterSnapshot
     from gpulint.input.units import RenderProblem
+    from gpulint.live.snapshot import LiveSnapshot
 
 __all__ = [
     "Autoscaler",
@@ -56,7 +66,6 @@ __all__ = [
     "Key",
     "ResolvedTarget",
     "TargetGroup",
-    "is_generated_autoscaler",
     "key_of",
     "nearest",
 ]
@@ -93,8 +102,8 @@ class Inventory:
         self.kserve_default_mode = self.settings.kserve_default_mode
         self._kserve_mode_source: Manifest | None = None
         self._owned: dict[int, list[Any]] = {}  # problems a ConfigMap's embedded YAML added
-        self.live: Any = None  # filled by the live Prometheus check
-        self.cluster: Any = None  # filled by cluster mode
+        self.live: LiveSnapshot | None = None  # filled by the live Prometheus check
+        self.cluster: ClusterSnapshot | None = None  # filled by cluster mode
 
     # --- what rules iterate ------------------------------------------------------------------
 
@@ -172,12 +181,8 @@ class Inventory:
         self.resolver.changed()
         self.claims.changed()
         spec = spec_for(manifest)
-        view, scope = None, None
-        if spec is not None and spec.view is not None and spec.scope is not None:
-            view = spec.view(
-                manifest, ViewContext(self.kserve_default_mode, self.settings.kserve_version)
-            )
-            scope = spec.scope
+        view = build_view(manifest, self.view_context())
+        scope = spec.scope if view is not None and spec is not None else None
         workload = view is None and (
             (spec is not None and spec.role == WORKLOAD) or bool(pod_templates(manifest))
         )
@@ -199,18 +204,18 @@ class Inventory:
         if self.claims.has_floating():
             self.claims.refresh_floating()
 
-    def _index_view(self, view: Any) -> None:
-        if isinstance(view, InferenceService):
-            self.resolver.index_components(view)
-        if isinstance(view, HPA):
-            self.exposure.hpa_added(view)
+    def view_context(self) -> ViewContext:
+        """What views are built with: the KServe default mode and version in force."""
+        return ViewContext(self.kserve_default_mode, self.settings.kserve_version)
+
+    def _index_view(self, view: KindView) -> None:
+        self.resolver.view_added(view)
+        self.exposure.view_added(view)
         self.claims.view_added(view)
 
-    def _unindex_view(self, view: Any) -> None:
-        if isinstance(view, InferenceService):
-            self.resolver.unindex_components(view)
-        if isinstance(view, HPA):
-            self.exposure.hpa_removed(view)
+    def _unindex_view(self, view: KindView) -> None:
+        self.resolver.view_removed(view)
+        self.exposure.view_removed(view)
         self.claims.view_removed(view)
 
     def _set_kserve_default_mode(self, mode: str, source: Manifest | None) -> None:
@@ -291,18 +296,12 @@ class Inventory:
         """The objects whose pods name a ResourceClaim or ResourceClaimTemplate."""
         return self.device_claims.users_of(claim)
 
-    def view_of(
-        self, manifest: Manifest
-    ) -> HPA | ScaledObject | InferenceService | KnativeService | None:
+    def view_of(self, manifest: Manifest) -> KindView | None:
         """The typed view an object of the inventory is read through, if it has one."""
-        view: HPA | ScaledObject | InferenceService | KnativeService | None = self.store.view_of(
-            manifest
-        )
-        return view
+        return self.store.view_of(manifest)
 
     def inference_service_of(self, manifest: Manifest) -> InferenceService | None:
-        view = self.store.view_of(manifest)
-        return view if isinstance(view, InferenceService) else None
+        return self.resolver.inference_service(manifest)
 
     def resolve_target(
         self, namespace: str | None, ref: TargetRef, near: Document | None = None
@@ -342,16 +341,18 @@ class Inventory:
         it, else its own ``replicas``; None when the workload is not in the unit."""
         for claim in self.autoscalers_for(target):
             view = self.view_of(claim.manifest)
-            if isinstance(view, HPA | ScaledObject):
-                return view.scaling_range()
-            if isinstance(view, InferenceService):
-                for component in view.components:
-                    if view.component_name(component.name) == target[2]:
-                        return view.scaling_range(component)
+            found = view.scaling_range_of(target[2]) if view is not None else None
+            if found is not None:
+                return found
         manifest = self.find(*target)
         if manifest is None:
             return None
         return replicas_range(manifest.data.get("spec"), f"{manifest.kind} {manifest.name}")
+
+    def views_targeting(self, target: Key) -> list[KindView]:
+        """Objects that act on a workload without setting its replicas (their kind claims
+        none) and name it in ``target_refs``."""
+        return self.claims.targeting(target)
 
     def autoscalers_for(self, target: Key) -> list[Autoscaler]:
         group = self.target_groups().get(target)
@@ -413,6 +414,31 @@ class Inventory:
         """The dcgm-exporter scrape settings nearest to ``document``."""
         return self.exposure.scrapes_near(document)
 
+    # --- the scrape chain before the adapter (answered by ``pipeline``) ---------------------
+
+    def monitors(self) -> list[Monitor]:
+        """dcgm-exporter's ServiceMonitors and PodMonitors (and a chart's)."""
+        return self.pipeline.all_monitors()
+
+    def exporters(self) -> list[DcgmExporter]:
+        """The dcgm-exporter DaemonSets, written out or made by a chart."""
+        return self.pipeline.all_exporters()
+
+    def services(self) -> list[ServiceView]:
+        return self.pipeline.all_services()
+
+    def services_named(self, name: str, namespace: str | None) -> list[ServiceView]:
+        """The Services of that name (in ``namespace``; None: in any)."""
+        return self.pipeline.services_named(name, namespace)
+
+    def endpoints_of(self, service: ServiceView) -> EndpointState | None:
+        """What the Service's Endpoints or EndpointSlices say, when the input has them."""
+        return self.pipeline.endpoints_of(service)
+
+    def prometheus_urls(self) -> list[PrometheusUrl]:
+        """Where the adapter (or KEDA) queries Prometheus."""
+        return self.pipeline.all_urls()
+
     def recorded_series(self) -> dict[str, tuple[Manifest, Path]]:
         """Series that PrometheusRule recording rules in the input create (``record:``)."""
         found: dict[str, tuple[Manifest, Path]] = {}
@@ -434,7 +460,7 @@ class Inventory:
             templates = pod_templates(manifest)
             if templates:
                 yield manifest, templates
-        for scope in ("isvc", "knative"):
+        for scope in VIEW_SCOPES:
             for view in self.items_of(scope):
                 templates = view.pod_templates()
                 if templates:

@@ -10,27 +10,25 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from gpulint.input.document import Manifest, Path
 from gpulint.inventory.store import Key, ObjectStore, key_of
-from gpulint.kinds.hpa import HPA, TargetRef
-from gpulint.kinds.keda import ScaledObject, scaled_object_of
+from gpulint.inventory.targets import TargetResolver
 from gpulint.kinds.knative import revision_deployment_parent
-from gpulint.kinds.kserve import STANDARD, InferenceService
-from gpulint.kinds.registry import spec_for
+from gpulint.kinds.registry import KINDS, spec_for
+from gpulint.kinds.view import KindView, ReplicaClaim, TargetRef
 
-if TYPE_CHECKING:
-    from gpulint.inventory.targets import TargetResolver
-
-ClaimingView = HPA | ScaledObject | InferenceService
-CLAIMING_SCOPES = ("hpa", "scaledobject", "isvc")
+# The rule scopes of kinds that can claim replicas (a claim rank in the registry).
+CLAIMING_SCOPES: tuple[str, ...] = tuple(
+    dict.fromkeys(s.scope for s in KINDS if s.scope and s.claim_rank is not None)
+)
 
 
 class Autoscaler:
     """Something that sets the replicas of a workload through an HPA."""
 
     __slots__ = (
+        "description",
         "hpa_name",
         "implicit",
         "kind",
@@ -52,6 +50,7 @@ class Autoscaler:
         implicit: bool = False,
         note: str = "",
         ref: TargetRef | None = None,
+        description: str = "",
     ) -> None:
         self.kind = kind
         self.manifest = manifest
@@ -61,6 +60,7 @@ class Autoscaler:
         self.implicit = implicit
         self.note = note
         self.ref = ref  # the scaleTargetRef as written (None for KServe's own)
+        self.description = description or f"{kind} {manifest.name}"
         spec = spec_for(manifest)
         # Explicit HPAs first, then ScaledObjects, then the HPA a controller makes.
         self.rank = spec.claim_rank if spec is not None and spec.claim_rank is not None else 2
@@ -69,11 +69,7 @@ class Autoscaler:
         return f"Autoscaler(kind={self.kind!r}, manifest={self.manifest!r})"
 
     def describe(self) -> str:
-        if self.kind == "KServe":
-            return f"KServe's own HPA {self.hpa_name} (from InferenceService {self.manifest.name})"
-        if self.kind == "ScaledObject":
-            return f"KEDA ScaledObject {self.manifest.name} (HPA {self.hpa_name})"
-        return f"HorizontalPodAutoscaler {self.manifest.name}"
+        return self.description
 
 
 class TargetGroup:
@@ -89,58 +85,31 @@ class TargetGroup:
         return f"TargetGroup(target={self.target!r}, autoscalers={self.autoscalers!r})"
 
 
-def is_generated_autoscaler(manifest: Manifest) -> bool:
-    """An HPA or ScaledObject that KEDA, KServe or Knative made (found in cluster dumps): what
-    it says is fixed on its owner, not on the object itself; the owner's claim counts."""
-    found = manifest.generated
-    if found is None:
-        found = manifest.generated = any(
-            owner.get("kind") in ("InferenceService", "PodAutoscaler")
-            for owner in manifest.owner_references
-        ) or (scaled_object_of(manifest) is not None)
-    return found
-
-
-def claims_of_view(view: ClaimingView, resolver: TargetResolver) -> Iterator[Autoscaler]:
-    """The claims one HPA, ScaledObject or InferenceService makes."""
-    if isinstance(view, HPA | ScaledObject):
-        if view.target_ref is None or is_generated_autoscaler(view.manifest):
-            return
-        target = resolver.resolve(view.namespace, view.target_ref, view.manifest).key
-        if isinstance(view, HPA):
-            yield Autoscaler(
-                "HorizontalPodAutoscaler",
-                view.manifest,
-                view.target_ref.path,
-                target,
-                view.name,
-                ref=view.target_ref,
-            )
-        else:
-            yield Autoscaler(
-                "ScaledObject",
-                view.manifest,
-                view.target_ref.path,
-                target,
-                view.hpa_name,
-                ref=view.target_ref,
-            )
-        return
-    isvc = view
-    if isvc.mode != STANDARD or isvc.autoscaler_class not in ("hpa", "keda"):
-        return
-    for component in isvc.components:
-        name = isvc.component_name(component.name)
-        hpa_name = name if isvc.autoscaler_class == "hpa" else f"keda-hpa-{name}"
+def claims_of_view(view: KindView, resolver: TargetResolver) -> Iterator[Autoscaler]:
+    """The claims one view makes, with their targets resolved."""
+    for claim in view.replica_claims():
         yield Autoscaler(
-            "KServe",
-            isvc.manifest,
-            ("metadata", "annotations"),
-            key_of("Deployment", isvc.namespace, name),
-            hpa_name,
-            implicit=True,
-            note=f"autoscalerClass {isvc.autoscaler_class}",
+            claim.kind,
+            view.manifest,
+            claim.path,
+            _target(view, claim, resolver),
+            claim.hpa_name,
+            implicit=claim.implicit,
+            note=claim.note,
+            ref=claim.ref,
+            description=claim.description,
         )
+
+
+def _target(view: KindView, claim: ReplicaClaim, resolver: TargetResolver) -> Key:
+    if claim.ref is not None:
+        return resolver.resolve(view.namespace, claim.ref, view.manifest).key
+    return key_of("Deployment", view.namespace, claim.workload or "")
+
+
+def _claims_replicas(view: KindView) -> bool:
+    spec = spec_for(view.manifest)
+    return spec is not None and spec.claim_rank is not None
 
 
 def _identity(claim: Autoscaler) -> tuple[str, str, str, Key]:
@@ -160,13 +129,15 @@ class Claims:
         self._floating: set[int] = set()  # claims whose target depends on other objects
         self._revision_groups: dict[tuple[str, str], dict[Key, None]] = {}
         self._groups: dict[Key, TargetGroup] | None = None
+        # Views of kinds that claim no replicas, by the (kind, name) their target refs name.
+        self._targeting: dict[tuple[str, str], dict[int, KindView]] = {}
 
     @property
     def built(self) -> bool:
         return self._claims is not None
 
-    def claiming_views(self) -> list[ClaimingView]:
-        views: list[ClaimingView] = []
+    def claiming_views(self) -> list[KindView]:
+        views: list[KindView] = []
         for scope in CLAIMING_SCOPES:
             views.extend(self.store.scoped[scope].items)
         return views
@@ -187,11 +158,11 @@ class Claims:
                 self.set(view)
         return self._claims
 
-    def set(self, view: ClaimingView) -> None:
+    def set(self, view: KindView) -> None:
         assert self._claims is not None
         claims = list(claims_of_view(view, self.resolver))
         self._claims[id(view.manifest)] = claims
-        if claims and not isinstance(view, InferenceService) and view.namespace is None:
+        if any(claim.ref is not None for claim in claims) and view.namespace is None:
             # resolve_target matches an unnamespaced reference against what else is loaded
             self._floating.add(id(view.manifest))
         for claim in claims:
@@ -204,18 +175,38 @@ class Claims:
             self._leave_group(claim)
         self._floating.discard(id(manifest))
 
-    def view_added(self, view: Any) -> None:
-        if self._claims is not None and isinstance(view, HPA | ScaledObject | InferenceService):
-            self.set(view)
+    def view_added(self, view: KindView) -> None:
+        if _claims_replicas(view):
+            if self._claims is not None:
+                self.set(view)
+            return
+        for ref in view.target_refs():
+            self._targeting.setdefault((ref.kind, ref.name), {})[id(view.manifest)] = view
 
-    def view_removed(self, view: Any) -> None:
+    def view_removed(self, view: KindView) -> None:
         self.drop(view.manifest)
+        for ref in view.target_refs():
+            views = self._targeting.get((ref.kind, ref.name), {})
+            views.pop(id(view.manifest), None)
+            if not views:
+                self._targeting.pop((ref.kind, ref.name), None)
+
+    def targeting(self, target: Key) -> list[KindView]:
+        """Views of kinds that claim no replicas whose target refs resolve to ``target``."""
+        kind, _, name = target
+        found = []
+        for view in self._targeting.get((kind, name), {}).values():
+            for ref in view.target_refs():
+                if self.resolver.resolve(view.namespace, ref, view.manifest).key == target:
+                    found.append(view)
+                    break
+        return found
 
     def refresh_floating(self) -> None:
         """Claims written without a namespace resolve against what else is loaded."""
         for source in list(self._floating):
             view = self.store.views.get(source)
-            if isinstance(view, HPA | ScaledObject):
+            if view is not None:
                 self.drop(view.manifest)
                 self.set(view)
 

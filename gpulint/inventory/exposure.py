@@ -27,6 +27,7 @@ from gpulint.chain.scrapelabels import DcgmScrape
 from gpulint.input.document import Document
 from gpulint.inventory.nearest import DirectoryIndex, consumer_directories, directory_parts
 from gpulint.kinds.hpa import HPA, HpaMetric
+from gpulint.kinds.view import KindView
 
 
 def _api_of(api: str) -> str:
@@ -102,21 +103,30 @@ class _ApiIndex:
         groups = [g for g in self.groups if g.could_expose(wanted)]
         named = self._named(wanted)
         if near is None:
-            found = list(named.items) if named is not None else []
-            for group in groups:
-                found.extend(group.rules)
-            if groups and (named is not None or len(groups) > 1):
-                found.sort(key=lambda rule: self.order[id(rule)])
-            return found
+            return self._everywhere(named, groups)
         indexes: list[DirectoryIndex[AdapterRule]] = [named] if named is not None else []
         for group in groups:
             if group.index is None:
                 group.index = DirectoryIndex(group.rules, _rule_file, self.consumers)
             indexes.append(group.index)
-        if not indexes:
-            return []
-        total = sum(len(index) for index in indexes)
-        if total < 2:
+        return self._nearest(indexes, near)
+
+    def _everywhere(
+        self, named: DirectoryIndex[AdapterRule] | None, groups: list[_PatternGroup]
+    ) -> list[AdapterRule]:
+        """Every rule that can expose the name, in the order of the configs."""
+        found = list(named.items) if named is not None else []
+        for group in groups:
+            found.extend(group.rules)
+        if groups and (named is not None or len(groups) > 1):
+            found.sort(key=lambda rule: self.order[id(rule)])
+        return found
+
+    def _nearest(
+        self, indexes: list[DirectoryIndex[AdapterRule]], near: Document
+    ) -> list[AdapterRule]:
+        """The rules of the configs nearest to ``near`` (the deepest directory that has any)."""
+        if sum(len(index) for index in indexes) < 2:
             return [rule for index in indexes for rule in index.items]
         parts = directory_parts(near.file)
         for depth in range(len(parts), -1, -1):
@@ -191,6 +201,16 @@ class Exposure:
         if len(kept) != len(self.scrapes):
             self.scrapes = kept
             self._scrape_index = None
+
+    def view_added(self, view: KindView) -> None:
+        # Only HPAs read metrics through prometheus-adapter: KEDA and KServe's KEDA class query
+        # Prometheus themselves, Knative's HPA class makes an HPA of its own.
+        if isinstance(view, HPA):
+            self.hpa_added(view)
+
+    def view_removed(self, view: KindView) -> None:
+        if isinstance(view, HPA):
+            self.hpa_removed(view)
 
     def hpa_added(self, hpa: HPA) -> None:
         if self._consumers_by_rule is not None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from gpulint.chain.adapter import AdapterConfig
 from gpulint.chain.exporter import (
     DcgmExporter,
     Placement,
@@ -44,17 +45,15 @@ from gpulint.chain.services import (
     endpoints_service,
     service_view,
 )
-from gpulint.chain.urls import PrometheusUrl, adapter_values_url, deployment_urls, keda_urls
+from gpulint.chain.urls import PrometheusUrl, adapter_values_url, deployment_urls
 from gpulint.core.selectors import Labels, LabelSelector, labels_of
 from gpulint.input.chartvalues import DCGM_EXPORTER, GPU_OPERATOR, ChartValues
 from gpulint.input.document import Document, Manifest, Path
 from gpulint.input.gitops import ReleaseFile
 from gpulint.inventory.nearest import DirectoryIndex
 from gpulint.inventory.store import ObjectStore
+from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.workload import GpuNames, PodTemplate
-
-if TYPE_CHECKING:
-    from gpulint.chain.adapter import AdapterConfig
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Taints every node may carry for a while, which pods tolerate by default (the
@@ -107,15 +106,7 @@ class Pipeline:
     def _build(self) -> None:
         if self._built:
             return
-        self.charts: list[ChartValues] = []
-        files = self._release_files()
-        for values in self._charts():
-            release = files.get(os.path.normpath(values.document.file))
-            if release is not None and (release.chart in (None, values.chart)):
-                values = values.with_install(
-                    release.release, release.namespace, release.installed_by
-                )
-            self.charts.append(values)
+        self.charts = self._installed_charts()
         self.services: list[ServiceView] = []
         self.monitors: list[Monitor] = []
         self.servers: list[PrometheusServer] = []
@@ -123,18 +114,39 @@ class Pipeline:
         self.urls: list[PrometheusUrl] = []
         self.namespaces: dict[str, dict[str, str | None]] = {}
         self._endpoints: dict[tuple[str, str], list[Manifest]] = {}
-        for kind in ("Service", "Endpoints", "EndpointSlice", "Namespace", "DaemonSet"):
+        # Services, endpoints and namespaces first: a Prometheus server adds its own Services.
+        for kind, add in self._adders().items():
             for manifest in self.store.of_kind(kind):
-                self._add_object(manifest)
-        for kind in ("ServiceMonitor", "PodMonitor", "Prometheus", "Deployment", "ScaledObject"):
-            for manifest in self.store.of_kind(kind):
-                self._add_object(manifest)
+                add(manifest)
+        for scope in VIEW_SCOPES:  # autoscalers that query Prometheus themselves (KEDA)
+            for view in self.store.scoped[scope].items:
+                self.urls.extend(view.prometheus_urls())
         for values in self.charts:
             self._add_chart(values)
         for config in self._adapter_configs():
             url = adapter_values_url(config, self._adapter_namespace(config))
             if url is not None:
                 self.urls.append(url)
+        self._index_services()
+        self._server_index: DirectoryIndex[PrometheusServer] | None = None
+        self._exporter_index: DirectoryIndex[DcgmExporter] | None = None
+        self._built = True
+
+    def _installed_charts(self) -> list[ChartValues]:
+        """The chart values, each with the release a helmfile installs it as, if one does."""
+        charts: list[ChartValues] = []
+        files = self._release_files()
+        for values in self._charts():
+            release = files.get(os.path.normpath(values.document.file))
+            if release is not None and (release.chart in (None, values.chart)):
+                values = values.with_install(
+                    release.release, release.namespace, release.installed_by
+                )
+            charts.append(values)
+        return charts
+
+    def _index_services(self) -> None:
+        """Services by namespace and name, by namespace, and by each of their labels."""
         self._by_key: dict[tuple[str, str], list[ServiceView]] = {}
         self._by_label: dict[tuple[str, str], list[ServiceView]] = {}
         self._by_namespace: dict[str, list[ServiceView]] = {}
@@ -151,9 +163,6 @@ class Pipeline:
             for key, value in service.labels.items():
                 if value is not None:
                     self._by_label.setdefault((key, value), []).append(service)
-        self._server_index: DirectoryIndex[PrometheusServer] | None = None
-        self._exporter_index: DirectoryIndex[DcgmExporter] | None = None
-        self._built = True
 
     def _adapter_namespace(self, config: AdapterConfig) -> str | None:
         if config.release_namespace:
@@ -161,39 +170,55 @@ class Pipeline:
         release = self._release_files().get(os.path.normpath(config.document.file))
         return release.namespace if release is not None else None
 
-    def _add_object(self, manifest: Manifest) -> None:
-        kind = manifest.kind
-        if kind == "Service":
-            service = service_view(manifest)
-            if service is not None:
-                self.services.append(service)
-        elif kind in ("Endpoints", "EndpointSlice"):
-            owner = endpoints_service(manifest)
-            if owner is not None:
-                key = (manifest.namespace or "", owner)
-                self._endpoints.setdefault(key, []).append(manifest)
-        elif kind == "Namespace" and manifest.group == "":
+    def _adders(self) -> dict[str, Callable[[Manifest], None]]:
+        """What each kind of the scrape chain adds, in the order they are read."""
+        return {
+            "Service": self._add_service,
+            "Endpoints": self._add_endpoints,
+            "EndpointSlice": self._add_endpoints,
+            "Namespace": self._add_namespace,
+            "DaemonSet": self._add_exporter,
+            "ServiceMonitor": self._add_monitor,
+            "PodMonitor": self._add_monitor,
+            "Prometheus": self._add_server,
+            "Deployment": self._add_deployment_urls,
+        }
+
+    def _add_service(self, manifest: Manifest) -> None:
+        service = service_view(manifest)
+        if service is not None:
+            self.services.append(service)
+
+    def _add_endpoints(self, manifest: Manifest) -> None:
+        owner = endpoints_service(manifest)
+        if owner is not None:
+            self._endpoints.setdefault((manifest.namespace or "", owner), []).append(manifest)
+
+    def _add_namespace(self, manifest: Manifest) -> None:
+        if manifest.group == "":
             self.namespaces[manifest.name] = {
                 **labels_of(manifest.labels),
                 NAMESPACE_NAME_LABEL: manifest.name,
             }
-        elif kind == "DaemonSet":
-            exporter = exporter_of(manifest)
-            if exporter is not None:
-                self.exporters.append(exporter)
-        elif kind in ("ServiceMonitor", "PodMonitor"):
-            monitor = monitor_of(manifest)
-            if monitor is not None and scrapes_dcgm(monitor):
-                self.monitors.append(monitor)
-        elif kind == "Prometheus":
-            server = prometheus_of(manifest)
-            if server is not None:
-                self.servers.append(server)
-                self.services.extend(server.services)
-        elif kind == "Deployment":
-            self.urls.extend(deployment_urls(manifest))
-        elif kind == "ScaledObject":
-            self.urls.extend(keda_urls(manifest))
+
+    def _add_exporter(self, manifest: Manifest) -> None:
+        exporter = exporter_of(manifest)
+        if exporter is not None:
+            self.exporters.append(exporter)
+
+    def _add_monitor(self, manifest: Manifest) -> None:
+        monitor = monitor_of(manifest)
+        if monitor is not None and scrapes_dcgm(monitor):
+            self.monitors.append(monitor)
+
+    def _add_server(self, manifest: Manifest) -> None:
+        server = prometheus_of(manifest)
+        if server is not None:
+            self.servers.append(server)
+            self.services.extend(server.services)
+
+    def _add_deployment_urls(self, manifest: Manifest) -> None:
+        self.urls.extend(deployment_urls(manifest))
 
     def _add_chart(self, values: ChartValues) -> None:
         server = stack_server(values)

@@ -13,6 +13,7 @@ from typing import Any
 from gpulint.input.document import Document, Manifest
 from gpulint.inventory.nearest import nearest
 from gpulint.kinds.registry import VIEW_SCOPES
+from gpulint.kinds.view import KindView
 
 Key = tuple[str, str, str]  # (kind, namespace or "", name)
 
@@ -63,7 +64,7 @@ class ObjectStore:
         self.by_key: dict[Key, list[Manifest]] = defaultdict(list)
         self.by_name: dict[tuple[str, str], list[Manifest]] = defaultdict(list)
         self.by_kind: dict[str, PositionedList] = defaultdict(PositionedList)
-        self.views: dict[int, Any] = {}  # id(manifest) -> its typed view
+        self.views: dict[int, KindView] = {}  # id(manifest) -> its typed view
 
     def add_document(self, document: Document) -> None:
         self.documents.append(document)
@@ -71,7 +72,9 @@ class ObjectStore:
     def remove_document(self, document: Document) -> None:
         self.documents.remove(document)
 
-    def add(self, manifest: Manifest, view: Any, scope: str | None, workload: bool) -> None:
+    def add(
+        self, manifest: Manifest, view: KindView | None, scope: str | None, workload: bool
+    ) -> None:
         self.documents.append(manifest)
         self.manifests.append(manifest)
         self.by_key[key_of(manifest.kind, manifest.namespace, manifest.name)].append(manifest)
@@ -83,7 +86,7 @@ class ObjectStore:
         elif workload:
             self.workloads.append(manifest)
 
-    def remove(self, manifest: Manifest) -> tuple[bool, Any]:
+    def remove(self, manifest: Manifest) -> tuple[bool, KindView | None]:
         """Take an object out; (was it there, its view)."""
         if not self.manifests.remove(manifest):
             return False, None
@@ -107,7 +110,7 @@ class ObjectStore:
     def __contains__(self, manifest: Manifest) -> bool:
         return manifest in self.manifests
 
-    def view_of(self, manifest: Manifest) -> Any:
+    def view_of(self, manifest: Manifest) -> KindView | None:
         view = self.views.get(id(manifest))
         return view if view is not None and view.manifest is manifest else None
 

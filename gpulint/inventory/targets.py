@@ -8,22 +8,17 @@ makes for an InferenceService component (``<isvc>-predictor``, before 0.11
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gpulint.input.document import Document, Manifest
 from gpulint.inventory.store import Key, ObjectStore, key_of
-from gpulint.kinds.hpa import TargetRef
 from gpulint.kinds.knative import (
     KNATIVE_SERVING_GROUP,
     KnativeService,
     is_knative_service,
     revision_deployment_parent,
 )
-from gpulint.kinds.kserve import InferenceService
+from gpulint.kinds.kserve import Component, InferenceService
+from gpulint.kinds.view import KindView, TargetRef
 from gpulint.kinds.workload import GpuNames, GpuRequest, PodTemplate, pod_templates
-
-if TYPE_CHECKING:
-    from gpulint.kinds.kserve import Component
 
 
 class ResolvedTarget:
@@ -87,6 +82,18 @@ class TargetResolver:
             for isvc in self.store.scoped["isvc"].items:
                 self.index_components(isvc)
         return self._by_component
+
+    def view_added(self, view: KindView) -> None:
+        if isinstance(view, InferenceService):  # components are found by the names KServe gives
+            self.index_components(view)
+
+    def view_removed(self, view: KindView) -> None:
+        if isinstance(view, InferenceService):
+            self.unindex_components(view)
+
+    def inference_service(self, manifest: Manifest) -> InferenceService | None:
+        view = self.store.view_of(manifest)
+        return view if isinstance(view, InferenceService) else None
 
     def index_components(self, isvc: InferenceService) -> None:
         if self._by_component is None:

@@ -7,10 +7,12 @@ the user wrote.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from gpulint.input.document import Manifest, ManifestView, Path, as_dict, as_list, plain_data
-from gpulint.kinds.scaling import ScalingRange, hpa_range
+from gpulint.input.document import Manifest, Path, as_dict, as_list, plain_data
+from gpulint.kinds.scaling import ScalingRange, replica_count
+from gpulint.kinds.view import AdapterTrace, KindView, ReplicaClaim, TargetRef, TraceSource
 
 HPA_KIND = "HorizontalPodAutoscaler"
 RESOURCE_METRIC_TYPES = ("Resource", "ContainerResource")
@@ -23,19 +25,6 @@ _SOURCE_FIELDS = {
     "Object": "object",
     "External": "external",
 }
-
-
-class TargetRef(NamedTuple):
-    """A scaleTargetRef: the workload an autoscaler scales."""
-
-    kind: str
-    name: str
-    api_version: str
-    path: Path
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
 
 
 class MetricTarget(NamedTuple):
@@ -115,7 +104,14 @@ class HpaMetric:
         return "external" if self.type == "External" else "custom"
 
 
-class HPA(ManifestView):
+def hpa_range(spec: dict[str, Any], by: str) -> ScalingRange:
+    """``minReplicas`` (default 1) to ``maxReplicas`` (Kubernetes autoscaling/v2 types.go)."""
+    minimum = replica_count(spec.get("minReplicas"), 1)
+    maximum = replica_count(spec.get("maxReplicas"), None)
+    return ScalingRange(minimum, maximum, by, ("spec", "maxReplicas"))
+
+
+class HPA(KindView):
     """A HorizontalPodAutoscaler object, in any API version."""
 
     def __init__(self, manifest: Manifest) -> None:
@@ -146,6 +142,37 @@ class HPA(ManifestView):
     def scaling_range(self) -> ScalingRange:
         """The replicas this HPA can set (``gpulint.kinds.scaling``)."""
         return hpa_range(self.spec, f"HorizontalPodAutoscaler {self.name}")
+
+    # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------
+
+    def replica_claims(self) -> list[ReplicaClaim]:
+        if self.target_ref is None or self.generator() is not None:
+            return []  # a generated HPA: its generator's claim counts
+        return [
+            ReplicaClaim(
+                "HorizontalPodAutoscaler",
+                self.target_ref.path,
+                self.name,
+                f"HorizontalPodAutoscaler {self.name}",
+                ref=self.target_ref,
+            )
+        ]
+
+    def scaling_range_of(self, workload: str) -> ScalingRange | None:
+        return self.scaling_range()
+
+    def adapter_metrics(self) -> list[tuple[str, str]]:
+        return [(m.name, m.api) for m in self.metrics if m.is_custom and m.name]
+
+    def scope_items(self) -> Iterator[tuple[str, Any]]:
+        yield "autoscaler", self
+
+    def trace_sources(self) -> list[TraceSource]:
+        return [
+            AdapterTrace(self, metric, self.target_ref)
+            for metric in self.metrics
+            if metric.is_custom and metric.name
+        ]
 
     @property
     def is_fragment(self) -> bool:

@@ -16,17 +16,28 @@ numbers, ``ignoreNullValues`` (default true) and ``unsafeSsl`` are Go booleans
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from gpulint.input.document import Manifest, ManifestView, Path, as_dict, as_list
-from gpulint.kinds.hpa import TargetRef
-from gpulint.kinds.scaling import ScalingRange, keda_range
+from gpulint.chain.urls import PrometheusUrl, keda_urls
+from gpulint.input.document import Manifest, Path, as_dict, as_list
+from gpulint.kinds.scaling import ScalingRange, replica_count
+from gpulint.kinds.view import KindView, QueryTrace, ReplicaClaim, TargetRef, TraceSource
 
 KEDA_GROUP = "keda.sh"
 TRANSFER_OWNERSHIP = "scaledobject.keda.sh/transfer-hpa-ownership"
 
 
-class ScaledObject(ManifestView):
+def keda_range(spec: dict[str, Any], by: str) -> ScalingRange:
+    """``minReplicaCount`` (default 0: KEDA itself scales to zero) to ``maxReplicaCount``
+    (default 100) (kedacore/keda apis/keda/v1alpha1/scaledobject_types.go, the executor)."""
+    minimum = replica_count(spec.get("minReplicaCount"), 0)
+    maximum = replica_count(spec.get("maxReplicaCount"), 100)
+    path: Path = ("spec", "maxReplicaCount") if "maxReplicaCount" in spec else ("spec",)
+    return ScalingRange(minimum, maximum, by, path)
+
+
+class ScaledObject(KindView):
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest
         spec = as_dict(manifest.data.get("spec"))
@@ -70,6 +81,54 @@ class ScaledObject(ManifestView):
         """The replicas KEDA and its HPA can set (``gpulint.kinds.scaling``)."""
         return keda_range(self.spec, f"KEDA ScaledObject {self.name}")
 
+    # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------
+
+    def replica_claims(self) -> list[ReplicaClaim]:
+        if self.target_ref is None or self.generator() is not None:
+            return []  # made by KServe for a component: the InferenceService claims it
+        return [
+            ReplicaClaim(
+                "ScaledObject",
+                self.target_ref.path,
+                self.hpa_name,
+                f"KEDA ScaledObject {self.name} (HPA {self.hpa_name})",
+                ref=self.target_ref,
+            )
+        ]
+
+    def scaling_range_of(self, workload: str) -> ScalingRange | None:
+        return self.scaling_range()
+
+    def scope_items(self) -> Iterator[tuple[str, Any]]:
+        yield "autoscaler", self
+        for trigger in self.prometheus_triggers:
+            yield "prometheus-query", trigger
+
+    def prometheus_urls(self) -> list[PrometheusUrl]:
+        return keda_urls(self.manifest)
+
+    def trace_sources(self) -> list[TraceSource]:
+        urls = {url.path: url for url in self.prometheus_urls()}
+        found: list[TraceSource] = []
+        for index, trigger in enumerate(self.triggers):
+            if trigger.get("type") != "prometheus":
+                continue
+            query = as_dict(trigger.get("metadata")).get("query")
+            path: Path = ("spec", "triggers", index)
+            if isinstance(query, str):
+                url = urls.get((*path, "metadata", "serverAddress"))
+                found.append(
+                    QueryTrace(
+                        f"s{index}-prometheus",
+                        query.strip(),
+                        url,
+                        path,
+                        self.target_ref,
+                        "KEDA prometheus trigger",
+                    )
+                )
+        return found
+
     @property
     def behavior(self) -> Any:
         """``advanced.horizontalPodAutoscalerConfig.behavior``: KEDA copies it into its HPA."""
@@ -82,18 +141,6 @@ class ScaledObject(ManifestView):
         if str(value).lower() == "true" and isinstance(self.hpa_config.get("name"), str):
             return str(self.hpa_config["name"])
         return None
-
-
-SCALED_OBJECT_LABEL = "scaledobject.keda.sh/name"
-
-
-def scaled_object_of(manifest: Manifest) -> str | None:
-    """The ScaledObject that made an HPA (its ownerReference, else KEDA's label), if any."""
-    for owner in manifest.owner_references:
-        if owner.get("kind") == "ScaledObject" and isinstance(owner.get("name"), str):
-            return str(owner["name"])
-    label = manifest.labels.get(SCALED_OBJECT_LABEL)
-    return label if isinstance(label, str) and label else None
 
 
 def is_scaled_object(manifest: Manifest) -> bool:

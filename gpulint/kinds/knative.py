@@ -12,13 +12,12 @@ Facts (knative/serving v1.23):
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from gpulint.input.document import Manifest, ManifestView, Path, as_dict
+from gpulint.input.document import Manifest, Path, as_dict
+from gpulint.kinds.scaling import ScalingRange, replica_count
+from gpulint.kinds.view import KindView, RevisionTrace, TraceSource
 from gpulint.kinds.workload import PodTemplate, pod_template_at
-
-if TYPE_CHECKING:
-    from gpulint.kinds.scaling import ScalingRange
 
 KNATIVE_SERVING_GROUP = "serving.knative.dev"
 AUTOSCALING_PREFIX = "autoscaling.knative.dev/"
@@ -36,6 +35,11 @@ AUTOSCALING_GROUP = "autoscaling.knative.dev"
 # The metric each class uses when no metric annotation is set (pa_defaults.go defaultMetric).
 DEFAULT_METRICS = {KPA_CLASS: "concurrency", HPA_CLASS: "cpu"}
 CLASS_NAMES = {KPA_CLASS: "KPA", HPA_CLASS: "HPA"}
+# Metrics the HPA class reads from the resource metrics API or Knative itself: only other
+# metric names go through prometheus-adapter (pkg/reconciler/autoscaling/hpa/resources).
+BUILT_IN_METRICS = ("cpu", "memory", "concurrency", "rps")
+MIN_SCALE = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale")
+MAX_SCALE = ("autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale")
 
 
 class AutoscalingSetting(NamedTuple):
@@ -112,7 +116,30 @@ def is_autoscaling_annotation(key: Any) -> bool:
 REVISION_DEPLOYMENT = re.compile(r"^(?P<configuration>.+)-(?P<generation>\d{5})-deployment$")
 
 
-class KnativeService(ManifestView):
+def knative_range(annotations: dict[str, Any], path: Path, by: str) -> ScalingRange:
+    """``min-scale`` (default 0) to ``max-scale`` (default 0, no bound) on the revision
+    template (knative/serving pkg/apis/autoscaling/register.go)."""
+
+    def first(keys: tuple[str, ...]) -> tuple[int | None, Path | None]:
+        for key in keys:
+            if key in annotations:
+                return replica_count(annotation_text(annotations[key]), None), (*path, key)
+        return (0, None)
+
+    minimum, _ = first(MIN_SCALE)
+    maximum, max_path = first(MAX_SCALE)
+    return ScalingRange(minimum, None if maximum == 0 else maximum, by, max_path)
+
+
+def revision_trace(autoscaling: RevisionAutoscaling) -> list[TraceSource]:
+    """The Pods metric Knative's HPA class reads through prometheus-adapter, if any."""
+    metric = autoscaling.metric
+    if not autoscaling.uses_hpa_class or metric is None or metric.value in BUILT_IN_METRICS:
+        return []
+    return [RevisionTrace(metric.value, metric.path or ())]
+
+
+class KnativeService(KindView):
     """A Knative Service or Configuration (both carry a revision template at spec.template)."""
 
     def __init__(self, manifest: Manifest) -> None:
@@ -128,8 +155,6 @@ class KnativeService(ManifestView):
 
     def scaling_range(self) -> ScalingRange:
         """The replicas the revisions can have (``gpulint.kinds.scaling``)."""
-        from gpulint.kinds.scaling import knative_range
-
         return knative_range(
             self.template_annotations,
             (*self.template_path, "metadata", "annotations"),
@@ -159,15 +184,14 @@ class KnativeService(ManifestView):
     def annotation_path(self, key: str) -> Path:
         return (*self.template_path, "metadata", "annotations", key)
 
-    @property
-    def owned_by_kserve(self) -> bool:
-        """A Knative Service KServe generated for a Knative-mode InferenceService component
-        (found in cluster dumps); its settings come from the InferenceService."""
-        return any(
-            owner.get("kind") == "InferenceService"
-            and str(owner.get("apiVersion", "")).startswith("serving.kserve.io/")
-            for owner in self.manifest.owner_references
-        )
+    # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------
+
+    def generated_names(self) -> list[str]:
+        """Revisions are ``<name>-NNNNN`` with Deployments ``<name>-NNNNN-deployment``."""
+        return [self.name]
+
+    def trace_sources(self) -> list[TraceSource]:
+        return revision_trace(self.revision_autoscaling())
 
     def revision_autoscaling(self) -> RevisionAutoscaling:
         """Class, metric and target from the revision template's annotations."""

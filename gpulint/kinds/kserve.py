@@ -14,16 +14,22 @@ Facts (kserve/kserve v0.20, pkg/constants/constants.go and the HPA/KEDA reconcil
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from gpulint.input.document import Manifest, ManifestView, Path, as_dict
+from gpulint.chain.urls import PrometheusUrl
+from gpulint.input.document import Manifest, Path, as_dict, as_list
 from gpulint.kinds import knative
 from gpulint.kinds.dra import pod_claims
-from gpulint.kinds.knative import AutoscalingSetting, RevisionAutoscaling, annotation_text
-
-if TYPE_CHECKING:
-    from gpulint.kinds.scaling import ScalingRange
+from gpulint.kinds.knative import (
+    AutoscalingSetting,
+    RevisionAutoscaling,
+    annotation_text,
+    revision_trace,
+)
+from gpulint.kinds.scaling import ScalingRange, replica_count
+from gpulint.kinds.view import KindView, QueryTrace, ReplicaClaim, TargetRef, TraceSource
 from gpulint.kinds.workload import (
     KSERVE_CONTAINER_KEYS,
     Container,
@@ -113,7 +119,26 @@ def known_modes(version: tuple[int, int] | None) -> dict[str, str]:
     return MODE_VALUES
 
 
-class InferenceService(ManifestView):
+def kserve_range(component: dict[str, Any], path: Path, standard: bool, by: str) -> ScalingRange:
+    """Standard mode: ``max(minReplicas, 1)`` to ``maxReplicas`` raised to the minimum, so no
+    ``maxReplicas`` means fixed (reconcilers/hpa/hpa_reconciler.go); Knative mode:
+    ``minReplicas`` is ``min-scale`` (default 1), ``maxReplicas`` ``max-scale`` (0: no bound)
+    (pkg/controller/v1alpha1/utils SetAutoScalingAnnotations)."""
+    written_min = replica_count(component.get("minReplicas"), None if not standard else 1)
+    written_max = replica_count(component.get("maxReplicas"), None)
+    if standard:
+        minimum = max(written_min, 1) if written_min is not None else None
+        if written_max is None or minimum is None:
+            maximum = minimum if "maxReplicas" not in component else None
+        else:
+            maximum = max(written_max, minimum)
+        return ScalingRange(minimum, maximum, by, (*path, "maxReplicas"))
+    minimum = written_min if written_min is not None else 1
+    maximum = None if written_max in (None, 0) else written_max
+    return ScalingRange(minimum, maximum, by, (*path, "maxReplicas"))
+
+
+class InferenceService(KindView):
     def __init__(
         self,
         manifest: Manifest,
@@ -184,8 +209,6 @@ class InferenceService(ManifestView):
 
     def scaling_range(self, component: Component) -> ScalingRange:
         """The replicas of one component's Deployment (``gpulint.kinds.scaling``)."""
-        from gpulint.kinds.scaling import kserve_range
-
         return kserve_range(
             component.data,
             component.path,
@@ -196,6 +219,78 @@ class InferenceService(ManifestView):
     def pod_templates(self) -> list[PodTemplate]:
         """One template per component, as the pod-owner rules read them."""
         return [component.template for component in self.components]
+
+    # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------
+
+    def replica_claims(self) -> list[ReplicaClaim]:
+        """Standard mode with autoscaler class ``hpa`` or ``keda``: KServe's own HPA (or
+        ScaledObject, whose HPA is ``keda-hpa-<name>``) on each component's Deployment."""
+        if self.mode != STANDARD or self.autoscaler_class not in ("hpa", "keda"):
+            return []
+        found = []
+        for component in self.components:
+            name = self.component_name(component.name)
+            hpa_name = name if self.autoscaler_class == "hpa" else f"keda-hpa-{name}"
+            found.append(
+                ReplicaClaim(
+                    "KServe",
+                    ("metadata", "annotations"),
+                    hpa_name,
+                    f"KServe's own HPA {hpa_name} (from InferenceService {self.name})",
+                    workload=name,
+                    implicit=True,
+                    note=f"autoscalerClass {self.autoscaler_class}",
+                )
+            )
+        return found
+
+    def scaling_range_of(self, workload: str) -> ScalingRange | None:
+        for component in self.components:
+            if self.component_name(component.name) == workload:
+                return self.scaling_range(component)
+        return None
+
+    def generated_names(self) -> list[str]:
+        return [self.component_name(component.name) for component in self.components]
+
+    def trace_sources(self) -> list[TraceSource]:
+        """Knative mode: the revisions' metric on the HPA class; Standard mode with class
+        ``keda``: the prometheus queries KServe hands the ScaledObject it makes."""
+        found: list[TraceSource] = []
+        for component in self.components:
+            if self.mode == KNATIVE:
+                found.extend(revision_trace(self.revision_autoscaling(component)))
+            elif self.autoscaler_class == "keda":
+                found.extend(self._keda_queries(component))
+        return found
+
+    def _keda_queries(self, component: Component) -> list[TraceSource]:
+        found: list[TraceSource] = []
+        ref = TargetRef("Deployment", self.component_name(component.name), "apps/v1", ())
+        auto_scaling = as_dict(component.get("autoScaling"))
+        for index, entry in enumerate(as_list(auto_scaling.get("metrics"))):
+            item = as_dict(entry)
+            source_field = "external" if "external" in item else "podmetric"
+            settings = as_dict(as_dict(item.get("external") or item.get("podmetric")).get("metric"))
+            query = settings.get("query")
+            if settings.get("backend") != "prometheus" or not isinstance(query, str):
+                continue
+            path: Path = (*component.path, "autoScaling", "metrics", index)
+            address = settings.get("serverAddress")
+            url = None
+            if isinstance(address, str) and address:
+                url = PrometheusUrl(
+                    address,
+                    self.manifest,
+                    (*path, source_field, "metric", "serverAddress"),
+                    "keda",
+                    f"InferenceService {self.name} {component.name} metric {index}",
+                    None,
+                    self.manifest,
+                )
+            name = f"s{index}-prometheus"
+            found.append(QueryTrace(name, query.strip(), url, path, ref, "KServe KEDA autoscaler"))
+        return found
 
     def component(self, name: str) -> Component | None:
         for component in self.components:
@@ -360,8 +455,6 @@ def is_kserve_isvc(manifest: Manifest) -> bool:
 
 def default_mode_from_configmap(manifest: Manifest) -> str | None:
     """``defaultDeploymentMode`` of KServe's inferenceservice-config ConfigMap, if this is it."""
-    import json  # rarely needed: keep it off the start-up path
-
     if manifest.kind != "ConfigMap" or manifest.name != "inferenceservice-config":
         return None
     data = as_dict(manifest.data.get("data"))

@@ -8,6 +8,15 @@ whether cluster mode lists and watches it. The inventory, the rule scopes, the c
 resources and the webhook's evaluated kinds are all derived from ``KINDS``; a new CRD is one
 entry here plus its view.
 
+Adding a kind: write its view, a subclass of ``gpulint.kinds.view.KindView`` in
+``gpulint/kinds/<kind>.py`` that answers the protocol's questions for the kind (pod templates,
+replica claims, scaling range, generated names, adapter metrics, scope items, Prometheus URLs,
+trace sources; ``gpulint.kinds.view`` lists them), then add one ``KindSpec`` to ``KINDS`` with
+a constructor ``(manifest, ViewContext) -> view``, the rule scope its rules iterate and, for an
+autoscaler, its claim rank. Nothing else names view classes. The registry imports the views
+and no view imports the registry: a view that needs a fact of its kind keeps it in its own
+module (workload template paths live in ``gpulint.kinds.workload``).
+
 Kinds are matched by API group and kind. Workload kinds also match in any group
 (``extensions/v1beta1`` Deployments in old dumps, forks of Argo Rollouts), and any other object
 with a pod template at ``spec.template`` counts as a workload too.
@@ -16,17 +25,15 @@ with a pod template at ``spec.template`` counts as a workload too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import NamedTuple
 
 from gpulint.input.document import Manifest, Path
-
-if TYPE_CHECKING:
-    from gpulint.kinds.hpa import HPA
-    from gpulint.kinds.keda import ScaledObject
-    from gpulint.kinds.knative import KnativeService
-    from gpulint.kinds.kserve import InferenceService
-
-    View = HPA | ScaledObject | InferenceService | KnativeService
+from gpulint.kinds.hpa import HPA
+from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.knative import KnativeService
+from gpulint.kinds.kserve import InferenceService
+from gpulint.kinds.view import KindView
+from gpulint.kinds.workload import TEMPLATE_PATHS
 
 WORKLOAD, AUTOSCALER, GENERATOR, CONFIG, MONITORING, NETWORK = (
     "workload",
@@ -54,7 +61,7 @@ class KindSpec(NamedTuple):
     role: str  # workload | autoscaler | generator | config | monitoring | network | device-claim
     # The rule scope whose items are this kind's view, and how to build the view.
     scope: str | None = None
-    view: Callable[[Manifest, ViewContext], Any] | None = None
+    view: Callable[[Manifest, ViewContext], KindView] | None = None
     # Where pod templates live (workloads); () with the default spec.template.
     template_paths: tuple[Path, ...] = ()
     # Order of claims on one workload: explicit HPAs, then ScaledObjects, then the HPA a
@@ -78,26 +85,18 @@ class KindSpec(NamedTuple):
 
 
 def _hpa(manifest: Manifest, context: ViewContext) -> HPA:
-    from gpulint.kinds.hpa import HPA
-
     return HPA(manifest)
 
 
 def _scaled_object(manifest: Manifest, context: ViewContext) -> ScaledObject:
-    from gpulint.kinds.keda import ScaledObject
-
     return ScaledObject(manifest)
 
 
 def _inference_service(manifest: Manifest, context: ViewContext) -> InferenceService:
-    from gpulint.kinds.kserve import InferenceService
-
     return InferenceService(manifest, context.kserve_default_mode, context.kserve_version)
 
 
 def _knative_service(manifest: Manifest, context: ViewContext) -> KnativeService:
-    from gpulint.kinds.knative import KnativeService
-
     return KnativeService(manifest)
 
 
@@ -106,7 +105,6 @@ def _workload(
     group: str,
     plural: str,
     versions: tuple[str, ...] = ("v1",),
-    template_paths: tuple[Path, ...] = (),
     *,
     watched: bool = False,
     read: bool = False,
@@ -117,7 +115,7 @@ def _workload(
         versions,
         plural,
         WORKLOAD,
-        template_paths=template_paths,
+        template_paths=TEMPLATE_PATHS.get(kind, ()),
         evaluated=watched,
         watched=watched,
         read=read,
@@ -195,22 +193,9 @@ KINDS: tuple[KindSpec, ...] = (
     _workload("ReplicationController", "", "replicationcontrollers"),
     _workload("Pod", "", "pods"),  # the pod spec is the object's own (workload.pod_templates)
     _workload("Job", "batch", "jobs"),
-    _workload(
-        "CronJob",
-        "batch",
-        "cronjobs",
-        template_paths=(("spec", "jobTemplate", "spec", "template"),),
-    ),
+    _workload("CronJob", "batch", "cronjobs"),  # its jobTemplate (kinds.workload)
     _workload("Rollout", "argoproj.io", "rollouts", ("v1alpha1",)),
-    _workload(
-        "LeaderWorkerSet",
-        "leaderworkerset.x-k8s.io",
-        "leaderworkersets",
-        template_paths=(
-            ("spec", "leaderWorkerTemplate", "leaderTemplate"),
-            ("spec", "leaderWorkerTemplate", "workerTemplate"),
-        ),
-    ),
+    _workload("LeaderWorkerSet", "leaderworkerset.x-k8s.io", "leaderworkersets"),
     _workload("DeploymentConfig", "apps.openshift.io", "deploymentconfigs"),
     _workload("CloneSet", "apps.kruise.io", "clonesets", ("v1alpha1",)),
     # What pods claim devices through (Dynamic Resource Allocation, gpulint.kinds.dra): a claim for
@@ -290,14 +275,6 @@ def spec_for(manifest: Manifest) -> KindSpec | None:
     return spec_of(manifest.api_version, manifest.kind)
 
 
-def template_paths(kind: str, api_version: str = "") -> tuple[Path, ...]:
-    """Where an object of ``kind`` keeps its pod templates (``spec.template`` by default)."""
-    spec = spec_of(api_version, kind) if api_version else _BY_KIND_ANY_GROUP.get(kind)
-    if spec is not None and spec.template_paths:
-        return spec.template_paths
-    return (("spec", "template"),)
-
-
 def evaluated_kinds() -> frozenset[tuple[str, str]]:
     """(API group, kind) of the objects the admission webhook evaluates, any version."""
     return frozenset((s.group, s.kind) for s in KINDS if s.evaluated)
@@ -312,3 +289,11 @@ def watched_specs() -> tuple[KindSpec, ...]:
     """The kinds cluster mode and the webhook list and watch (ConfigMaps apart: they are read
     through selectors, see ``gpulint.cluster.kinds``)."""
     return tuple(s for s in KINDS if s.watched)
+
+
+def build_view(manifest: Manifest, context: ViewContext) -> KindView | None:
+    """The view rules read ``manifest`` through; None for kinds without one."""
+    spec = spec_for(manifest)
+    if spec is None or spec.view is None or spec.scope is None:
+        return None
+    return spec.view(manifest, context)

@@ -5,18 +5,9 @@ when the workload can scale out. An HPA with ``minReplicas`` equal to ``maxRepli
 InferenceService pinned at one replica, a Knative Service with ``min-scale = max-scale``, or
 a range whose top is one (KEDA's activation, Knative's and KServe's scale to zero: they only
 switch between 0 and 1, where requests are the right signal) cannot add a pod however the
-load grows. ``ScalingRange`` is that range, read the way each controller reads it:
-
-* HPA: ``minReplicas`` (default 1) to ``maxReplicas`` (Kubernetes autoscaling/v2 types.go);
-* KEDA ScaledObject: ``minReplicaCount`` (default 0: KEDA itself scales to zero) to
-  ``maxReplicaCount`` (default 100) (keda scaledobject_types.go, executor);
-* KServe Standard mode: ``max(minReplicas, 1)`` to ``maxReplicas`` raised to the minimum,
-  so no ``maxReplicas`` means fixed (hpa_reconciler.go); Knative mode: ``minReplicas`` is
-  ``min-scale`` (default 1), ``maxReplicas`` ``max-scale`` (0: no bound) (utils.go
-  SetAutoScalingAnnotations);
-* Knative: ``min-scale`` (default 0) to ``max-scale`` (default 0, no bound) on the revision
-  template (autoscaling register.go);
-* a workload nothing scales: its own ``replicas`` (default 1).
+load grows. ``ScalingRange`` is that range; each kind's view reads it the way its controller
+does (``KindView.scaling_range_of``; the HPA, KEDA, KServe and Knative views say how). A
+workload nothing scales has its own ``replicas`` (default 1).
 """
 
 from __future__ import annotations
@@ -24,10 +15,6 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from gpulint.input.document import Path, as_dict
-from gpulint.kinds.knative import annotation_text
-
-MIN_SCALE = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale")
-MAX_SCALE = ("autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale")
 
 
 class ScalingRange(NamedTuple):
@@ -59,7 +46,7 @@ class ScalingRange(NamedTuple):
         return f"{self.minimum if self.minimum is not None else '?'} to {self.maximum} replicas"
 
 
-def _int(value: Any, default: int | None) -> int | None:
+def replica_count(value: Any, default: int | None) -> int | None:
     """An integer as written (a quoted annotation too); ``default`` when absent; None when it
     cannot be told (a template placeholder)."""
     if value is None:
@@ -75,46 +62,6 @@ def _int(value: Any, default: int | None) -> int | None:
     return None
 
 
-def hpa_range(spec: dict[str, Any], by: str) -> ScalingRange:
-    minimum = _int(spec.get("minReplicas"), 1)
-    maximum = _int(spec.get("maxReplicas"), None)
-    return ScalingRange(minimum, maximum, by, ("spec", "maxReplicas"))
-
-
-def keda_range(spec: dict[str, Any], by: str) -> ScalingRange:
-    minimum = _int(spec.get("minReplicaCount"), 0)
-    maximum = _int(spec.get("maxReplicaCount"), 100)
-    path: Path = ("spec", "maxReplicaCount") if "maxReplicaCount" in spec else ("spec",)
-    return ScalingRange(minimum, maximum, by, path)
-
-
-def kserve_range(component: dict[str, Any], path: Path, standard: bool, by: str) -> ScalingRange:
-    written_min = _int(component.get("minReplicas"), None if not standard else 1)
-    written_max = _int(component.get("maxReplicas"), None)
-    if standard:
-        minimum = max(written_min, 1) if written_min is not None else None
-        if written_max is None or minimum is None:
-            maximum = minimum if "maxReplicas" not in component else None
-        else:
-            maximum = max(written_max, minimum)
-        return ScalingRange(minimum, maximum, by, (*path, "maxReplicas"))
-    minimum = written_min if written_min is not None else 1
-    maximum = None if written_max in (None, 0) else written_max
-    return ScalingRange(minimum, maximum, by, (*path, "maxReplicas"))
-
-
-def knative_range(annotations: dict[str, Any], path: Path, by: str) -> ScalingRange:
-    def first(keys: tuple[str, ...]) -> tuple[int | None, Path | None]:
-        for key in keys:
-            if key in annotations:
-                return _int(annotation_text(annotations[key]), None), (*path, key)
-        return (0, None)
-
-    minimum, _ = first(MIN_SCALE)
-    maximum, max_path = first(MAX_SCALE)
-    return ScalingRange(minimum, None if maximum == 0 else maximum, by, max_path)
-
-
 def replicas_range(spec: Any, by: str) -> ScalingRange:
-    replicas = _int(as_dict(spec).get("replicas"), 1)
+    replicas = replica_count(as_dict(spec).get("replicas"), 1)
     return ScalingRange(replicas, replicas, by, ("spec", "replicas"))

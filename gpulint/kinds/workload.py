@@ -24,7 +24,18 @@ from gpulint.kinds.dra import (
     device_requests,
     pod_claims,
 )
-from gpulint.kinds.registry import template_paths
+
+# Where workload kinds keep their pod templates when not at ``spec.template`` (the registry's
+# workload entries say the same: gpulint.kinds.registry reads this table). CronJob: batch/v1
+# CronJobSpec.jobTemplate; LeaderWorkerSet: leaderworkerset.x-k8s.io/v1 LeaderWorkerTemplate.
+TEMPLATE_PATHS: dict[str, tuple[Path, ...]] = {
+    "CronJob": (("spec", "jobTemplate", "spec", "template"),),
+    "LeaderWorkerSet": (
+        ("spec", "leaderWorkerTemplate", "leaderTemplate"),
+        ("spec", "leaderWorkerTemplate", "workerTemplate"),
+    ),
+}
+DEFAULT_TEMPLATE_PATHS: tuple[Path, ...] = (("spec", "template"),)
 
 # Resource names a device plugin advertises for GPUs (NVIDIA k8s-device-plugin README; AMD
 # ROCm device plugin; intel-device-plugins-for-kubernetes).
@@ -265,36 +276,16 @@ class PodTemplate:
             namespace = self.owner.namespace if self.owner is not None else None
             source = names.claims.find(claim.kind, namespace, claim.object_name, self.owner)
         if source is None:
-            if claim.object_name:
-                why = f"{claim.describe()} is not in the input"
-            elif claim.kind:
-                why = f"the name of its {claim.kind} is not written out"
-            else:
-                why = "the pod names no ResourceClaim or ResourceClaimTemplate for it"
-            return _untold(claim, why, None, ())
+            return _untold(claim, _unfound_claim(claim), None, ())
         found: list[GpuRequest] = []
         untold: DeviceRequest | None = None
         for request in device_requests(source):
             classes = [a.device_class for a in request.alternatives]
             gpus = [c for c in classes if c is not None and names.is_gpu_class(c)]
-            if not gpus:
-                if None in classes and untold is None:
-                    untold = request
-                continue
-            counts = {a.devices for a in request.alternatives}
-            count = counts.pop() if len(counts) == 1 and len(gpus) == len(classes) else None
-            shown = " or ".join(dict.fromkeys(gpus))
-            found.append(
-                ClaimedGpu(
-                    claim,
-                    f"DRA device class {shown} of {claim.describe()}",
-                    count,
-                    all(c in MIG_DEVICE_CLASSES for c in gpus),
-                    source,
-                    request.path,
-                    False,
-                )
-            )
+            if gpus:
+                found.append(_claimed_gpu(claim, source, request, classes, gpus))
+            elif None in classes and untold is None:
+                untold = request
         if untold is not None and not found:
             what = f"{claim.describe()} does not write out the device class of request"
             return _untold(claim, f"{what} {untold.name}", source, untold.path)
@@ -311,6 +302,38 @@ class PodTemplate:
                 return None
             total += count
         return total
+
+
+def _unfound_claim(claim: PodClaim) -> str:
+    """Why the object a pod claim names cannot be read."""
+    if claim.object_name:
+        return f"{claim.describe()} is not in the input"
+    if claim.kind:
+        return f"the name of its {claim.kind} is not written out"
+    return "the pod names no ResourceClaim or ResourceClaimTemplate for it"
+
+
+def _claimed_gpu(
+    claim: PodClaim,
+    source: Manifest,
+    request: DeviceRequest,
+    classes: list[str | None],
+    gpus: list[str],
+) -> ClaimedGpu:
+    """GPUs one device request of a claim asks for: a count only when every alternative is
+    a GPU class asking the same number."""
+    counts = {a.devices for a in request.alternatives}
+    count = counts.pop() if len(counts) == 1 and len(gpus) == len(classes) else None
+    shown = " or ".join(dict.fromkeys(gpus))
+    return ClaimedGpu(
+        claim,
+        f"DRA device class {shown} of {claim.describe()}",
+        count,
+        all(c in MIG_DEVICE_CLASSES for c in gpus),
+        source,
+        request.path,
+        False,
+    )
 
 
 def _untold(
@@ -386,7 +409,7 @@ def _read_pod_templates(manifest: Manifest) -> list[PodTemplate]:
         if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
             return [_pod_template((), manifest.metadata, spec, "pod", manifest)]
         return []
-    paths = template_paths(kind, manifest.api_version)
+    paths = TEMPLATE_PATHS.get(kind, DEFAULT_TEMPLATE_PATHS)
     found = []
     for path in paths:
         label = "pod template" if len(paths) == 1 else f"{path[-1]}"

@@ -49,7 +49,7 @@ from gpulint.live.adapterquery import (
     render_query,
 )
 from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError, QueryRejected
-from gpulint.live.kedaquery import Answer, TriggerRequest, read_answer, request_for, same_server
+from gpulint.live.kedaquery import TriggerRequest, read_answer, request_for, same_server
 from gpulint.live.names import alternatives_for
 from gpulint.live.options import LiveOptions, format_duration
 from gpulint.live.series import sightings, summarize
@@ -59,6 +59,7 @@ from gpulint.live.snapshot import (
     MAX_TARGETS,
     POD_LABELS,
     UNREACHABLE,
+    Answer,
     HpaEvidence,
     LiveSnapshot,
     MissingSeries,
@@ -73,18 +74,6 @@ from gpulint.live.workers import run_all, run_each
 from gpulint.metrics.promql import metric_names_in_query, selectors_in_query
 from gpulint.metrics.querytemplate import RenderUnsupported, TemplateError
 
-LIVE_RULES = (
-    "GL801",
-    "GL802",
-    "GL803",
-    "GL804",
-    "GL805",
-    "GL806",
-    "GL809",
-    "GL810",
-    "GL811",
-    "GL812",
-)
 # Objects a rendered query asks for when checking a rule on its own (GL803).
 _SAMPLE_OBJECTS = 5
 # Pods an HPA query asks for at most (a Deployment at maxReplicas).

@@ -34,7 +34,6 @@ Nothing here talks to the network.
 
 from __future__ import annotations
 
-import enum
 import math
 import re
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpulint.kinds.keda import PrometheusTrigger
-from gpulint.live.snapshot import NAMESPACE_LABELS, POD_LABELS, Sample
+from gpulint.live.snapshot import NAMESPACE_LABELS, POD_LABELS, Answer, Reading, Sample
 
 # Elements of an answer kept for messages, and looked at for the labels that set them apart.
 MAX_SHOWN = 3
@@ -68,36 +67,6 @@ _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _MAX_VALUE_CHARS = 8192
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-class Answer(enum.Enum):
-    VALUE = "value"  # one element with a finite value
-    NOT_FINITE = "not-finite"  # one element, NaN or an infinity
-    EMPTY = "empty"  # no element
-    NO_VALUE = "no-value"  # one element without a value: a range vector
-    MULTIPLE = "multiple"  # more than one element
-    UNDECODABLE = "undecodable"  # a scalar or string result, or a value that is no number
-
-
-@dataclass(frozen=True)
-class Reading:
-    """An instant query's answer, as KEDA's prometheus scaler reads it."""
-
-    answer: Answer
-    result_type: str
-    count: int  # elements in data.result
-    value: float | None = None  # the one element's value
-    shown: tuple[Sample, ...] = ()  # the first elements, for messages
-    varying: tuple[str, ...] = ()  # labels whose values set the first elements apart
-    detail: str = ""  # why KEDA cannot decode it
-
-    def keda_value(self, ignore_null_values: bool) -> float | None:
-        """What KEDA hands the HPA; None when its poll fails."""
-        if self.answer is Answer.VALUE:
-            return self.value
-        if self.answer in (Answer.EMPTY, Answer.NO_VALUE, Answer.NOT_FINITE):
-            return 0.0 if ignore_null_values else None
-        return None
 
 
 def read_answer(data: dict[str, Any]) -> Reading:

@@ -34,20 +34,27 @@ webhook's Prometheus credentials are the operator's).
 
 from __future__ import annotations
 
+import enum
 import math
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gpulint.chain.adapter import AdapterRule
+from gpulint.input.document import Document
 from gpulint.kinds.hpa import HPA, HpaMetric
 from gpulint.kinds.keda import PrometheusTrigger
 from gpulint.metrics.promql import Selector
 
-if TYPE_CHECKING:
-    from gpulint.inventory import Inventory
-    from gpulint.live.kedaquery import Reading
+
+class ExposedRules(Protocol):
+    """What re-binding evidence asks of the inventory an HPA belongs to."""
+
+    def rules_exposing(
+        self, metric: str, api: str, near: Document | None = None
+    ) -> list[AdapterRule]: ...
+
 
 # Why a live check could not use Prometheus (``LiveSnapshot.error_reason``): no connection,
 # no (complete) answer within the timeout, an HTTP error status, an answer that is not the
@@ -95,6 +102,36 @@ class Sample:
     def describe(self) -> str:
         inner = ",".join(f'{k}="{v}"' for k, v in self.labels if k != "__name__")
         return "{" + inner + "}"
+
+
+class Answer(enum.Enum):
+    VALUE = "value"  # one element with a finite value
+    NOT_FINITE = "not-finite"  # one element, NaN or an infinity
+    EMPTY = "empty"  # no element
+    NO_VALUE = "no-value"  # one element without a value: a range vector
+    MULTIPLE = "multiple"  # more than one element
+    UNDECODABLE = "undecodable"  # a scalar or string result, or a value that is no number
+
+
+@dataclass(frozen=True)
+class Reading:
+    """An instant query's answer, as KEDA's prometheus scaler reads it."""
+
+    answer: Answer
+    result_type: str
+    count: int  # elements in data.result
+    value: float | None = None  # the one element's value
+    shown: tuple[Sample, ...] = ()  # the first elements, for messages
+    varying: tuple[str, ...] = ()  # labels whose values set the first elements apart
+    detail: str = ""  # why KEDA cannot decode it
+
+    def keda_value(self, ignore_null_values: bool) -> float | None:
+        """What KEDA hands the HPA; None when its poll fails."""
+        if self.answer is Answer.VALUE:
+            return self.value
+        if self.answer in (Answer.EMPTY, Answer.NO_VALUE, Answer.NOT_FINITE):
+            return 0.0 if ignore_null_values else None
+        return None
 
 
 @dataclass
@@ -383,7 +420,7 @@ class LiveSnapshot:
             evidence = self.index()[0].get(rule_key(rule))
         return evidence
 
-    def for_hpa(self, hpa: HPA, inventory: Inventory | None = None) -> list[HpaEvidence]:
+    def for_hpa(self, hpa: HPA, inventory: ExposedRules | None = None) -> list[HpaEvidence]:
         """The evidence about ``hpa``'s metrics. For an HPA of another inventory than the one
         collected (``inventory`` is the one it belongs to), by stable keys, re-bound."""
         if not self.available:
@@ -425,7 +462,7 @@ class LiveSnapshot:
 
 
 def _same_rule(
-    collected: AdapterRule, metric: HpaMetric, hpa: HPA, inventory: Inventory
+    collected: AdapterRule, metric: HpaMetric, hpa: HPA, inventory: ExposedRules
 ) -> AdapterRule | None:
     """The rule of ``inventory`` that serves ``metric`` and is the one the evidence was
     collected through, unchanged; None when it was edited or removed since."""

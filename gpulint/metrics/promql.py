@@ -22,6 +22,8 @@ import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from gpulint.core.deadline import DeadlineExceeded
+
 # The deadline (a time.monotonic() value) of the evaluation running in this thread, if any.
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "gpulint_promql_deadline", default=None
@@ -44,8 +46,6 @@ def analysis_deadline(deadline: float | None) -> Iterator[None]:
 def check_analysis_deadline() -> None:
     deadline = _DEADLINE.get()
     if deadline is not None and time.monotonic() > deadline:
-        from gpulint.engine.runner import DeadlineExceeded  # the engine imports this module
-
         raise DeadlineExceeded("(a PromQL query's analysis)")
 
 

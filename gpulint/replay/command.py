@@ -109,7 +109,7 @@ def _time(text: str) -> float:
 
 def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.cli import _built_units, _prepared_cluster, _settings, missing_extra
-    from gpulint.engine.runner import Selection
+    from gpulint.engine.registry import Selection
     from gpulint.live.options import OptionError, parse_duration, parse_header, parse_url
 
     problem = missing_extra("live", "gpulint replay")

@@ -22,7 +22,8 @@ from gpulint.core.quantity import try_quantity
 from gpulint.input.document import as_dict
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HPA_KIND, HpaMetric
-from gpulint.kinds.keda import ScaledObject, scaled_object_of
+from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.view import generated_by
 from gpulint.kinds.workload import PodTemplate
 from gpulint.live.adapterquery import mapping_for, pod_name_pattern, render_query
 from gpulint.live.kedaquery import request_for
@@ -73,7 +74,7 @@ def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
             skipped.append(Skipped(kind, namespace, name, str(why)))
 
     for hpa in inventory.hpas:
-        if hpa.is_fragment or scaled_object_of(hpa.manifest) is not None:
+        if hpa.is_fragment or generated_by(hpa.manifest, "ScaledObject") is not None:
             continue
         namespace = hpa.namespace or "default"
         add(HPA_KIND, namespace, hpa.name, lambda h=hpa: _hpa_spec(h, inventory, pod_ready_after_s))

@@ -12,8 +12,8 @@ import yaml
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
+from gpulint.engine.registry import load_rule, rule_index
 from gpulint.engine.rule import Context
-from gpulint.engine.runner import load_rule, rule_index
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import behavior_fix
 from gpulint.replay.controller import Behavior

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from gpulint.engine.runner import Result
+from gpulint.engine.result import Result
 
 FORMATS = ("text", "json", "sarif", "github", "markdown")
 

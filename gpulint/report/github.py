@@ -17,7 +17,7 @@ from typing import TextIO
 from gpulint.core.message import split_message
 from gpulint.core.model import Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.runner import Result
+from gpulint.engine.result import Result
 from gpulint.report.escape import escape_controls
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}

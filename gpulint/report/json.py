@@ -12,7 +12,7 @@ import gpulint
 from gpulint.adoption.edits import Edit
 from gpulint.core.model import Finding, ObjectRef, Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.runner import Result
+from gpulint.engine.result import Result
 from gpulint.report.escape import write_json
 
 

@@ -13,7 +13,7 @@ from typing import TextIO
 
 from gpulint.core.model import Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.runner import Result
+from gpulint.engine.result import Result
 from gpulint.report.escape import markdown_text
 
 MAX_ROWS = 500

@@ -24,7 +24,8 @@ from gpulint.adoption.edits import Edit
 from gpulint.core.model import Finding, Location, Severity
 from gpulint.core.paths import is_file_path, sarif_root
 from gpulint.engine.docs import rule_help_uri, rule_markdown
-from gpulint.engine.runner import Result, all_rules
+from gpulint.engine.registry import all_rules
+from gpulint.engine.result import Result
 from gpulint.report.escape import write_json
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

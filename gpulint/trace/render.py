@@ -32,7 +32,7 @@ from gpulint.report.escape import (
     write_json,
 )
 from gpulint.report.wrap import fill, output_width
-from gpulint.trace.chain import BROKEN, OK, UNKNOWN, Link, Trace
+from gpulint.trace.links import BROKEN, OK, UNKNOWN, Link, Trace
 
 _WORDS = {OK: "ok", BROKEN: "BROKEN", UNKNOWN: "?"}
 _COLORS = {OK: "\x1b[32m", BROKEN: "\x1b[1;31m", UNKNOWN: "\x1b[2m"}

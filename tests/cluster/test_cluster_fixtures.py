@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from gpulint.cli import main
-from gpulint.engine.runner import rule_index
+from gpulint.engine.registry import rule_index
 
 from ..kubefake import FakeCluster, KubeFake, load_world
 from .conftest import CLUSTER_FIXTURES

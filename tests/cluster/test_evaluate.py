@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from gpulint.cluster.cache import ClusterCache, evaluate_alone
-from gpulint.engine import runner as engine
+from gpulint.core.deadline import DeadlineExceeded
+from gpulint.engine import registry as engine
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import DeadlineExceeded, Selection
+from gpulint.engine.registry import Selection
 
 from ..kubefake import KubeFake
 from .conftest import wait_for

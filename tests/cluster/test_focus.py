@@ -11,7 +11,7 @@ import pytest
 
 from gpulint.admission.focus import related_items
 from gpulint.cluster.cache import ClusterCache
-from gpulint.engine import runner as engine
+from gpulint.engine import registry as engine
 from gpulint.engine.config import Settings
 from gpulint.engine.runner import run
 from gpulint.inventory import Inventory

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from gpulint.engine.runner import rule_by_id
+from gpulint.engine.registry import rule_by_id
 
 from ..conftest import lint_text
 from .test_cluster_fixtures import lint_cluster
@@ -202,6 +202,28 @@ resources:
         'since the replica count of the target is zero"; the target has 0 replicas, which '
         "parks the HPA until something scales it up; the controller skips it until the cause "
         "is gone.",
+        "kubectl scale deployment -n ml triton --replicas=1   # or delete the HPA while the "
+        "workload is parked",
+    ),
+    Case(
+        # KEDA labels the HPA it makes; a copy that lost its ownerReferences keeps the label,
+        # and the message still names the ScaledObject to change.
+        "GL902 an HPA KEDA made, known by its label",
+        "GL902",
+        _hpa(
+            PODS_METRIC,
+            """status:
+  conditions:
+  - {type: ScalingActive, status: "False", reason: ScalingDisabled,
+     message: scaling is disabled since the replica count of the target is zero}""",
+        ).replace(
+            "metadata: {name: triton, namespace: ml}",
+            "metadata: {name: triton, namespace: ml, labels: {scaledobject.keda.sh/name: queue}}",
+        ),
+        "HPA triton (made by KEDA for ScaledObject queue) reports ScalingActive=False, reason "
+        'ScalingDisabled: "scaling is disabled since the replica count of the target is zero"; '
+        "the target has 0 replicas, which parks the HPA until something scales it up; the "
+        "controller skips it until the cause is gone",
         "kubectl scale deployment -n ml triton --replicas=1   # or delete the HPA while the "
         "workload is parked",
     ),

@@ -15,7 +15,8 @@ import pytest
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection, inventory_from_paths, run
+from gpulint.engine.registry import Selection
+from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.live.collector import collect
 from gpulint.live.options import LiveOptions, parse_duration
 from gpulint.live.snapshot import LiveSnapshot

@@ -21,7 +21,8 @@ from aiohttp import web
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection, inventory_from_paths, run
+from gpulint.engine.registry import Selection
+from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.live.client import MAX_ANSWER_BYTES, MAX_DEPTH, MAX_REDIRECTS
 from gpulint.live.collector import collect
 from gpulint.live.options import LiveOptions

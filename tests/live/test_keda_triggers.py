@@ -20,11 +20,11 @@ from aiohttp import ClientSession, web
 
 from gpulint.core.model import Finding, Severity
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection, inventory_from_paths, run
+from gpulint.engine.registry import Selection
+from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.live.collector import collect
-from gpulint.live.kedaquery import Answer
 from gpulint.live.options import LiveOptions, parse_duration
-from gpulint.live.snapshot import LiveSnapshot
+from gpulint.live.snapshot import Answer, LiveSnapshot
 
 from .conftest import LIVE_FIXTURES, lint_live, show
 from .harness import AppServer

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.engine.runner import Result, all_rules
+from gpulint.engine.registry import all_rules
+from gpulint.engine.result import Result
 from gpulint.report.text import render_text
 
 from ..conftest import ROOT

@@ -13,7 +13,8 @@ import yaml
 
 from gpulint.chain.adapter import AdapterConfig
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection, run
+from gpulint.engine.registry import Selection
+from gpulint.engine.runner import run
 from gpulint.input.document import Document
 from gpulint.input.loader import load_file
 from gpulint.inventory import Inventory
@@ -26,7 +27,7 @@ from gpulint.live.adapterquery import (
     selector_matchers,
 )
 from gpulint.live.client import Deadline, PrometheusError
-from gpulint.live.kedaquery import Answer, read_answer, request_for, same_server
+from gpulint.live.kedaquery import read_answer, request_for, same_server
 from gpulint.live.names import alternatives_for
 from gpulint.live.options import (
     OptionError,
@@ -38,6 +39,7 @@ from gpulint.live.options import (
 from gpulint.live.series import summarize
 from gpulint.live.snapshot import (
     TIMEOUT,
+    Answer,
     HpaEvidence,
     LiveSnapshot,
     RuleEvidence,

@@ -20,7 +20,7 @@ from gpulint.webhook.metrics import WebhookMetrics
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection
+from gpulint.engine.registry import Selection
 
 from . import objects
 from .harness import Metrics, admission_review
@@ -85,7 +85,7 @@ def test_a_rule_failing_on_the_object_warns_and_the_other_denials_still_deny(
     monkeypatch: Any,
 ) -> None:
     """GL799 for the rule that failed, a warning; GL109 still refuses the removed API."""
-    from gpulint.engine import runner as engine
+    from gpulint.engine import registry as engine
 
     info = next(i for i in engine.rule_index() if i.id == "GL108")
     spec = engine.load_rule(info)

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpulint.chain.adapter import MAX_QUERY_CHARS
-from gpulint.engine.runner import DeadlineExceeded
+from gpulint.core.deadline import DeadlineExceeded
 from gpulint.metrics.promql import (
     _placed_aggregations,
     analysis_deadline,

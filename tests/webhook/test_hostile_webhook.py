@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from gpulint.cluster.decoding import loads_bounded
 from gpulint.cluster.kinds import AdapterConfigMapSelector
 from gpulint.engine.config import Settings
-from gpulint.engine.runner import Selection
+from gpulint.engine.registry import Selection
 from gpulint.input.yamlparse import read_json
 
 from . import objects

@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+from gpulint.cluster.kinds import selector_matches
 from gpulint.core.model import Location
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list, has_step
 from gpulint.input.loader import LoadedFile, load_file
@@ -404,8 +405,6 @@ def _selects(target: dict[str, Any], rendered: Manifest, names: set[str]) -> boo
         and not _full_match(namespace, rendered.namespace or "")
     ):
         return False
-    from gpulint.cluster.kinds import selector_matches
-
     labels = {k: str(v) for k, v in rendered.labels.items() if isinstance(k, str)}
     selector = target.get("labelSelector")
     if isinstance(selector, str) and selector and not selector_matches(selector, labels):

@@ -1,0 +1,101 @@
+"""What a lint run found, as every reporter and ``--fix`` read it: the findings, the units
+linted, counts and timings, and each finding's fix as edits of the source."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from gpulint.adoption.edits import SAFE, Edit, Sources, resolve
+from gpulint.core.model import Finding, Severity
+
+
+class UnitSummary(NamedTuple):
+    """One lint unit of a run, as reports list it."""
+
+    name: str
+    kind: str  # kustomize | helm | files | stdin | cluster
+    root: str
+    objects: int
+    rendered_by: tuple[str, ...] = ()
+    render_seconds: float = 0.0
+
+
+class Result:
+    __slots__ = (
+        "_edits",
+        "baseline",
+        "config",
+        "files",
+        "findings",
+        "lint_seconds",
+        "notes",
+        "objects",
+        "render_wall",
+        "skipped",
+        "sources",
+        "suppressed",
+        "units",
+    )
+
+    def __init__(
+        self,
+        findings: list[Finding],
+        files: int,
+        objects: int,
+        skipped: list[tuple[str, str]] | None = None,
+        notes: list[str] | None = None,
+        units: list[UnitSummary] | None = None,
+        config: str | None = None,
+    ) -> None:
+        self.findings = findings
+        self.files = files
+        self.objects = objects
+        self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
+        self.notes: list[str] = [] if notes is None else notes
+        self.units: list[UnitSummary] = [] if units is None else units
+        self.config = config  # the .gpulint.yaml in use, if any
+        self.suppressed: dict[str, int] = {}  # rule -> findings silenced by suppressions
+        self.lint_seconds = 0.0
+        self.render_wall: float | None = None
+        # With --baseline: (findings it absorbed, its entries that matched nothing).
+        self.baseline: tuple[int, int] | None = None
+        # The texts edits are placed in (files are read when first asked; stdin is given).
+        self.sources = Sources()
+        self._edits: dict[int, list[Edit] | None] = {}
+
+    def edits_of(self, finding: Finding) -> list[Edit] | None:
+        """The finding's fix as edits of the source, or None (no plan, or it cannot be placed
+        exactly); resolved once, when a report or ``--fix`` asks."""
+        if finding.plan is None:
+            return None
+        key = id(finding.plan)  # findings of one group share their plan: resolved once
+        if key not in self._edits:
+            self._edits[key] = resolve(finding.plan, self.sources)
+        return self._edits[key]
+
+    @property
+    def render_seconds(self) -> float:
+        """How long rendering took (the units render side by side)."""
+        if self.render_wall is not None:
+            return self.render_wall
+        return sum(unit.render_seconds for unit in self.units)
+
+    def __repr__(self) -> str:
+        return f"Result(findings={self.findings!r}, files={self.files!r})"
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def fixable(self, unsafe: bool) -> tuple[int, int]:
+        """How many findings ``--fix`` would fix, and how many more need ``--unsafe-fixes``
+        (those not asked for)."""
+        safe = more = 0
+        for finding in self.findings:
+            plan = finding.plan
+            if plan is None or self.edits_of(finding) is None:
+                continue
+            if plan.applicability == SAFE or unsafe:
+                safe += 1
+            else:
+                more += 1
+        return safe, more

@@ -1,0 +1,160 @@
+"""What a trace is made of: its stages, its links, and the findings that break each link.
+
+``gpulint.trace.chain`` builds traces from these; ``gpulint.trace.render`` writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from gpulint.chain.adapter import describe_document
+from gpulint.chain.servers import PrometheusServer
+from gpulint.core.model import Finding, Location, ObjectRef, Severity
+from gpulint.engine.rule import TRACE_STAGES
+from gpulint.input.document import Document, Manifest, Path
+from gpulint.metrics.names import Exporter as MetricSource
+from gpulint.metrics.names import is_dcgm_field, lookup
+
+STAGES = TRACE_STAGES  # the rules whose findings break each stage declare it (STAGES)
+OK, BROKEN, UNKNOWN = "ok", "broken", "unknown"
+
+
+class Link(NamedTuple):
+    stage: str
+    object: ObjectRef | None
+    location: Location | None
+    status: str
+    findings: tuple[str, ...]
+    detail: str
+    severity: Severity | None = None  # of a broken link
+    label: str = ""  # a short name for diagrams ("rule rules.custom[0]")
+
+
+class Trace(NamedTuple):
+    autoscaler: ObjectRef
+    location: Location
+    metric: str
+    links: tuple[Link, ...]
+    unit: str = ""
+
+    def first_broken(self) -> Link | None:
+        return next((link for link in self.links if link.status == BROKEN), None)
+
+    def worst(self) -> Severity | None:
+        found = [link.severity for link in self.links if link.severity is not None]
+        return max(found) if found else None
+
+
+class Anchor(NamedTuple):
+    """An object a link stands for, as findings name it."""
+
+    file: str
+    ref: ObjectRef | None  # None: a values document (matched by its file)
+    lines: tuple[int, int] | None = None  # only findings on these lines (one adapter rule)
+
+
+def anchor(document: Document, lines: tuple[int, int] | None = None) -> Anchor:
+    ref = document.ref if isinstance(document, Manifest) else None
+    return Anchor(document.location(()).file, ref, lines)
+
+
+class StageFindings:
+    """The findings of a unit by file, and those about the whole unit's Prometheus by stage;
+    ``stage_rules`` says which rules break each stage, ``unit_rules`` the stage of the
+    findings about the whole unit."""
+
+    def __init__(
+        self,
+        findings: Iterable[Finding],
+        stage_rules: Mapping[str, frozenset[str]],
+        unit_rules: Mapping[str, str],
+    ) -> None:
+        self.stage_rules = stage_rules
+        self.by_file: dict[str, list[Finding]] = {}
+        self.unit: dict[str, list[Finding]] = {}
+        for finding in findings:
+            stage = unit_rules.get(finding.rule)
+            if stage is not None:
+                self.unit.setdefault(stage, []).append(finding)
+            else:
+                self.by_file.setdefault(finding.location.file, []).append(finding)
+
+    def on(self, stage: str, anchors: Sequence[Anchor]) -> list[Finding]:
+        rules = self.stage_rules[stage]
+        found: list[Finding] = list(self.unit.get(stage, []))
+        for anchor in anchors:
+            for finding in self.by_file.get(anchor.file, []):
+                if finding.rule not in rules or finding in found:
+                    continue
+                if anchor.lines is not None and not (
+                    anchor.lines[0] <= finding.location.line < anchor.lines[1]
+                ):
+                    continue
+                if anchor.ref is not None and ref_of(finding) not in (anchor.ref, None):
+                    continue
+                found.append(finding)
+        return found
+
+
+def ref_of(finding: Finding) -> ObjectRef | None:
+    ref = finding.object
+    if ref is None or not ref.api_version:
+        return None  # a values file: its findings are matched by file
+    return ref
+
+
+def link(
+    stage: str,
+    document: Document | None,
+    status: str,
+    detail: str,
+    findings: list[Finding],
+    obj: ObjectRef | None = None,
+    path: Path = (),
+    label: str = "",
+) -> Link:
+    severities = [f.severity for f in findings if f.severity >= Severity.WARNING]
+    if severities:
+        status = BROKEN
+    ref = obj if obj is not None else (describe_document(document) if document else None)
+    location = document.location(path) if document is not None else None
+    severity = max(severities) if severities else (Severity.ERROR if status == BROKEN else None)
+    return Link(
+        stage,
+        ref,
+        location,
+        status,
+        tuple(sorted({f.rule for f in findings})),
+        detail,
+        severity,
+        label or (str(ref) if ref is not None else ""),
+    )
+
+
+def made(api_version: str, kind: str, namespace: str | None, name: str | None) -> ObjectRef:
+    """The object a chart or operator makes, as the link's object."""
+    return ObjectRef(api_version, kind, namespace, name or "<release>-dcgm-exporter")
+
+
+def server_label(server: PrometheusServer) -> str:
+    if server.chart is not None:
+        return f"kube-prometheus-stack {server.release or server.name or ''}".strip()
+    return f"Prometheus {server.name}"
+
+
+def is_dcgm(names: Iterable[str]) -> bool:
+    for name in names:
+        known = lookup(name)
+        if is_dcgm_field(name) or (known is not None and known.exporter is MetricSource.DCGM):
+            return True
+    return False
+
+
+def gpu_metric(series: list[str], served: bool, name: str) -> bool:
+    """Is the metric dcgm-exporter's? Its series say, when an adapter rule of the input
+    serves it; without one, a name that says GPU is taken to be (an adapter elsewhere, or
+    the cluster's, renames DCGM_FI_DEV_GPU_UTIL as gpu_utilization)."""
+    if is_dcgm(series):
+        return True
+    return not served and ("gpu" in name.lower() or "dcgm" in name.lower())

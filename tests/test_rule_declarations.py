@@ -1,0 +1,261 @@
+"""What a rule says about itself is read from its module, validated, and is all the front doors
+need: a new rule is picked up by the CLI, the webhook, cluster mode and the trace without being
+added to any list."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gpulint.rules
+import pytest
+
+from gpulint.core.model import Severity
+from gpulint.engine import registry
+from gpulint.engine.config import Settings
+from gpulint.engine.registry import (
+    RuleDeclarationError,
+    Selection,
+    read_declarations,
+    rule_index,
+    rules_requiring,
+    stage_rules,
+)
+from gpulint.engine.runner import inventory_from_paths, run
+from gpulint.live.snapshot import LiveSnapshot
+from gpulint.trace import links
+from webhook.evaluator import ClusterEvaluator
+
+HEADER = '"""A rule for this test."""\n\nfrom gpulint.core.model import Severity\n\n'
+
+# A live rule no list names: it reports that it saw the live snapshot, once per run.
+NEW_LIVE_RULE = '''\
+"""Reports that it ran with the live snapshot (a rule only this test adds)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpulint.core.model import Finding, Location, Severity
+from gpulint.engine.rule import Context
+from gpulint.inventory import Inventory
+
+ID = "GL898"
+NAME = "live-test-probe"
+SEVERITY = Severity.ERROR
+SCOPE = "inventory"
+REQUIRES = "live"
+STAGES = ("metrics-api",)
+
+
+def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:
+    if inventory.live is not None:
+        yield ctx.at(Location(inventory.files[0], 1, 1), "ran with the live snapshot", "none")
+'''
+
+# An adapter configuration with a rule: what makes a lint ask Prometheus.
+ADAPTER = Path(__file__).parent / "live" / "fixtures" / "GL809" / "fail_connection_refused.yaml"
+
+
+@pytest.fixture
+def new_live_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """GL898 in a folder of the rule pack, the index read again with it (and without after)."""
+    folder = tmp_path / "more_rules"
+    folder.mkdir()
+    (folder / "gl898_live_test_probe.py").write_text(NEW_LIVE_RULE)
+    monkeypatch.setattr(gpulint.rules, "__path__", [*gpulint.rules.__path__, str(folder)])
+    registry.forget_index()
+    yield folder
+    sys.modules.pop("gpulint.rules.gl898_live_test_probe", None)
+    monkeypatch.undo()
+    registry.forget_index()
+
+
+def test_the_index_holds_what_the_modules_declare() -> None:
+    by_id = {info.id: info for info in rule_index()}
+    assert by_id["GL901"].requires == "cluster" and by_id["GL901"].probes_cluster
+    assert by_id["GL602"].stages == ("service", "scrape")
+    assert by_id["GL801"].requires == "live" and by_id["GL801"].stages == ("adapter-rule",)
+    assert by_id["GL703"].stages == () and by_id["GL703"].requires is None
+    assert "GL806" in stage_rules()["scrape"] and "GL806" not in stage_rules()["workload"]
+    live = rules_requiring("live")
+    assert {"GL801", "GL809", "GL812"} <= live and "GL901" not in live
+    assert not any(info.probes_cluster for info in rule_index() if info.id != "GL901")
+
+
+def test_the_imported_rule_says_what_the_index_read() -> None:
+    for info in rule_index():
+        spec = registry.load_rule(info)
+        assert (spec.id, spec.name, spec.severity, spec.scope, spec.fixes) == (
+            info.id,
+            info.name,
+            info.severity,
+            info.scope,
+            info.fixes,
+        )
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ('NAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n', "no ID declared"),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSCOPE = "hpa"\n',
+            "no SEVERITY declared",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "h" + "pa"\n',
+            "gpulint.rules.gl990_x:8: SCOPE must be a literal",
+        ),
+        (
+            'ID = PREFIX + "990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n',
+            "gpulint.rules.gl990_x:5: ID must be a literal",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.FATAL\nSCOPE = "hpa"\n',
+            "SEVERITY must be a member of Severity",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = "error"\nSCOPE = "hpa"\n',
+            "SEVERITY must be a member of Severity",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpas"\n',
+            "unknown SCOPE 'hpas'",
+        ),
+        (
+            'ID = "990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n',
+            "ID must be a string matching GL",
+        ),
+        (
+            'ID = "GL990"\nNAME = "A Rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n',
+            "NAME must be a string matching",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'REQUIRES = "prometheus"\n',
+            "unknown REQUIRES 'prometheus'",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'STAGES = ("autoscaler", "hpa")\n',
+            "unknown STAGES hpa",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'STAGES = "autoscaler"\n',
+            "STAGES must be a tuple of strings",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'FIXES = ("safe", "risky")\n',
+            "unknown FIXES risky",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            "PROBES_CLUSTER = True\n",
+            'PROBES_CLUSTER needs REQUIRES = "cluster"',
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'ID = "GL991"\n',
+            "gpulint.rules.gl990_x:9: ID is declared twice (first at line 5)",
+        ),
+    ],
+)
+def test_a_declaration_that_cannot_be_read_names_the_module(body: str, error: str) -> None:
+    with pytest.raises(RuleDeclarationError) as raised:
+        read_declarations("gpulint.rules.gl990_x", HEADER + body)
+    assert error in str(raised.value)
+    assert str(raised.value).startswith("gpulint.rules.gl990_x")
+
+
+def test_declarations_may_span_lines_and_the_docstring_is_no_declaration() -> None:
+    source = (
+        '"""A rule.\n\nID = "GL000"  (an example in the documentation)\n"""\n\n'
+        "from gpulint.core.model import Severity\n\n"
+        'ID = "GL990"  # the rule\nNAME: str = "a-rule"\nSEVERITY = Severity.INFO\n'
+        'SCOPE = "hpa"\nSTAGES = (\n    "autoscaler",\n    "metrics-api",\n)\n'
+        'FIXES = ("safe",)\n'
+    )
+    info = read_declarations("gpulint.rules.gl990_x", source)
+    assert (info.id, info.name, info.severity, info.scope) == (
+        "GL990",
+        "a-rule",
+        Severity.INFO,
+        "hpa",
+    )
+    assert info.stages == ("autoscaler", "metrics-api") and info.fixes == ("safe",)
+
+
+def test_a_new_rule_is_in_the_trace_stages_it_declares(new_live_rule: Path) -> None:
+    assert "GL898" in stage_rules()["metrics-api"]
+    assert "GL898" in rules_requiring("live")
+    assert tuple(stage_rules()) == links.STAGES
+
+
+def test_a_new_live_rule_is_selected_by_the_cli(new_live_rule: Path) -> None:
+    """``--prometheus --select GL898`` runs it: no list of live rules to forget it in."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import gpulint.rules
+        gpulint.rules.__path__.append({str(new_live_rule)!r})
+        from gpulint.cli import main
+        sys.exit(main(sys.argv[1:]))
+        """
+    )
+    # Nothing listens on port 9 of the loopback: the snapshot says Prometheus is down.
+    args = ["lint", "--no-config", "--prometheus", "http://127.0.0.1:9", "--select", "GL898"]
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args, str(ADAPTER)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert "no live rule" not in result.stdout + result.stderr
+    assert "GL898 [error] ran with the live snapshot" in result.stdout, result.stderr
+    assert result.returncode == 1
+
+
+class _Cache:
+    """The cluster cache's ``evaluate``, answered by running the engine over an inventory
+    that has a live snapshot (as the webhook's refresh gives it)."""
+
+    def __init__(self, adapter: Path) -> None:
+        self.inventory = inventory_from_paths([str(adapter)], Settings())
+        self.inventory.live = LiveSnapshot("http://127.0.0.1:9", error="down")
+
+    def evaluate(self, *args: Any) -> list[Any]:
+        selection: Selection = args[3]
+        return run(self.inventory, selection)
+
+
+def test_a_new_live_rule_is_selected_and_downgraded_by_the_webhook(new_live_rule: Path) -> None:
+    """The webhook runs it when live data is there and, as for every live rule, never lets
+    it refuse a request (its finding is a warning)."""
+    live: Any = object()  # the refresh is only started and stopped by the evaluator
+    evaluator = ClusterEvaluator(_Cache(ADAPTER), Selection(select=["GL898"]), live)  # type: ignore[arg-type]
+    findings = evaluator.evaluate({}, "CREATE", None, 0.0)
+    assert [(f.rule, f.severity) for f in findings] == [("GL898", Severity.WARNING)]
+
+
+def test_rules_import_gpulint_through_the_rule_api_only() -> None:
+    import ast
+
+    import gpulint.ruleapi as api
+
+    for info in rule_index():
+        path = Path(gpulint.rules.__path__[0]) / f"{info.module.rsplit('.', 1)[1]}.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gpulint"):
+                assert node.module == "gpulint.ruleapi", f"{path.name} imports {node.module}"
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("gpulint") for a in node.names), path.name
+    for name in api.__all__:
+        assert getattr(api, name) is not None, name
