@@ -223,7 +223,7 @@ resources:
         "HPA triton (made by KEDA for ScaledObject queue) reports ScalingActive=False, reason "
         'ScalingDisabled: "scaling is disabled since the replica count of the target is zero"; '
         "the target has 0 replicas, which parks the HPA until something scales it up; the "
-        "controller skips it until the cause is gone",
+        "controller skips it until the cause is gone.",
         "kubectl scale deployment -n ml triton --replicas=1   # or delete the HPA while the "
         "workload is parked",
     ),
