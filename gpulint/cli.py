@@ -508,9 +508,10 @@ class _Live:
 
     def __call__(self, inventory: Inventory) -> None:
         """Collect what the live rules read, for one unit's inventory."""
+        from gpulint.kinds.keda import prometheus_triggers
         from gpulint.live.collector import collect
 
-        triggers = any(s.prometheus_triggers for s in inventory.scaled_objects)
+        triggers = prometheus_triggers(inventory.store.views.values())
         pipeline = inventory.pipeline
         if (
             not inventory.adapter_configs

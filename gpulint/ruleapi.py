@@ -145,7 +145,9 @@ from gpulint.kinds.kserve import (
     mode_note,
     mode_spelling,
 )
+from gpulint.kinds.scaledjob import ScaledJob
 from gpulint.kinds.view import TargetRef, generated_by, generator_of, is_generated
+from gpulint.kinds.vpa import PDB_KIND, RESIZABLE, UPDATER_MIN_REPLICAS, VPA, budgets_covering
 from gpulint.kinds.workload import (
     Container,
     GpuRequest,
@@ -339,7 +341,9 @@ __all__ = [
     "NOT_FOUND",
     "NO_API",
     "OVERRIDE_KEYS",
+    "PDB_KIND",
     "POD_LABELS",
+    "RESIZABLE",
     "RESOURCES_KEYS",
     "RESOURCE_METRIC_TYPES",
     "RESOURCE_RULES_KEYS",
@@ -352,6 +356,8 @@ __all__ = [
     "TARGET_ANNOTATION",
     "TIMEOUT",
     "UNAVAILABLE",
+    "UPDATER_MIN_REPLICAS",
+    "VPA",
     "AdapterConfig",
     "AdapterRule",
     "Answer",
@@ -399,6 +405,7 @@ __all__ = [
     "ResolvedTarget",
     "RevisionAutoscaling",
     "Scale",
+    "ScaledJob",
     "ScaledObject",
     "Selector",
     "SeriesSummary",
@@ -416,6 +423,7 @@ __all__ = [
     "as_list",
     "behavior_fix",
     "between",
+    "budgets_covering",
     "canonical_metric_name",
     "canonical_resource",
     "capitalized",

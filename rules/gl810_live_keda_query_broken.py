@@ -1,11 +1,11 @@
 """A KEDA prometheus trigger's query fails in Prometheus or answers something KEDA cannot use.
 
 ## What it checks
-With ``--prometheus``, gpulint sends each ``type: prometheus`` trigger's ``query`` as KEDA's
-prometheus scaler does: an instant query at the current time, with the trigger's
-``namespace`` and ``queryParameters`` as query parameters and its ``customHeaders`` as
-headers (those ``--prometheus-header`` sets win; connection headers such as ``Host`` are not
-sent, and the finding says so). It reports:
+With ``--prometheus``, gpulint sends each ``type: prometheus`` trigger's ``query`` (of a
+ScaledObject or a ScaledJob) as KEDA's prometheus scaler does: an instant query at the
+current time, with the trigger's ``namespace`` and ``queryParameters`` as query parameters
+and its ``customHeaders`` as headers (those ``--prometheus-header`` sets win; connection
+headers such as ``Host`` are not sent, and the finding says so). It reports:
 
 * a query Prometheus rejects (a syntax or execution error), with Prometheus' message;
 * an answer KEDA cannot read: a scalar or string result (KEDA decodes ``data.result`` as a
@@ -35,8 +35,11 @@ its query, and the webhook's Prometheus credentials are the operator's.
 KEDA polls the query every ``pollingInterval`` (30 s). Each failing poll leaves the HPA that
 KEDA made without a value for the trigger (FailedGetExternalMetric), so the workload does not
 follow its load, unless ``spec.fallback`` holds a fixed replica count after
-``failureThreshold`` failures. A query that works in the Prometheus UI (which draws every
-series, and takes a range vector) can still fail in KEDA, which wants exactly one number.
+``failureThreshold`` failures. A ScaledJob's trigger is sent and judged the same way; KEDA
+skips a failing one at every poll (event ``KEDAScalerFailed``) and starts no job on it
+(pkg/scaling/scale_handler.go ``getScaledJobMetrics``). A query that works in the
+Prometheus UI (which draws every series, and takes a range vector) can still fail in KEDA,
+which wants exactly one number.
 
 ## Example
 ```yaml
@@ -70,14 +73,15 @@ from collections.abc import Iterator
 
 from gpulint.ruleapi import (
     TIMEOUT,
+    AdapterRule,
     Answer,
     Context,
     Finding,
     Inventory,
     LiveSnapshot,
+    PrometheusTrigger,
     Reading,
     Scale,
-    ScaledObject,
     Severity,
     TriggerEvidence,
     code,
@@ -92,21 +96,23 @@ from gpulint.ruleapi import (
 ID = "GL810"
 NAME = "live-keda-query-broken"
 SEVERITY = Severity.ERROR
-SCOPE = "scaledobject"
+SCOPE = "prometheus-query"  # the prometheus triggers of ScaledObjects and ScaledJobs
 REQUIRES = "live"  # runs only with --prometheus
 
 
-def check(scaled_object: ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+def check(
+    item: AdapterRule | PrometheusTrigger, inventory: Inventory, ctx: Context
+) -> Iterator[Finding]:
     live: LiveSnapshot | None = inventory.live
-    if live is None:
+    if live is None or not isinstance(item, PrometheusTrigger):
         return
-    for trigger in scaled_object.prometheus_triggers:
-        evidence = live.for_trigger(trigger)
-        if evidence is not None:
-            for message, fix, severity in _problems(evidence):
-                yield ctx.finding(
-                    trigger.manifest, trigger.query_path, message, fix, key=False, severity=severity
-                )
+    trigger = item
+    evidence = live.for_trigger(trigger)
+    if evidence is not None:
+        for message, fix, severity in _problems(evidence):
+            yield ctx.finding(
+                trigger.manifest, trigger.query_path, message, fix, key=False, severity=severity
+            )
 
 
 def _problems(evidence: TriggerEvidence) -> Iterator[tuple[str, str, Severity | None]]:
@@ -157,7 +163,7 @@ def _unreadable(evidence: TriggerEvidence, reading: Reading, query: str) -> tupl
     if reading.answer is Answer.NO_VALUE:
         outcome = (
             "reads 0 every poll (ignoreNullValues defaults to true): the trigger is never "
-            "active and asks for no replicas"
+            f"active and {evidence.trigger.scaled_object.asks_for_none}"
             if ignore
             else f"fails every poll (ignoreNullValues is false), {failing}"
         )

@@ -1,9 +1,10 @@
 """A KEDA prometheus trigger's query returns no value: KEDA scales on 0, or its polls fail.
 
 ## What it checks
-With ``--prometheus``, each ``type: prometheus`` trigger's query is sent as KEDA sends it
-(see GL810). When the answer holds no series, or one series whose value is NaN or an
-infinity, gpulint says what KEDA does with it and why the query found nothing:
+With ``--prometheus``, each ``type: prometheus`` trigger's query (of a ScaledObject or a
+ScaledJob) is sent as KEDA sends it (see GL810). When the answer holds no series, or one
+series whose value is NaN or an infinity, gpulint says what KEDA does with it and why the
+query found nothing:
 
 * a metric it reads has no series in Prometheus: never seen within ``--lookback``, or last
   seen at a given time, with the name that exists instead (another exporter's, another case,
@@ -22,7 +23,8 @@ default) and no other trigger active, KEDA scales the workload to zero, so a typ
 matcher takes GPUs away from a serving workload without any error. With
 ``ignoreNullValues: "false"`` each poll fails instead ("prometheus metrics 'prometheus'
 target may be lost, the result is empty") and the HPA gets no value, unless ``spec.fallback``
-stands in.
+stands in. A ScaledJob's trigger at 0 counts no work waiting, so KEDA starts no job on it;
+a failing one KEDA skips at every poll (event ``KEDAScalerFailed``).
 
 ## Example
 ```yaml
@@ -48,7 +50,8 @@ triggers:
 - kedacore/keda pkg/scalers/prometheus_scaler_test.go (``testPromQueryResult``: "no values",
   "NaN", "+Inf", each with and without ``ignoreNullValues``).
 - kedacore/keda pkg/scaling/executor/scale_scaledobjects.go (``minReplicaCount`` 0 when
-  unset; no trigger active: scale to it).
+  unset; no trigger active: scale to it); pkg/scaling/scale_handler.go
+  (``getScaledJobMetrics``: a ScaledJob's failing scaler is skipped, "but continue").
 """
 
 from __future__ import annotations
@@ -58,13 +61,14 @@ import re
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
+    AdapterRule,
     Answer,
     Context,
     Finding,
     Inventory,
     LiveSnapshot,
     Matcher,
-    ScaledObject,
+    PrometheusTrigger,
     Selector,
     SeriesSummary,
     Severity,
@@ -78,70 +82,55 @@ from gpulint.ruleapi import (
     mention,
     metric_names_in_query,
     sent_to,
-    target_of,
 )
 
 ID = "GL811"
 NAME = "live-keda-no-data"
 SEVERITY = Severity.WARNING
-SCOPE = "scaledobject"
+SCOPE = "prometheus-query"  # the prometheus triggers of ScaledObjects and ScaledJobs
 REQUIRES = "live"  # runs only with --prometheus
 
 
-def check(scaled_object: ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+def check(
+    item: AdapterRule | PrometheusTrigger, inventory: Inventory, ctx: Context
+) -> Iterator[Finding]:
     live: LiveSnapshot | None = inventory.live
-    if live is None:
+    if live is None or not isinstance(item, PrometheusTrigger):
         return
-    for trigger in scaled_object.prometheus_triggers:
-        evidence = live.for_trigger(trigger)
-        reading = evidence.reading if evidence is not None else None
-        if evidence is None or reading is None:
-            continue
-        if reading.answer is Answer.EMPTY:
-            answer = f"the query returns no series{_why_empty(evidence, live)}"
-        elif reading.answer is Answer.NOT_FINITE:
-            value = "NaN" if reading.value != reading.value else f"{reading.value:+}"
-            answer = (
-                f"the query returns {value} (0/0 gives NaN: an average or a ratio over no "
-                "series, or a NaN sample)"
-            )
-        else:
-            continue
-        ignore = trigger.ignore_null_values is not False
-        if ignore:
-            message = (
-                f"{trigger.describe()}: {answer}; KEDA reads 0 (ignoreNullValues defaults to "
-                f"true): the trigger is never active and asks for no replicas, "
-                f"{_at_zero(evidence)}"
-            )
-        else:
-            message = (
-                f"{trigger.describe()}: {answer}; with ignoreNullValues false every poll fails, "
-                f"so {failing_poll(evidence)}"
-            )
-        yield ctx.finding(
-            trigger.manifest,
-            trigger.query_path,
-            message + sent_to(evidence),
-            _fix(evidence, ignore),
-            key=False,
-            severity=None if ignore else Severity.ERROR,
+    trigger = item
+    evidence = live.for_trigger(trigger)
+    reading = evidence.reading if evidence is not None else None
+    if evidence is None or reading is None:
+        return
+    if reading.answer is Answer.EMPTY:
+        answer = f"the query returns no series{_why_empty(evidence, live)}"
+    elif reading.answer is Answer.NOT_FINITE:
+        value = "NaN" if reading.value != reading.value else f"{reading.value:+}"
+        answer = (
+            f"the query returns {value} (0/0 gives NaN: an average or a ratio over no "
+            "series, or a NaN sample)"
         )
-
-
-def _at_zero(evidence: TriggerEvidence) -> str:
-    """What a trigger stuck at 0 does to the workload."""
-    scaled_object = evidence.trigger.scaled_object
-    minimum = scaled_object.scaling_range().minimum
-    others = len(scaled_object.triggers) > 1
-    unless = " unless another trigger is active" if others else ""
-    if minimum == 0:
-        return f"so KEDA scales {target_of(evidence)} to zero{unless}"
-    at = f"minReplicaCount {minimum}" if minimum is not None else "its minReplicaCount"
-    return (
-        f"so {target_of(evidence)} stays at {at}"
-        + (" unless another trigger asks for more" if others else "")
-        + ", whatever its load"
+    else:
+        return
+    ignore = trigger.ignore_null_values is not False
+    if ignore:
+        message = (
+            f"{trigger.describe()}: {answer}; KEDA reads 0 (ignoreNullValues defaults to "
+            f"true): the trigger is never active and "
+            f"{trigger.scaled_object.asks_for_none}, so {trigger.scaled_object.on_zero()}"
+        )
+    else:
+        message = (
+            f"{trigger.describe()}: {answer}; with ignoreNullValues false every poll fails, "
+            f"so {failing_poll(evidence)}"
+        )
+    yield ctx.finding(
+        trigger.manifest,
+        trigger.query_path,
+        message + sent_to(evidence),
+        _fix(evidence, ignore),
+        key=False,
+        severity=None if ignore else Severity.ERROR,
     )
 
 

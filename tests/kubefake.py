@@ -132,9 +132,18 @@ BUILTIN = (
     Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
     Resource("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
     Resource("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+    Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
 )
 CRDS = {
-    "keda": (Resource("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects", False),),
+    "keda": (
+        Resource("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects", False),
+        Resource("keda.sh", "v1alpha1", "ScaledJob", "scaledjobs", False),
+    ),
+    "vpa": (
+        Resource(
+            "autoscaling.k8s.io", "v1", "VerticalPodAutoscaler", "verticalpodautoscalers", False
+        ),
+    ),
     "kserve": (
         Resource("serving.kserve.io", "v1beta1", "InferenceService", "inferenceservices", False),
     ),
@@ -266,7 +275,7 @@ class FakeCluster:
     """The API server's state: objects, history, watchers, RBAC, metrics."""
 
     def __init__(
-        self, crds: Iterable[str] = ("keda", "kserve", "knative", "prometheus-operator")
+        self, crds: Iterable[str] = ("keda", "kserve", "knative", "prometheus-operator", "vpa")
     ) -> None:
         self.lock = threading.RLock()
         self.resources: dict[str, Resource] = {}

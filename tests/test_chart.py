@@ -475,7 +475,12 @@ def test_the_webhook_configuration_sends_the_evaluated_kinds_as_the_values_say(
         assert ("matchConditions" in webhook) == (
             conditions and webhook["name"] != "scaling.gpulint.dev"
         )
-    assert set(kinds) - sent == {("resource.k8s.io", "resourceclaims")}
+    # Watched, never judged: ResourceClaims (what pods name) and PodDisruptionBudgets (what a
+    # VerticalPodAutoscaler may evict, GL112).
+    assert set(kinds) - sent == {
+        ("resource.k8s.io", "resourceclaims"),
+        ("policy", "poddisruptionbudgets"),
+    }
     assert {(g, kinds[g, r]) for g, r in sent if r != "configmaps"} == set(EVALUATED_KINDS)
     (adapter,) = [w for w in configuration["webhooks"] if w["name"] == "adapter-config.gpulint.dev"]
     if conditions:

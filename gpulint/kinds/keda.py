@@ -16,8 +16,8 @@ numbers, ``ignoreNullValues`` (default true) and ``unsafeSsl`` are Go booleans
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
 
 from gpulint.chain.urls import PrometheusUrl, keda_urls
 from gpulint.input.document import Manifest, Path, as_dict, as_list
@@ -57,6 +57,7 @@ class ScaledObject(KindView):
             t for t in as_list(spec.get("triggers")) if isinstance(t, dict)
         ]
         self._prometheus_triggers: list[PrometheusTrigger] | None = None
+        self.asks_for_none = "asks for no replicas"
         hpa_config = as_dict(as_dict(spec.get("advanced")).get("horizontalPodAutoscalerConfig"))
         self.hpa_config = hpa_config
         custom_name = hpa_config.get("name")
@@ -80,6 +81,39 @@ class ScaledObject(KindView):
     def scaling_range(self) -> ScalingRange:
         """The replicas KEDA and its HPA can set (``gpulint.kinds.scaling``)."""
         return keda_range(self.spec, f"KEDA ScaledObject {self.name}")
+
+    def describe_target(self) -> str:
+        """``Deployment llm``: what it scales."""
+        ref = self.target_ref
+        return f"{ref.kind} {ref.name}" if ref is not None else "its target"
+
+    def on_failing_poll(self) -> str:
+        """The HPA gets no value for the trigger, and ``spec.fallback`` (when set) takes over
+        after ``failureThreshold`` failures (kedacore/keda pkg/fallback)."""
+        fallback = self.spec.get("fallback")
+        said = "the HPA gets no value for this trigger (FailedGetExternalMetric)"
+        if isinstance(fallback, dict) and "replicas" in fallback:
+            failures = fallback.get("failureThreshold", "?")
+            return (
+                f"{said}; spec.fallback sets {fallback['replicas']} replicas after {failures} "
+                "failures"
+            )
+        return f"{said}, and no spec.fallback stands in"
+
+    def on_zero(self) -> str:
+        """A trigger at 0 asks for no replicas: with no other trigger active KEDA scales to
+        ``minReplicaCount`` (kedacore/keda pkg/scaling/executor/scale_scaledobjects.go)."""
+        minimum = self.scaling_range().minimum
+        others = len(self.triggers) > 1
+        if minimum == 0:
+            unless = " unless another trigger is active" if others else ""
+            return f"KEDA scales {self.describe_target()} to zero{unless}"
+        at = f"minReplicaCount {minimum}" if minimum is not None else "its minReplicaCount"
+        return (
+            f"{self.describe_target()} stays at {at}"
+            + (" unless another trigger asks for more" if others else "")
+            + ", whatever its load"
+        )
 
     # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------
 
@@ -143,6 +177,17 @@ class ScaledObject(KindView):
         return None
 
 
+def prometheus_triggers(views: Iterable[KindView]) -> list[PrometheusTrigger]:
+    """The prometheus triggers among the ``prometheus-query`` items of ``views`` (a
+    ScaledObject's, a ScaledJob's): what KEDA itself sends to Prometheus."""
+    return [
+        item
+        for view in views
+        for scope, item in view.scope_items()
+        if scope == "prometheus-query" and isinstance(item, PrometheusTrigger)
+    ]
+
+
 def is_scaled_object(manifest: Manifest) -> bool:
     return manifest.kind == "ScaledObject" and manifest.group == KEDA_GROUP
 
@@ -162,8 +207,41 @@ _MAX_PAIRS = 32
 _MAX_PAIR_TEXT = 4096
 
 
+class TriggerOwner(Protocol):
+    """What holds KEDA triggers: a ScaledObject, or a ScaledJob (gpulint.kinds.scaledjob),
+    whose prometheus triggers the same scaler reads."""
+
+    manifest: Manifest
+    spec: dict[str, Any]
+    triggers: list[dict[str, Any]]
+    target_ref: TargetRef | None  # None for a ScaledJob: its jobs come from its own template
+    # What an inactive trigger does, after "the trigger is never active and ".
+    asks_for_none: str
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def namespace(self) -> str | None: ...
+
+    def scaling_range(self) -> ScalingRange: ...
+
+    def describe_target(self) -> str:
+        """What the triggers scale, for messages (``Deployment llm``)."""
+        ...
+
+    def on_failing_poll(self) -> str:
+        """What one trigger's failing poll does (for messages: "so ...")."""
+        ...
+
+    def on_zero(self) -> str:
+        """What one trigger that reads 0 does (for messages: "so ...")."""
+        ...
+
+
 class PrometheusTrigger:
-    """One ``type: prometheus`` trigger of a ScaledObject, as KEDA's prometheus scaler reads it.
+    """One ``type: prometheus`` trigger of a ScaledObject or a ScaledJob, as KEDA's prometheus
+    scaler reads it.
 
     Values that KEDA would refuse (a threshold that is not a float, a boolean that is not one)
     read as None; KEDA then reports the trigger as failing to build and never queries.
@@ -171,7 +249,7 @@ class PrometheusTrigger:
 
     __slots__ = ("data", "index", "metadata", "scaled_object")
 
-    def __init__(self, scaled_object: ScaledObject, index: int, data: dict[str, Any]) -> None:
+    def __init__(self, scaled_object: TriggerOwner, index: int, data: dict[str, Any]) -> None:
         self.scaled_object = scaled_object
         self.index = index
         self.data = data
@@ -263,12 +341,13 @@ class PrometheusTrigger:
         return text is None or _go_duration(text) is not None
 
     def describe(self) -> str:
-        """``prometheus trigger 0 of ScaledObject ml/llm``, for messages."""
+        """``prometheus trigger 0 of ScaledObject ml/llm`` (or ScaledJob), for messages."""
         name = self.data.get("name")
         named = f" ({name})" if isinstance(name, str) and name else ""
-        scaled_object = self.scaled_object
-        where = f"{scaled_object.namespace}/" if scaled_object.namespace else ""
-        return f"prometheus trigger {self.index}{named} of ScaledObject {where}{scaled_object.name}"
+        owner = self.scaled_object
+        where = f"{owner.namespace}/" if owner.namespace else ""
+        kind = owner.manifest.kind
+        return f"prometheus trigger {self.index}{named} of {kind} {where}{owner.name}"
 
 
 def _go_float(text: str | None) -> float | None:

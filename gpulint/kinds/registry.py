@@ -32,7 +32,10 @@ from gpulint.kinds.hpa import HPA
 from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import KnativeService
 from gpulint.kinds.kserve import InferenceService
+from gpulint.kinds.scaledjob import TEMPLATE_PATH as SCALED_JOB_TEMPLATE
+from gpulint.kinds.scaledjob import ScaledJob
 from gpulint.kinds.view import KindView
+from gpulint.kinds.vpa import VPA
 from gpulint.kinds.workload import TEMPLATE_PATHS
 
 WORKLOAD, AUTOSCALER, GENERATOR, CONFIG, MONITORING, NETWORK = (
@@ -44,6 +47,8 @@ WORKLOAD, AUTOSCALER, GENERATOR, CONFIG, MONITORING, NETWORK = (
     "network",
 )
 DEVICE_CLAIM = "device-claim"  # what pods claim devices through (DRA, gpulint.kinds.dra)
+# Sets the requests of a workload's pods, not their number (VerticalPodAutoscaler).
+RESIZER = "resizer"
 
 
 class ViewContext(NamedTuple):
@@ -58,7 +63,8 @@ class KindSpec(NamedTuple):
     group: str  # "" for the core group
     versions: tuple[str, ...]  # served versions gpulint reads, preferred first
     plural: str
-    role: str  # workload | autoscaler | generator | config | monitoring | network | device-claim
+    # workload | autoscaler | resizer | generator | config | monitoring | network | device-claim
+    role: str
     # The rule scope whose items are this kind's view, and how to build the view.
     scope: str | None = None
     view: Callable[[Manifest, ViewContext], KindView] | None = None
@@ -90,6 +96,14 @@ def _hpa(manifest: Manifest, context: ViewContext) -> HPA:
 
 def _scaled_object(manifest: Manifest, context: ViewContext) -> ScaledObject:
     return ScaledObject(manifest)
+
+
+def _vpa(manifest: Manifest, context: ViewContext) -> VPA:
+    return VPA(manifest)
+
+
+def _scaled_job(manifest: Manifest, context: ViewContext) -> ScaledJob:
+    return ScaledJob(manifest)
 
 
 def _inference_service(manifest: Manifest, context: ViewContext) -> InferenceService:
@@ -149,7 +163,31 @@ KINDS: tuple[KindSpec, ...] = (
         evaluated=True,
         watched=True,
     ),
-    # Generators: they make Deployments (and KServe its own HPA: claim rank 2).
+    # Resizes a workload's pods (no claim on its replicas); evicts them in most modes.
+    KindSpec(
+        "VerticalPodAutoscaler",
+        "autoscaling.k8s.io",
+        ("v1",),
+        "verticalpodautoscalers",
+        RESIZER,
+        "vpa",
+        _vpa,
+        evaluated=True,
+        watched=True,
+    ),
+    # Generators: they make Deployments (and KServe its own HPA: claim rank 2), or Jobs.
+    KindSpec(
+        "ScaledJob",
+        "keda.sh",
+        ("v1alpha1",),
+        "scaledjobs",
+        GENERATOR,
+        "scaledjob",
+        _scaled_job,
+        template_paths=(SCALED_JOB_TEMPLATE,),
+        evaluated=True,
+        watched=True,
+    ),
     KindSpec(
         "InferenceService",
         "serving.kserve.io",
@@ -222,6 +260,10 @@ KINDS: tuple[KindSpec, ...] = (
     # Configuration: ConfigMaps hold the prometheus-adapter config and KServe's
     # inferenceservice-config; PrometheusRules create series (record:).
     KindSpec("ConfigMap", "", ("v1",), "configmaps", CONFIG),
+    # What the VerticalPodAutoscaler updater may evict is bounded by these (gpulint.kinds.vpa).
+    KindSpec(
+        "PodDisruptionBudget", "policy", ("v1",), "poddisruptionbudgets", CONFIG, watched=True
+    ),
     KindSpec("PrometheusRule", "monitoring.coreos.com", ("v1",), "prometheusrules", CONFIG),
     # GitOps wrappers whose chart values gpulint reads (gpulint.input.gitops).
     KindSpec("HelmRelease", "helm.toolkit.fluxcd.io", ("v2", "v2beta2"), "helmreleases", CONFIG),

@@ -39,7 +39,7 @@ from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resou
 from gpulint.chain.scrape import dcgm_series_read
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.keda import PrometheusTrigger
+from gpulint.kinds.keda import PrometheusTrigger, prometheus_triggers
 from gpulint.live.adapterquery import (
     QueryLabels,
     go_quote,
@@ -621,15 +621,14 @@ class _Collector:
     def _plan_triggers(self) -> list[PrometheusTrigger]:
         """The triggers KEDA can build a scaler for; a note for each it cannot."""
         planned = []
-        for scaled_object in self.inventory.scaled_objects:
-            for trigger in scaled_object.prometheus_triggers:
-                refused = _refused(trigger)
-                if refused:
-                    self.snapshot.notes.append(
-                        f"{trigger.describe()} is not checked live: KEDA refuses it ({refused})"
-                    )
-                else:
-                    planned.append(trigger)
+        for trigger in prometheus_triggers(self.inventory.store.views.values()):
+            refused = _refused(trigger)
+            if refused:
+                self.snapshot.notes.append(
+                    f"{trigger.describe()} is not checked live: KEDA refuses it ({refused})"
+                )
+            else:
+                planned.append(trigger)
         return planned
 
     def _check_triggers(self, triggers: list[PrometheusTrigger]) -> None:

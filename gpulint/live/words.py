@@ -85,9 +85,8 @@ def sent_to(evidence: TriggerEvidence) -> str:
 
 
 def target_of(evidence: TriggerEvidence) -> str:
-    """``Deployment llm``: what the trigger's ScaledObject scales."""
-    ref = evidence.trigger.scaled_object.target_ref
-    return f"{ref.kind} {ref.name}" if ref is not None else "its target"
+    """``Deployment llm``: what the trigger's owner scales (``TriggerOwner.describe_target``)."""
+    return evidence.trigger.scaled_object.describe_target()
 
 
 def _clipped(text: str, limit: int = 120) -> str:
@@ -95,17 +94,9 @@ def _clipped(text: str, limit: int = 120) -> str:
 
 
 def failing_poll(evidence: TriggerEvidence) -> str:
-    """What a failing poll does: the HPA gets no value for the trigger, and ``spec.fallback``
-    (when set) takes over after ``failureThreshold`` failures (kedacore/keda pkg/fallback)."""
-    spec = evidence.trigger.scaled_object.spec
-    fallback = spec.get("fallback")
-    said = "the HPA gets no value for this trigger (FailedGetExternalMetric)"
-    if isinstance(fallback, dict) and "replicas" in fallback:
-        failures = fallback.get("failureThreshold", "?")
-        return (
-            f"{said}; spec.fallback sets {fallback['replicas']} replicas after {failures} failures"
-        )
-    return f"{said}, and no spec.fallback stands in"
+    """What a failing poll does, as the trigger's owner says (a ScaledObject's HPA gets no
+    value, a ScaledJob skips the trigger): ``TriggerOwner.on_failing_poll``."""
+    return evidence.trigger.scaled_object.on_failing_poll()
 
 
 def curl_for(evidence: TriggerEvidence) -> str:

@@ -29,6 +29,9 @@ def test_watched_kinds_and_their_paths() -> None:
         "configurations.serving.knative.dev",
         "resourceclaimtemplates.resource.k8s.io",
         "resourceclaims.resource.k8s.io",
+        "verticalpodautoscalers.autoscaling.k8s.io",
+        "scaledjobs.keda.sh",
+        "poddisruptionbudgets.policy",
     }
     templates = kinds["resourceclaimtemplates.resource.k8s.io"]
     assert templates.versions == ("v1", "v1beta2", "v1beta1")

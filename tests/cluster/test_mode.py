@@ -179,8 +179,9 @@ def test_kinds_the_cluster_does_not_serve_and_kinds_it_forbids(
     absent = (
         "clusterpolicies.nvidia.com, configurations.serving.knative.dev, "
         "inferenceservices.serving.kserve.io, podmonitors.monitoring.coreos.com, "
-        "prometheuses.monitoring.coreos.com, scaledobjects.keda.sh, "
-        "servicemonitors.monitoring.coreos.com, services.serving.knative.dev"
+        "prometheuses.monitoring.coreos.com, scaledjobs.keda.sh, scaledobjects.keda.sh, "
+        "servicemonitors.monitoring.coreos.com, services.serving.knative.dev, "
+        "verticalpodautoscalers.autoscaling.k8s.io"
     )
     words = " ".join(out.split())  # wrapped at 80 columns (tests/conftest.py)
     assert f"not served there: {absent}" in words

@@ -287,8 +287,12 @@ def test_the_webhook_configuration_sends_the_evaluated_kinds_and_never_blocks(
             assert set(rule["operations"]) <= {"CREATE", "UPDATE"}
             sent |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
     # ResourceClaims are watched for what pods name, never judged: the control plane makes
-    # one for every pod that names a template.
-    assert set(kinds) - sent == {("resource.k8s.io", "resourceclaims")}
+    # one for every pod that names a template. PodDisruptionBudgets are watched for what a
+    # VerticalPodAutoscaler may evict (GL112), judged with the VPA.
+    assert set(kinds) - sent == {
+        ("resource.k8s.io", "resourceclaims"),
+        ("policy", "poddisruptionbudgets"),
+    }
     assert sent <= set(kinds)
     evaluated = {(g, kinds[g, r]) for g, r in sent if r != "configmaps"}
     assert evaluated == set(EVALUATED_KINDS)

@@ -181,7 +181,10 @@ watched. */}}
   resources: ["deployments", "statefulsets"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["keda.sh"]
-  resources: ["scaledobjects"]
+  resources: ["scaledobjects", "scaledjobs"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["autoscaling.k8s.io"]
+  resources: ["verticalpodautoscalers"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["serving.kserve.io"]
   resources: ["inferenceservices"]
@@ -192,6 +195,10 @@ watched. */}}
 # DRA: the claims pods name say whether they hold GPUs.
 - apiGroups: ["resource.k8s.io"]
   resources: ["resourceclaimtemplates", "resourceclaims"]
+  verbs: ["get", "list", "watch"]
+# What bounds the evictions of a VerticalPodAutoscaler (GL112).
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
   verbs: ["get", "list", "watch"]
 {{- end }}
 
