@@ -27,8 +27,9 @@ def snapshot_text(source: str, report: str, update: str = UPDATE) -> str:
     return f"---\nsource: {source}\nupdate: {update}\n---\n{report}"
 
 
-def assert_snapshot(config: pytest.Config, path: Path, text: str) -> None:
-    """``text`` is what ``path`` holds, or is written there under ``--update-snapshots``."""
+def assert_snapshot(config: pytest.Config, path: Path, text: str, update: str = UPDATE) -> None:
+    """``text`` is what ``path`` holds, or is written there under ``--update-snapshots``;
+    ``update`` is the command a failure names."""
     old = path.read_text() if path.is_file() else None
     if old == text:
         return
@@ -37,7 +38,7 @@ def assert_snapshot(config: pytest.Config, path: Path, text: str) -> None:
         path.write_text(text)
         return
     if old is None:
-        pytest.fail(f"no snapshot {path}: run `{UPDATE}` and review what it writes")
+        pytest.fail(f"no snapshot {path}: run `{update}` and review what it writes")
     diff = "".join(
         difflib.unified_diff(
             old.splitlines(keepends=True),
@@ -46,4 +47,4 @@ def assert_snapshot(config: pytest.Config, path: Path, text: str) -> None:
             "report now",
         )
     )
-    pytest.fail(f"the report differs from {path}; if the change is meant, run `{UPDATE}`\n{diff}")
+    pytest.fail(f"the report differs from {path}; if the change is meant, run `{update}`\n{diff}")

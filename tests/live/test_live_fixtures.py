@@ -73,7 +73,7 @@ def test_failing_live_fixture_reports_exactly_what_it_declares(
     render_text(Result(shown, files=1, objects=0), out)
     source = path.relative_to(ROOT).as_posix()
     text = snapshot_text(source, out.getvalue(), UPDATE)
-    assert_snapshot(request.config, snapshot_path(path), text)
+    assert_snapshot(request.config, snapshot_path(path), text, UPDATE)
 
 
 UPDATE = "pytest tests/live/test_live_fixtures.py --update-snapshots"
