@@ -72,6 +72,7 @@ from typing import Any
 from gpulint.ruleapi import (
     HPA,
     Context,
+    Document,
     Finding,
     Inventory,
     Path,
@@ -161,6 +162,8 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         defaults = {"scaleUp": DEFAULT_SCALE_UP, "scaleDown": DEFAULT_SCALE_DOWN}
         consequence = "; ".join(defaults[d] for d in missing)
         fixes = {"scaleUp": scale_up_fix(), "scaleDown": scale_down_fix(suggested_window)}
+        if _indented_lists(hpa.manifest):
+            fixes = {d: _indent_list_items(text) for d, text in fixes.items()}
         snippet = "behavior:\n" + "\n".join(fixes[d] for d in missing)
         path: Path = ("spec", "behavior") if "behavior" in hpa.spec else ("spec",)
         plan = None
@@ -330,6 +333,45 @@ def _missing_keda_directions(
 def _minimum_window(ctx: Context) -> int:
     value = ctx.options.get("min-scale-down-stabilization-seconds", 60)
     return value if isinstance(value, int) and not isinstance(value, bool) else 60
+
+
+def _indented_lists(document: Document) -> bool:
+    """Does the file indent its block lists under their key (``metrics:`` then ``  - type``),
+    as the inserted ``policies:`` should? Read from the first block list of the document with
+    entries; without one, lists stay where kubectl writes them (at the key's column)."""
+    pending: list[tuple[tuple[str | int, ...], Any]] = [((), document.data)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(((*path, key), inner) for key, inner in reversed(value.items()))
+        elif isinstance(value, list) and value and isinstance(value[0], dict) and path:
+            key = document.location(path, key=True)
+            item = document.location((*path, 0))
+            if item.line > key.line:  # a block list; a flow one ([...]) tells nothing
+                # The item's location is its first key, two columns right of its dash.
+                return item.column - 2 > key.column
+    return False
+
+
+def _indent_list_items(text: str) -> str:
+    """``text`` with each block list that starts at its key's column (``policies:`` then
+    ``- type``) moved two columns right of the key."""
+    lines = text.splitlines()
+    out: list[str] = []
+    key_depth: int | None = None  # while inside a list that is moved: its key's column
+    for number, line in enumerate(lines):
+        depth = len(line) - len(line.lstrip(" "))
+        if key_depth is not None and (
+            depth > key_depth or (depth == key_depth and line.lstrip(" ").startswith("- "))
+        ):
+            out.append("  " + line)
+            continue
+        key_depth = None
+        out.append(line)
+        following = lines[number + 1] if number + 1 < len(lines) else ""
+        if line.rstrip().endswith(":") and following.startswith(" " * depth + "- "):
+            key_depth = depth
+    return "\n".join(out)
 
 
 def _dedent(text: str) -> str:

@@ -27,6 +27,10 @@ from gpulint.inventory import Inventory
 from . import artifacts
 from .tools import helm_command, kustomize_command
 
+# Text output is wrapped at the terminal's width (gpulint.report.wrap): every test, and every
+# gpulint a test starts, writes for an 80-column terminal whatever runs the tests.
+os.environ["COLUMNS"] = "80"
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
@@ -179,3 +183,11 @@ def action_install(tmp_path_factory: pytest.TempPathFactory) -> artifacts.Instal
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return artifacts.Install("action", venv, place)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        help="write the text report of every failing fixture to its snapshot (tests/snapshots.py)",
+    )

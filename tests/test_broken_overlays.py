@@ -90,7 +90,7 @@ def test_a_base_that_fails_is_one_finding_naming_its_overlays(
     result = lint_result(tmp_path / "overlays", options=tools)
     (failed,) = [f for f in result.findings if f.rule == "GL704"]
     assert failed.location.file.endswith("base/kustomization.yaml")
-    assert "kustomization base does not build" in failed.message
+    assert "Kustomization base does not build" in failed.message
     assert sorted(u.rsplit("/", 1)[-1] for u in failed.units) == ["dev", "prod"]
 
 

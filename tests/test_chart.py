@@ -59,6 +59,8 @@ from .tools import helm_command, kustomize_build, kustomize_command
 from .webhook.harness import Certificates, Webhook, admission_review, free_port
 from .webhook.test_deploy import write_test_certificate
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 CHART = DEPLOY / "chart"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,7 @@ def test_config_error_names_file_line_and_column(tmp_path: Path) -> None:
     assert "fatal" in result.stderr
 
 
+@pytest.mark.slow
 def test_config_changes_severity_and_disables(tmp_path: Path) -> None:
     (tmp_path / "app.yaml").write_text(GPU_CPU_HPA)
     (tmp_path / ".gpulint.yaml").write_text("rules:\n  GL101: {severity: warning}\n")
@@ -164,6 +166,7 @@ def test_an_unknown_rule_is_a_usage_error_with_the_nearest_rule(
     assert run_cli("lint", "--select", "GL1,GL40", str(tmp_path)).returncode == 1
 
 
+@pytest.mark.slow
 def test_an_unknown_rule_in_the_config_is_an_error_at_its_key(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
     (tmp_path / ".gpulint.yaml").write_text("rules:\n  GL102: off\n  GL1O1: off\n")
@@ -178,6 +181,29 @@ def test_an_unknown_rule_in_the_config_is_an_error_at_its_key(tmp_path: Path) ->
     assert run_cli("lint", "--no-config", ".", cwd=tmp_path).returncode == 1
 
 
+def test_every_configuration_error_is_reported_in_one_run(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
+    (tmp_path / ".gpulint.yaml").write_text(
+        "rules:\n"
+        "  GL1O2: off\n"
+        "  GL101: {severity: loud}\n"
+        "units: [/abs]\n"
+        "gpu-resources: 3\n"
+        "exclude: []\n"
+        "exclude: [x]\n"
+    )
+    result = run_cli("lint", ".", cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert all(line.startswith("gpulint: configuration error: ") for line in lines), lines
+    found = [re.search(r"\.gpulint\.yaml:(\d+:\d+): (.*)", line) for line in lines]
+    assert [m.group(1) for m in found if m] == ["2:3", "3:11", "4:9", "5:1", "7:1"], lines
+    said = [m.group(2) for m in found if m]
+    assert said[0] == "rules: no rule 'GL1O2'; did you mean GL102?"
+    assert said[4] == "key 'exclude' is written twice"
+
+
+@pytest.mark.slow
 def test_missing_extras_name_the_extra_instead_of_a_traceback(tmp_path: Path) -> None:
     """Without the optional dependencies, each front door says what to install (exit 2)."""
     blocker = tmp_path / "block"
@@ -209,6 +235,7 @@ def test_missing_extras_name_the_extra_instead_of_a_traceback(tmp_path: Path) ->
     assert run_cli("lint", str(tmp_path), env=env).returncode == 1
 
 
+@pytest.mark.slow
 def test_reported_paths_are_relative_to_the_repository_root(tmp_path: Path) -> None:
     repository = tmp_path / "repo"
     (repository / ".git").mkdir(parents=True)
@@ -246,6 +273,7 @@ def test_error_messages_on_stderr_are_escaped(capsys: pytest.CaptureFixture[str]
     assert not any(line.startswith("::") for line in err.splitlines())
 
 
+@pytest.mark.slow
 def test_explain_of_a_misspelt_rule_suggests_the_nearest() -> None:
     by_name = run_cli("explain", "hpa-missing-behaviour")
     assert by_name.returncode == 2
@@ -261,3 +289,22 @@ def test_write_baseline_says_what_it_wrote_and_where(tmp_path: Path) -> None:
     done = run_cli("lint", "--write-baseline", "baseline.json", "bad.yaml", cwd=tmp_path)
     assert "note: baseline of 2 findings written to baseline.json" in done.stdout
     assert (tmp_path / "baseline.json").is_file()
+
+
+def test_explain_wraps_its_prose_at_the_width_and_keeps_its_code() -> None:
+    from gpulint.engine.docs import rule_text
+    from gpulint.engine.registry import rule_by_id
+
+    explained = run_cli("explain", "GL406")  # COLUMNS=80 (tests/conftest.py)
+    lines = explained.stdout.splitlines()
+    fenced = False
+    for line in lines:
+        fenced ^= line.startswith("```")
+        assert fenced or len(line) <= 80 or " " not in line.strip(), line
+    spec = rule_by_id("GL406")
+    assert spec is not None
+    # The code blocks as written; the words all there.
+    written = rule_text(spec)
+    for block in re.findall(r"```yaml\n.*?```", written, re.DOTALL):
+        assert block in explained.stdout
+    assert explained.stdout.split() == written.split()

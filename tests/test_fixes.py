@@ -186,6 +186,17 @@ def test_diff_shows_the_fixes_and_writes_nothing(tmp_path: Path) -> None:
     assert (tmp_path / "app.yaml").read_text() == HPA
 
 
+def test_diff_with_nothing_to_change_says_so(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+    done = _cli("lint", "--no-config", "--diff", "app.yaml", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == (
+        "gpulint: --diff: nothing to change: no safe fix applies (--unsafe-fixes adds the others)\n"
+    )
+    done = _cli("lint", "--no-config", "--diff", "--unsafe-fixes", "app.yaml", cwd=tmp_path)
+    assert done.stderr == "gpulint: --diff: nothing to change: no fix applies\n"
+
+
 def test_fix_applies_safe_fixes_and_reports_what_is_left(tmp_path: Path) -> None:
     (tmp_path / "app.yaml").write_text(HPA)
     done = _cli("lint", "--no-config", "--fix", "--format", "json", "app.yaml", cwd=tmp_path)
@@ -205,6 +216,7 @@ def test_fix_applies_safe_fixes_and_reports_what_is_left(tmp_path: Path) -> None
     assert again.returncode == 0 and again.stdout == ""
 
 
+@pytest.mark.slow
 def test_unsafe_fixes_only_when_asked(tmp_path: Path) -> None:
     text = HPA.replace('averageValue: "70"', 'averageValue: "700m"').replace(
         "type: Value          # the field below says AverageValue", "type: AverageValue"
@@ -255,6 +267,7 @@ def test_fix_keeps_windows_line_endings(tmp_path: Path) -> None:
     assert data.count(b"\n") == data.count(b"\r\n")
 
 
+@pytest.mark.slow
 def test_json_and_sarif_carry_the_edits(tmp_path: Path, sarif_schema: dict[str, object]) -> None:  # noqa: F811
     (tmp_path / "app.yaml").write_text(HPA)
     report = json.loads(_cli("lint", "--no-config", "-f", "json", "app.yaml", cwd=tmp_path).stdout)
@@ -282,14 +295,20 @@ def test_json_and_sarif_carry_the_edits(tmp_path: Path, sarif_schema: dict[str, 
     ]
 
 
+@pytest.mark.slow
 def test_sarif_fixes_of_every_fixture_validate(sarif_schema: dict[str, object]) -> None:  # noqa: F811
     from gpulint.report.sarif import sarif_log
 
+    with_fixes = 0
     for _rule, path in _fix_cases():
         if path.is_dir():
             continue
         log = sarif_log(lint_result(path, settings=_settings(path)))
         jsonschema.Draft7Validator(sarif_schema).validate(log)
+        results = log["runs"][0]["results"]  # type: ignore[index]
+        with_fixes += any("fixes" in result for result in results)
+    # Fails rather than passes when no fixture (or no fix in one) was checked at all.
+    assert with_fixes >= len(FIXABLE), f"only {with_fixes} fixtures had SARIF fixes to validate"
 
 
 def test_rules_json_says_which_rules_are_fixable(capsys: pytest.CaptureFixture[str]) -> None:
@@ -336,6 +355,7 @@ def test_the_written_fix_says_what_the_edits_do(rule: str, path: Path) -> None:
             assert not missing, f"{finding.rule}: {missing} written but not in: {finding.fix}"
 
 
+@pytest.mark.slow
 def test_the_diff_applies_with_git_and_is_what_fix_writes(tmp_path: Path) -> None:
     for name in ("shown", "fixed"):
         (tmp_path / name).mkdir()

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpulint.core.message import split_message
+from gpulint.core.message import as_sentence, capitalized, split_message
 from gpulint.core.model import Finding, Location, Severity
 
 from .conftest import FIXTURES, lint_paths
@@ -29,6 +29,9 @@ HEADLINE_LIMIT = 160
         ("HPA web scales on CPU. The pods hold 4 GPUs.", "HPA web scales on CPU."),
         ("Is it served? No rule exposes it.", "Is it served?"),
         ("It never scales! Two autoscalers disable each other.", "It never scales!"),
+        # A sentence may open with a component's lower-case name; a plain word opens none.
+        ("It places nothing. gpu-operator runs it.", "It places nothing."),
+        ("It waits 5 s. then it runs.", "It waits 5 s. then it runs."),
         # No sentence end: the whole message.
         (
             "HPA web scales only on cpu, 100% sure: a, b",
@@ -146,3 +149,46 @@ def test_headlines_are_one_line_and_short() -> None:
     assert not multiline, f"headlines over several lines: {multiline}"
     offenders = {rule: text for rule, (size, text) in longest.items() if size > HEADLINE_LIMIT}
     assert not offenders, f"headlines over {HEADLINE_LIMIT} characters: {offenders}"
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        ("rule rules[0] in ConfigMap a: no `by`", "Rule rules[0] in ConfigMap a: no `by`."),
+        ("key 'a' is written twice", "Key 'a' is written twice."),
+        ("gpu-operator values v.yaml set it", "gpu-operator values v.yaml set it."),
+        (
+            "dcgm-exporter does not tolerate the taint.",
+            "dcgm-exporter does not tolerate the taint.",
+        ),
+        ("metricsQuery's sum(...) drops pod", "metricsQuery's sum(...) drops pod."),
+        ("kubectl kustomize fails", "kubectl kustomize fails."),
+        ('the HPA gets "no metrics"', 'The HPA gets "no metrics".'),
+        ("Is it? ", "Is it?"),
+    ],
+)
+def test_a_message_is_made_a_sentence(text: str, sentence: str) -> None:
+    assert as_sentence(text) == sentence
+
+
+def test_every_message_opens_with_a_capital_or_a_name_and_ends_with_a_period() -> None:
+    from .tools import helm_command, kustomize_command
+
+    kustomize_command()
+    helm_command()
+    offenders: dict[str, str] = {}
+    for path in _fail_fixtures():
+        for finding in lint_paths(path):
+            message = finding.message
+            opens = (
+                message[:1].isupper() or message[:1] in "`\"'" or capitalized(message) == message
+            )
+            if not opens or message[-1:] not in ".!?":
+                offenders.setdefault(finding.rule, message)
+    assert not offenders, offenders
+
+
+def test_a_prometheus_url_is_shown_whole_in_the_headline() -> None:
+    # A 42-character URL was cut to 32 characters and shown nowhere whole.
+    (finding,) = lint_paths(FIXTURES / "GL603" / "fail_keda_server_address.yaml", select=["GL603"])
+    assert "URL http://prometheus-server.monitoring.svc:80 reaches" in finding.headline

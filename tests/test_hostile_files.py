@@ -93,6 +93,7 @@ def test_an_unreadable_directory_is_a_finding(tmp_path: Path) -> None:
     assert "cannot read directory" in findings[0].message
 
 
+@pytest.mark.slow
 def test_hostile_shapes_take_linear_time(tmp_path: Path) -> None:
     """Each of these took minutes (or was killed) before; now each is a few seconds at most
     on this machine: compared with a small multiple of the same shape at a tenth the size."""
@@ -115,6 +116,7 @@ def test_hostile_shapes_take_linear_time(tmp_path: Path) -> None:
         assert times[1] < max(times[0] * 30, 2.0), (name, times)
 
 
+@pytest.mark.slow
 def test_the_repository_is_not_changed_by_linting_it() -> None:
     status = subprocess.run(["git", "status", "--porcelain"], capture_output=True, cwd=ROOT)
     if status.returncode != 0:

@@ -58,6 +58,7 @@ def _timed(budget: float, action: Callable[[], T]) -> T:
 # --- duplicate keys and positions -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_one_hundred_thousand_duplicate_keys_are_found_in_linear_time() -> None:
     count = 100_000
     data = b"".join(b"k%d: first\nk%d: second\n" % (i, i) for i in range(count))
@@ -92,6 +93,7 @@ def test_duplicates_between_new_keys_keep_every_position_right() -> None:
     assert mapping.key_position("absent") is None
 
 
+@pytest.mark.slow
 def test_positions_of_every_key_of_a_large_mapping_cost_linear_time() -> None:
     count = 200_000
     data = b"".join(b"key-%d: %d\n" % (i, i) for i in range(count))

@@ -115,7 +115,8 @@ def test_text_output_shows_control_characters_as_escapes(crafted: Path, color: s
         assert "\x1b]" not in output
     assert _commands(output) == []
     shown = r"triton\x1b]0;pwned\x07\x1b[31m\n::error file=evil.yaml,line=1::injected\r\n"
-    assert shown in output
+    # Wrapped at 80 columns (tests/conftest.py): the words, whatever lines they are on.
+    assert shown in " ".join(output.split())
     assert r"##[error]legacy\x9b31m\u2028\u202eend" in output
     # A newline written in a key reaches a fix: the fix line that starts with it is escaped.
     assert r"\x3a:error file=fix.yaml::from-a-fix" in output
@@ -346,6 +347,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _hostile_tree(tmp_path_factory.mktemp("hostile"))
 
 
+@pytest.mark.slow
 def test_every_output_format_shows_hostile_input_and_acts_on_none(hostile: Path) -> None:
     done = _run(hostile, "lint", "--format", "json", ".")
     assert done.returncode == 1, done.stderr
@@ -406,6 +408,7 @@ def test_every_output_format_shows_hostile_input_and_acts_on_none(hostile: Path)
             assert output.count("<- first break") == 2
 
 
+@pytest.mark.slow
 def test_diff_and_fix_notes_over_hostile_names(hostile: Path, tmp_path: Path) -> None:
     done = _run(hostile, "lint", "--diff", ".")
     assert done.returncode == 1, done.stderr
@@ -494,6 +497,7 @@ def _git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_diff_is_a_patch_git_applies_with_workflow_commands_in_its_context(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()

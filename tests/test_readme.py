@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 from gpulint.engine.docs import (
     RULES_DOC,
@@ -116,3 +119,21 @@ def test_every_gpulint_command_in_the_readme_parses() -> None:
             if stop in words:
                 words = words[: words.index(stop)]
         build_parser().parse_args(words[1:])  # SystemExit on anything the CLI refuses
+
+
+def test_the_text_sample_is_what_gpulint_prints() -> None:
+    readme = (ROOT / "README.md").read_text()
+    command = "gpulint lint --select GL406\n  tests/fixtures/GL406/fail_sum.yaml"
+    assert f"`{command}`:" in readme
+    sample = readme.split(f"`{command}`:\n\n  ```\n", 1)[1].split("  ```\n", 1)[0]
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulint", *command.split()[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sample == "".join(f"  {line}\n" for line in done.stdout.splitlines())

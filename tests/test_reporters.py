@@ -14,7 +14,7 @@ from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity
 from gpulint.engine import docs as ruledocs
 from gpulint.engine.result import Result
 from gpulint.report import render
-from gpulint.report.text import DEFAULT_WIDTH, output_width
+from gpulint.report.wrap import DEFAULT_WIDTH, code_lines, output_width
 
 from .schemastore import schema
 
@@ -65,23 +65,72 @@ def test_text_format_line_and_summary() -> None:
         "text",
     )
     lines = text.splitlines()
-    # The headline on the finding's line, the detail wrapped below it, then the fix.
-    assert lines[0] == f"deploy/app.yaml:12:5: GL101 [error] {HEADLINE}"
-    assert lines[1:5] == [
-        "    The pods hold 1 GPU each, and CPU utilisation says nothing about how busy a GPU is: "
-        "a pod",
-        "    waiting on its GPU at 100% reads 5% CPU, so the HPA never scales out; see",
+    # The headline from the finding's line on, the detail wrapped below it, then the fix,
+    # every line within 80 columns (COLUMNS, tests/conftest.py) but a word longer than one.
+    assert lines[0:2] == [
+        "deploy/app.yaml:12:5: GL101 [error] HPA ml/web scales Deployment ml/web, which",
+        "    asks for GPUs, on cpu only (100% sure).",
+    ]
+    assert lines[2:8] == [
+        "    The pods hold 1 GPU each, and CPU utilisation says nothing about how busy a",
+        "    GPU is: a pod waiting on its GPU at 100% reads 5% CPU, so the HPA never",
+        "    scales out; see",
         "    https://example.com/a-long-address/that-is/longer-than-any-line-of-the-report/so-it-stays-whole/on-its-own-line",
         "    for why.",
+        "    fix: metrics:",
     ]
-    assert lines[5] == "    fix: metrics:"
-    assert lines[6] == "         - type: Pods"
-    assert lines[7] == f"b.yaml:1:2: GL102 [warning] {HEADLINE}"
+    assert lines[8] == "         - type: Pods"
+    assert (
+        lines[9]
+        == "b.yaml:1:2: GL102 [warning] HPA ml/web scales Deployment ml/web, which asks for"
+    )
     assert lines[-1] == "gpulint: 1 error, 1 warning, 0 info in 3 files (7 objects), 1 skipped"
     assert "\033[" not in text
-    # In the detail, only a word longer than a line passes the width; the headline stays
-    # one line whatever its length, as grep and editors read it.
-    assert [line for line in lines[1:5] if len(line) > DEFAULT_WIDTH] == [lines[3]]
+    assert {line for line in lines if len(line) > DEFAULT_WIDTH} == {lines[5]}
+
+
+def test_text_long_headline_starts_below_a_long_location() -> None:
+    where = Location("deploy/" + "a-very-long-directory-name/" * 2 + "app.yaml", 12, 5)
+    lines = _render(_result(_finding(location=where)), "text").splitlines()
+    assert lines[0] == f"{where.file}:12:5: GL101 [error]"
+    assert (
+        lines[1]
+        == "    HPA ml/web scales Deployment ml/web, which asks for GPUs, on cpu only (100%"
+    )
+
+
+def test_fix_code_keeps_its_lines_and_only_its_comments_wrap() -> None:
+    query = "metricsQuery: 'sum(rate(request_count{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'"
+    comment = "# or set honorLabels: true on the dcgm-exporter scrape and keep pod/namespace"
+    trailing = "  value: 2   # GPU pods added at most per period, which keeps a burst of load"
+    sentence = "move the rule to externalRules (rules.external in chart values), or read it:"
+    command = "kubectl get apiservice v1beta1.custom.metrics.k8s.io -o jsonpath='{.status}'"
+    assert code_lines([command], 40) == [command]
+    # A comment after code that reaches past half the width continues below the code.
+    annotated = "    serving.kserve.io/mode: Raw   # the name every release accepts"
+    assert code_lines([annotated], 40) == [
+        "    serving.kserve.io/mode: Raw",
+        "    # the name every release accepts",
+    ]
+    annotated = "    serving.kserve.io/mode: Raw   # the name every KServe release accepts; set it"
+    assert code_lines([annotated], 40) == [
+        "    serving.kserve.io/mode: Raw",
+        "    # the name every KServe release",
+        "    # accepts; set it",
+    ]
+    assert code_lines([query, comment, trailing, sentence, "  a: 1"], 40) == [
+        query,
+        "# or set honorLabels: true on the",
+        "# dcgm-exporter scrape and keep",
+        "# pod/namespace",
+        "  value: 2   # GPU pods added at most",
+        "             # per period, which keeps a",
+        "             # burst of load",
+        "move the rule to externalRules",
+        "(rules.external in chart values), or",
+        "read it:",
+        "  a: 1",
+    ]
 
 
 def test_text_one_sentence_message_is_one_line() -> None:
@@ -92,11 +141,14 @@ def test_text_one_sentence_message_is_one_line() -> None:
     ]
 
 
-def test_text_detail_is_wrapped_to_the_terminal_width(tmp_path: Path) -> None:
+def test_text_is_wrapped_to_the_terminal_width(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import fcntl
     import struct
     import termios
 
+    monkeypatch.delenv("COLUMNS")
     leader, follower = os.openpty()
     try:
         fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 72, 0, 0))
@@ -115,12 +167,22 @@ def test_text_detail_is_wrapped_to_the_terminal_width(tmp_path: Path) -> None:
         if follower >= 0:
             os.close(follower)
     lines = written.decode().replace("\r\n", "\n").splitlines()
-    detail = lines[1 : lines.index("    fix: metrics:")]
-    assert detail[0] == "    The pods hold 1 GPU each, and CPU utilisation says nothing about how"
+    detail = lines[: lines.index("    fix: metrics:")]
+    assert detail[2] == "    The pods hold 1 GPU each, and CPU utilisation says nothing about how"
     assert all(len(line) <= 72 for line in detail if "https://" not in line)
 
 
-def test_text_summary_counts_suppressed_findings_by_rule_most_first() -> None:
+def test_columns_sets_the_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
+    assert output_width(io.StringIO()) == 120
+    monkeypatch.setenv("COLUMNS", "wide")
+    assert output_width(io.StringIO()) == DEFAULT_WIDTH
+
+
+def test_text_summary_counts_suppressed_findings_by_rule_most_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
     result = _result(_finding())
     result.suppressed = {"GL102": 1, "GL406": 2, "GL101": 1}
     summary = _render(result, "text").splitlines()[-1]

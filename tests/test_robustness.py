@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -122,6 +123,7 @@ def _lint_bytes(data: bytes) -> None:
         assert finding.rule.startswith("GL")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
@@ -153,6 +155,7 @@ def _real_manifests() -> list[bytes]:
 _REAL = _real_manifests()
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(_REAL), st.data())
 def test_mutated_real_manifests_never_crash(original: bytes, data: st.DataObject) -> None:

@@ -124,7 +124,14 @@ def test_text_marks_the_first_break_without_colour(capsys: pytest.CaptureFixture
     assert code == 1
     lines = out.splitlines()
     assert lines[0].startswith("HorizontalPodAutoscaler llm/hpa-llm-server, metric gpu_utilization")
-    marked = [line for line in lines if "<- first break" in line]
+    # A link's text wraps onto lines under it: each link as one line of words.
+    links: list[str] = []
+    for line in lines:
+        if line.startswith(("├─", "└─")):
+            links.append(line)
+        elif links and line.startswith(("│ ", "   ")):
+            links[-1] += " " + line.lstrip("│ ")
+    marked = [" ".join(link.split()) for link in links if "<- first break" in link]
     assert len(marked) == 1 and " exporter " in marked[0] and "[GL604]" in marked[0]
     assert "\x1b" not in out
     assert lines[-1] == "gpulint trace: 1 chain, 1 broken"
@@ -268,3 +275,13 @@ spec:
     assert links["workload"][0] == "ok"
     assert links["adapter-rule"] == ("unknown", [])  # no adapter config in the input
     assert code == 0
+
+
+def test_text_lines_wrap_at_the_width_under_their_link(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    main(["trace", str(ROOT / "examples")])
+    lines = capsys.readouterr().out.splitlines()
+    # 80 columns (tests/conftest.py); only a word longer than a line (a URL) goes beyond.
+    assert [line for line in lines if len(line) > 80 and " " in line[24:].strip()] == []
+    assert "│                       (examples/live/broken/workloads.yaml:1)" in lines

@@ -79,6 +79,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 def test_a_gitops_repository_is_judged_cluster_by_cluster(tools: RenderOptions) -> None:
     result = lint_result(GITOPS, options=tools)
     assert _rows(result) == EXPECTED
@@ -121,6 +122,7 @@ def test_a_finding_of_a_shared_base_in_every_overlay_is_reported_once(
     assert [Path(u).name for u in finding.units] == ["a", "b"]
 
 
+@pytest.mark.slow
 def test_piped_build_output_is_reported_at_the_same_source_lines(
     tools: RenderOptions, kustomize: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -151,6 +153,7 @@ def test_piped_build_output_is_reported_at_the_same_source_lines(
     assert direct and {(r, os.path.abspath(p), line) for r, p, line in direct} == piped
 
 
+@pytest.mark.slow
 def test_piped_output_with_origin_annotations_needs_no_name(
     kustomize: list[str], tmp_path: Path
 ) -> None:
@@ -179,6 +182,7 @@ def test_piped_output_with_origin_annotations_needs_no_name(
     assert [(f["rule"], f["file"], f["line"]) for f in findings] == [("GL109", "app/hpa.yaml", 2)]
 
 
+@pytest.mark.slow
 def test_piped_helm_output_is_reported_in_the_chart(helm: list[str]) -> None:
     rendered = subprocess.run(
         [*helm, "template", str(GITOPS / "charts" / "triton")], capture_output=True, check=True
@@ -268,6 +272,7 @@ def test_render_time_and_units_are_in_the_json_report(tools: RenderOptions) -> N
     assert prod[0]["renderedFrom"].endswith("overlays/prod")
 
 
+@pytest.mark.slow
 def test_the_user_tree_is_never_written(tools: RenderOptions) -> None:
     before = {p: p.stat().st_mtime_ns for p in GITOPS.rglob("*")}
     lint_result(GITOPS, options=tools)

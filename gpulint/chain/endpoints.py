@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from gpulint.chain.exporter import DcgmExporter
 from gpulint.chain.monitors import POD_MONITOR, Monitor, MonitorEndpoint
-from gpulint.chain.problems import Problem, capital, indent
+from gpulint.chain.problems import Problem, indent
 from gpulint.chain.services import ServicePort, ServiceView
+from gpulint.core.message import capitalized
 from gpulint.core.model import Related
 from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import related
@@ -70,7 +71,7 @@ def _no_such_service_port(
         (*endpoint.path, "port"),
         "A dcgm-exporter scrape names a port no Service has: "
         f"{abbreviated(str(port))}. "
-        f"{capital(monitor.describe())} endpoint {endpoint.position} scrapes the "
+        f"{capitalized(monitor.describe())} endpoint {endpoint.position} scrapes the "
         f"Service port named {port}, which no Service it selects has "
         f"({shown}), so it "
         "has no target",
@@ -114,7 +115,7 @@ def _portless(
     return Problem(
         monitor.document,
         endpoint.path,
-        f"A dcgm-exporter scrape endpoint names no port. {capital(monitor.describe())} "
+        f"A dcgm-exporter scrape endpoint names no port. {capitalized(monitor.describe())} "
         f"endpoint {endpoint.position} has neither port nor targetPort: {consequence}",
         fix,
     )
@@ -159,7 +160,7 @@ def _selects_no_service(monitor: Monitor, inventory: Inventory) -> Problem | Non
         monitor.document,
         monitor.selector_path,
         "A dcgm-exporter ServiceMonitor selects no Service. "
-        f"{capital(monitor.describe())} selects no Service {where} (selector "
+        f"{capitalized(monitor.describe())} selects no Service {where} (selector "
         f"`{monitor.selector if monitor.selector is not None else 'none'}`), so it has no "
         f"targets: {detail}",
         fix or "# select the labels of dcgm-exporter's Service",
@@ -202,7 +203,7 @@ def _service_selects_no_exporter(
         service.document,
         service.selector_path,
         "The Service a dcgm-exporter monitor scrapes selects no exporter pod. "
-        f"{capital(service.describe())}, which {monitor.describe()} scrapes, selects no "
+        f"{capitalized(service.describe())}, which {monitor.describe()} scrapes, selects no "
         f"dcgm-exporter pod (selector `{service.selector}`; the pods of "
         f"{exporter.describe()} are labelled {shown}), so it has no endpoints to scrape",
         "selector:\n" + indent(yaml_text(labels), 2) if labels else "",
@@ -231,7 +232,7 @@ def _wrong_target_port(
         service.document,
         path,
         "The dcgm-exporter Service forwards to a port the exporter does not expose. "
-        f"{capital(service.describe())} port {port.describe()} forwards to "
+        f"{capitalized(service.describe())} port {port.describe()} forwards to "
         f"{_target_text(target)}"
         f", which {exporter.describe()} does not expose (its container ports: {offered}), "
         "so the scrape of it fails",
@@ -276,7 +277,7 @@ def _pod_endpoint_without_port(
         monitor.document,
         endpoint.path,
         f"A dcgm-exporter scrape endpoint names no port. "
-        f"{capital(monitor.describe())} endpoint {endpoint.position} has no port, "
+        f"{capitalized(monitor.describe())} endpoint {endpoint.position} has no port, "
         "portNumber or targetPort: Prometheus Operator keeps every container port "
         "of the selected pods for it",
         f"- port: {port}   # the name of the exporter's container port",
@@ -289,7 +290,7 @@ def _pod_monitor_selects_no_exporter(monitor: Monitor, exporter: DcgmExporter) -
         monitor.document,
         monitor.selector_path,
         "A dcgm-exporter PodMonitor selects no exporter pod. "
-        f"{capital(monitor.describe())} selects no dcgm-exporter pod (selector "
+        f"{capitalized(monitor.describe())} selects no dcgm-exporter pod (selector "
         f"`{monitor.selector}`; the pods of {exporter.describe()} are labelled "
         f"{', '.join(f'{k}: {v}' for k, v in sorted(labels.items())) or 'nothing'}), so "
         "it has no targets",
@@ -306,7 +307,7 @@ def _no_such_container_port(
         monitor.document,
         (*endpoint.path, "port"),
         "A dcgm-exporter PodMonitor names a port the exporter does not have. "
-        f"{capital(monitor.describe())} endpoint {endpoint.position} scrapes the "
+        f"{capitalized(monitor.describe())} endpoint {endpoint.position} scrapes the "
         f"container port named {port}, which {exporter.describe()} does not "
         "have "
         f"(its ports: {', '.join(names) or 'unnamed'}), so it has no target",

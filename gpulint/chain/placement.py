@@ -12,7 +12,8 @@ from gpulint.chain.exporter import (
     Taint,
     ignored_placement,
 )
-from gpulint.chain.problems import Problem, capital, indent
+from gpulint.chain.problems import Problem, indent
+from gpulint.core.message import capitalized
 from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import related
 from gpulint.input.chartvalues import GPU_OPERATOR, ChartValues
@@ -56,7 +57,7 @@ def placement_problems(exporter: DcgmExporter, inventory: Inventory) -> list[Pro
                 exporter.document,
                 placement.tolerations_path,
                 f"dcgm-exporter does not tolerate the GPU nodes' taint {abbreviated(shown)}. "
-                f"{capital(exporter.describe())} does not tolerate {shown}, which the nodes of "
+                f"{capitalized(exporter.describe())} does not tolerate {shown}, which the nodes of "
                 f"the unit's GPU workloads carry (tolerated by {_owners(tainted_owners)}). No "
                 "exporter pod runs on those nodes, so their GPUs report no metrics",
                 _tolerations_fix(exporter, missing),
@@ -69,7 +70,7 @@ def placement_problems(exporter: DcgmExporter, inventory: Inventory) -> list[Pro
                 exporter.document,
                 placement.node_selector_path,
                 "dcgm-exporter is kept off the GPU nodes by its nodeSelector. "
-                f"{capital(exporter.describe())} is kept off the nodes of the unit's GPU "
+                f"{capitalized(exporter.describe())} is kept off the nodes of the unit's GPU "
                 "workloads: "
                 f"{'; '.join(conflicts)} ({_owners(conflicting_owners)}). No exporter pod runs "
                 "where those GPUs are, so they report no metrics",
@@ -90,7 +91,7 @@ def _ignored_placement_problems(exporter: DcgmExporter, chart: ChartValues) -> l
                 exporter.document,
                 path,
                 f"gpu-operator values set {section}.{key}, which places nothing. "
-                f"{capital(chart.describe())} set it, but gpu-operator's "
+                f"{capitalized(chart.describe())} set it, but gpu-operator's "
                 f"ClusterPolicy has no {key} for {section}"
                 + (
                     " (dcgm is the standalone DCGM host engine, off by default, not the exporter)"

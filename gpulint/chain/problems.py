@@ -17,9 +17,5 @@ class Problem(NamedTuple):
     related: tuple[Related, ...] = ()
 
 
-def capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 def indent(text: str, spaces: int) -> str:
     return "\n".join(" " * spaces + line for line in text.splitlines())

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gpulint.chain.monitors import POD_MONITOR, Monitor
-from gpulint.chain.problems import Problem, capital, indent
+from gpulint.chain.problems import Problem, indent
 from gpulint.chain.servers import (
     PrometheusServer,
     Verdict,
 )
+from gpulint.core.message import capitalized
 from gpulint.engine.rule import related
 from gpulint.input.document import yaml_text
 from gpulint.inventory import Inventory
@@ -48,8 +49,8 @@ def selection_problem(monitor: Monitor, inventory: Inventory) -> Problem | None:
     reasons = "; ".join(f"{server.describe()}: {v.reason}" for server, v in found.verdicts)
     what = "PodMonitor" if monitor.kind == POD_MONITOR else "ServiceMonitor"
     message = (
-        f"No Prometheus selects the dcgm-exporter {what}. {capital(monitor.describe())} is "
-        f"selected by no Prometheus of the unit. {capital(reasons)}. So Prometheus never "
+        f"No Prometheus selects the dcgm-exporter {what}. {capitalized(monitor.describe())} is "
+        f"selected by no Prometheus of the unit. {capitalized(reasons)}. So Prometheus never "
         "scrapes dcgm-exporter and no GPU series reaches the adapter"
     )
     server, verdict = found.verdicts[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gpulint.chain.problems import Problem, capital
+from gpulint.chain.problems import Problem
 from gpulint.chain.servers import (
     PROMETHEUS_PORT,
     PrometheusServer,
@@ -15,6 +15,7 @@ from gpulint.chain.servers import (
 )
 from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import ParsedUrl, PrometheusUrl, ServiceHost, parse_url
+from gpulint.core.message import capitalized
 from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import related
 from gpulint.input.chartvalues import ChartValues
@@ -33,6 +34,11 @@ _NOT_A_SERVER = (
     "grafana",
     "node",
 )
+
+# A Prometheus URL is shown whole in a message up to this length, so that it can be copied
+# and compared with the one written (Service names alone reach 63 characters); only a
+# crafted one is cut.
+URL_SHOWN = 200
 
 
 def looks_like_prometheus(service: ServiceView) -> bool:
@@ -214,8 +220,9 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
         return Problem(
             url.document,
             url.path,
-            f"The Prometheus URL {abbreviated(url.url)} is not a URL an HTTP client can use. "
-            f"{capital(url.client)} queries Prometheus there. {capital(problem)}",
+            f"The Prometheus URL {abbreviated(url.url, URL_SHOWN)} is not a URL an HTTP client "
+            "can use. "
+            f"{capitalized(url.client)} queries Prometheus there. {capitalized(problem)}",
             url_fix(url, right),
         )
     target = url_target(url, inventory)
@@ -229,8 +236,8 @@ def url_problem(url: PrometheusUrl, inventory: Inventory) -> Problem | None:
     return Problem(
         url.document,
         url.port_path if url.port_path is not None and "port" in target.problem else url.path,
-        f"The Prometheus URL {abbreviated(url.url)} reaches no Prometheus of the unit. "
-        f"{capital(url.client)} queries it. {capital(target.problem)}",
+        f"The Prometheus URL {abbreviated(url.url, URL_SHOWN)} reaches no Prometheus of the unit. "
+        f"{capitalized(url.client)} queries it. {capitalized(target.problem)}",
         url_fix(url, target.fix_url or "http://<service>.<namespace>.svc:9090"),
         links,
     )

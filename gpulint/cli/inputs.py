@@ -33,7 +33,8 @@ def read_settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
     try:
         return load_settings(path, rule_option_schemas(), rule_names())
     except ConfigError as error:
-        stderr.write(f"gpulint: configuration error: {error}\n")
+        for line in str(error).splitlines():
+            stderr.write(f"gpulint: configuration error: {line}\n")
         return None
 
 

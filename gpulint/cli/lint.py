@@ -116,7 +116,7 @@ def _fixed(
             "regular file\n"
         )
     if not write:
-        return _print_diff(outcome, stdout, stderr)
+        return _print_diff(outcome, args.unsafe_fixes, stdout, stderr)
     if isinstance(fixed, Result) and outcome.fixes:
         files = len(outcome.files)
         names = [os.path.normpath(f) for f in outcome.files]
@@ -128,7 +128,7 @@ def _fixed(
     return fixed
 
 
-def _print_diff(outcome: Outcome, stdout: TextIO, stderr: TextIO) -> int:
+def _print_diff(outcome: Outcome, unsafe: bool, stdout: TextIO, stderr: TextIO) -> int:
     """``--diff``: the patch on stdout, what it leaves out on stderr; 1 when there is a diff."""
     from gpulint.core.paths import display_path
     from gpulint.report.escape import escape_controls
@@ -145,6 +145,10 @@ def _print_diff(outcome: Outcome, stdout: TextIO, stderr: TextIO) -> int:
             f"gpulint: {outcome.waiting} more fixes overlap these; `--fix` applies "
             "them in a later round\n"
         )
+    if not outcome.diffs and not outcome.withheld and not outcome.waiting:
+        # On stderr: stdout stays an empty patch for whatever applies it.
+        which = "fix applies" if unsafe else "safe fix applies (--unsafe-fixes adds the others)"
+        stderr.write(f"gpulint: --diff: nothing to change: no {which}\n")
     return EXIT_FINDINGS if outcome.diffs or outcome.withheld else EXIT_OK
 
 

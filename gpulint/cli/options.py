@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+COLOR_HELP = (
+    "colour the text output: auto (default) colours it on a terminal unless NO_COLOR is "
+    "set, always, never"
+)
+
 
 def split_ids(values: list[str] | None) -> list[str]:
     found: list[str] = []
@@ -41,7 +46,9 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ignore", action="append", metavar="IDS", help="do not run these rules")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument(
+        "--color", choices=("auto", "always", "never"), default="auto", help=COLOR_HELP
+    )
     parser.add_argument(
         "--no-config", action="store_true", help="ignore any .gpulint.yaml (defaults only)"
     )

@@ -8,6 +8,7 @@ from importlib import import_module
 
 from gpulint import __version__
 from gpulint.cli.options import (
+    COLOR_HELP,
     add_adoption_options,
     add_cluster_options,
     add_fix_options,
@@ -95,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a broken link of this severity or above fails the run (exit code 1; default: error)",
     )
     trace.add_argument("--output", "-o", metavar="FILE", help="write the traces to FILE")
-    trace.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    trace.add_argument(
+        "--color", choices=("auto", "always", "never"), default="auto", help=COLOR_HELP
+    )
     add_input_options(trace)
     add_render_options(trace)
     add_live_options(trace)

@@ -51,6 +51,7 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
 def run_explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.engine.docs import rule_text
     from gpulint.engine.registry import rule_by_id, unknown_rule_patterns
+    from gpulint.report.wrap import document_lines, output_width
 
     spec = rule_by_id(args.rule)
     if spec is None:
@@ -58,5 +59,6 @@ def run_explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         hint = f"did you mean {near}? " if near else ""
         stderr.write(f"gpulint: error: no rule {args.rule!r} ({hint}see `gpulint rules`)\n")
         return EXIT_USAGE
-    stdout.write(rule_text(spec))
+    width = output_width(stdout)
+    stdout.write("".join(line + "\n" for line in document_lines(rule_text(spec), width)))
     return EXIT_OK

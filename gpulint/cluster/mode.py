@@ -55,13 +55,32 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> tuple[
         if context:
             raise ClusterError(f"--context {context} needs a kubeconfig, and none was found")
         configuration = client.Configuration()
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except Exception as error:  # ConfigException: not in a pod, or no token mounted
+            raise ClusterError(_no_credentials(path, error)) from None
         return client.ApiClient(configuration), "the in-cluster service account"
     except ClusterError:
         raise
     except Exception as error:  # ConfigException, a malformed file, an unreadable path
         where = kubeconfig or os.environ.get("KUBECONFIG") or path
         raise ClusterError(f"cannot load cluster credentials ({where}): {error}") from None
+
+
+def _no_credentials(path: str, in_cluster: Exception) -> str:
+    """Why no cluster can be reached without a kubeconfig: the two places credentials come
+    from, each with why it gave none."""
+    if "KUBERNETES_SERVICE_HOST" not in os.environ:
+        # The kubelet sets it in every container (Kubernetes docs, "Environment variables").
+        pod = "gpulint is not running in a pod (KUBERNETES_SERVICE_HOST is not set)"
+    else:
+        pod = f"the pod's service account gave none ({str(in_cluster).rstrip('.')})"
+    return (
+        "no cluster credentials:\n"
+        f"  no kubeconfig: $KUBECONFIG is not set and {path} does not exist (name one with "
+        "--kubeconfig);\n"
+        f"  no in-cluster service account: {pod}."
+    )
 
 
 def read_cluster(

@@ -11,7 +11,10 @@ import re
 
 # Where a sentence may end (a cheap superset of the real ends, which ``_ends_sentence``
 # decides), and the characters that open or close a span no sentence ends inside.
-_MAYBE_SENTENCE_END = re.compile(r"[.!?](?=\s+[^\sa-z0-9_])")
+_MAYBE_SENTENCE_END = re.compile(r"[.!?](?=\s+(?:[^\sa-z0-9_]|[a-z][a-z0-9]*-[a-z]))")
+# A sentence may also open with a component's name, which keeps its lower case
+# (``gpu-operator runs ...``, ``dcgm-exporter does not ...``): a hyphenated lower-case word.
+_NAME_START = re.compile(r"[a-z][a-z0-9]*-[a-z]")
 _SPAN_MARKS = re.compile(r"""[()\[\]{}`"“”‘’']""")
 # What a next sentence may start with besides an upper-case letter.
 _SENTENCE_STARTS = frozenset("`\"'“‘(")
@@ -24,7 +27,8 @@ def split_message(message: str) -> tuple[str, str]:
     """A finding's message as (headline, detail): the headline is its first sentence.
 
     A sentence ends at ``.``, ``!`` or ``?`` followed by whitespace and then an upper-case
-    letter, a quote, a backtick or a parenthesis; never inside backticks, quotes, brackets
+    letter, a quote, a backtick, a parenthesis or a hyphenated lower-case name
+    (``gpu-operator``); never inside backticks, quotes, brackets
     or parentheses, after an abbreviation (``e.g.``, ``vs.``), or at an ellipsis. Periods
     inside numbers (``0.5``) and file names (``values.yaml``) are not followed by
     whitespace, so they end nothing. A message with no such end is all headline.
@@ -67,8 +71,11 @@ def _ends_sentence(message: str, at: int) -> bool:
     Only the few characters around it are read."""
     if message[at - 1 : at] == ".":
         return False  # an ellipsis
-    following = message[at + 1 : at + 41].lstrip()[:1]
-    if not (following.isupper() or following in _SENTENCE_STARTS) or not following:
+    after = message[at + 1 : at + 41].lstrip()
+    following = after[:1]
+    if not following or not (
+        following.isupper() or following in _SENTENCE_STARTS or _NAME_START.match(after)
+    ):
         return False
     before = message[max(0, at - 7) : at + 1].lower()
     return not any(
@@ -76,7 +83,27 @@ def _ends_sentence(message: str, at: int) -> bool:
     )
 
 
+# A first word written in lower case whatever starts the sentence: names of tools and
+# components (``gpu-operator``, ``dcgm-exporter``, ``metricsQuery`` never match the plain-word
+# test below; these are the plain words that are names).
+_LOWERCASE_NAMES = frozenset(("kubectl", "kustomize", "gpulint", "helmfile"))
+_PLAIN_WORD = re.compile(r"([a-z]+)(?=[\s,;:)]|$)")
+
+
 def capitalized(text: str) -> str:
-    """``text`` with its first letter in upper case, to open a sentence of a message (the
-    splitter ends the headline only before one): ``rule rules[0] in ...`` -> ``Rule ...``."""
+    """``text`` opening a sentence of a message (the splitter ends the headline only before
+    one): ``rule rules[0] in ...`` -> ``Rule ...``. A first word that is a name keeps its
+    case: ``gpu-operator``, ``dcgm-exporter``, ``metricsQuery``, ``nvidia.com/gpu``, ``kubectl``."""
+    word = _PLAIN_WORD.match(text)
+    if word is None or word.group(1) in _LOWERCASE_NAMES:
+        return text
     return text[:1].upper() + text[1:]
+
+
+def as_sentence(message: str) -> str:
+    """A finding's message as a person reads it: opening with a capital (``capitalized``)
+    and ending with a period, unless it ends with ``.``, ``!`` or ``?`` already."""
+    message = capitalized(message.strip())
+    if message and message[-1] not in ".!?":
+        message += "."
+    return message

@@ -25,6 +25,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from gpulint.core.model import Severity
@@ -44,11 +45,26 @@ def parse_kserve_version(text: str) -> tuple[int, int] | None:
 
 
 class ConfigError(Exception):
-    """A configuration mistake, with where it is."""
+    """The mistakes of a configuration, each with where it is: all of them, so that one run
+    shows everything to correct (``file``, ``line``, ``column`` and ``message`` are the
+    first's; the text is one ``file:line:col: message`` line per mistake)."""
 
-    def __init__(self, file: str, line: int, column: int, message: str) -> None:
-        super().__init__(f"{file}:{line}:{column}: {message}")
+    def __init__(
+        self,
+        file: str,
+        line: int,
+        column: int,
+        message: str,
+        more: Sequence[tuple[int, int, str]] = (),
+    ) -> None:
+        self.problems = [(line, column, message), *more]
+        super().__init__("\n".join(f"{file}:{ln}:{col}: {text}" for ln, col, text in self.problems))
         self.file, self.line, self.column, self.message = file, line, column, message
+
+    @classmethod
+    def of(cls, file: str, problems: Sequence[tuple[int, int, str]]) -> ConfigError:
+        (line, column, message), *more = sorted(problems)
+        return cls(file, line, column, message, more)
 
 
 class RuleSettings:
@@ -199,15 +215,23 @@ def load_settings(
     data = documents[0].value if documents else None
     if data is None:
         return Settings(source=path)
-    if documents[0].duplicates:
-        dup = documents[0].duplicates[0]
-        raise ConfigError(path, dup.line, dup.column, f"key {dup.key!r} is written twice")
-    return settings_from_data(data, path, rule_options, rule_names)
+    duplicates = [
+        (dup.line, dup.column, f"key {dup.key!r} is written twice")
+        for dup in documents[0].duplicates
+    ]
+    try:
+        settings = settings_from_data(data, path, rule_options, rule_names)
+    except ConfigError as error:
+        raise ConfigError.of(path, duplicates + error.problems) from None
+    if duplicates:
+        raise ConfigError.of(path, duplicates)
+    return settings
 
 
-def _rule_keys(data: Any, path: str, rule_names: dict[str, str]) -> Any:
+def _rule_keys(data: Any, rule_names: dict[str, str], problems: list[tuple[int, int, str]]) -> Any:
     """``rules:`` keyed by rule IDs: names (``hpa-missing-behavior``) become their IDs, and a
-    key that is neither is an error at the key, with the nearest rule."""
+    key that is neither is a problem at the key, with the nearest rule (added to
+    ``problems``, the key left out)."""
     if not isinstance(data, dict) or not isinstance(data.get("rules"), dict) or not rule_names:
         return data
     import difflib
@@ -225,10 +249,12 @@ def _rule_keys(data: Any, path: str, rule_names: dict[str, str]) -> Any:
             near = difflib.get_close_matches(text.upper().replace("O", "0"), sorted(ids), n=1)
             near = near or difflib.get_close_matches(text.lower(), sorted(rule_names), n=1)
             hint = f"; did you mean {near[0]}?" if near else " (see `gpulint rules`)"
-            raise ConfigError(path, line, column, f"rules: no rule {text!r}{hint}")
+            problems.append((line, column, f"rules: no rule {text!r}{hint}"))
+            continue
         if rule_id in renamed:
             line, column = position_of(data, ("rules", key))
-            raise ConfigError(path, line, column, f"rules: {rule_id} is configured twice")
+            problems.append((line, column, f"rules: {rule_id} is configured twice"))
+            continue
         renamed[rule_id] = value
         marks = getattr(rules, "marks", None)
         if marks is not None and 2 * index + 1 < len(marks):
@@ -254,16 +280,29 @@ def settings_from_data(
     are accepted wherever IDs are). Raises ConfigError at the offending key or value."""
     import jsonschema  # only when a configuration exists: it costs start-up time
 
-    data = _rule_keys(data, path, rule_names or {})
+    problems: list[tuple[int, int, str]] = []
+    data = _rule_keys(data, rule_names or {}, problems)
 
     validator = jsonschema.Draft202012Validator(config_schema(rule_options))
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
+    # One problem per place: the errors under one key are alternatives of one mistake.
+    by_place: dict[tuple[str, ...], list[Any]] = {}
+    for error in validator.iter_errors(data):
+        top = tuple(str(p) for p in list(error.absolute_path)[:3])
+        by_place.setdefault(top, []).append(error)
+    for errors in by_place.values():
         error = jsonschema.exceptions.best_match(errors) or errors[0]
         where = list(error.absolute_path)
         line, column = position_of(data, where)
         location = ".".join(str(p) for p in where) or "(top level)"
-        raise ConfigError(path, line, column, f"{location}: {_describe(error)}")
+        problems.append((line, column, f"{location}: {_describe(error)}"))
+    units = data.get("units") if isinstance(data, dict) else None
+    for index, pattern in enumerate(units if isinstance(units, list) else []):
+        problem = unit_pattern_problem(pattern) if isinstance(pattern, str) else None
+        if problem is not None:
+            line, column = position_of(data, ["units", index])
+            problems.append((line, column, f"units.{index}: {problem}"))
+    if problems:
+        raise ConfigError.of(path, problems)
     settings = Settings(source=path)
     for rule_id, entry in (data.get("rules") or {}).items():
         if entry is False or entry == "off":
@@ -287,11 +326,6 @@ def settings_from_data(
         )
     settings.exclude = list(data.get("exclude") or [])
     settings.units = list(data.get("units") or [])
-    for index, pattern in enumerate(settings.units):
-        problem = unit_pattern_problem(pattern)
-        if problem is not None:
-            line, column = position_of(data, ["units", index])
-            raise ConfigError(path, line, column, f"units.{index}: {problem}")
     return settings
 
 

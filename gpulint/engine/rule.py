@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from gpulint.adoption.edits import FixPlan
 from gpulint.chain.adapter import describe_document
+from gpulint.core.message import as_sentence
 from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity
 from gpulint.input.document import Document, Path
 from gpulint.kinds.registry import VIEW_SCOPES
@@ -188,7 +189,7 @@ class Context:
             self.spec.id,
             self.spec.name,
             self.spec.severity if severity is None else severity,
-            message,
+            as_sentence(message),
             location,
             fix,
             obj or describe_document(document),
@@ -213,7 +214,7 @@ class Context:
             self.spec.id,
             self.spec.name,
             self.spec.severity,
-            message,
+            as_sentence(message),
             location,
             fix,
             obj,

@@ -2,9 +2,9 @@
 below, a summary line last.
 
 The first line of a finding is the headline (the message's first sentence), so that a run
-reads as one line per problem; the rest of the message is wrapped to the terminal's width
-(100 columns when the output is not a terminal) under it, as pint and ruff keep the
-explanation apart from the line that names the problem.
+reads as one line per problem; the rest of the message is wrapped under it, as pint and
+ruff keep the explanation apart from the line that names the problem. Every line is wrapped at the
+terminal's width (``gpulint.report.wrap``) except the code of a fix, which keeps its lines.
 
 Everything that comes from the input (file names, messages, fixes, notes) is escaped
 (``gpulint.report.escape``) before gpulint adds its own colours.
@@ -12,7 +12,6 @@ Everything that comes from the input (file names, messages, fixes, notes) is esc
 
 from __future__ import annotations
 
-import os
 from typing import TextIO
 
 from gpulint.core.message import split_message
@@ -20,43 +19,17 @@ from gpulint.core.model import Finding, Severity
 from gpulint.core.paths import display_path
 from gpulint.engine.result import Result
 from gpulint.report.escape import escape_controls, safe_line, safe_lines
+from gpulint.report.wrap import code_lines, fill, output_width
 
 _COLORS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
 _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
 INDENT = "    "
-DEFAULT_WIDTH = 100
-MIN_WIDTH = 60
-
-
-def output_width(stream: TextIO) -> int:
-    """The terminal's width when ``stream`` is one, else ``DEFAULT_WIDTH`` (CI logs, files)."""
-    try:
-        if stream.isatty():
-            return max(os.get_terminal_size(stream.fileno()).columns, MIN_WIDTH)
-    except (AttributeError, OSError, ValueError):
-        pass
-    return DEFAULT_WIDTH
+FIX_INDENT = INDENT + "     "  # under the text after "fix: "
 
 
 def wrapped(text: str, width: int) -> list[str]:
-    """``text`` (escaped already) as lines of at most ``width`` columns, each indented;
-    a word longer than a line (a URL, a PromQL query) stays whole on its own line.
-
-    A greedy fill over the words, as ``textwrap`` does for this case at a tenth of the cost:
-    a run with 100,000 findings prints each one's detail."""
-    room = width - len(INDENT)
-    lines: list[str] = []
-    line: list[str] = []
-    used = -1
-    for word in text.split():
-        if used + 1 + len(word) > room and line:
-            lines.append(INDENT + " ".join(line))
-            line, used = [], -1
-        line.append(word)
-        used += 1 + len(word)
-    if line:
-        lines.append(INDENT + " ".join(line))
-    return lines
+    """``text`` (escaped already) as lines of at most ``width`` columns, each indented."""
+    return fill(text, width, INDENT)
 
 
 def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
@@ -65,16 +38,16 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         _write_finding(finding, stream, color, width)
     for path, reason in result.skipped:
         shown = safe_line(escape_controls(display_path(path)))
-        stream.write(f"{shown}: skipped: {escape_controls(reason)}\n")
+        _write(stream, f"{shown}: skipped: ", escape_controls(reason), width)
     for note in result.notes:
-        stream.write(f"note: {escape_controls(note)}\n")
-    stream.write(_summary(result) + "\n")
+        _write(stream, "note: ", escape_controls(note), width)
+    _write(stream, "", _summary(result), width, INDENT)
     if len(result.units) > 1:
         shown = ", ".join(
             f"{escape_controls(u.name)} ({u.kind}, {u.objects})" for u in result.units[:20]
         )
         more = f" and {len(result.units) - 20} more" if len(result.units) > 20 else ""
-        stream.write(f"units: {shown}{more}\n")
+        _write(stream, "units: ", shown + more, width, INDENT)
 
 
 def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) -> None:
@@ -84,28 +57,32 @@ def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) ->
         escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
     )
     severity = str(finding.severity)
+    headline, detail = split_message(finding.message)
+    # Filled without colour codes, which take no columns; coloured after.
+    plain = f"{where}: {finding.rule} [{severity}] "
+    head = fill(escape_controls(headline), width, plain, INDENT)
     if color:
         severity = f"{_COLORS[finding.severity]}{severity}{_RESET}"
-        head = f"{_BOLD}{where}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}]"
-    else:
-        head = f"{where}: {finding.rule} [{severity}]"
-    headline, detail = split_message(finding.message)
-    stream.write(f"{head} {escape_controls(headline)}\n")
+        coloured = f"{_BOLD}{where}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}] "
+        head[0] = coloured + head[0][len(plain) :]
+    for line in head:
+        stream.write(safe_line(line) + "\n")
     if detail:
         for line in wrapped(escape_controls(detail), width):
             stream.write(safe_line(line) + "\n")
     if finding.units:
-        stream.write(f"{INDENT}in: {escape_controls(', '.join(finding.units))}\n")
+        _write(stream, f"{INDENT}in: ", escape_controls(", ".join(finding.units)), width)
     if location.rendered_from and location.rendered_from not in finding.units:
-        stream.write(f"{INDENT}rendered from: {escape_controls(location.rendered_from)}\n")
+        rendered = escape_controls(location.rendered_from)
+        _write(stream, f"{INDENT}rendered from: ", rendered, width)
     if location.note:
-        stream.write(f"{INDENT}note: {escape_controls(location.note)}\n")
+        _write(stream, f"{INDENT}note: ", escape_controls(location.note), width)
     if finding.fix:
-        lines = safe_lines(finding.fix.rstrip("\n"))
+        lines = code_lines(safe_lines(finding.fix.rstrip("\n")), width - len(FIX_INDENT))
         prefix = f"{_DIM}fix:{_RESET}" if color else "fix:"
         stream.write(f"{INDENT}{prefix} {lines[0]}\n")
         for line in lines[1:]:
-            stream.write(f"         {line}\n")
+            stream.write(safe_line(f"{FIX_INDENT}{line}") + "\n")
 
 
 def _summary(result: Result) -> str:
@@ -139,3 +116,10 @@ def _summary(result: Result) -> str:
     if result.config:
         summary += f"; config {escape_controls(display_path(result.config))}"
     return summary
+
+
+def _write(stream: TextIO, first: str, text: str, width: int, rest: str | None = None) -> None:
+    """``first`` and ``text`` (escaped already) filled at ``width``, continued under the text
+    after ``first`` unless ``rest`` says where."""
+    for line in fill(text, width, first, rest):
+        stream.write(safe_line(line) + "\n")

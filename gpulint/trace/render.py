@@ -31,6 +31,7 @@ from gpulint.report.escape import (
     safe_line,
     write_json,
 )
+from gpulint.report.wrap import fill, output_width
 from gpulint.trace.links import BROKEN, OK, UNKNOWN, Link, Trace
 
 _WORDS = {OK: "ok", BROKEN: "BROKEN", UNKNOWN: "?"}
@@ -52,20 +53,21 @@ def render_text(traces: list[Trace], stream: TextIO, color: bool = False) -> Non
     if not traces:
         stream.write("gpulint trace: no autoscaler metric to trace in the input\n")
         return
+    columns = output_width(stream)
     units = {t.unit for t in traces}
     for number, trace in enumerate(traces):
         if number:
             stream.write("\n")
         unit = f" [unit {trace.unit}]" if len(units) > 1 and trace.unit else ""
         head = f"{_shown(trace.autoscaler)}, metric {trace.metric} ({_where(trace.location)}){unit}"
-        stream.write(safe_line(escape_controls(head)) + "\n")
+        for line in fill(escape_controls(head), columns, "", "    "):
+            stream.write(safe_line(line) + "\n")
         first = trace.first_broken()
         width = max(len(stage) for stage in (link.stage for link in trace.links))
         for position, link in enumerate(trace.links):
-            branch = "└─" if position == len(trace.links) - 1 else "├─"
+            last = position == len(trace.links) - 1
+            branch = "└─" if last else "├─"
             word = f"{_WORDS[link.status]:<6}"
-            if color:
-                word = f"{_COLORS[link.status]}{word}{_RESET}"
             text = escape_controls(link.detail)
             where = _where(link.location)
             if where:
@@ -74,7 +76,16 @@ def render_text(traces: list[Trace], stream: TextIO, color: bool = False) -> Non
                 text += f"  [{', '.join(link.findings)}]"
             if link is first:
                 text += "  <- first break"
-            stream.write(f"{branch} {word} {link.stage:<{width}}  {text}\n")
+            # Continued under the link's text, the tree's line still drawn beside it.
+            prefix = f"{branch} {word} {link.stage:<{width}}  "
+            under = "   " if last else "│  "
+            rest = under + " " * (len(prefix) - len(under) if len(prefix) <= columns // 2 else 4)
+            lines = fill(text, columns, prefix, rest)
+            if color:
+                coloured = f"{branch} {_COLORS[link.status]}{word}{_RESET} {link.stage:<{width}}  "
+                lines[0] = coloured + lines[0][len(prefix) :]
+            for line in lines:
+                stream.write(safe_line(line) + "\n")
     broken = sum(1 for t in traces if t.first_broken() is not None)
     stream.write(
         f"\ngpulint trace: {len(traces)} chain{'s' * (len(traces) != 1)}, {broken} broken\n"

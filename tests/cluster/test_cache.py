@@ -388,6 +388,7 @@ def test_an_object_leaving_a_label_selector_leaves_the_cache(
         assert cache.inventory.adapter_configs == []
 
 
+@pytest.mark.slow
 def test_bookmarks_keep_a_quiet_watch_current(
     fake: KubeFake, new_cache: Callable[..., ClusterCache]
 ) -> None:

@@ -75,6 +75,7 @@ def _admitted(world: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], st
     ]
 
 
+@pytest.mark.slow
 def test_evaluate_hands_the_rules_the_same_items_in_a_small_and_a_large_cluster(
     tmp_path: Any, calls: Counter[str]
 ) -> None:

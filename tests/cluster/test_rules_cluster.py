@@ -75,7 +75,7 @@ class Case(NamedTuple):
 
 EFFECT = (
     "; the HPA controller gets the same answer, sets ScalingActive=False ({}) and never scales "
-    "on it"
+    "on it."
 )
 CASES = [
     Case(
@@ -180,7 +180,7 @@ kubectl get apiservice v1beta1.custom.metrics.k8s.io -o jsonpath='{.status.condi
         "unable to compute the replica count: failed to get cpu utilization: missing request "
         'for cpu in container server of Pod triton-6d5f7-abcde"; the resource metrics API '
         "(metrics-server) gives no usage for its pods, or a container has no request for the "
-        "resource; the controller skips it until the cause is gone",
+        "resource; the controller skips it until the cause is gone.",
         """\
 # every container of the target needs a request for the resource the HPA reads:
 resources:
@@ -201,7 +201,7 @@ resources:
         'HPA triton reports ScalingActive=False, reason ScalingDisabled: "scaling is disabled '
         'since the replica count of the target is zero"; the target has 0 replicas, which '
         "parks the HPA until something scales it up; the controller skips it until the cause "
-        "is gone",
+        "is gone.",
         "kubectl scale deployment -n ml triton --replicas=1   # or delete the HPA while the "
         "workload is parked",
     ),
@@ -223,7 +223,7 @@ resources:
         "HPA triton (made by KEDA for ScaledObject queue) reports ScalingActive=False, reason "
         'ScalingDisabled: "scaling is disabled since the replica count of the target is zero"; '
         "the target has 0 replicas, which parks the HPA until something scales it up; the "
-        "controller skips it until the cause is gone",
+        "controller skips it until the cause is gone.",
         "kubectl scale deployment -n ml triton --replicas=1   # or delete the HPA while the "
         "workload is parked",
     ),
@@ -293,7 +293,7 @@ def test_gl903_wording_in_cluster_mode(tmp_path: Path, monkeypatch: pytest.Monke
         "HorizontalPodAutoscaler worker targets Deployment worker-blue-deployment, which "
         "Knative Revision worker-blue owns (ownerReferences): Knative scales that Deployment "
         "itself, so two autoscalers write its replicas, and the next template change moves "
-        "traffic to a new revision's Deployment and leaves this one scaling nothing"
+        "traffic to a new revision's Deployment and leaves this one scaling nothing."
     )
     assert finding["fix"] == (
         "# delete HorizontalPodAutoscaler worker and let Knative scale every revision; on "

@@ -26,7 +26,7 @@ from gpulint.live.snapshot import MAX_VALUES_PER_LABEL
 from .conftest import LIVE_FIXTURES, lint_live, show
 from .harness import ROOT, AppServer
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 CONFIG = LIVE_FIXTURES / "GL801" / "pass_correct.yaml"
 HUGE_SERIES = 200_000

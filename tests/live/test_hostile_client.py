@@ -209,6 +209,7 @@ def test_a_megabyte_error_text_is_clipped(servers: tuple[Hostile, Hostile]) -> N
     assert len(message) < 1_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("behaviour", ["endless", "bomb"])
 def test_memory_stays_near_the_cap_whatever_the_answer(
     servers: tuple[Hostile, Hostile], behaviour: str

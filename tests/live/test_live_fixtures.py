@@ -8,17 +8,22 @@ port nothing listens on) and ``# lookback: 72h`` the look-back window.
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import pytest
 
 from gpulint.engine.registry import all_rules
+from gpulint.engine.result import Result
+from gpulint.report.text import render_text
 
+from ..conftest import ROOT
+from ..snapshots import assert_snapshot, snapshot_path, snapshot_text
 from .conftest import LIVE_FIXTURES, lint_live, live_findings, server_url, show
 from .world import World
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 _EXPECT = re.compile(r"#\s*expect:\s*(GL\d{3})\s+(\d+):(\d+)")
 
@@ -45,7 +50,7 @@ def _expectations(path: Path) -> set[tuple[str, str, int, int]]:
 
 @pytest.mark.parametrize(("rule", "path"), _cases("fail_"), ids=lambda v: str(v)[-50:])
 def test_failing_live_fixture_reports_exactly_what_it_declares(
-    world: World, down_url: str, rule: str, path: Path
+    world: World, down_url: str, rule: str, path: Path, request: pytest.FixtureRequest
 ) -> None:
     expected = _expectations(path)
     assert any(e[1] == rule for e in expected), f"{path} declares no '# expect: {rule} L:C'"
@@ -57,6 +62,31 @@ def test_failing_live_fixture_reports_exactly_what_it_declares(
         if f.rule == rule
     }
     assert got == {e for e in expected if e[1] == rule}, show(findings)
+    # The text report of the rule's findings, beside the fixture (tests/snapshots.py), with
+    # what changes from run to run written as a placeholder.
+    out = io.StringIO()
+    shown = [
+        f._replace(message=_steady(f.message, url), fix=_steady(f.fix, url))
+        for f in findings
+        if f.rule == rule
+    ]
+    render_text(Result(shown, files=1, objects=0), out)
+    source = path.relative_to(ROOT).as_posix()
+    text = snapshot_text(source, out.getvalue(), UPDATE)
+    assert_snapshot(request.config, snapshot_path(path), text, UPDATE)
+
+
+UPDATE = "pytest tests/live/test_live_fixtures.py --update-snapshots"
+
+
+def _steady(text: str, url: str) -> str:
+    """``text`` without what changes from run to run: the Prometheus's and the exporters'
+    ports, the clock (the data is written relative to now), seconds since the last scrape,
+    and where the repository is checked out."""
+    text = text.replace(url, "<prometheus>").replace(f"{ROOT}/", "")
+    text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", "<time> UTC", text)
+    return re.sub(r"\b\d+s ago\b", "<n>s ago", text)
 
 
 @pytest.mark.parametrize(("rule", "path"), _cases("pass_"), ids=lambda v: str(v)[-50:])

@@ -73,6 +73,7 @@ def _imported_after(args: list[str]) -> list[str]:
     return names
 
 
+@pytest.mark.slow
 def test_the_offline_path_imports_no_http_client() -> None:
     fixture = str(LIVE_FIXTURES / "correct" / "stack")
     assert _imported_after(["lint", fixture]) == []

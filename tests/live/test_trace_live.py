@@ -15,7 +15,7 @@ from gpulint.cli import main
 from .conftest import LIVE_FIXTURES
 from .world import World
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 CORRECT = LIVE_FIXTURES / "correct" / "stack"
 # The stack keeps the chart's selector (release: <release>) and the monitor has no release label.

@@ -22,6 +22,8 @@ from gpulint.replay.model import History, ReplayMetric, ReplaySpec
 from gpulint.replay.render import render_html, render_markdown, render_svg
 from gpulint.replay.report import Replayed, replay_one
 
+pytestmark = pytest.mark.slow
+
 START = 1_768_435_200.0  # 2026-01-15T00:00:00Z
 
 

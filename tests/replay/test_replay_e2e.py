@@ -21,6 +21,8 @@ from gpulint.cli import main
 from tests.replay.conftest import Recorded
 from tests.replay.loads import DAY
 
+pytestmark = pytest.mark.slow
+
 SCENARIOS = Path(__file__).resolve().parent / "fixtures" / "scenarios"
 SYNC = 15.0
 

@@ -368,6 +368,7 @@ def test_the_deployments_arguments_are_what_gpulint_serve_accepts(variant: Rende
     assert made == [secret]
 
 
+@pytest.mark.slow
 def test_the_webhook_as_deployed_reads_what_it_needs_and_no_other_configmaps(
     builds: Builds, module_certificates: Certificates, tmp_path: Path
 ) -> None:
@@ -618,6 +619,7 @@ def served_pair(tmp_path: Path) -> Iterator[Served]:
             process.wait(30)
 
 
+@pytest.mark.slow
 def test_make_certificate_gives_a_pair_the_api_server_accepts_through_kustomize(
     builds: Builds, served_pair: Served
 ) -> None:

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from . import objects
 from .harness import Certificates, admission_review, running
 
@@ -30,6 +32,7 @@ def _slow_configmap() -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_a_slow_adapter_config_answers_in_time_and_stalls_nothing(
     certificates: Certificates, tmp_path: Path
 ) -> None:

@@ -81,6 +81,7 @@ def served() -> Iterator[Served]:
     server.close()
 
 
+@pytest.mark.slow
 @settings(
     max_examples=120,
     deadline=None,

@@ -119,6 +119,7 @@ def test_an_encrypted_key_is_an_error_even_on_a_terminal(
     assert ENCRYPTED in " ".join(text.split())
 
 
+@pytest.mark.slow
 def test_reloading_keeps_the_old_pair_when_the_files_turn_hostile(
     certificates: Certificates, tmp_path: Path
 ) -> None:

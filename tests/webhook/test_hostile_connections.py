@@ -18,6 +18,8 @@ import pytest
 from . import objects
 from .harness import Certificates, Webhook, admission_review, running
 
+pytestmark = pytest.mark.slow
+
 ATTACKER = "127.0.0.2"  # another address on the loopback: another client
 
 

@@ -123,6 +123,7 @@ def webhook(
         yield served
 
 
+@pytest.mark.slow
 def test_the_cache_syncs_and_other_reviews_are_judged(webhook: Webhook) -> None:
     ready = webhook.wait_ready()
     assert ready["ready"] is True
@@ -134,6 +135,7 @@ def test_the_cache_syncs_and_other_reviews_are_judged(webhook: Webhook) -> None:
     assert "ResourceClaimTemplate ml/deep nests deeper than 100 levels" in webhook.log_text()
 
 
+@pytest.mark.slow
 def test_a_deep_hpa_review_over_tls_is_refused(webhook: Webhook) -> None:
     webhook.wait_ready()
     hpa = objects.cpu_hpa("llm-server", "llm", "llm-server")

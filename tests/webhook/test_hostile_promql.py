@@ -81,8 +81,8 @@ def test_a_query_over_the_bound_is_a_warning_not_an_analysis(tmp_path: Path) -> 
     (finding,) = [f for f in lint_paths(path) if f.rule == "GL404"]
     assert str(finding.severity) == "warning"
     assert finding.message == (
-        "rule rules[0] in ConfigMap hostile: has a metricsQuery of 83,999 characters, over the "
-        "16,384 gpulint analyses: it was not checked, and no rule reads it"
+        "Rule rules[0] in ConfigMap hostile: has a metricsQuery of 83,999 characters, over the "
+        "16,384 gpulint analyses: it was not checked, and no rule reads it."
     )
     near = tmp_path / "near.yaml"
     near.write_text(yaml.safe_dump(adapter_configmap("near", NEAR_LIMIT)))
@@ -127,6 +127,7 @@ def _rss(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
+@pytest.mark.slow
 def test_denials_stand_while_hostile_adapter_queries_are_cached(webhook: Webhook) -> None:
     for index in range(6):
         deployment = objects.deployment("llm-server", "llm", gpus=2, image=f"v{index}")

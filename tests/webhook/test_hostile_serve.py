@@ -74,6 +74,7 @@ def _body(review: dict[str, object]) -> bytes:
 # --- slow clients ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_headers_that_trickle_in_are_cut_off_at_the_read_timeout(guarded: Webhook) -> None:
     before = guarded.metrics().value("gpulint_webhook_slow_requests_total", part="headers")
     sock = _tls(guarded)
@@ -85,6 +86,7 @@ def test_headers_that_trickle_in_are_cut_off_at_the_read_timeout(guarded: Webhoo
     assert any(r["event"] == "slow-request-headers" for r in guarded.log_records())
 
 
+@pytest.mark.slow
 def test_the_next_request_on_a_kept_alive_connection_has_the_same_limit(guarded: Webhook) -> None:
     sock = _tls(guarded)
     sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -122,6 +124,7 @@ def test_a_body_that_trickles_in_is_a_400_at_the_read_timeout(
     assert guarded.metrics().value("gpulint_webhook_slow_requests_total", part="body") >= 1
 
 
+@pytest.mark.slow
 def test_silent_connections_and_stalled_handshakes_are_closed(guarded: Webhook) -> None:
     raw = socket.create_connection(("127.0.0.1", guarded.port), timeout=10)
     assert _seconds_until_closed(raw) < READ_TIMEOUT + 2  # no TLS handshake at all
@@ -153,6 +156,7 @@ def _is_closed(sock: ssl.SSLSocket, wait: float = 2.0) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_a_connection_beyond_the_cap_takes_the_place_of_the_longest_idle(
     guarded: Webhook,
 ) -> None:
@@ -176,6 +180,7 @@ def test_a_connection_beyond_the_cap_takes_the_place_of_the_longest_idle(
     assert any(r["event"] == "idle-connection-closed" for r in guarded.log_records())
 
 
+@pytest.mark.slow
 def test_connections_beyond_the_cap_are_closed_when_none_is_idle(guarded: Webhook) -> None:
     time.sleep(READ_TIMEOUT + 0.5)
     before = guarded.metrics().value("gpulint_webhook_refused_connections_total")
@@ -208,6 +213,7 @@ _LIMITED = (
 )
 
 
+@pytest.mark.slow
 def test_running_out_of_file_descriptors_is_logged_and_counted(
     certificates: Certificates, tmp_path: Path
 ) -> None:

@@ -39,6 +39,7 @@ def cli_findings(tmp_path: Path, obj: dict[str, Any]) -> dict[str, tuple[str, st
 # --- verdicts --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_refuses_kserve_deploymentmode_as_a_field_with_the_cli_message(
     alone: Webhook, tmp_path: Path
 ) -> None:
@@ -156,6 +157,7 @@ def test_namespace_from_the_request_when_the_object_leaves_it_out(alone: Webhook
     )
 
 
+@pytest.mark.slow
 def test_warnings_stay_within_the_api_servers_budget(
     certificates: Certificates, tmp_path: Path
 ) -> None:
@@ -212,6 +214,7 @@ def test_deny_on(
 # --- failing open ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_passed_deadline_allows_with_a_warning_and_is_counted(
     certificates: Certificates, tmp_path: Path
 ) -> None:
@@ -327,6 +330,7 @@ def test_malformed_requests_get_400_with_a_message(
     assert alone.review(admission_review(objects.isvc_standard()))["allowed"] is True
 
 
+@pytest.mark.slow
 def test_a_body_over_the_limit_is_refused_before_it_is_read(
     certificates: Certificates, tmp_path: Path
 ) -> None:
@@ -460,6 +464,7 @@ def test_one_log_line_per_decision_without_object_contents(alone: Webhook) -> No
 # --- load ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_flood_of_concurrent_requests_is_answered_within_the_deadline(
     alone: Webhook, module_certificates: Certificates
 ) -> None:
@@ -519,6 +524,7 @@ def test_a_flood_of_concurrent_requests_is_answered_within_the_deadline(
 # --- certificate rotation --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_certificate_rotation_while_requests_flow(
     certificates: Certificates, tmp_path: Path
 ) -> None:
@@ -574,6 +580,7 @@ def test_certificate_rotation_while_requests_flow(
     assert reloads == 1
 
 
+@pytest.mark.slow
 def test_a_half_written_pair_is_not_loaded(certificates: Certificates, tmp_path: Path) -> None:
     old_ca, new_ca = certificates.ca, trustme.CA()
     with running(
@@ -610,6 +617,7 @@ def test_a_half_written_pair_is_not_loaded(certificates: Certificates, tmp_path:
 # --- shutdown --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sigterm_drains_requests_in_flight(certificates: Certificates, tmp_path: Path) -> None:
     hook = Webhook(certificates, tmp_path / "serve.log", ["--no-cluster", "--shutdown-delay=1"])
     try:

@@ -91,6 +91,7 @@ def served(
 # --- the seeds' pitfalls ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_refuses_a_cpu_hpa_on_a_gpu_deployment_in_the_cluster(
     served: Webhook, tmp_path: Path
 ) -> None:
@@ -103,12 +104,14 @@ def test_refuses_a_cpu_hpa_on_a_gpu_deployment_in_the_cluster(
     assert message.startswith("gpulint refused HorizontalPodAutoscaler llm/llm-server (1 error)")
 
 
+@pytest.mark.slow
 def test_the_same_hpa_alone_cannot_know_and_is_allowed(alone: Webhook) -> None:
     """Without the cluster (--no-cluster) the Deployment is unknown: no cross-object finding."""
     hpa = objects.cpu_hpa("llm-server", "llm", "llm-server")
     assert alone.review(admission_review(hpa))["allowed"] is True
 
 
+@pytest.mark.slow
 def test_refuses_a_second_hpa_on_one_target(served: Webhook, tmp_path: Path) -> None:
     second = objects.gpu_hpa("triton-gpu-hpa-ext", "default", "triton-gpu-predictor")
     response = served.review(admission_review(second))
@@ -183,6 +186,7 @@ def test_metrics_show_the_cache_state(served: Webhook) -> None:
 # --- the API server going away, not there yet, partly forbidden, without CRDs -----------------
 
 
+@pytest.mark.slow
 def test_the_api_server_going_away_mid_watch(certificates: Certificates, tmp_path: Path) -> None:
     cluster = FakeCluster()
     for obj in world():
@@ -219,6 +223,7 @@ def test_the_api_server_going_away_mid_watch(certificates: Certificates, tmp_pat
         kube.stop()
 
 
+@pytest.mark.slow
 def test_before_the_caches_sync_requests_fail_open_and_readyz_fails(
     certificates: Certificates, tmp_path: Path
 ) -> None:
@@ -254,6 +259,7 @@ def test_before_the_caches_sync_requests_fail_open_and_readyz_fails(
         kube.stop()
 
 
+@pytest.mark.slow
 def test_forbidden_and_absent_kinds_do_not_hold_readiness_back(
     certificates: Certificates, tmp_path: Path
 ) -> None:
@@ -288,6 +294,7 @@ def test_forbidden_and_absent_kinds_do_not_hold_readiness_back(
         kube.stop()
 
 
+@pytest.mark.slow
 def test_a_resourceclaimtemplate_that_gives_gpus_to_a_cpu_scaled_deployment_is_refused(
     certificates: Certificates, tmp_path: Path
 ) -> None:

@@ -41,7 +41,7 @@ from ..live.world import stack_targets
 from . import objects
 from .harness import ROOT, Certificates, Webhook, admission_review
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 CORRECT_RULE = {
     "seriesQuery": 'DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}',
