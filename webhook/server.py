@@ -71,10 +71,12 @@ def run_serve(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stderr.write(f"gpulint: error: {error}\n")
         return EXIT_USAGE
     # A review thread evaluating a large object holds the GIL; the event loop gives it up at
-    # every read, write and poll, and waits up to a switch interval to take it back each
-    # time. At CPython's 5 ms the small reviews answered on the loop meanwhile took several
-    # times that; at 0.5 ms they keep their p99 (bench/webhook_hostile.py), and with no
-    # thread busy nothing switches at all.
+    # every read, write and poll, and may wait up to a switch interval to take it back each
+    # time (CPython's default is 5 ms, more than a whole small review). With no thread busy
+    # nothing switches, so a shorter interval costs nothing then. bench/webhook_hostile.py's
+    # 25,000-key ConfigMap phase, evaluated in a thread: normal reviews' p99 26-70 ms with
+    # this and the event-loop path together, 77-231 ms before (bench/RESULTS.md); the
+    # interval's own share was not measured apart.
     sys.setswitchinterval(SWITCH_INTERVAL)
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
