@@ -14,7 +14,7 @@ from typing import Any
 from gpulint.core.deadline import DeadlineExceeded
 from gpulint.core.model import Finding, Location
 from gpulint.engine.config import RuleSettings, Settings
-from gpulint.engine.registry import Selection, load_rule, rule_by_id, rule_index
+from gpulint.engine.registry import RuleInfo, Selection, load_rule, rule_by_id, rule_index
 from gpulint.engine.rule import Anchor, Context, RuleSpec
 from gpulint.engine.scopes import scope_items_of
 from gpulint.input.document import Document, Manifest, Path, has_step
@@ -52,15 +52,10 @@ def run(
     selection = selection or Selection()
     raw: list[tuple[Finding, Anchor | None]] = []
     ran: set[str] = set()
-    available = {"live": inventory.live is not None, "cluster": inventory.cluster is not None}
+    available = (inventory.live is not None, inventory.cluster is not None)
     items_by_scope: dict[str, list[Any]] = {}
     source = items_for if items_for is not None else scope_items_of(inventory)
-    for info in rule_index():
-        rule_settings = settings.rule(info.id)
-        if not rule_settings.enabled or not selection.allows(info):
-            continue
-        if info.requires is not None and not available.get(info.requires, False):
-            continue
+    for info, rule_settings in _enabled_rules(settings, selection, available):
         if deadline is not None and time.monotonic() > deadline:
             raise DeadlineExceeded(info.id)
         ran.add(info.id)
@@ -74,6 +69,36 @@ def run(
     findings = _suppress(raw, inventory, ran, selection, manifests, suppressed)
     findings.sort(key=Finding.sort_key)
     return _dedupe(findings)
+
+
+# The rules a run starts, by what decides them (settings, selection, the evidence at hand):
+# worked out once, not on every admission review. Keyed by identity and by what the
+# settings hold, so a Settings changed after a run is planned again.
+_PLANS: dict[tuple[Any, ...], tuple[Settings, list[tuple[RuleInfo, RuleSettings]]]] = {}
+
+
+def _enabled_rules(
+    settings: Settings, selection: Selection, available: tuple[bool, bool]
+) -> list[tuple[RuleInfo, RuleSettings]]:
+    """The rules to run, in ID order, each with its settings."""
+    configured = tuple((rule, id(each), each.enabled) for rule, each in settings.rules.items())
+    key = (id(settings), configured, tuple(selection.select), tuple(selection.ignore), available)
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0] is settings:
+        return cached[1]
+    has = {"live": available[0], "cluster": available[1]}
+    plan = []
+    for info in rule_index():
+        rule_settings = settings.rule(info.id)
+        if not rule_settings.enabled or not selection.allows(info):
+            continue
+        if info.requires is not None and not has.get(info.requires, False):
+            continue
+        plan.append((info, rule_settings))
+    if len(_PLANS) >= 32:
+        _PLANS.clear()
+    _PLANS[key] = (settings, plan)  # holding settings keeps its id from being reused
+    return plan
 
 
 def _run_rule(
