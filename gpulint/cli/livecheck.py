@@ -69,6 +69,7 @@ def live_check(
         LiveOptions,
         OptionError,
         parse_duration,
+        parse_fraction,
         parse_header,
         parse_url,
     )
@@ -82,6 +83,7 @@ def live_check(
             args.prometheus_timeout,
             args.require_prometheus,
             parse_duration(args.lookback),
+            min_history=parse_fraction(args.min_history),
         )
     except OptionError as error:
         stderr.write(f"gpulint: error: {error}\n")

@@ -58,7 +58,12 @@ def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
     """Run the live check; the snapshot's ``error`` says why it could not."""
     started = time.monotonic()
     snapshot = LiveSnapshot(
-        options.url, options.required, options.lookback, options.max_age, time.time()
+        options.url,
+        options.required,
+        options.lookback,
+        options.max_age,
+        time.time(),
+        min_history=options.min_history,
     )
     deadline = Deadline(options.timeout)
     api = PrometheusAPI(options.url, options.headers, deadline)
