@@ -41,6 +41,7 @@ from gpulint.live.answers import NOT_THE_API, shown_error
 from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError, QueryRejected
 from gpulint.live.hpachecks import HpaChecks
 from gpulint.live.options import LiveOptions, format_duration
+from gpulint.live.progress import Waiting
 from gpulint.live.rulechecks import RuleChecks
 from gpulint.live.snapshot import (
     BAD_ANSWER,
@@ -54,8 +55,11 @@ from gpulint.live.triggerchecks import TriggerChecks
 from gpulint.live.workers import run_all
 
 
-def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
-    """Run the live check; the snapshot's ``error`` says why it could not."""
+def collect(
+    inventory: Inventory, options: LiveOptions, waiting: Waiting | None = None
+) -> LiveSnapshot:
+    """Run the live check; the snapshot's ``error`` says why it could not. ``waiting`` is told
+    of each request (``--progress``)."""
     started = time.monotonic()
     snapshot = LiveSnapshot(
         options.url,
@@ -66,7 +70,7 @@ def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
         min_history=options.min_history,
     )
     deadline = Deadline(options.timeout)
-    api = PrometheusAPI(options.url, options.headers, deadline)
+    api = PrometheusAPI(options.url, options.headers, deadline, waiting)
     try:
         _Collector(inventory, options, api, snapshot).run()
     except PrometheusError as error:
