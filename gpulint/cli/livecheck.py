@@ -95,7 +95,7 @@ def live_check(
             args.prometheus_timeout,
             args.require_prometheus,
             parse_duration(args.lookback),
-            min_history=parse_fraction(args.min_history),
+            min_history=parse_fraction(getattr(args, "min_history", "90%")),
         )
     except OptionError as error:
         stderr.write(f"gpulint: error: {error}\n")

@@ -136,3 +136,16 @@ def test_the_request_shown_carries_no_terminal_escape_of_the_user() -> None:
     assert shown.startswith("http://prom:9090/api/v1/query `up")
     long = describe("http://prom:9090", "/api/v1/series", [("match[]", "x" * 200)])
     assert long.endswith("...`") and len(long) < 120
+
+
+def test_a_min_history_that_is_no_share_is_a_usage_error() -> None:
+    result = subprocess.run(
+        [*_command("http://127.0.0.1:9", "--min-history", "150%")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "--min-history '150%' is more than the whole look-back window" in result.stderr
+    assert result.stdout == ""
