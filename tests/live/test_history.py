@@ -14,7 +14,7 @@ import pytest
 from gpulint.core.model import Finding, Severity
 from gpulint.live.options import parse_duration
 
-from .conftest import lint_live, require_prometheus
+from .conftest import LIVE_FIXTURES, lint_live, require_prometheus
 from .harness import PrometheusServer, openmetrics_history
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -61,7 +61,21 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServ
         }
         return ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", labels, IDLE)
 
-    text = openmetrics_history([series("day")], end - 24 * HOUR - 600, end, 60.0)
+    # What GL805's fixture HPA (Deployment speech/whisper) reads, as a Prometheus keeping the
+    # exporter's labels names the workload's pod (tests/live/world.py, ``gmp``).
+    whisper = (
+        "DCGM_FI_DEV_GPU_UTIL",
+        "GPU utilization (in %).",
+        {
+            "job": "dcgm-exporter",
+            "instance": "10.0.2.10:9400",
+            "gpu": "0",
+            "namespace": "speech",
+            "pod": "whisper-6b8f9c7d4-k2m9x",
+        },
+        IDLE,
+    )
+    text = openmetrics_history([series("day"), whisper], end - 24 * HOUR - 600, end, 60.0)
     fresh = openmetrics_history([series("fresh")], end - 3 * HOUR, end, 60.0)
     # One OpenMetrics text: the ``fresh`` samples follow ``day``'s under the same family.
     body = fresh.split("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n", 1)[1]
@@ -120,3 +134,18 @@ def test_a_lower_min_history_judges_the_span_held_and_names_it(
     assert finding.severity is Severity.WARNING
     assert "never scales out" in words
     assert "of the last 1d that Prometheus holds)" in words
+
+
+def test_a_day_of_history_gives_gl805_its_verdict_over_the_whole_window(
+    history: PrometheusServer,
+) -> None:
+    """The HPA of GL805's short-history fixture, against a day of its pods' values."""
+    findings, snapshot = lint_live([LIVE_FIXTURES / "GL805" / "fail_short_history"], history.url)
+    assert snapshot.available, snapshot.error
+    (finding,) = [f for f in findings if f.rule == "GL805"]
+    words = " ".join(finding.message.split())
+    assert finding.severity is Severity.WARNING, words
+    assert (
+        "above anything observed (observed min 65 / median 65 / max 65 for Deployment "
+        "speech/whisper over the last 1d): the HPA never scales out" in words
+    )
