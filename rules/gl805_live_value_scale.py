@@ -12,7 +12,12 @@ look-back window (``--lookback``, default 24h), and warns when:
 * the target is above anything observed: the HPA never scales out;
 * the target is below anything observed: the HPA sits at maxReplicas.
 
-The message shows the observed minimum, median and maximum.
+The message shows the observed minimum, median and maximum and the span of the look-back
+window they cover. The last two verdicts speak of the whole window, so they need history
+covering ``--min-history`` of it (default 90%: 21h36m of 24h); on less, a short Prometheus
+history or a new workload, the finding is info and says how much history is missing instead
+(a value that never reached a target in an hour of idle load says nothing of the peak). The
+first two need one value: a ratio never exceeds 1 and a percent never exceeds 100.
 
 ## Why is this bad?
 The HPA divides the observed value by the target. A ratio against 60 never reaches it; a sum
@@ -52,7 +57,7 @@ from gpulint.ruleapi import (
     Severity,
     Verdict,
     between,
-    format_duration,
+    enough_history,
     judge,
     number,
     paste_quantity,
@@ -60,6 +65,8 @@ from gpulint.ruleapi import (
     related,
     rule_where,
     scale_of,
+    seen_over,
+    short_history,
     stats,
     try_quantity,
 )
@@ -87,10 +94,8 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
             continue
         target = float(quantity.value)
         _, median, high = observed
-        seen = (
-            f"observed {stats(observed)} for {evidence.target} over the last "
-            f"{format_duration(live.lookback)}"
-        )
+        span = evidence.history_span
+        seen = f"observed {stats(observed)} for {evidence.target} {seen_over(span, live)}"
         scale = scale_of(evidence.series_name)
         path = (*metric.target.path, field)
         head = f"HPA {hpa.name} targets {metric.name} at {raw} ({field})"
@@ -138,6 +143,19 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
                 "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'   "
                 "# one value per pod on the 0-100 scale",
                 related=links,
+            )
+        elif verdict in (Verdict.NEVER_REACHED, Verdict.ALWAYS_EXCEEDED) and not enough_history(
+            span, live
+        ):
+            side = "above" if verdict is Verdict.NEVER_REACHED else "below"
+            why, wait = short_history(span, live)
+            yield ctx.finding(
+                hpa.manifest,
+                path,
+                f"{head}, {side} anything observed so far ({seen}), but {why}",
+                wait,
+                related=links,
+                severity=Severity.INFO,
             )
         elif verdict is Verdict.NEVER_REACHED:
             yield ctx.finding(

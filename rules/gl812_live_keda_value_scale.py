@@ -19,7 +19,12 @@ GL805 does for an HPA metric:
   value: the trigger is never active, so KEDA keeps the workload at zero (again, a query
   that returned 0 throughout is not judged).
 
-The message shows the observed minimum, median and maximum.
+The message shows the observed minimum, median and maximum and the span of the look-back
+window they cover. Every verdict but the first speaks of the whole window, so it needs history
+covering ``--min-history`` of it (default 90%: 21h36m of 24h); on less (a Prometheus that
+holds hours, a new query) the finding is info and says how much history is missing instead:
+a threshold above an hour of idle load may well be reached at the daily peak. The first needs
+one value: a ratio never exceeds 1.
 
 ## Why is this bad?
 KEDA hands the value to the HPA it made as an External metric against ``threshold``. A
@@ -68,13 +73,15 @@ from gpulint.ruleapi import (
     TriggerEvidence,
     Verdict,
     between,
+    enough_history,
     float_text,
-    format_duration,
     judge,
     metric_names_in_query,
     number,
     scale_of,
+    seen_over,
     sent_to,
+    short_history,
     stats,
     target_of,
 )
@@ -98,7 +105,10 @@ def check(scaled_object: ScaledObject, inventory: Inventory, ctx: Context) -> It
         if evidence is None or observed is None or threshold is None:
             continue
         low, median, high = observed
-        seen = f"observed {stats(observed)} over the last {format_duration(live.lookback)}"
+        span = evidence.history_span
+        seen = f"observed {stats(observed)} {seen_over(span, live)}"
+        enough = enough_history(span, live)
+        why, wait = short_history(span, live)
         head = f"{trigger.describe()}: threshold {number(threshold)}"
         average = trigger.metric_type != "Value"
         target = target_of(evidence)
@@ -112,6 +122,7 @@ def check(scaled_object: ScaledObject, inventory: Inventory, ctx: Context) -> It
             sums_judged=False,
         )
         found: tuple[str, str] | None = None
+        severity = None
         if verdict is Verdict.RATIO_TARGET:
             names = ", ".join(n for n in _names(evidence) if scale_of(n) is Scale.RATIO)
             found = (
@@ -120,6 +131,18 @@ def check(scaled_object: ScaledObject, inventory: Inventory, ctx: Context) -> It
                 f'threshold: "{float_text(threshold / 100)}"   # {number(threshold)}% on the '
                 "0-1 scale",
             )
+        elif verdict is Verdict.NEVER_REACHED and high > 0 and not enough:
+            found = (
+                f"{head} is above every value the query returned so far ({seen}), but {why}",
+                wait,
+            )
+            severity = Severity.INFO
+        elif verdict is Verdict.ALWAYS_EXCEEDED and not enough:
+            found = (
+                f"{head} is below every value the query returned so far ({seen}), but {why}",
+                wait,
+            )
+            severity = Severity.INFO
         elif verdict is Verdict.NEVER_REACHED and high > 0:
             # (A query that returned 0 throughout saw no load: that says nothing of the scale.)
             found = (
@@ -133,11 +156,27 @@ def check(scaled_object: ScaledObject, inventory: Inventory, ctx: Context) -> It
         if found is not None:
             message, fix = found
             yield ctx.finding(
-                trigger.manifest, trigger.query_path, message + sent_to(evidence), fix, key=False
+                trigger.manifest,
+                trigger.query_path,
+                message + sent_to(evidence),
+                fix,
+                key=False,
+                severity=severity,
             )
         activation = trigger.activation_threshold
         # As above, a query that returned 0 throughout saw no load to activate on.
-        if scaling.minimum == 0 and activation is not None and 0 < high <= activation:
+        never_active = scaling.minimum == 0 and activation is not None and 0 < high <= activation
+        if never_active and activation is not None and not enough:
+            yield ctx.finding(
+                trigger.manifest,
+                trigger.query_path,
+                f"{trigger.describe()}: activationThreshold {number(activation)} is at or above "
+                f"every value the query returned so far ({seen}), but {why}{sent_to(evidence)}",
+                wait,
+                key=False,
+                severity=Severity.INFO,
+            )
+        elif never_active and activation is not None:
             unless = " unless another trigger is active" if len(scaled_object.triggers) > 1 else ""
             suggested = float_text(low / 2) if low > 0 else "0"
             yield ctx.finding(

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 class LiveCheck:
     """The live check of a run: its options, and what it found in each unit."""
 
-    def __init__(self, options: Any) -> None:
+    def __init__(self, options: Any, progress: TextIO | None = None) -> None:
         self.options = options
+        self.progress = progress  # where to say what a slow check waits for (None: nowhere)
         self.notes: list[str] = []
         self.failed_required = False
 
@@ -38,7 +39,18 @@ class LiveCheck:
             and not pipeline.all_exporters()
         ):
             return
-        inventory.live = collect(inventory, self.options)
+        if self.progress is None:
+            inventory.live = collect(inventory, self.options)
+        else:
+            from gpulint.live.progress import Progress
+            from gpulint.report.escape import SafeStream
+
+            # Past the escaping stream: the line's own carriage returns must reach the
+            # terminal (Progress escapes the request it describes).
+            raw = self.progress.stream if isinstance(self.progress, SafeStream) else self.progress
+            terminal = _is_terminal(raw)
+            with Progress(raw, self.options.timeout, terminal) as progress:
+                inventory.live = collect(inventory, self.options, progress.waiting)
         self.notes.extend(n for n in inventory.live.notes if n not in self.notes)
         if self.options.required and not inventory.live.available:
             self.failed_required = True
@@ -69,6 +81,7 @@ def live_check(
         LiveOptions,
         OptionError,
         parse_duration,
+        parse_fraction,
         parse_header,
         parse_url,
     )
@@ -82,6 +95,7 @@ def live_check(
             args.prometheus_timeout,
             args.require_prometheus,
             parse_duration(args.lookback),
+            min_history=parse_fraction(getattr(args, "min_history", "90%")),
         )
     except OptionError as error:
         stderr.write(f"gpulint: error: {error}\n")
@@ -93,4 +107,13 @@ def live_check(
         for info in rule_index()
     ):
         return ["--prometheus given, but no live rule (GL801-GL812) is selected"]
-    return LiveCheck(options)
+    wanted = getattr(args, "progress", "auto")
+    shown = wanted == "always" or (wanted == "auto" and _is_terminal(stderr))
+    return LiveCheck(options, stderr if shown else None)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False

@@ -233,3 +233,19 @@ def add_live_options(parser: argparse.ArgumentParser, required: bool = False) ->
         help="how far back to look for metrics that disappeared and for observed values "
         "(default: 24h)",
     )
+    live.add_argument(
+        "--min-history",
+        default="90%",
+        metavar="SHARE",
+        help="share of --lookback the observed values must cover before a target is called "
+        "never reached or always exceeded (GL805, GL812); on less the finding is info "
+        "(default: 90%%; 0 judges on any history)",
+    )
+    live.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="say on stderr which Prometheus request a slow live check waits for and for how "
+        "long (after 2 s): auto, only when stderr is a terminal (the default); always, also "
+        "to a file or pipe, a line every 5 s; never",
+    )

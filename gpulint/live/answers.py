@@ -23,6 +23,25 @@ def point_value(point: Any) -> float:
     return math.nan
 
 
+def point_time(point: Any) -> float:
+    """The unix time of a ``[time, "value"]`` point of a range answer (NaN when unreadable)."""
+    if isinstance(point, list | tuple) and len(point) == 2:
+        try:
+            return float(point[0])
+        except (TypeError, ValueError):
+            return math.nan
+    return math.nan
+
+
+def history_span(first: float, now: float, window: float, step: float) -> float:
+    """Seconds of the look-back window a subquery's history covers, ``first`` being the time
+    of its earliest finite point (NaN: none). A point stands for the step that ends at it, so
+    a history from the window's start covers the whole window."""
+    if not math.isfinite(first):
+        return 0.0
+    return max(0.0, min(window, now - first + step))
+
+
 def samples_of(data: dict[str, Any]) -> list[Sample]:
     """The series of an instant query's answer (vector, scalar or matrix)."""
     result = data.get("result")

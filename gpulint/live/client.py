@@ -41,6 +41,7 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.exceptions import MaxRetryError, ReadTimeoutError
 from urllib3.util.retry import Retry
 
+from gpulint.live.progress import Waiting, describe
 from gpulint.live.snapshot import BAD_ANSWER, HTTP_ERROR, TIMEOUT, UNREACHABLE
 
 # An answer larger than this is not a Prometheus answering a seriesQuery gpulint can use
@@ -99,9 +100,16 @@ class Deadline:
 
 
 class PrometheusAPI:
-    def __init__(self, url: str, headers: dict[str, str], deadline: Deadline) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        deadline: Deadline,
+        waiting: Waiting | None = None,
+    ) -> None:
         self.url = url
         self.deadline = deadline
+        self.waiting = waiting  # told of each request, for --progress
         self.connect = PrometheusConnect(
             url=url,
             headers=dict(headers) or None,
@@ -218,6 +226,9 @@ class PrometheusAPI:
         with self._lock:
             self.requests += 1
         encoded = urlencode(params)
+        token = (
+            None if self.waiting is None else self.waiting.begin(describe(self.url, path, params))
+        )
         try:
             status, body = self._send(path, encoded, extra or {}, deadline)
         except requests.exceptions.Timeout:
@@ -232,6 +243,9 @@ class PrometheusAPI:
             raise PrometheusError(f"cannot connect: {_reason(error)}", UNREACHABLE) from None
         except requests.exceptions.RequestException as error:
             raise PrometheusError(f"request failed: {_reason(error)}", UNREACHABLE) from None
+        finally:
+            if token is not None and self.waiting is not None:
+                self.waiting.end(token)
         return _unwrap(path, status, body)
 
     def _send(

@@ -41,6 +41,7 @@ from gpulint.live.answers import NOT_THE_API, shown_error
 from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError, QueryRejected
 from gpulint.live.hpachecks import HpaChecks
 from gpulint.live.options import LiveOptions, format_duration
+from gpulint.live.progress import Waiting
 from gpulint.live.rulechecks import RuleChecks
 from gpulint.live.snapshot import (
     BAD_ANSWER,
@@ -54,14 +55,22 @@ from gpulint.live.triggerchecks import TriggerChecks
 from gpulint.live.workers import run_all
 
 
-def collect(inventory: Inventory, options: LiveOptions) -> LiveSnapshot:
-    """Run the live check; the snapshot's ``error`` says why it could not."""
+def collect(
+    inventory: Inventory, options: LiveOptions, waiting: Waiting | None = None
+) -> LiveSnapshot:
+    """Run the live check; the snapshot's ``error`` says why it could not. ``waiting`` is told
+    of each request (``--progress``)."""
     started = time.monotonic()
     snapshot = LiveSnapshot(
-        options.url, options.required, options.lookback, options.max_age, time.time()
+        options.url,
+        options.required,
+        options.lookback,
+        options.max_age,
+        time.time(),
+        min_history=options.min_history,
     )
     deadline = Deadline(options.timeout)
-    api = PrometheusAPI(options.url, options.headers, deadline)
+    api = PrometheusAPI(options.url, options.headers, deadline, waiting)
     try:
         _Collector(inventory, options, api, snapshot).run()
     except PrometheusError as error:

@@ -17,9 +17,10 @@ from gpulint.live.adapterquery import (
     pod_name_pattern,
     render_query,
 )
-from gpulint.live.answers import point_value, samples_of
+from gpulint.live.answers import history_span, point_time, point_value, samples_of
 from gpulint.live.client import QueryRejected
 from gpulint.live.lookups import Lookups
+from gpulint.live.options import history_step
 from gpulint.live.series import sightings
 from gpulint.live.snapshot import (
     POD_LABELS,
@@ -204,7 +205,7 @@ class HpaChecks(Lookups):
         if not evidence.usable:
             return
         external = evidence.metric.type == "External"
-        history = self._hpa_history(evidence, labels, external)
+        history = self._hpa_history(evidence, labels, external)  # sets history_span
         current = [s.value for s in evidence.usable]
         if external:
             current = [sum(current)]
@@ -217,9 +218,9 @@ class HpaChecks(Lookups):
         that gave a usable sample now (summed for an External metric)."""
         expression = f"sum({evidence.rendered})" if external else f"({evidence.rendered})"
         window = self.options.lookback
-        # Enough points for a minimum, a median and a maximum; each step is a full query.
-        step = int(max(15, window / 240))
+        step = history_step(window)
         history: list[float] = []
+        first = math.nan
         try:
             data = self.api.query(f"{expression}[{int(window)}s:{step}s]", self.now)
         except QueryRejected:
@@ -236,7 +237,12 @@ class HpaChecks(Lookups):
             ):
                 continue
             for point in item.get("values") or []:
-                history.append(point_value(point))
+                value = point_value(point)
+                history.append(value)
+                moment = point_time(point)
+                if math.isfinite(value) and not moment >= first:  # also true while first is NaN
+                    first = moment
+        evidence.history_span = history_span(first, self.now, window, step)
         return history
 
 

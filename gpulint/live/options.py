@@ -1,7 +1,8 @@
 """What the user asked of the live check: where Prometheus is, how long to wait, how far back.
 
 Pure values and parsers (no network): the CLI builds ``LiveOptions`` from ``--prometheus``,
-``--prometheus-header``, ``--prometheus-timeout``, ``--require-prometheus`` and ``--lookback``.
+``--prometheus-header``, ``--prometheus-timeout``, ``--require-prometheus``, ``--lookback`` and
+``--min-history``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from dataclasses import dataclass, field
 ADAPTER_MAX_AGE = 600.0
 DEFAULT_LOOKBACK = 24 * 3600.0
 DEFAULT_TIMEOUT = 30.0
+# The share of the look-back window the query's history must cover before a live rule says a
+# target is never reached or always exceeded. Those verdicts are claims about the whole window
+# (24h by default: one daily cycle of load); a window seen in part may miss the peak or the
+# night, so nine tenths are asked for, leaving room for retention edges and scrape gaps.
+DEFAULT_MIN_HISTORY = 0.9
 # Requests in flight at once: enough to hide latency, few enough not to load a shared Prometheus.
 DEFAULT_CONCURRENCY = 4
 
@@ -35,6 +41,7 @@ class LiveOptions:
     lookback: float = DEFAULT_LOOKBACK
     concurrency: int = DEFAULT_CONCURRENCY
     max_age: float = ADAPTER_MAX_AGE
+    min_history: float = DEFAULT_MIN_HISTORY
 
 
 def parse_duration(text: str) -> float:
@@ -56,6 +63,29 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise OptionError(f"{text!r} must be longer than zero")
     return seconds
+
+
+def history_step(window: float) -> int:
+    """Seconds between the points of a look-back subquery: enough points for a minimum, a
+    median and a maximum (240 over the window), each step being a full query, and no finer
+    than a common scrape interval."""
+    return int(max(15, window / 240))
+
+
+def parse_fraction(text: str) -> float:
+    """``90%`` or ``0.9`` -> 0.9: a share of the look-back window, from 0 to 1."""
+    value = text.strip()
+    percent = value.endswith("%")
+    number = value[:-1].strip() if percent else value
+    if not re.fullmatch(r"\d+(?:\.\d+)?", number):
+        raise OptionError(
+            f"--min-history {text!r} is not a share of the look-back window "
+            "(write 90% or 0.9; 0 judges on any history)"
+        )
+    fraction = float(number) / (100 if percent else 1)
+    if fraction > 1:
+        raise OptionError(f"--min-history {text!r} is more than the whole look-back window")
+    return fraction
 
 
 def format_duration(seconds: float) -> str:

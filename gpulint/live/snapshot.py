@@ -260,6 +260,8 @@ class HpaEvidence:
     usable: list[Sample] = field(default_factory=list)  # samples the adapter can hand out
     sightings: list[Sighting] = field(default_factory=list)
     observed: list[float] = field(default_factory=list)  # look-back history and current values
+    # Seconds of the look-back window the history covers (0: only the value now).
+    history_span: float = 0.0
     skipped: str | None = None
 
     def observed_stats(self) -> tuple[float, float, float] | None:
@@ -297,6 +299,8 @@ class TriggerEvidence:
     # dropped) checked against the selector's label matchers.
     filtered: list[tuple[Selector, SeriesSummary]] = field(default_factory=list)
     observed: list[float] = field(default_factory=list)  # look-back history and the value now
+    # Seconds of the look-back window the history covers (0: only the value now).
+    history_span: float = 0.0
 
     def observed_stats(self) -> tuple[float, float, float] | None:
         return observed_stats(self.observed)
@@ -389,6 +393,7 @@ class LiveSnapshot:
     lookback: float = 86400.0
     max_age: float = 600.0
     evaluated_at: float = 0.0
+    min_history: float = 0.9  # --min-history: the share of lookback a range verdict needs
     error: str | None = None
     error_reason: str | None = None  # one of FAILURE_REASONS when ``error`` is set
     rules: dict[AdapterRule, RuleEvidence] = field(default_factory=dict)

@@ -9,11 +9,18 @@ import time
 from collections.abc import Callable
 
 from gpulint.kinds.keda import PrometheusTrigger, prometheus_triggers
-from gpulint.live.answers import NOT_THE_API, point_value, shown_error
+from gpulint.live.answers import (
+    NOT_THE_API,
+    history_span,
+    point_time,
+    point_value,
+    shown_error,
+)
 from gpulint.live.client import PrometheusError, QueryRejected
 from gpulint.live.kedaquery import TriggerRequest, read_answer, request_for, same_server
 from gpulint.live.lookups import Lookups
 from gpulint.live.names import alternatives_for
+from gpulint.live.options import history_step
 from gpulint.live.series import summarize
 from gpulint.live.snapshot import (
     BAD_ANSWER,
@@ -112,7 +119,10 @@ class TriggerChecks(Lookups):
             reading = evidence.reading = read_answer(data)
             try:
                 if reading.answer is Answer.VALUE and reading.value is not None:
-                    evidence.observed = [*self._trigger_history(query, request), reading.value]
+                    evidence.observed = [
+                        *self._trigger_history(evidence, query, request),
+                        reading.value,
+                    ]
                 elif reading.answer in (Answer.EMPTY, Answer.NOT_FINITE):
                     self._explain_no_data(evidence, query)
             except (QueryRejected, PrometheusError, *NOT_THE_API) as error:
@@ -123,20 +133,32 @@ class TriggerChecks(Lookups):
 
         return task
 
-    def _trigger_history(self, query: str, request: TriggerRequest) -> list[float]:
-        """The query's values over the look-back window, as KEDA would have read them."""
+    def _trigger_history(
+        self, evidence: TriggerEvidence, query: str, request: TriggerRequest
+    ) -> list[float]:
+        """The query's values over the look-back window, as KEDA would have read them; sets
+        the span of the window they cover."""
         window = self.options.lookback
-        step = int(max(15, window / 240))
+        step = history_step(window)
         # On lines of its own: a query may end in a # comment.
         expression = f"(\n{query}\n)[{int(window)}s:{step}s]"
         data = self.api.query(
             expression, self.now, request.params, request.headers, within=_HISTORY_WITHIN
         )
         values: list[float] = []
+        first = math.nan
         for item in data.get("result", []):
-            if isinstance(item, dict):
-                values.extend(point_value(point) for point in item.get("values") or [])
-        return [v for v in values if math.isfinite(v)]
+            if not isinstance(item, dict):
+                continue
+            for point in item.get("values") or []:
+                value = point_value(point)
+                if math.isfinite(value):
+                    values.append(value)
+                    moment = point_time(point)
+                    if not moment >= first:  # also true while first is NaN
+                        first = moment
+        evidence.history_span = history_span(first, self.now, window, step)
+        return values
 
     def _explain_no_data(self, evidence: TriggerEvidence, query: str) -> None:
         """Why a query finds nothing: a name with no series (did you mean, last seen), a

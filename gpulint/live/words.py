@@ -7,8 +7,14 @@ from collections.abc import Iterable, Sequence
 
 from gpulint.chain.adapter import EXTERNAL, AdapterRule
 from gpulint.live.kedaquery import request_for, same_server
-from gpulint.live.options import format_duration
-from gpulint.live.snapshot import NAMESPACE_LABELS, POD_LABELS, SeriesSummary, TriggerEvidence
+from gpulint.live.options import format_duration, history_step
+from gpulint.live.snapshot import (
+    NAMESPACE_LABELS,
+    POD_LABELS,
+    LiveSnapshot,
+    SeriesSummary,
+    TriggerEvidence,
+)
 
 
 def rule_label(rule: AdapterRule) -> str:
@@ -114,3 +120,45 @@ def curl_for(evidence: TriggerEvidence) -> str:
 
 def _shell_quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
+
+
+def seen_over(span: float, live: LiveSnapshot) -> str:
+    """Over what the values were observed: ``over the last 1d`` when the history covers the
+    look-back window, else the span it does cover, so a reader weighs the verdict."""
+    window = format_duration(live.lookback)
+    # The history is read in steps: a span within one step of the window is all of it.
+    if span >= live.lookback - history_step(live.lookback):
+        return f"over the last {window}"
+    if span <= 0:
+        return f"over {_held(span, live)} of the last {window}, all that Prometheus holds"
+    return f"over the {format_duration(span)} of the last {window} that Prometheus holds"
+
+
+def _held(span: float, live: LiveSnapshot) -> str:
+    """How much of the window the history covers: ``3h12m``, or ``less than 6m`` when no point
+    of the subquery (one each step) found a value."""
+    if span <= 0:
+        return f"less than {format_duration(history_step(live.lookback))}"
+    return format_duration(span)
+
+
+def enough_history(span: float, live: LiveSnapshot) -> bool:
+    """Does the history cover the share of the look-back window (``--min-history``) that a
+    verdict on the whole window (never reached, always exceeded) needs?"""
+    return span >= live.min_history * live.lookback
+
+
+def short_history(span: float, live: LiveSnapshot) -> tuple[str, str]:
+    """(why there is no verdict yet, what to do): for a range verdict on too little history."""
+    needed = format_duration(live.min_history * live.lookback)
+    window = format_duration(live.lookback)
+    share = f"{live.min_history * 100:g}%"
+    why = (
+        f"that is too little history to judge: such a verdict needs {needed} of the last "
+        f"{window} (--min-history {share}), as normal load may not have peaked or dropped yet"
+    )
+    fix = (
+        f"# nothing to change yet: run again once Prometheus holds {needed} of the query's "
+        "history, or shorten --lookback to the span it holds"
+    )
+    return why, fix

@@ -18,14 +18,14 @@ from gpulint.engine.config import Settings
 from gpulint.engine.registry import Selection
 from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.live.collector import collect
-from gpulint.live.options import LiveOptions, parse_duration
+from gpulint.live.options import LiveOptions, parse_duration, parse_fraction
 from gpulint.live.snapshot import LiveSnapshot
 
 from .harness import INSTALL_HINT, free_port, prometheus_binary, promtool_binary
 from .world import World, start_world
 
 LIVE_FIXTURES = Path(__file__).resolve().parent / "fixtures"
-_DIRECTIVE = re.compile(r"#\s*(live|lookback):\s*(\S+)")
+_DIRECTIVE = re.compile(r"#\s*(live|lookback|min-history):\s*(\S+)")
 
 
 def require_prometheus() -> None:
@@ -56,10 +56,18 @@ def lint_live(
     timeout: float = 20.0,
     required: bool = False,
     select: list[str] | None = None,
+    min_history: str = "90%",
 ) -> tuple[list[Finding], LiveSnapshot]:
     """Lint ``paths`` with the live check against ``url``, through the real engine."""
     inventory = inventory_from_paths([str(p) for p in paths], Settings())
-    options = LiveOptions(url, {}, timeout, required, parse_duration(lookback))
+    options = LiveOptions(
+        url,
+        {},
+        timeout,
+        required,
+        parse_duration(lookback),
+        min_history=parse_fraction(min_history),
+    )
     inventory.live = collect(inventory, options)
     return run(inventory, Selection(select or [])), inventory.live
 
@@ -80,6 +88,12 @@ def server_url(world: World, down_url: str, case: Path) -> tuple[str, str]:
     name = settings.get("live", "stack")
     url = down_url if name == "down" else world.url(name)
     return url, settings.get("lookback", "24h")
+
+
+def min_history(case: Path) -> str:
+    """The ``# min-history: 0`` a fixture asks for: the world's Prometheus holds seconds of
+    scraped data, so a fixture of a whole-window verdict judges on any history."""
+    return directives(case).get("min-history", "90%")
 
 
 def live_findings(findings: Sequence[Finding]) -> list[Finding]:

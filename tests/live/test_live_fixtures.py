@@ -3,7 +3,9 @@
 As with the offline fixtures, ``fail_*`` cases declare their findings with
 ``# expect: GL801 4:3`` comments and ``pass_*`` cases must produce none of their rule. A
 ``# live: stack|gmp|down`` comment picks the Prometheus (tests/live/world.py; ``down`` is a
-port nothing listens on) and ``# lookback: 72h`` the look-back window.
+port nothing listens on), ``# lookback: 72h`` the look-back window and ``# min-history: 0``
+the share of it a never-reached or always-exceeded verdict needs (90% by default, more than
+the seconds of data the world's Prometheus scraped).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from gpulint.report.text import render_text
 
 from ..conftest import ROOT
 from ..snapshots import assert_snapshot, snapshot_path, snapshot_text
-from .conftest import LIVE_FIXTURES, lint_live, live_findings, server_url, show
+from .conftest import LIVE_FIXTURES, lint_live, live_findings, min_history, server_url, show
 from .world import World
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -55,7 +57,7 @@ def test_failing_live_fixture_reports_exactly_what_it_declares(
     expected = _expectations(path)
     assert any(e[1] == rule for e in expected), f"{path} declares no '# expect: {rule} L:C'"
     url, lookback = server_url(world, down_url, path)
-    findings, _ = lint_live([path], url, lookback)
+    findings, _ = lint_live([path], url, lookback, min_history=min_history(path))
     got = {
         (f.location.file, f.rule, f.location.line, f.location.column)
         for f in findings
@@ -92,7 +94,7 @@ def _steady(text: str, url: str) -> str:
 @pytest.mark.parametrize(("rule", "path"), _cases("pass_"), ids=lambda v: str(v)[-50:])
 def test_passing_live_fixture_is_silent(world: World, down_url: str, rule: str, path: Path) -> None:
     url, lookback = server_url(world, down_url, path)
-    findings, snapshot = lint_live([path], url, lookback)
+    findings, snapshot = lint_live([path], url, lookback, min_history=min_history(path))
     assert snapshot.available, snapshot.error
     assert [f for f in findings if f.rule == rule] == [], show(findings)
 

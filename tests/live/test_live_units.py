@@ -33,6 +33,7 @@ from gpulint.live.options import (
     OptionError,
     format_duration,
     parse_duration,
+    parse_fraction,
     parse_header,
     parse_url,
 )
@@ -94,6 +95,25 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(OptionError):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(("text", "share"), [("90%", 0.9), ("0.5", 0.5), ("0", 0.0), ("100%", 1)])
+def test_min_history_shares(text: str, share: float) -> None:
+    assert parse_fraction(text) == share
+
+
+@pytest.mark.parametrize("text", ["", "half", "-10%", "150%", "1.5", "90 %%"])
+def test_bad_min_history_shares(text: str) -> None:
+    with pytest.raises(OptionError):
+        parse_fraction(text)
+
+
+def test_history_span_counts_the_step_of_the_first_point_and_stops_at_the_window() -> None:
+    from gpulint.live.answers import history_span
+
+    assert history_span(float("nan"), 1000.0, 86400.0, 360.0) == 0.0  # no point: the value now only
+    assert history_span(1000.0 - 3600, 1000.0, 86400.0, 360.0) == 3960.0
+    assert history_span(1000.0 - 86400, 1000.0, 86400.0, 360.0) == 86400.0
 
 
 def test_durations_read_at_a_glance() -> None:

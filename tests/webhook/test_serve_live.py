@@ -236,9 +236,10 @@ def test_evidence_follows_the_admitted_metric_and_target(live_hook: Webhook) -> 
     response, _ = update(live_hook, raised, TRITON_HPA)
     assert response["allowed"] is True
     (warning,) = live_warnings(response)
+    # Seconds of the 10m window scraped: the values so far, and no verdict yet (GL805).
     assert warning.startswith(
         "GL805: HPA triton targets gpu_utilization at 500 (averageValue), above anything "
-        "observed (observed min 32 / median 58 / max 84 for Deployment ml/triton"
+        "observed so far (observed min 32 / median 58 / max 84 for Deployment ml/triton over "
     )
 
 
