@@ -286,3 +286,33 @@ def test_messages_keep_their_baseline_key_from_any_directory(
     assert set(written.values()) == {
         "kustomization ex/gitops/overlays/prod names apps/v1, which is missing."
     }
+
+
+def _files_in(value: Any) -> list[str]:
+    """Every ``file`` value of a JSON document."""
+    if isinstance(value, dict):
+        found = [v for k, v in value.items() if k == "file" and isinstance(v, str)]
+        return found + [f for v in value.values() for f in _files_in(v)]
+    if isinstance(value, list):
+        return [f for v in value for f in _files_in(v)]
+    return []
+
+
+def test_trace_names_files_that_open_from_the_working_directory(
+    repository: Path, tools: list[str]
+) -> None:
+    seen: dict[str, set[Path]] = {}
+    for name, place in _places(repository).items():
+        done = subprocess.run(
+            [sys.executable, "-m", "gpulint", "trace", *tools, "--format", "json", place.target],
+            cwd=place.cwd,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+            timeout=600,
+        )
+        assert done.returncode == 1, (name, done.stderr)
+        files = _files_in(json.loads(done.stdout))
+        assert files, name
+        seen[name] = {_opened(place, f) for f in files}
+    assert seen["subdirectory"] == seen["top level"] == seen["outside"]
