@@ -23,13 +23,25 @@ A request chooses what it sends, so nothing it sends becomes a metric label: kin
 the evaluated ones are counted as ``other``. Its body must arrive within ``--read-timeout``
 (its headers too: ``webhook.connections``); a slower one is a 400 and the connection closes.
 
-Evaluations run on the event loop, one at a time, from memory: a handoff to a worker thread
-costs more than most evaluations on a busy machine (bench/webhook_load.py), and would not
-preempt a rule stuck in C code (a regular expression) anyway, since that holds the GIL. The
-deadline is checked before the evaluation and between rules; an evaluation stuck beyond it
-also stops /healthz from answering, so the kubelet restarts the container while the API
-server, after timeoutSeconds, lets requests through (failurePolicy: Ignore) and the other
-replica answers.
+Where a review is answered depends on what it costs (``review_route``), decided on the event
+loop once the body is decoded:
+
+* skipped: an object no rule reads (a DELETE, another kind, a subresource, a ConfigMap that
+  is not the adapter's, an object being deleted) is allowed at once, without the engine;
+* inline: a review of an evaluated kind whose body is at most ``INLINE_BODY_BYTES``, read
+  whole, with nothing to parse in a child process, is evaluated on the event loop, from
+  memory (about 0.2 ms for a Deployment or an HPA: bench/webhook_profile.py). A hand-off to a
+  thread costs more than that: the loop and the thread then take turns for the GIL, and each
+  turn can wait a switch interval (5 ms), which is what put the p99 at 33-45 ms when every
+  review went to a thread (bench/RESULTS.md, "Webhook: where the time goes");
+* worker: everything else, in one of ``REVIEW_THREADS`` review threads: a large or too-deep
+  object, an adapter ConfigMap (its embedded YAML is parsed in a child process with limits,
+  ``gpulint.admission.embedded``, which the thread waits for), and a review that would wait
+  for the cluster cache's lock (a watch thread replacing a relisted kind holds it). The
+  answer never waits for the thread past the deadline (plus ``DEADLINE_GRACE``): it is
+  allowed with a warning then, as it is when the thread pool cannot take work.
+
+The deadline is checked before each evaluation and between rules, on either path.
 """
 
 from __future__ import annotations
@@ -98,6 +110,32 @@ _COUNTED_KINDS = frozenset({*EVALUATED_KINDS, ("", "ConfigMap")})
 # for its answer this much past its deadline before gpulint answers without one.
 REVIEW_THREADS = 2
 DEADLINE_GRACE = 0.25
+# The largest body evaluated on the event loop. bench/webhook_load.py's reviews are 1.7 KB
+# on average; the API server's carry managedFields and, on an UPDATE, the old object too, a
+# few times that. What an evaluation costs grows with what the object holds (containers,
+# metrics, annotations), so a body past this bound goes to a thread.
+INLINE_BODY_BYTES = 64 * 1024
+
+SKIPPED, INLINE, WORKER = "skipped", "inline", "worker"
+
+
+def review_route(
+    review: ReviewRequest,
+    body_bytes: int,
+    adapter_configmaps: AdapterConfigMapSelector | None,
+) -> tuple[str, str | None]:
+    """Where a review is answered (``SKIPPED``, ``INLINE`` or ``WORKER``), and for a
+    skipped one why (``skip_reason``). Between inline and worker only the size of the
+    body, the depth the decoder found and the kind decide, and both paths evaluate the same
+    way: a crafted object can move a review to a thread, never past the engine."""
+    skipped = skip_reason(review, adapter_configmaps)
+    if skipped is not None:
+        return SKIPPED, skipped
+    if body_bytes > INLINE_BODY_BYTES or review.too_deep:
+        return WORKER, None
+    if (review.kind.group, review.kind.kind) not in EVALUATED_KINDS:
+        return WORKER, None  # an adapter ConfigMap: its embedded YAML goes to a child process
+    return INLINE, None
 
 
 def metric_kind(review: ReviewRequest) -> str:
@@ -128,9 +166,10 @@ class WebhookApp:
         self.decider = Decider(
             evaluator, None if deny_on == "never" else Severity.parse(deny_on), embedded
         )
-        # Reviews are evaluated here, off the event loop: /healthz, /metrics and the reading
-        # of other requests never wait for an evaluation, and a review's answer never waits
-        # past its deadline (the evaluation stops at the next rule; the answer goes first).
+        # The reviews that are not cheap are evaluated here, off the event loop: /healthz,
+        # /metrics and the reading of other requests never wait for them, and their answer
+        # never waits past its deadline (the evaluation stops at the next rule; the answer
+        # goes first).
         self._reviews = ThreadPoolExecutor(REVIEW_THREADS, thread_name_prefix="gpulint-review")
         self.deadline = deadline
         self.max_body_bytes = max_body_bytes
@@ -295,6 +334,27 @@ class WebhookApp:
             review = parse_review(body)
         except BadReview as error:
             return self._bad_request(error.reason, error.message)
+        route, skipped = review_route(review, len(body), self.adapter_configmaps)
+        if skipped is not None:
+            self.metrics.routes.labels(SKIPPED).inc()
+            return self._respond(
+                review, started, "skipped", review_response(review.uid, True), skipped
+            )
+        if route == INLINE:
+            try:
+                held = self.evaluator.try_hold()
+            except Exception as error:
+                return self._fail_open(review, started, "error", error)
+            if held:
+                try:
+                    self.metrics.routes.labels(INLINE).inc()
+                    return self._answer(review, started)
+                finally:
+                    self.evaluator.release()
+        self.metrics.routes.labels(WORKER).inc()
+        return await self._in_worker(review, started)
+
+    async def _in_worker(self, review: ReviewRequest, started: float) -> web.Response:
         loop = asyncio.get_running_loop()
         remaining = started + self.deadline - time.monotonic()
         try:
@@ -312,24 +372,20 @@ class WebhookApp:
         self._reviews.shutdown(wait=False, cancel_futures=True)
 
     def _answer(self, review: ReviewRequest, started: float) -> web.Response:
-        skipped = skip_reason(review, self.adapter_configmaps)
-        if skipped is not None:
-            return self._respond(
-                review, started, "skipped", review_response(review.uid, True), skipped
-            )
-        if not self.evaluator.ready():
-            return self._fail_open(review, started, "not-synced")
-        deadline = started + self.deadline
+        """Evaluate a review gpulint does not skip and answer it, on whichever path."""
         try:
+            if not self.evaluator.ready():
+                return self._fail_open(review, started, "not-synced")
+            deadline = started + self.deadline
             if time.monotonic() >= deadline:
                 raise DeadlineExceeded("(before the first)")
             decision = self.decider.decide(review, deadline)
+            if review.too_deep:
+                decision = self._too_deep(review, decision)
         except DeadlineExceeded:
             return self._fail_open(review, started, "deadline")
         except Exception as error:
             return self._fail_open(review, started, "error", error)
-        if review.too_deep:
-            decision = self._too_deep(review, decision)
         return self._decided(review, started, decision)
 
     def _too_deep(self, review: ReviewRequest, decision: Decision) -> Decision:

@@ -59,6 +59,16 @@ class Evaluator(Protocol):
     def ready(self) -> bool: ...
     def sync_state(self) -> dict[str, str]: ...
     def too_deep_objects(self) -> int: ...
+    def try_hold(self) -> bool:
+        """Take what an evaluation reads (the cluster cache's lock) without waiting: False
+        when another thread holds it. An evaluation on the event loop must not wait for a
+        watch thread replacing thousands of objects; it goes to a review thread instead."""
+        ...
+
+    def release(self) -> None:
+        """Give back what ``try_hold`` took."""
+        ...
+
     def evaluate(
         self,
         obj: dict[str, Any],
@@ -100,6 +110,13 @@ class ClusterEvaluator:
 
     def too_deep_objects(self) -> int:
         return self.cache.too_deep_objects
+
+    def try_hold(self) -> bool:
+        # An RLock: cache.evaluate takes it again in this thread without waiting.
+        return self.cache.lock.acquire(blocking=False)
+
+    def release(self) -> None:
+        self.cache.lock.release()
 
     def evaluate(
         self,
@@ -146,6 +163,12 @@ class StandaloneEvaluator:
 
     def too_deep_objects(self) -> int:
         return 0
+
+    def try_hold(self) -> bool:
+        return True  # the object on its own: nothing shared to wait for
+
+    def release(self) -> None:
+        return None
 
     def evaluate(
         self,

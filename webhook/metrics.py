@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 # CONNECT, another kind, a subresource, an object being deleted).
 VERDICTS = ("allowed", "warned", "denied", "fail-open", "skipped")
 FAIL_OPEN_REASONS = ("not-synced", "deadline", "error")
+ROUTES = ("skipped", "inline", "worker")
 # The ``kind`` of a review that gpulint does not evaluate, whatever it names.
 OTHER_KIND = "other"
 # The part of a request that did not arrive within --read-timeout.
@@ -222,6 +223,15 @@ class WebhookMetrics:
             "read (cached without those parts), since the start",
             registry=self.registry,
         )
+        self.routes = Counter(
+            "gpulint_webhook_review_routes",
+            "AdmissionReviews by where they were answered: skipped (an object no rule reads, "
+            "answered without evaluation), inline (evaluated on the event loop: small, "
+            "read whole, nothing to parse in a child process), worker (evaluated in a review "
+            "thread: large, too deep, an adapter ConfigMap, or the cluster cache was busy)",
+            ["route"],
+            registry=self.registry,
+        )
         self.in_flight = Gauge(
             "gpulint_webhook_in_flight_requests",
             "AdmissionReviews being read, evaluated or answered",
@@ -277,6 +287,8 @@ class WebhookMetrics:
             self.certificate_reloads.labels(result)
         for verdict in VERDICTS:
             self.latency.labels(verdict)
+        for route in ROUTES:
+            self.routes.labels(route)
 
     def watch_cache(self, synced: Callable[[], bool], state: Callable[[], dict[str, str]]) -> None:
         self.registry.register(_SyncStateCollector(synced, state))

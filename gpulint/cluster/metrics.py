@@ -16,7 +16,6 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from gpulint.cluster.api import ApiError, KubeApi
-from gpulint.cluster.kinds import selector_text
 from gpulint.cluster.reading import Discovery
 from gpulint.cluster.snapshot import (
     CUSTOM_GROUP,
@@ -31,6 +30,7 @@ from gpulint.cluster.snapshot import (
     UNAVAILABLE,
     MetricProbe,
 )
+from gpulint.core.selectors import selector_text
 from gpulint.input.document import as_dict
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HpaMetric

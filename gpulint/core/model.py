@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-from gpulint.adoption.edits import FixPlan
+from gpulint.adoption.operations import FixPlan
 from gpulint.core.location import Location, ObjectRef
 from gpulint.core.message import split_message
 

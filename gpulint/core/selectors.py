@@ -13,6 +13,7 @@ is ``None`` too, so that rules report only what is certain.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -148,3 +149,127 @@ class LabelSelector(NamedTuple):
         parts = [f"{k}={'<?>' if v is None else v}" for k, v in sorted(self.match_labels.items())]
         parts.extend(str(e) for e in self.expressions)
         return ",".join(parts) if parts else "(everything)"
+
+
+# --- the string form (``app=x,tier in (a,b),!canary``): kubectl, the HPA controller ---
+
+_REQUIREMENT = re.compile(
+    r"^\s*(?:(?P<not>!)\s*(?P<absent>[\w./-]+)"
+    r"|(?P<key>[\w./-]+)\s*(?:(?P<op>==|=|!=)\s*(?P<value>[\w.-]*)"
+    r"|\s+(?P<set>in|notin)\s*\((?P<values>[^)]*)\))?)\s*$"
+)
+
+
+class Requirement(NamedTuple):
+    key: str
+    op: str  # = != in notin exists !exists
+    values: tuple[str, ...]
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        present = self.key in labels
+        if self.op == "exists":
+            return present
+        if self.op == "!exists":
+            return not present
+        value = labels.get(self.key)
+        if self.op in ("=", "in"):
+            return present and value in self.values
+        return not present or value not in self.values  # != and notin
+
+
+def parse_label_selector(text: str) -> list[Requirement] | None:
+    """The requirements of a label selector string, or None when it does not parse."""
+    requirements: list[Requirement] = []
+    for part in _split_requirements(text):
+        if not part.strip():
+            if text.strip():
+                return None
+            continue
+        match = _REQUIREMENT.match(part)
+        if match is None:
+            return None
+        if match.group("absent"):
+            requirements.append(Requirement(match.group("absent"), "!exists", ()))
+        elif match.group("op"):
+            op = "=" if match.group("op") in ("=", "==") else "!="
+            requirements.append(Requirement(match.group("key"), op, (match.group("value"),)))
+        elif match.group("set"):
+            values = tuple(v.strip() for v in match.group("values").split(",") if v.strip())
+            requirements.append(Requirement(match.group("key"), match.group("set"), values))
+        else:
+            requirements.append(Requirement(match.group("key"), "exists", ()))
+    return requirements
+
+
+def _split_requirements(text: str) -> list[str]:
+    """Split on commas outside parentheses."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return parts
+
+
+def selector_matches(text: str, labels: dict[str, str]) -> bool:
+    requirements = parse_label_selector(text)
+    return requirements is not None and all(r.matches(labels) for r in requirements)
+
+
+def selector_text(selector: Any) -> str | None:
+    """A ``metav1.LabelSelector`` (matchLabels, matchExpressions) in its string form, as
+    ``kubectl`` and the HPA controller send it; None when it is not a valid selector. An empty
+    selector is ``""`` (everything)."""
+    if selector is None:
+        return ""
+    if not isinstance(selector, dict):
+        return None
+    parts: list[str] = []
+    labels = selector.get("matchLabels") or {}
+    if not isinstance(labels, dict):
+        return None
+    for key, value in sorted(labels.items()):
+        if not isinstance(key, str) or not isinstance(value, str | int | float | bool):
+            return None
+        parts.append(f"{key}={_label_value(value)}")
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        return None
+    for expression in expressions:
+        text = _expression_text(expression)
+        if text is None:
+            return None
+        parts.append(text)
+    return ",".join(parts)
+
+
+def _expression_text(expression: Any) -> str | None:
+    """One ``matchExpressions`` entry in the selector's string form; None when invalid."""
+    if not isinstance(expression, dict) or not isinstance(expression.get("key"), str):
+        return None
+    key, op = expression["key"], expression.get("operator")
+    values = expression.get("values") or []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return None
+    if op == "In" and values:
+        return f"{key} in ({','.join(sorted(values))})"
+    if op == "NotIn" and values:
+        return f"{key} notin ({','.join(sorted(values))})"
+    if op == "Exists" and not values:
+        return str(key)
+    if op == "DoesNotExist" and not values:
+        return f"!{key}"
+    return None
+
+
+def _label_value(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -331,6 +331,9 @@ class Selection:
         return f"Selection(select={self.select!r}, ignore={self.ignore!r})"
 
     def allows(self, spec: RuleSpec | RuleInfo) -> bool:
+        if not self.select and not self.ignore:
+            return True  # the usual case, asked once per rule of every review
+
         def hit(patterns: list[str]) -> bool:
             return any(
                 p.upper() == "ALL" or spec.id.startswith(p.upper()) or spec.name == p.lower()

@@ -54,6 +54,7 @@ def run(
     ran: set[str] = set()
     available = {"live": inventory.live is not None, "cluster": inventory.cluster is not None}
     items_by_scope: dict[str, list[Any]] = {}
+    source = items_for if items_for is not None else scope_items_of(inventory)
     for info in rule_index():
         rule_settings = settings.rule(info.id)
         if not rule_settings.enabled or not selection.allows(info):
@@ -64,7 +65,6 @@ def run(
             raise DeadlineExceeded(info.id)
         ran.add(info.id)
         if info.scope not in items_by_scope:
-            source = items_for if items_for is not None else scope_items_of(inventory)
             items_by_scope[info.scope] = list(source(info.scope))
         items = items_by_scope[info.scope]
         if not items:

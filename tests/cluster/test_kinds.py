@@ -10,11 +10,9 @@ from gpulint.cluster.kinds import (
     configmap_scopes,
     is_kserve_config,
     parse_configmap_namespaces,
-    parse_label_selector,
-    selector_matches,
-    selector_text,
     watched_kinds,
 )
+from gpulint.core.selectors import parse_label_selector, selector_matches, selector_text
 
 
 def test_watched_kinds_and_their_paths() -> None:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gpulint.cluster.kinds import selector_matches
+from gpulint.core.selectors import selector_matches
 from gpulint.input.document import Manifest, Path, has_step
 
 
