@@ -236,15 +236,16 @@ def test_missing_extras_name_the_extra_instead_of_a_traceback(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_reported_paths_are_relative_to_the_repository_root(tmp_path: Path) -> None:
+def test_reported_paths_are_relative_to_the_working_directory(tmp_path: Path) -> None:
+    """Reports spell files from the working directory; SARIF alone from the repository root."""
     repository = tmp_path / "repo"
     (repository / ".git").mkdir(parents=True)
     (repository / "deploy").mkdir()
     (repository / "deploy" / "bad.yaml").write_text(GPU_CPU_HPA)
-    for cwd in (repository, repository / "deploy"):
+    for cwd, expected in ((repository, "deploy/bad.yaml"), (repository / "deploy", "bad.yaml")):
         result = run_cli("lint", "-f", "json", ".", cwd=cwd)
         files = {f["file"] for f in json.loads(result.stdout)["findings"]}
-        assert files == {"deploy/bad.yaml"}
+        assert files == {expected}
     sarif = json.loads(run_cli("lint", "-f", "sarif", ".", cwd=repository / "deploy").stdout)
     run = sarif["runs"][0]
     location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]

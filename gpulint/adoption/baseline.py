@@ -15,9 +15,16 @@ old finding new:
 * the offending node's path inside the object (``spec.metrics[0].resource.name``).
 
 A finding about no object (a YAML syntax error, a file that cannot be read) falls back to its
-file, rule and a hash of its message. Identical fingerprints are counted: a baseline with two
-findings of one fingerprint absorbs two, and a third is reported. Entries that matched
-nothing in a run are *stale*: their finding was fixed, and the baseline can be rewritten.
+file, rule and a hash of its message.
+
+Files and units are recorded relative to the repository's top level, and paths inside a
+message are re-spelled so before it is hashed (``gpulint.core.paths.repository_path``,
+``stable_words``): reports spell paths from the working directory, but a baseline written
+from the top level must match a run from a subdirectory.
+
+Identical fingerprints are counted: a baseline with two findings of one fingerprint absorbs
+two, and a third is reported. Entries that matched nothing in a run are *stale*: their
+finding was fixed, and the baseline can be rewritten.
 
 The file is JSON (``version: 1``), one entry per fingerprint with its count, sorted, so that
 rewriting it after a fix shows as a small diff.
@@ -33,7 +40,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from gpulint.core.model import Finding
-from gpulint.core.paths import display_path
+from gpulint.core.paths import repository_path, stable_words
 
 VERSION = 1
 
@@ -99,15 +106,15 @@ def fingerprint(finding: Finding) -> Fingerprint:
             None,
             (),
             "",
-            display_path(finding.location.file),
-            message_hash(finding.message),
+            repository_path(finding.location.file),
+            message_hash(stable_words(finding.message)),
         )
     return Fingerprint(
         finding.rule,
         ref.kind,
         ref.namespace,
         ref.name,
-        tuple(sorted(finding.units)),
+        tuple(sorted(repository_path(unit) for unit in finding.units)),
         node_path(finding.path),
         None,
         None,

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from gpulint.core.model import Finding, Location
-from gpulint.core.paths import git_root, is_file_path
+from gpulint.core.paths import display_path, is_file_path
 
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
 _DOCUMENT_START = re.compile(r"^---(?:\s|$)")
@@ -128,11 +128,9 @@ def _render_root(location: Location) -> str | None:
         if parent == directory:
             break
         directory = parent
+    # A unit is named as reports name files: relative to the working directory.
     rendered = location.rendered_from or ""
-    for base in (os.getcwd(), git_root(os.getcwd())):
-        if base is not None and os.path.isdir(os.path.join(base, rendered)):
-            return _absolute(os.path.join(base, rendered))
-    return None
+    return _absolute(rendered) if os.path.isdir(rendered) else None
 
 
 def whole_files(paths: Iterable[str]) -> Changes:
@@ -190,23 +188,22 @@ class _Entry(NamedTuple):
     new: str
 
 
-def changes_since(ref: str, directory: str = ".") -> Changes:
-    """``--changed-since REF`` (see the module docstring). Raises ChangedError."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=directory,
-            capture_output=True,
-            check=False,
-        )
-    except OSError as error:
-        raise ChangedError(f"--changed-since needs git: {error.strerror}") from None
-    if done.returncode != 0:
+def changes_since(ref: str, paths: Iterable[str] = (".",)) -> Changes:
+    """``--changed-since REF`` over the git repository that holds ``paths`` (see the module
+    docstring); the working directory's when no path is a file or directory (stdin). Raises
+    ChangedError."""
+    directories = dict.fromkeys(
+        (p if os.path.isdir(p) else os.path.dirname(p)) or "."
+        for p in paths
+        if p != "-" and os.path.exists(p)
+    )
+    roots = dict.fromkeys(_top_level(ref, d) for d in directories or ["."])
+    if len(roots) > 1:
         raise ChangedError(
-            f"--changed-since {ref}: {os.path.abspath(directory)} is not in a git repository"
+            f"--changed-since {ref}: the paths are in {len(roots)} git repositories "
+            f"({', '.join(roots)}); lint each one on its own"
         )
-    # One line, ended by one newline; a directory name may end in a space.
-    git = _Git(os.fsdecode(done.stdout.removesuffix(b"\n")))
+    git = _Git(next(iter(roots)))
     for name in (ref, "HEAD"):
         try:
             git.run("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}")
@@ -223,6 +220,25 @@ def changes_since(ref: str, directory: str = ".") -> Changes:
         if raw:
             lines[_absolute(os.path.join(git.root, os.fsdecode(raw)))] = None
     return Changes(lines, f"since {ref} (merge base {base[:12]})")
+
+
+def _top_level(ref: str, directory: str) -> str:
+    """The top level of the git work tree holding ``directory``. Raises ChangedError."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=directory,
+            capture_output=True,
+            check=False,
+        )
+    except OSError as error:
+        raise ChangedError(f"--changed-since needs git: {error.strerror}") from None
+    if done.returncode != 0:
+        where = display_path(directory)
+        where = f"the working directory ({os.getcwd()})" if where == "." else where
+        raise ChangedError(f"--changed-since {ref}: {where} is not in a git repository")
+    # One line, ended by one newline; a directory name may end in a space.
+    return os.fsdecode(done.stdout.removesuffix(b"\n"))
 
 
 def _changed_tracked(git: _Git, base: str) -> dict[str, set[int] | None]:

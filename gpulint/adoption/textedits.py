@@ -8,6 +8,8 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from gpulint.core.paths import display_path
+
 pass
 
 
@@ -101,13 +103,10 @@ def apply(lines: list[str], edits: Sequence[Edit]) -> str:
 
 
 def diff_name(file: str) -> str:
-    """The name of ``file`` in ``--diff`` headers: relative to the working directory when it
-    is under it."""
-    name = os.path.normpath(file)
-    if os.path.isabs(name):
-        relative = os.path.relpath(name)
-        name = name if relative.startswith("..") else relative
-    return name
+    """The name of ``file`` in ``--diff`` headers: as every report shows it, relative to the
+    working directory (``gpulint.core.paths``), so ``git apply`` or ``patch -p1`` run there
+    applies the patch."""
+    return display_path(file)
 
 
 def unified_diff(file: str, before: list[str], after: str, name: str | None = None) -> str:

@@ -37,7 +37,7 @@ class Adoption:
         if ref:
             from gpulint.adoption.changed import changes_since
 
-            self.changes = changes_since(ref)
+            self.changes = changes_since(ref, args.paths or ["."])
         elif report_only:
             from gpulint.adoption.changed import whole_files
 
@@ -54,12 +54,14 @@ class Adoption:
         """Write the baseline, then keep the findings the baseline and the changes leave."""
         if self.write_to:
             from gpulint.adoption.baseline import Baseline
+            from gpulint.core.paths import display_path
 
             written = Baseline.of(result.findings)
             written.write(self.write_to)
             total = sum(written.counts.values())
             result.notes.append(
-                f"baseline of {total} finding{'s' * (total != 1)} written to {self.write_to}"
+                f"baseline of {total} finding{'s' * (total != 1)} written to "
+                f"{display_path(self.write_to)}"
             )
         findings = result.findings
         if self.baseline is not None:

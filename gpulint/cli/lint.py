@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 from typing import TYPE_CHECKING, TextIO
 
 from gpulint.cli.adoption import Adoption
@@ -99,6 +98,7 @@ def _fixed(
     """``--fix``: the lint after the fixes, with a note of what was fixed; ``--diff``: the exit
     code after the diff is printed."""
     from gpulint.adoption.fix import Writable, fix
+    from gpulint.core.paths import display_path
     from gpulint.engine.result import Result
     from gpulint.report.escape import escape_controls
 
@@ -112,14 +112,14 @@ def _fixed(
     )
     for file in outcome.refused:
         stderr.write(
-            f"gpulint: not fixed: {escape_controls(file)} is outside the input or not a "
-            "regular file\n"
+            f"gpulint: not fixed: {escape_controls(display_path(file))} is outside the input "
+            "or not a regular file\n"
         )
     if not write:
         return _print_diff(outcome, args.unsafe_fixes, stdout, stderr)
     if isinstance(fixed, Result) and outcome.fixes:
         files = len(outcome.files)
-        names = [os.path.normpath(f) for f in outcome.files]
+        names = [display_path(f) for f in outcome.files]
         shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if files > 10 else "")
         fixed.notes.append(
             f"fixed: {outcome.fixes} {'fix' if outcome.fixes == 1 else 'fixes'} applied to "

@@ -10,6 +10,11 @@ A result's ``message.text`` is the whole message, then the fix: its first senten
 headline, which is what SARIF viewers show where room is short (GitHub code scanning titles
 an alert with it, and reads no ``markdown``), so the detail and the fix stay in the alert.
 ``properties.headline`` has the headline alone, for tools.
+
+Artifact URIs are the one place paths are not spelled from the working directory: they are
+relative to the repository's top level under ``uriBaseId: %SRCROOT%``
+(``originalUriBaseIds`` gives its absolute URI), because GitHub code scanning matches a
+result to a file of the repository by its path from the root (``gpulint.core.paths``).
 """
 
 from __future__ import annotations
