@@ -24,6 +24,7 @@ from gpulint.input.loader import (
 from gpulint.input.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
 from gpulint.input.units.boundary import boundaries_of
 from gpulint.input.units.parallel import load_all
+from gpulint.input.units.roots import application_roots
 from gpulint.input.units.walk import walk
 
 if TYPE_CHECKING:
@@ -385,7 +386,8 @@ def _matching_directories(
 
 def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
     """Plain files as units: directories that each hold their own copy of one object
-    (same kind, namespace and name) are separate units, the rest is one unit."""
+    (same kind, namespace and name) are separate units; the rest is cut into applications
+    (``gpulint.input.units.roots``)."""
     if not loaded:
         return []
     places: dict[tuple[str, str, str], set[tuple[str, ...]]] = defaultdict(set)
@@ -428,10 +430,13 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
         unit = UnitPlan(display_path(directory), FILES, directory)
         unit.loaded = groups[root]
         plans.append(unit)
-    if rest:
-        directory = _common_directory([f.path for f in rest])
+    for root, files in application_roots(rest):
+        if root:
+            directory = _spelled(files[0].path, _parts(root))
+        else:
+            directory = _common_directory([f.path for f in files])
         unit = UnitPlan(display_path(directory), FILES, directory)
-        unit.loaded = rest
+        unit.loaded = files
         plans.append(unit)
     return plans
 
