@@ -17,7 +17,7 @@ from typing import TextIO
 from gpulint.core.message import split_message
 from gpulint.core.model import Finding, Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.result import Result
+from gpulint.engine.result import CONTEXT_CHANGE, Result
 from gpulint.report.escape import escape_controls, safe_line, safe_lines
 from gpulint.report.wrap import code_lines, fill, output_width
 
@@ -48,6 +48,11 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         )
         more = f" and {len(result.units) - 20} more" if len(result.units) > 20 else ""
         _write(stream, "units: ", shown + more, width, INDENT)
+        for unit in result.units[:20]:
+            if unit.context:
+                _write(stream, "context: ", escape_controls(f"{unit.name}: {unit.context}"), width)
+        if any(unit.context for unit in result.units):
+            _write(stream, "context: ", f"to change it, {CONTEXT_CHANGE}", width)
 
 
 def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) -> None:

@@ -61,6 +61,7 @@ class Unit:
     """One built unit: its loaded files (rendered output included) and how it was made."""
 
     __slots__ = (
+        "declared",
         "files",
         "ignore_comments",
         "judged",
@@ -68,6 +69,7 @@ class Unit:
         "loaded",
         "name",
         "notes",
+        "origin",
         "parts",
         "problems",
         "render_problems",
@@ -95,6 +97,8 @@ class Unit:
         # directories of every kustomization chain this unit built).
         self.parts: list[Unit] = []
         self.judged: set[str] = set()
+        self.declared = False  # a ``units:`` entry of .gpulint.yaml: judged as declared
+        self.origin = ""  # the path of the command line it was found under
 
     def __repr__(self) -> str:
         return f"Unit({self.name!r}, {self.kind})"

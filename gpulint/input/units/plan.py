@@ -37,10 +37,12 @@ class UnitPlan:
     __slots__ = (
         "boundaries",
         "charts",
+        "declared",
         "kind",
         "kustomizations",
         "loaded",
         "name",
+        "origin",
         "problems",
         "root",
         "skipped",
@@ -57,6 +59,8 @@ class UnitPlan:
         self.skipped: list[tuple[str, str]] = []
         # The directories the unit's rendering may read (``gpulint.input.units.boundary``).
         self.boundaries: tuple[str, ...] = ()
+        self.declared = False  # a ``units:`` entry of the configuration
+        self.origin = ""  # the path of the command line it was found under
 
     def __repr__(self) -> str:
         return f"UnitPlan({self.name!r}, {self.kind})"
@@ -155,7 +159,16 @@ def plan(
     _place_problems(plans, found)
     for unit_plan in plans:
         unit_plan.boundaries = boundaries
+        unit_plan.origin = _origin(unit_plan.root, paths)
     return plans
+
+
+def _origin(root: str, paths: list[str]) -> str:
+    """The path of the command line a unit's root is under (the deepest, when they nest)."""
+    if root == "-":
+        return "-"
+    holding = [p for p in paths if p != "-" and (_under(root, p) or _under(p, root))]
+    return max(holding, key=lambda p: len(_key(p)), default="")
 
 
 def _loose_files(files: Iterable[str], owned: set[str], chart_dirs: _Directories) -> list[str]:
@@ -233,6 +246,7 @@ class _DeclaredUnits:
             return None
         if root not in self.by_root:
             self.by_root[root] = UnitPlan(display_path(root), FILES, root)
+            self.by_root[root].declared = True
         return self.by_root[root]
 
     def plans(self) -> list[UnitPlan]:
@@ -430,9 +444,9 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
         unit = UnitPlan(display_path(directory), FILES, directory)
         unit.loaded = groups[root]
         plans.append(unit)
-    for root, files in application_roots(rest):
-        if root:
-            directory = _spelled(files[0].path, _parts(root))
+    for application, files in application_roots(rest):
+        if application:
+            directory = _spelled(files[0].path, _parts(application))
         else:
             directory = _common_directory([f.path for f in files])
         unit = UnitPlan(display_path(directory), FILES, directory)
