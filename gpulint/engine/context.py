@@ -33,15 +33,15 @@ that uses a borrowed object says where the object came from. Units declared in
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from gpulint.core.model import Finding
-from gpulint.input.document import Document, Manifest, as_dict, as_list
+from gpulint.input.document import Document
 from gpulint.input.loader import LoadedFile
 from gpulint.input.units import STDIN, Unit
+from gpulint.input.units.clusters import Declared, declaration
 from gpulint.kinds.classify import Classified, classify_document
 from gpulint.kinds.registry import AUTOSCALER, MONITORING, spec_for
 
@@ -107,7 +107,7 @@ class _Role:
         self.documents: dict[str, list[tuple[Document, bytes | None]]] = {}
         self.consumer = False
         self.applications = False  # workloads that ask for GPUs
-        self.declarations: list[tuple[str, list[str], str]] = []  # cluster, paths, by
+        self.declarations: list[Declared] = []
         for loaded in unit.loaded:
             for document in loaded.documents:
                 for classified in classify_document(document, loaded.text):
@@ -134,9 +134,7 @@ class _Role:
                 (spec is not None and spec.role == MONITORING) or manifest.kind == "PrometheusRule"
             ):
                 categories.append(MONITORS)
-            declared = _declaration(manifest, unit)
-            if declared is not None:
-                self.declarations.append(declared)
+            self.declarations.extend(declaration(manifest.data, manifest.file, unit.root))
         for category in categories:
             self.documents.setdefault(category, []).append((classified.document, loaded.text))
 
@@ -225,10 +223,7 @@ def _asks_for_gpus(node: Any, depth: int = 0) -> bool:
 
 def _clusters(units: list[Unit], roles: list[_Role]) -> list[set[str]]:
     """The clusters each unit is declared into (empty: the repository does not say)."""
-    declared: list[tuple[str, str]] = []  # (real directory, cluster)
-    for role in roles:
-        for cluster, directories, _ in role.declarations:
-            declared.extend((directory, cluster) for directory in directories)
+    declared = [(d.directory, d.cluster) for role in roles for d in role.declarations]
     found: list[set[str]] = []
     for unit in units:
         root = os.path.realpath(unit.root) if unit.kind != STDIN else ""
@@ -244,94 +239,6 @@ def _clusters(units: list[Unit], roles: list[_Role]) -> list[set[str]]:
 
 def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
-
-
-def _declaration(manifest: Manifest, unit: Unit) -> tuple[str, list[str], str] | None:
-    """A GitOps object's cluster and the directories it deploys there, resolved."""
-    spec = as_dict(manifest.data.get("spec"))
-    group, kind = manifest.group, manifest.kind
-    paths: list[str] = []
-    if group == "kustomize.toolkit.fluxcd.io" and kind == "Kustomization":
-        paths = [spec["path"]] if isinstance(spec.get("path"), str) else []
-        cluster = _flux_cluster(manifest, unit)
-    elif group == "helm.toolkit.fluxcd.io" and kind == "HelmRelease":
-        chart = as_dict(as_dict(spec.get("chart")).get("spec"))
-        source = as_dict(chart.get("sourceRef")).get("kind")
-        if source == "GitRepository" and isinstance(chart.get("chart"), str):
-            paths = [chart["chart"]]
-        cluster = _flux_cluster(manifest, unit)
-    elif group == "argoproj.io" and kind in ("Application", "ApplicationSet"):
-        template = spec
-        if kind == "ApplicationSet":
-            template = as_dict(as_dict(spec.get("template")).get("spec"))
-            for generator in as_list(spec.get("generators")):
-                for entry in as_list(as_dict(as_dict(generator).get("git")).get("directories")):
-                    path = as_dict(entry).get("path")
-                    if isinstance(path, str) and not as_dict(entry).get("exclude"):
-                        paths.append(path)
-        sources = [as_dict(template.get("source"))] + [
-            as_dict(s) for s in as_list(template.get("sources"))
-        ]
-        paths.extend(
-            s["path"] for s in sources if isinstance(s.get("path"), str) and "{{" not in s["path"]
-        )
-        destination = as_dict(template.get("destination"))
-        name = destination.get("name") or destination.get("server")
-        cluster = name if isinstance(name, str) and name and "{{" not in name else manifest.name
-    else:
-        return None
-    by = f"{kind} {manifest.name}"
-    directories = [d for p in paths for d in _resolve(p, manifest.file, unit.root)]
-    return (cluster, directories, by) if directories else None
-
-
-def _flux_cluster(manifest: Manifest, unit: Unit) -> str:
-    """``clusters/<name>/...`` names the cluster; else the declaring directory does."""
-    where = manifest.file if os.path.exists(manifest.file) else unit.root
-    parts = os.path.normpath(os.path.abspath(where)).split(os.sep)
-    if "clusters" in parts[:-1]:
-        index = len(parts) - 1 - parts[::-1].index("clusters")
-        if index + 1 < len(parts):
-            return parts[index + 1]
-    return os.path.relpath(os.path.dirname(os.path.abspath(where)))
-
-
-def _resolve(path: str, file: str, root: str) -> list[str]:
-    """A repository path (``./apps/prod``, ``apps/*``) as the real directories it names: the
-    path is relative to the repository's root, so it is tried against each directory above
-    the declaring file, nearest first."""
-    start = file if os.path.exists(file) else os.path.join(root, "x")
-    relative = path.strip().lstrip("./").rstrip("/") if path.strip() not in (".", "./") else ""
-    directory = os.path.dirname(os.path.realpath(start))
-    while True:
-        matched = _matching(directory, relative)
-        if matched:
-            return matched
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return []
-        directory = parent
-
-
-def _matching(base: str, relative: str) -> list[str]:
-    if not any(c in relative for c in "*?["):
-        candidate = os.path.join(base, relative) if relative else base
-        return [candidate] if relative and os.path.isdir(candidate) else []
-    current = [base]
-    for part in relative.split("/"):
-        following: list[str] = []
-        for directory in current:
-            try:
-                names = sorted(os.listdir(directory))
-            except OSError:
-                continue
-            following.extend(
-                os.path.join(directory, n)
-                for n in names
-                if fnmatch.fnmatchcase(n, part) and os.path.isdir(os.path.join(directory, n))
-            )
-        current = following
-    return current
 
 
 def named_sources(finding: Finding, context: Context, own: Iterable[str]) -> Finding | None:

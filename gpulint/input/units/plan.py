@@ -23,6 +23,7 @@ from gpulint.input.loader import (
 )
 from gpulint.input.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
 from gpulint.input.units.boundary import boundaries_of
+from gpulint.input.units.clusters import declaration
 from gpulint.input.units.parallel import load_all
 from gpulint.input.units.roots import application_roots
 from gpulint.input.units.walk import walk
@@ -444,6 +445,11 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
         unit = UnitPlan(display_path(directory), FILES, directory)
         unit.loaded = groups[root]
         plans.append(unit)
+    declared, rest = _declared_directories(loaded, rest)
+    for directory, files in declared:
+        unit = UnitPlan(display_path(directory), FILES, directory)
+        unit.loaded = files
+        plans.append(unit)
     for application, files in application_roots(rest):
         if application:
             directory = _spelled(files[0].path, _parts(application))
@@ -453,6 +459,40 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
         unit.loaded = files
         plans.append(unit)
     return plans
+
+
+def _declared_directories(
+    every: list[LoadedFile], loaded: list[LoadedFile]
+) -> tuple[list[tuple[str, list[LoadedFile]]], list[LoadedFile]]:
+    """The files of ``loaded`` under a directory a GitOps object of ``every`` deploys (a Flux
+    Kustomization's ``spec.path``, an Argo CD Application's source path ...), one unit per
+    directory (the deepest that holds a file), and the files under none."""
+    directories = {
+        d.directory
+        for file in every
+        for document in file.documents
+        for d in declaration(document.data, file.path, os.path.dirname(file.path) or ".")
+    }
+    if not directories:
+        return [], loaded
+    holding = _Directories(directories)
+    groups: dict[str, list[LoadedFile]] = defaultdict(list)
+    rest = []
+    real: dict[str, str] = {}
+    for file in loaded:
+        parent = os.path.dirname(file.path) or "."
+        if parent not in real:
+            real[parent] = os.path.realpath(parent)
+        directory = holding.holding(real[parent])
+        if directory is None:
+            rest.append(file)
+        else:
+            groups[directory].append(file)
+    spelled = [
+        (_spelled(files[0].path, _parts(directory)), files)
+        for directory, files in sorted(groups.items())
+    ]
+    return spelled, rest
 
 
 def _object_key(data: object) -> tuple[str, str, str] | None:
