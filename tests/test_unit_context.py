@@ -222,15 +222,17 @@ def test_the_context_is_printed_in_text_and_json(
         ),
         ("monitoring", "its own objects only"),
     ]
-    assert "units: in .gpulint.yaml" in summary["contextChange"]
+    assert "under units: in .gpulint.yaml" in summary["contextChange"]
     main(args)
     words = " ".join(capsys.readouterr().out.split())
     assert (
         "context: charts/app: its own objects and prometheus-adapter config from monitoring"
         in words
     )
-    assert "context: monitoring: its own objects only" in words
-    assert "context: to change it, list the directories to judge as one unit under units:" in words
+    assert (
+        "context: the other units: its own objects only; to change it, list directories "
+        "under units: in .gpulint.yaml" in words
+    )
 
 
 def test_proximity_within_one_path_takes_nothing(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ that provides them:
 
 * a provider is a unit with platform components (a prometheus-adapter config, dcgm-exporter,
   ServiceMonitors, PodMonitors, Prometheus, PrometheusRules, kube-prometheus-stack or
-  gpu-operator values) and no autoscaler or serving object of its own;
+  gpu-operator values, KServe's inferenceservice-config) and no autoscaler or serving
+  object of its own;
 * clusters are read from how the repository declares them: a Flux ``Kustomization``
   (``spec.path``) or ``HelmRelease`` (a chart from a ``GitRepository``), an Argo CD
   ``Application`` (``spec.source.path``, ``spec.sources[].path``) or ``ApplicationSet``
@@ -38,6 +39,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from gpulint.core.model import Finding
+from gpulint.engine.result import OWN_OBJECTS
 from gpulint.input.document import Document
 from gpulint.input.loader import LoadedFile
 from gpulint.input.units import STDIN, Unit
@@ -49,7 +51,8 @@ ADAPTER = "prometheus-adapter config"
 EXPORTER = "dcgm-exporter"
 MONITORS = "Prometheus monitoring objects"
 CHART_VALUES = "platform chart values"
-CATEGORIES = (ADAPTER, EXPORTER, MONITORS, CHART_VALUES)
+KSERVE_CONFIG = "KServe inferenceservice-config"
+CATEGORIES = (ADAPTER, EXPORTER, MONITORS, CHART_VALUES, KSERVE_CONFIG)
 
 _SERVING = {("serving.kserve.io", "InferenceService"), ("serving.knative.dev", "Service")}
 
@@ -90,7 +93,7 @@ class Context(NamedTuple):
             taken = "; ".join(f"{b.category} from {b.provider} ({b.why})" for b in self.borrowed)
             parts.append(f"its own objects and {taken}")
         else:
-            parts.append("its own objects only")
+            parts.append(OWN_OBJECTS)
         for category, providers in self.ambiguous:
             parts.append(
                 f"{category} not taken: {len(providers)} directories provide it "
@@ -121,6 +124,8 @@ class _Role:
             categories.append(EXPORTER)
         if classified.charts:
             categories.append(CHART_VALUES)
+        if classified.kserve_mode is not None:
+            categories.append(KSERVE_CONFIG)  # the cluster's default deployment mode
         manifest = classified.manifest
         if manifest is not None:
             spec = spec_for(manifest)

@@ -10,10 +10,10 @@ from gpulint.core.model import Finding, Severity
 
 # How a user changes the context units are judged with (reports print it with the contexts).
 CONTEXT_CHANGE = (
-    "list the directories to judge as one unit under units: in .gpulint.yaml "
-    "(a directory holding the application and its platform joins them; one entry per "
-    "application keeps them apart, and borrows nothing)"
+    "list directories under units: in .gpulint.yaml (an entry joins what it holds; one per "
+    "application keeps them apart and lends them nothing)"
 )
+OWN_OBJECTS = "its own objects only"  # the context of a unit that takes nothing
 
 
 class UnitSummary(NamedTuple):
