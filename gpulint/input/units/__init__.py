@@ -9,10 +9,13 @@ within one unit. Units come from the input's shape (``plan``):
 * each Helm chart directory is rendered by ``helm template`` as one unit;
 * the other files: one unit per directory that ``.gpulint.yaml`` declares (``units:``
   globs); else directories that each hold their own copy of the same object are separate
-  units (``clusters/us``, ``clusters/eu``); the rest is one unit;
+  units (``clusters/us``, ``clusters/eu``), so is each directory a Flux or Argo CD object
+  of the input deploys (``clusters``), and the rest is cut into applications (``roots``);
 * stdin is one unit.
 
 A declared unit holds everything under its directory, kustomizations and charts included.
+Which platform components of its cluster a unit is judged with is decided after building
+(``gpulint.engine.context``).
 ``build`` renders a planned unit with the real tools (``render``) and loads its files.
 """
 
