@@ -41,11 +41,10 @@ from typing import Any, NamedTuple
 from gpulint.core.model import Finding
 from gpulint.engine.result import OWN_OBJECTS
 from gpulint.input.document import Document
-from gpulint.input.loader import LoadedFile
 from gpulint.input.units import STDIN, Unit
 from gpulint.input.units.clusters import Declared, declaration
 from gpulint.kinds.classify import Classified, classify_document
-from gpulint.kinds.registry import AUTOSCALER, MONITORING, spec_for
+from gpulint.kinds.registry import AUTOSCALER, MONITORING, group_of, spec_for, spec_of
 
 ADAPTER = "prometheus-adapter config"
 EXPORTER = "dcgm-exporter"
@@ -103,45 +102,79 @@ class Context(NamedTuple):
 
 
 class _Role:
-    """What a unit holds, as the context asks: platform documents by category, and whether
-    it autoscales or serves."""
+    """What a unit holds, as the context asks: whether it autoscales, serves or runs GPU
+    workloads and what it declares (read from the objects' data), and its platform documents
+    by category (classified only when asked: most units are never asked)."""
 
     def __init__(self, unit: Unit) -> None:
-        self.documents: dict[str, list[tuple[Document, bytes | None]]] = {}
+        self.unit = unit
         self.consumer = False
         self.applications = False  # workloads that ask for GPUs
         self.declarations: list[Declared] = []
+        self._documents: dict[str, list[tuple[Document, bytes | None]]] | None = None
         for loaded in unit.loaded:
             for document in loaded.documents:
-                for classified in classify_document(document, loaded.text):
-                    self._add(classified, loaded, unit)
+                for data in _objects(document.data):
+                    api_version, kind = data["apiVersion"], data["kind"]
+                    spec = spec_of(api_version, kind)
+                    if (spec is not None and spec.role == AUTOSCALER) or (
+                        group_of(api_version),
+                        kind,
+                    ) in _SERVING:
+                        self.consumer = True
+                    if _asks_for_gpus(data.get("spec")):
+                        self.applications = True
+                    self.declarations.extend(declaration(data, document.file, unit.root))
 
-    def _add(self, classified: Classified, loaded: LoadedFile, unit: Unit) -> None:
-        categories = []
-        if classified.adapter_configs:
-            categories.append(ADAPTER)
-        if classified.scrapes:
-            categories.append(EXPORTER)
-        if classified.charts:
-            categories.append(CHART_VALUES)
-        if classified.kserve_mode is not None:
-            categories.append(KSERVE_CONFIG)  # the cluster's default deployment mode
-        manifest = classified.manifest
-        if manifest is not None:
-            spec = spec_for(manifest)
-            if spec is not None and spec.role == AUTOSCALER:
-                self.consumer = True
-            if (manifest.group, manifest.kind) in _SERVING:
-                self.consumer = True
-            if _asks_for_gpus(manifest.data.get("spec")):
-                self.applications = True
-            if manifest.group == "monitoring.coreos.com" and (
-                (spec is not None and spec.role == MONITORING) or manifest.kind == "PrometheusRule"
-            ):
-                categories.append(MONITORS)
-            self.declarations.extend(declaration(manifest.data, manifest.file, unit.root))
-        for category in categories:
-            self.documents.setdefault(category, []).append((classified.document, loaded.text))
+    @property
+    def documents(self) -> dict[str, list[tuple[Document, bytes | None]]]:
+        if self._documents is None:
+            self._documents = {}
+            for loaded in self.unit.loaded:
+                for document in loaded.documents:
+                    for classified in classify_document(document, loaded.text):
+                        for category in _categories(classified):
+                            self._documents.setdefault(category, []).append(
+                                (classified.document, loaded.text)
+                            )
+        return self._documents
+
+
+def _objects(data: Any) -> list[dict[str, Any]]:
+    """The objects a document holds (a ``List``'s items one by one)."""
+    if not isinstance(data, dict):
+        return []
+    if not isinstance(data.get("apiVersion"), str) or not isinstance(data.get("kind"), str):
+        return []
+    items = data.get("items")
+    if data["kind"].endswith("List") and isinstance(items, list):
+        return [
+            item
+            for item in items
+            if isinstance(item, dict)
+            and isinstance(item.get("apiVersion"), str)
+            and isinstance(item.get("kind"), str)
+        ]
+    return [data]
+
+
+def _categories(classified: Classified) -> list[str]:
+    """The platform components a classified document is."""
+    categories = []
+    if classified.adapter_configs:
+        categories.append(ADAPTER)
+    if classified.scrapes:
+        categories.append(EXPORTER)
+    if classified.charts:
+        categories.append(CHART_VALUES)
+    if classified.kserve_mode is not None:
+        categories.append(KSERVE_CONFIG)  # the cluster's default deployment mode
+    manifest = classified.manifest
+    if manifest is not None and manifest.group == "monitoring.coreos.com":
+        spec = spec_for(manifest)
+        if (spec is not None and spec.role == MONITORING) or manifest.kind == "PrometheusRule":
+            categories.append(MONITORS)
+    return categories
 
 
 def infer(units: list[Unit]) -> list[Context]:
@@ -153,11 +186,11 @@ def infer(units: list[Unit]) -> list[Context]:
     providers = [
         i
         for i, role in enumerate(roles)
-        if role.documents
-        and not role.consumer
+        if not role.consumer
         and not role.applications
         and not units[i].declared
         and units[i].kind != STDIN
+        and role.documents
     ]
     contexts = []
     for i, (unit, role) in enumerate(zip(units, roles, strict=True)):
@@ -165,15 +198,12 @@ def infer(units: list[Unit]) -> list[Context]:
         if not role.consumer or unit.declared or unit.kind == STDIN:
             contexts.append(Context(clusters=member))
             continue
+        serving = [p for p in providers if p != i and _together(units, clusters, i, p)]
         borrowed, ambiguous = [], []
-        for category in CATEGORIES:
+        for category in CATEGORIES if serving else ():
             if category in role.documents:
                 continue
-            candidates = [
-                p
-                for p in providers
-                if p != i and category in roles[p].documents and _together(units, clusters, i, p)
-            ]
+            candidates = [p for p in serving if category in roles[p].documents]
             if len(candidates) > 1:
                 ambiguous.append((category, tuple(units[p].name for p in candidates)))
                 continue

@@ -10,7 +10,9 @@ StatefulSet, InferenceService, Knative Service ...) and is not inside another su
 is the root of one application. When the files hold two or more roots, each root with
 everything beneath it is a unit, a file outside every root joins the root whose workload it
 names (an HPA's ``scaleTargetRef``), and the files left are one unit, as before. With one root
-or none nothing changes. DaemonSets are node agents (dcgm-exporter, the device plugin), not
+or none nothing changes, nor when a file lies in a directory above two or more roots (a
+cluster directory with its adapter values above ``apps/<name>/``): what the applications
+share makes them one cluster's. DaemonSets are node agents (dcgm-exporter, the device plugin), not
 applications: they make no root.
 """
 
@@ -40,7 +42,7 @@ def application_roots(loaded: list[LoadedFile]) -> list[tuple[str, list[LoadedFi
     for the files no root takes. One group with root "" when there are fewer than two roots."""
     holding = {_directory(f.path) for f in loaded if any(_is_workload(d.data) for d in f.documents)}
     roots = sorted(d for d in holding if not any(_inside(d, other) for other in holding))
-    if len(roots) < 2:
+    if len(roots) < 2 or _shared_above(loaded, roots):
         return [("", loaded)] if loaded else []
     workloads: dict[str, set[str]] = defaultdict(set)  # workload name -> roots holding it
     groups: dict[str, list[LoadedFile]] = {root: [] for root in roots}
@@ -68,6 +70,19 @@ def application_roots(loaded: list[LoadedFile]) -> list[tuple[str, list[LoadedFi
     if rest:
         cut.append(("", rest))
     return cut
+
+
+def _shared_above(loaded: list[LoadedFile], roots: list[str]) -> bool:
+    """A file outside every root, in a directory above two or more of them (a cluster
+    directory's adapter values above its ``apps/<name>/``): the applications share it, so
+    they are one cluster's and stay one unit."""
+    for file in loaded:
+        directory = _directory(file.path)
+        if _root_of(directory, roots) is None and (
+            sum(1 for root in roots if _inside(root, directory)) >= 2
+        ):
+            return True
+    return False
 
 
 def _directory(path: str) -> str:
