@@ -429,3 +429,28 @@ def test_a_generated_destination_joins_nothing(tmp_path: Path) -> None:
     result = lint_result(".")
     assert _rules(result, "GL103", "GL401") == []
     assert _contexts(result)["apps/a"] == "cluster apps/a; its own objects only"
+
+
+def test_declared_paths_stay_inside_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The paths are the repository's text: never above its root, never up with "..".
+    from gpulint.input.units import clusters
+    from gpulint.input.units.clusters import resolve
+
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / "apps" / "a").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    where = tmp_path / "repo" / "clusters" / "prod" / "apps.yaml"
+    _write(tmp_path, {"repo/clusters/prod/apps.yaml": ""})
+    repo = (tmp_path / "repo").resolve()
+    assert resolve("./apps/a", str(where)) == [str(repo / "apps" / "a")]
+    assert resolve("apps/*", str(where)) == [str(repo / "apps" / "a")]
+    assert resolve("outside", str(where)) == []  # beside the repository, not in it
+    assert resolve("../outside", str(where)) == []
+    assert resolve("/etc", str(where)) == []
+    monkeypatch.setattr(clusters, "MAX_ENTRIES", 20)
+    for entry in range(21):  # wider than a glob may look
+        (tmp_path / "repo" / "wide" / f"d{entry}").mkdir(parents=True)
+    assert resolve("apps/*", str(where)) == [str(repo / "apps" / "a")]
+    assert resolve("wide/*", str(where)) == []

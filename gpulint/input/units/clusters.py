@@ -27,6 +27,9 @@ FLUX_KUSTOMIZE = "kustomize.toolkit.fluxcd.io"
 FLUX_HELM = "helm.toolkit.fluxcd.io"
 ARGO = "argoproj.io"
 MAX_LEVELS = 12  # directories above a declaration its paths are tried against
+# Directory entries one path's globs may look at (a path is the repository's text: ``*/*/*``
+# tried from a high directory would otherwise walk the machine).
+MAX_ENTRIES = 10_000
 
 
 class Declared(NamedTuple):
@@ -116,8 +119,9 @@ def resolve(path: str, where: str) -> list[str]:
     if not relative or ".." in relative.split("/"):
         return []
     directory = os.path.dirname(os.path.realpath(where))
+    budget = [MAX_ENTRIES]
     for _ in range(MAX_LEVELS):
-        matched = _matching(directory, relative)
+        matched = _matching(directory, relative, budget)
         if matched or os.path.isdir(os.path.join(directory, ".git")):
             return matched  # not above the repository's root
         parent = os.path.dirname(directory)
@@ -127,7 +131,7 @@ def resolve(path: str, where: str) -> list[str]:
     return []
 
 
-def _matching(base: str, relative: str) -> list[str]:
+def _matching(base: str, relative: str, budget: list[int]) -> list[str]:
     current = [base]
     for part in relative.split("/"):
         following: list[str] = []
@@ -141,6 +145,9 @@ def _matching(base: str, relative: str) -> list[str]:
                 names = sorted(os.listdir(directory))
             except OSError:
                 continue
+            budget[0] -= len(names)
+            if budget[0] < 0:
+                return []  # too wide to be a repository path: no cluster from it
             following.extend(
                 os.path.join(directory, n)
                 for n in names
