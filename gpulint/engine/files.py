@@ -1,9 +1,11 @@
 """A run over files: units planned, rendered, each judged on its own, the findings merged.
 
 Every unit gets its own inventory, so that what one cluster holds never changes the verdict
-on another. A file that reaches several units (a kustomize base under two overlays) has its
-findings reported once, naming the units where each occurs; a suppression in such a file is
-unused (GL703) only when it is unused in every unit that reads it.
+on another; besides its own objects it holds only the platform components its cluster lends
+it (``gpulint.engine.context``), and findings that use them say where they came from. A file
+that reaches several units (a kustomize base under two overlays) has its findings reported
+once, naming the units where each occurs; a suppression in such a file is unused (GL703)
+only when it is unused in every unit that reads it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
+from gpulint.engine.context import Context, borrowed_documents, infer, named_sources
 from gpulint.engine.registry import Selection
 from gpulint.engine.result import Result, UnitSummary
 from gpulint.engine.runner import UNUSED_SUPPRESSION, run
@@ -22,6 +25,7 @@ from gpulint.input.loader import MAX_FILE_SIZE, InputError
 from gpulint.input.units import STDIN, RenderOptions, Unit
 from gpulint.input.units.plan import UnitPlan, plan
 from gpulint.inventory import Inventory
+from gpulint.kinds.classify import classify_document
 
 # Called with each unit's inventory before the rules run (the live Prometheus check).
 Prepare = Callable[[Inventory], None]
@@ -85,8 +89,13 @@ def _with_parts(units: list[Unit]) -> list[Unit]:
     judged.update(os.path.realpath(unit.root) for unit in units if unit.kind != STDIN)
     parts: dict[str, Unit] = {}
     stack = [part for unit in units for part in unit.parts]
+    for unit in units:
+        for part in unit.parts:
+            part.origin = unit.origin
     while stack:
         part = stack.pop(0)
+        for inner in part.parts:
+            inner.origin = part.origin
         stack.extend(part.parts)
         key = os.path.realpath(part.root)
         if key in judged or key in parts:
@@ -99,6 +108,8 @@ def _files_unit(plan: UnitPlan) -> Unit:
     """The unit of a plan with nothing to render or read from stdin (what
     ``gpulint.input.units.render.build`` makes of it)."""
     unit = Unit(plan.name, plan.kind, plan.root)
+    unit.declared = plan.declared
+    unit.origin = plan.origin
     unit.problems.extend(plan.problems)
     unit.skipped.extend(plan.skipped)
     for loaded in plan.loaded:
@@ -107,7 +118,9 @@ def _files_unit(plan: UnitPlan) -> Unit:
     return unit
 
 
-def unit_inventory(unit: Unit, settings: Settings) -> Inventory:
+def unit_inventory(unit: Unit, settings: Settings, context: Context | None = None) -> Inventory:
+    """The unit's inventory: its own files, and the platform documents its context lends it
+    (``gpulint.engine.context``)."""
     inventory = Inventory(settings)
     inventory.problems.extend(unit.problems)
     inventory.skipped.extend(unit.skipped)
@@ -115,6 +128,10 @@ def unit_inventory(unit: Unit, settings: Settings) -> Inventory:
     for loaded in unit.loaded:
         inventory.add_file(loaded)
         loaded.text = None  # classified: the bytes are not needed again
+    if context is not None:
+        for document, text in borrowed_documents(context):
+            for classified in classify_document(document, text):
+                inventory.add(classified)
     inventory.ignore_comments.extend(unit.ignore_comments)
     inventory.files = sorted(unit.files)
     return inventory
@@ -134,12 +151,18 @@ def lint_units(
     skipped: list[tuple[str, str]] = []
     suppressed: dict[str, int] = {}
     objects = 0
-    for unit in units:
-        inventory = unit_inventory(unit, settings)
+    # Before any inventory is built: the borrowed documents keep their file's text.
+    contexts = infer(units)
+    for unit, context in zip(units, contexts, strict=True):
+        inventory = unit_inventory(unit, settings, context)
         if prepare is not None:
             prepare(inventory)
         counts: dict[str, int] = {}
-        findings = run(inventory, selection, suppressed=counts)
+        findings = [
+            shown
+            for finding in run(inventory, selection, suppressed=counts)
+            if (shown := named_sources(finding, context, unit.files)) is not None
+        ]
         for rule, count in counts.items():
             suppressed[rule] = suppressed.get(rule, 0) + count
         comment_files = {c.file for c in inventory.ignore_comments}
@@ -149,15 +172,17 @@ def lint_units(
         for loaded in unit.loaded:
             if loaded.skipped_reason:
                 skipped.append((loaded.path, loaded.skipped_reason))
-        objects += len(inventory)
+        own = len(inventory) - context.borrowed_objects
+        objects += own
         summaries.append(
             UnitSummary(
                 unit.name,
                 unit.kind,
                 unit.root,
-                len(inventory),
+                own,
                 tuple(unit.rendered_by),
                 unit.render_seconds,
+                context.describe() if len(units) > 1 else "",
             )
         )
     findings = merge(per_unit) if len(per_unit) > 1 else (per_unit[0][1] if per_unit else [])

@@ -8,6 +8,13 @@ from typing import NamedTuple
 from gpulint.adoption.edits import SAFE, Edit, Sources, resolve
 from gpulint.core.model import Finding, Severity
 
+# How a user changes the context units are judged with (reports print it with the contexts).
+CONTEXT_CHANGE = (
+    "list directories under units: in .gpulint.yaml (an entry joins what it holds; one per "
+    "application keeps them apart and lends them nothing)"
+)
+OWN_OBJECTS = "its own objects only"  # the context of a unit that takes nothing
+
 
 class UnitSummary(NamedTuple):
     """One lint unit of a run, as reports list it."""
@@ -18,6 +25,8 @@ class UnitSummary(NamedTuple):
     objects: int
     rendered_by: tuple[str, ...] = ()
     render_seconds: float = 0.0
+    # What it was judged with besides its own objects (gpulint.engine.context); "" alone.
+    context: str = ""
 
 
 class Result:

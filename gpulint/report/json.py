@@ -12,7 +12,7 @@ import gpulint
 from gpulint.adoption.edits import Edit
 from gpulint.core.model import Finding, ObjectRef, Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.result import Result
+from gpulint.engine.result import CONTEXT_CHANGE, Result
 from gpulint.report.escape import write_json
 
 
@@ -113,6 +113,7 @@ def result_to_dict(result: Result) -> dict[str, Any]:
                     "objects": unit.objects,
                     "renderedBy": list(unit.rendered_by),
                     "renderSeconds": round(unit.render_seconds, 3),
+                    "context": unit.context,
                 }
                 for unit in result.units
             ],
@@ -120,6 +121,8 @@ def result_to_dict(result: Result) -> dict[str, Any]:
             "lintSeconds": round(result.lint_seconds, 3),
         },
     }
+    if any(unit.context for unit in result.units):
+        report["summary"]["contextChange"] = CONTEXT_CHANGE
     if result.baseline is not None:
         baselined, stale = result.baseline
         report["summary"]["baseline"] = {"baselined": baselined, "stale": stale}

@@ -17,7 +17,7 @@ from typing import TextIO
 from gpulint.core.message import split_message
 from gpulint.core.model import Finding, Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.result import Result
+from gpulint.engine.result import CONTEXT_CHANGE, OWN_OBJECTS, Result
 from gpulint.report.escape import escape_controls, safe_line, safe_lines
 from gpulint.report.wrap import code_lines, fill, output_width
 
@@ -48,6 +48,23 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         )
         more = f" and {len(result.units) - 20} more" if len(result.units) > 20 else ""
         _write(stream, "units: ", shown + more, width, INDENT)
+        _write_contexts(result, stream, width)
+
+
+def _write_contexts(result: Result, stream: TextIO, width: int) -> None:
+    """What each unit was judged with: the units judged with more than their own objects
+    by name, the others in one line, and how to change it."""
+    told = [u for u in result.units if u.context and u.context != OWN_OBJECTS]
+    for unit in told:
+        _write(stream, "context: ", escape_controls(f"{unit.name}: {unit.context}"), width)
+    if any(u.context for u in result.units):
+        others = "the other units" if told else "each unit"
+        _write(
+            stream,
+            "context: ",
+            f"{others}: {OWN_OBJECTS}; to change it, {CONTEXT_CHANGE}",
+            width,
+        )
 
 
 def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) -> None:

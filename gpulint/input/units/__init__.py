@@ -9,10 +9,13 @@ within one unit. Units come from the input's shape (``plan``):
 * each Helm chart directory is rendered by ``helm template`` as one unit;
 * the other files: one unit per directory that ``.gpulint.yaml`` declares (``units:``
   globs); else directories that each hold their own copy of the same object are separate
-  units (``clusters/us``, ``clusters/eu``); the rest is one unit;
+  units (``clusters/us``, ``clusters/eu``), so is each directory a Flux or Argo CD object
+  of the input deploys (``clusters``), and the rest is cut into applications (``roots``);
 * stdin is one unit.
 
 A declared unit holds everything under its directory, kustomizations and charts included.
+Which platform components of its cluster a unit is judged with is decided after building
+(``gpulint.engine.context``).
 ``build`` renders a planned unit with the real tools (``render``) and loads its files.
 """
 
@@ -61,6 +64,7 @@ class Unit:
     """One built unit: its loaded files (rendered output included) and how it was made."""
 
     __slots__ = (
+        "declared",
         "files",
         "ignore_comments",
         "judged",
@@ -68,6 +72,7 @@ class Unit:
         "loaded",
         "name",
         "notes",
+        "origin",
         "parts",
         "problems",
         "render_problems",
@@ -95,6 +100,8 @@ class Unit:
         # directories of every kustomization chain this unit built).
         self.parts: list[Unit] = []
         self.judged: set[str] = set()
+        self.declared = False  # a ``units:`` entry of .gpulint.yaml: judged as declared
+        self.origin = ""  # the path of the command line it was found under
 
     def __repr__(self) -> str:
         return f"Unit({self.name!r}, {self.kind})"

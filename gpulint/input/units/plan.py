@@ -23,7 +23,9 @@ from gpulint.input.loader import (
 )
 from gpulint.input.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
 from gpulint.input.units.boundary import boundaries_of
+from gpulint.input.units.clusters import declaration
 from gpulint.input.units.parallel import load_all
+from gpulint.input.units.roots import application_roots
 from gpulint.input.units.walk import walk
 
 if TYPE_CHECKING:
@@ -36,10 +38,12 @@ class UnitPlan:
     __slots__ = (
         "boundaries",
         "charts",
+        "declared",
         "kind",
         "kustomizations",
         "loaded",
         "name",
+        "origin",
         "problems",
         "root",
         "skipped",
@@ -56,6 +60,8 @@ class UnitPlan:
         self.skipped: list[tuple[str, str]] = []
         # The directories the unit's rendering may read (``gpulint.input.units.boundary``).
         self.boundaries: tuple[str, ...] = ()
+        self.declared = False  # a ``units:`` entry of the configuration
+        self.origin = ""  # the path of the command line it was found under
 
     def __repr__(self) -> str:
         return f"UnitPlan({self.name!r}, {self.kind})"
@@ -154,7 +160,16 @@ def plan(
     _place_problems(plans, found)
     for unit_plan in plans:
         unit_plan.boundaries = boundaries
+        unit_plan.origin = _origin(unit_plan.root, paths)
     return plans
+
+
+def _origin(root: str, paths: list[str]) -> str:
+    """The path of the command line a unit's root is under (the deepest, when they nest)."""
+    if root == "-":
+        return "-"
+    holding = [p for p in paths if p != "-" and (_under(root, p) or _under(p, root))]
+    return max(holding, key=lambda p: len(_key(p)), default="")
 
 
 def _loose_files(files: Iterable[str], owned: set[str], chart_dirs: _Directories) -> list[str]:
@@ -232,6 +247,7 @@ class _DeclaredUnits:
             return None
         if root not in self.by_root:
             self.by_root[root] = UnitPlan(display_path(root), FILES, root)
+            self.by_root[root].declared = True
         return self.by_root[root]
 
     def plans(self) -> list[UnitPlan]:
@@ -385,7 +401,8 @@ def _matching_directories(
 
 def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
     """Plain files as units: directories that each hold their own copy of one object
-    (same kind, namespace and name) are separate units, the rest is one unit."""
+    (same kind, namespace and name) are separate units; the rest is cut into applications
+    (``gpulint.input.units.roots``)."""
     if not loaded:
         return []
     places: dict[tuple[str, str, str], set[tuple[str, ...]]] = defaultdict(set)
@@ -428,12 +445,54 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
         unit = UnitPlan(display_path(directory), FILES, directory)
         unit.loaded = groups[root]
         plans.append(unit)
-    if rest:
-        directory = _common_directory([f.path for f in rest])
+    declared, rest = _declared_directories(loaded, rest)
+    for directory, files in declared:
         unit = UnitPlan(display_path(directory), FILES, directory)
-        unit.loaded = rest
+        unit.loaded = files
+        plans.append(unit)
+    for application, files in application_roots(rest):
+        if application:
+            directory = _spelled(files[0].path, _parts(application))
+        else:
+            directory = _common_directory([f.path for f in files])
+        unit = UnitPlan(display_path(directory), FILES, directory)
+        unit.loaded = files
         plans.append(unit)
     return plans
+
+
+def _declared_directories(
+    every: list[LoadedFile], loaded: list[LoadedFile]
+) -> tuple[list[tuple[str, list[LoadedFile]]], list[LoadedFile]]:
+    """The files of ``loaded`` under a directory a GitOps object of ``every`` deploys (a Flux
+    Kustomization's ``spec.path``, an Argo CD Application's source path ...), one unit per
+    directory (the deepest that holds a file), and the files under none."""
+    directories = {
+        d.directory
+        for file in every
+        for document in file.documents
+        for d in declaration(document.data, file.path, os.path.dirname(file.path) or ".")
+    }
+    if not directories:
+        return [], loaded
+    holding = _Directories(directories)
+    groups: dict[str, list[LoadedFile]] = defaultdict(list)
+    rest = []
+    real: dict[str, str] = {}
+    for file in loaded:
+        parent = os.path.dirname(file.path) or "."
+        if parent not in real:
+            real[parent] = os.path.realpath(parent)
+        directory = holding.holding(real[parent])
+        if directory is None:
+            rest.append(file)
+        else:
+            groups[directory].append(file)
+    spelled = [
+        (_spelled(files[0].path, _parts(directory)), files)
+        for directory, files in sorted(groups.items())
+    ]
+    return spelled, rest
 
 
 def _object_key(data: object) -> tuple[str, str, str] | None:

@@ -33,6 +33,8 @@ from gpulint.input.units.sources import SourceFiles
 
 def build(plan: UnitPlan, options: RenderOptions, sources: SourceFiles) -> Unit:
     unit = Unit(plan.name, plan.kind, plan.root)
+    unit.declared = plan.declared
+    unit.origin = plan.origin
     sources.allow(plan.boundaries)
     unit.problems.extend(plan.problems)
     unit.skipped.extend(plan.skipped)

@@ -1,0 +1,134 @@
+"""Loose files cut where the repository holds separate applications.
+
+Files that no kustomization, chart or ``units:`` entry claims used to be one unit. In a
+repository of examples that joins applications no cluster ever holds together: the HPA of one
+tutorial and the ScaledObject of another on the same Deployment name drew GL103, and the
+Prometheus of one example became the evidence for another's query URL.
+
+A directory that holds a workload (an object that owns pods and serves: Deployment,
+StatefulSet, InferenceService, Knative Service ...) and is not inside another such directory
+is the root of one application. When the files hold two or more roots, each root with
+everything beneath it is a unit, a file outside every root joins the root whose workload it
+names (an HPA's ``scaleTargetRef``), and the files left are one unit, as before. With one root
+or none nothing changes, nor when a file lies in a directory above two or more roots (a
+cluster directory with its adapter values above ``apps/<name>/``): what the applications
+share makes them one cluster's. DaemonSets are node agents (dcgm-exporter, the device plugin), not
+applications: they make no root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from typing import Any
+
+from gpulint.input.loader import LoadedFile
+
+# Kinds whose objects are an application's serving pods (DaemonSet left out: see above).
+WORKLOAD_KINDS = {
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
+    ("", "Pod"),
+    ("serving.kserve.io", "InferenceService"),
+    ("serving.knative.dev", "Service"),
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
+    ("ray.io", "RayService"),
+}
+
+
+def application_roots(loaded: list[LoadedFile]) -> list[tuple[str, list[LoadedFile]]]:
+    """The files cut into applications: (root directory, files) per root, and ("", files)
+    for the files no root takes. One group with root "" when there are fewer than two roots."""
+    holding = {_directory(f.path) for f in loaded if any(_is_workload(d.data) for d in f.documents)}
+    roots = sorted(d for d in holding if not any(_inside(d, other) for other in holding))
+    if len(roots) < 2 or _shared_above(loaded, roots):
+        return [("", loaded)] if loaded else []
+    workloads: dict[str, set[str]] = defaultdict(set)  # workload name -> roots holding it
+    groups: dict[str, list[LoadedFile]] = {root: [] for root in roots}
+    outside: list[LoadedFile] = []
+    for file in loaded:
+        root = _root_of(_directory(file.path), roots)
+        if root is None:
+            outside.append(file)
+            continue
+        groups[root].append(file)
+        for document in file.documents:
+            name = _workload_name(document.data)
+            if name is not None:
+                workloads[name].add(root)
+    rest: list[LoadedFile] = []
+    for file in outside:
+        named = {
+            root for d in file.documents for name in _targets(d.data) for root in workloads[name]
+        }
+        if len(named) == 1:
+            groups[named.pop()].append(file)
+        else:
+            rest.append(file)
+    cut = [(root, groups[root]) for root in roots]
+    if rest:
+        cut.append(("", rest))
+    return cut
+
+
+def _shared_above(loaded: list[LoadedFile], roots: list[str]) -> bool:
+    """A file outside every root, in a directory above two or more of them (a cluster
+    directory's adapter values above its ``apps/<name>/``): the applications share it, so
+    they are one cluster's and stay one unit."""
+    for file in loaded:
+        directory = _directory(file.path)
+        if _root_of(directory, roots) is None and (
+            sum(1 for root in roots if _inside(root, directory)) >= 2
+        ):
+            return True
+    return False
+
+
+def _directory(path: str) -> str:
+    return os.path.dirname(os.path.abspath(path))
+
+
+def _inside(directory: str, other: str) -> bool:
+    return directory != other and directory.startswith(other.rstrip(os.sep) + os.sep)
+
+
+def _root_of(directory: str, roots: list[str]) -> str | None:
+    for root in roots:
+        if directory == root or _inside(directory, root):
+            return root
+    return None
+
+
+def _kind(data: Any) -> tuple[str, str] | None:
+    if not isinstance(data, dict):
+        return None
+    api_version, kind = data.get("apiVersion"), data.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    return (group, kind)
+
+
+def _is_workload(data: Any) -> bool:
+    return _kind(data) in WORKLOAD_KINDS
+
+
+def _workload_name(data: Any) -> str | None:
+    if not _is_workload(data):
+        return None
+    name = data.get("metadata", {}).get("name") if isinstance(data.get("metadata"), dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _targets(data: Any) -> list[str]:
+    """The workload names an autoscaler names (HPA, ScaledObject, VPA: ``scaleTargetRef`` or
+    ``targetRef``)."""
+    if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
+        return []
+    found = []
+    for key in ("scaleTargetRef", "targetRef"):
+        ref = data["spec"].get(key)
+        if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+            found.append(ref["name"])
+    return found
