@@ -29,7 +29,7 @@ from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import PrometheusUrl
 from gpulint.core.model import Finding, ObjectRef
 from gpulint.engine.registry import stage_rules
-from gpulint.input.document import Document, Manifest, as_dict, as_list
+from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA
 from gpulint.kinds.registry import VIEW_SCOPES
@@ -314,7 +314,7 @@ class _Chain:
             if not other.generated and other.location().line > start
         ]
         end = min(later) if later and not rule.generated else 1 << 30
-        anchors = [anchor(rule.document, (start, end)), *hpa_anchor]
+        anchors = [anchor(rule.document, (start, end), rule.path), *hpa_anchor]
         series = rule.series_for(requested_metric_name(metric, api))
         detail = rule.describe()
         if series:
@@ -424,6 +424,13 @@ class _Chain:
             "autoscaler", document, OK, detail, self.findings.on("autoscaler", [anchor(document)])
         )
 
+    def query_autoscaler(self, document: Manifest, detail: str, trigger: Path) -> Link:
+        """A KEDA trigger: the autoscaler itself queries Prometheus, so the findings on its
+        query (which an adapter rule's would be) break this link, and only this trigger's."""
+        query = self.findings.on("adapter-rule", [anchor(document, path=trigger)])
+        findings = self.findings.on("autoscaler", [anchor(document)])
+        return link("autoscaler", document, OK, detail, findings + query, path=trigger)
+
     def unknown_metrics_api(self, detail: str) -> Link:
         return link("metrics-api", None, UNKNOWN, detail, [])
 
@@ -495,7 +502,7 @@ def _query_trace(chain: _Chain, view: KindView, source: QueryTrace, unit: str) -
             f"KEDA's metrics server serves it as the external metric {source.name}: only the "
             "cluster tells (gpulint trace --cluster reads the HPA KEDA makes)"
         ),
-        chain.owner_autoscaler(owner, f"{source.detail}: {source.query}"),
+        chain.query_autoscaler(owner, f"{source.detail}: {source.query}", source.path),
     ]
     return Trace(owner.ref, owner.location(source.path), source.name, tuple(links), unit)
 
