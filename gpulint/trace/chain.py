@@ -27,7 +27,7 @@ from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrape import dcgm_targets, url_target
 from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import PrometheusUrl
-from gpulint.core.model import Finding, ObjectRef
+from gpulint.core.model import Finding, ObjectRef, Severity
 from gpulint.engine.registry import stage_rules
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
@@ -90,6 +90,12 @@ class _Chain:
                 obj=ObjectRef(ref.api_version, ref.kind or "Deployment", namespace, ref.name),
             )
         anchors.append(anchor(document))
+        findings = self.findings.on("workload", anchors)
+        refuted = _refuting(findings, near)
+        if refuted is not None:
+            # The target was found only by a name lint says nothing answers to (a KServe
+            # predictor's old name, a revision's Deployment): say that, not who would make it.
+            return link("workload", document, OK, f"{shown}: {refuted.headline}", findings)
         gpus = target.gpu_requests(self.inventory.gpu_names)
         if gpus:
             resources = sorted({g.resource for g in gpus})
@@ -102,7 +108,7 @@ class _Chain:
         else:
             detail = f"{shown} asks for no GPU"
         via = f" (made by {describe_document(target.owner)})" if target.owner is not None else ""
-        return link("workload", document, OK, detail + via, self.findings.on("workload", anchors))
+        return link("workload", document, OK, detail + via, findings)
 
     def workload_of(self, document: Manifest, detail: str) -> Link:
         return link(
@@ -128,13 +134,16 @@ class _Chain:
                 else "tolerates "
                 + (", ".join(str(t) for t in exporter.placement.tolerations) or "no taint")
             )
+            findings = self.findings.on("exporter", [anchor(exporter.document)])
+            # What lint says of the exporter's placement, beside what the inventory says.
+            said = "".join(f"; {f.headline}" for f in findings if f.severity >= Severity.WARNING)
             links.append(
                 link(
                     "exporter",
                     exporter.document,
                     OK,
-                    f"{exporter.describe()}; {placement}",
-                    self.findings.on("exporter", [anchor(exporter.document)]),
+                    f"{exporter.describe()}; {placement}{said}",
+                    findings,
                     obj=made("apps/v1", "DaemonSet", exporter.namespace, exporter.name)
                     if exporter.made_by
                     else None,
@@ -436,6 +445,17 @@ class _Chain:
 
 
 # --- the traces of a unit ------------------------------------------------------------------------
+
+
+def _refuting(findings: list[Finding], autoscaler: Document) -> Finding | None:
+    """A finding that says the autoscaler's scaleTargetRef names no workload that exists."""
+    if not isinstance(autoscaler, Manifest):
+        return None
+    for finding in findings:
+        on_target = finding.path[:2] == ("spec", "scaleTargetRef")
+        if on_target and finding.object == autoscaler.ref and finding.severity >= Severity.WARNING:
+            return finding
+    return None
 
 
 def _metrics_api_path(hpa: KindView, metric: AdapterMetric) -> str:
