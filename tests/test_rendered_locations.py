@@ -195,3 +195,130 @@ def _comparable(seen: set[Seen]) -> set[Seen]:
         for s in seen
         if s.rule not in LOADER
     }
+
+
+ADAPTER_AND_DEPLOYMENT = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: adapter, namespace: monitoring}
+data:
+  config.yaml: |
+    rules:
+    - seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}'
+      resources:
+        overrides:
+          exported_namespace: {resource: namespace}
+          exported_pod: {resource: pod}
+      name: {matches: "^DCGM_FI_DEV_GPU_UTIL$", as: "gpu_util"}
+      metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm, namespace: llm}
+spec:
+  selector: {matchLabels: {app: vllm}}
+  template:
+    metadata: {labels: {app: vllm}}
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai
+        resources:
+          limits: {nvidia.com/gpu: 2}
+"""
+
+BASE_HPA = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: vllm
+  namespace: llm
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+  behavior:
+    scaleDown: {stabilizationWindowSeconds: 600}
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target: {type: Utilization, averageUtilization: 80}
+"""
+
+PROD_PATCH = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: vllm
+  namespace: llm
+spec:
+  metrics:
+    - type: Pods
+      pods:
+        metric: {name: gpu_util}
+        target: {type: AverageValue, averageValue: "60"}
+"""
+
+
+def test_a_finding_on_a_list_a_patch_replaced_is_in_the_patch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kustomize: list[str], helm: list[str]
+) -> None:
+    """An HPA's ``metrics`` has no merge key: prod's patch replaces the base's CPU metric
+    with a GPU one the adapter sums over 2 GPUs. GL406 is about what the patch wrote."""
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "objects.yaml").write_text(ADAPTER_AND_DEPLOYMENT)
+    (tmp_path / "base" / "hpa.yaml").write_text(BASE_HPA)
+    (tmp_path / "base" / "kustomization.yaml").write_text("resources: [objects.yaml, hpa.yaml]\n")
+    (tmp_path / "prod").mkdir()
+    (tmp_path / "prod" / "hpa.yaml").write_text(PROD_PATCH)
+    (tmp_path / "prod" / "kustomization.yaml").write_text(
+        "resources: [../base]\npatches:\n- path: hpa.yaml\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    options = RenderOptions(" ".join(kustomize), helm[0], None, LIMIT, None)
+    (findings,) = _findings(["prod"], options).values()
+    (sum_over_gpus,) = [f for f in findings if f.rule == "GL406"]
+    location = sum_over_gpus.location
+    assert (location.file, location.line, location.column) == ("prod/hpa.yaml", 8, 7)
+    assert location.note is None
+
+
+def test_a_literal_value_in_a_helm_template_gets_its_fix_as_an_edit(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    helm: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """GL109 on a template that writes ``apiVersion: autoscaling/v2beta2`` literally: the
+    finding is at that line and --diff shows the replacement in the template."""
+    from gpulint.cli import main
+
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (chart / "templates" / "hpa.yaml").write_text(
+        "apiVersion: autoscaling/v2beta2\nkind: HorizontalPodAutoscaler\n"
+        "metadata: {name: {{ .Release.Name }}}\n"
+        "spec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: x}\n"
+        "  maxReplicas: 3\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    main(["lint", "--no-config", "--helm", helm[0], "--select", "GL109", "chart"])
+    out = capsys.readouterr().out
+    assert out.startswith("chart/templates/hpa.yaml:1:1: GL109")
+    assert "template expression" not in out
+    main(
+        [
+            "lint",
+            "--no-config",
+            "--helm",
+            helm[0],
+            "--select",
+            "GL109",
+            "--diff",
+            "--unsafe-fixes",
+            "chart",
+        ]
+    )
+    diff = capsys.readouterr().out
+    assert "-apiVersion: autoscaling/v2beta2\n+apiVersion: autoscaling/v2\n" in diff

@@ -208,6 +208,14 @@ class HelmSource:
             same = [
                 w for w in candidates if isinstance(w, dict) and _identity(w) == _identity(data)
             ]
+        if not same and isinstance(data, dict):
+            # A templated name: the template's only document of that apiVersion and kind.
+            kinds = [
+                w
+                for w in candidates
+                if isinstance(w, dict) and _identity(w)[:2] == _identity(data)[:2]
+            ]
+            same = kinds if len(kinds) == 1 else []
         if len(same) == 1 or (same and all(w == same[0] for w in same)):
             self.written = same[0]
             self.start = position_of(self.written, ())[0] - 1
