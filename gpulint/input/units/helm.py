@@ -1,9 +1,11 @@
 """Helm charts: rendered by ``helm template``, findings placed in the template that made them.
 
 ``helm template`` writes ``# Source: <chart>/templates/<file>`` before each object. gpulint
-reports an object's findings in that template: at the line that writes the offending key when
-the template spells it out (``maxReplicas:``), else at the object's first line in the
-template, with a note that the value comes from a template expression. The JSON report keeps
+reports an object's findings in that template. Where the template writes the value literally
+(its text, template actions blanked, reads as YAML with the value Helm rendered), at the line
+and column that write it, as in a plain file; else at the line that writes the offending key
+when the template spells it out (``maxReplicas: {{ .Values.max }}``); else at the object's
+first line in the template, with a note that the value comes from a template expression. The JSON report keeps
 the rendered template path as ``renderedFrom``.
 """
 
