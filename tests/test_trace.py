@@ -285,3 +285,33 @@ def test_text_lines_wrap_at_the_width_under_their_link(
     # 80 columns (tests/conftest.py); only a word longer than a line (a URL) goes beyond.
     assert [line for line in lines if len(line) > 80 and " " in line[24:].strip()] == []
     assert "│                       (examples/live/broken/workloads.yaml:1)" in lines
+
+
+def test_a_broken_link_says_what_lint_says_of_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """A link's text never contradicts the finding that breaks it: seed-ko's exporter does
+    follow every GPU node, and its link says why it is broken all the same (GL604); seed-ja's
+    HPA names the predictor's old name, which no Deployment answers to in Knative mode
+    (GL106), so no InferenceService is said to make it."""
+    _, ko = trace_json(str(SEED / "broken"), capsys=capsys)
+    exporter = ko["traces"][0]["links"][1]  # type: ignore[index]
+    assert exporter["status"] == "broken" and exporter["findings"] == ["GL604"]
+    assert "follows every GPU node" in exporter["detail"]
+    assert "dcgm.nodeSelector, which places nothing" in exporter["detail"]
+    _, ja = trace_json(str(ROOT / "examples" / "seed-ja" / "broken"), capsys=capsys)
+    for traced in ja["traces"]:  # type: ignore[attr-defined]
+        workload = traced["links"][0]
+        assert workload["status"] == "broken" and "GL106" in workload["findings"]
+        assert "made by" not in workload["detail"]
+        assert "the name KServe 0.10 gave the predictor" in workload["detail"]
+
+
+def test_mermaid_headings_name_the_unit_when_there_are_several(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out = trace("-f", "mermaid", "--fail-on", "never", str(SEED), capsys=capsys)
+    assert code == 0
+    headings = [line for line in out.splitlines() if line.startswith("**")]
+    assert len(headings) == 2 and len(set(headings)) == 2
+    assert "in unit " in headings[0] and headings[0].rstrip("*").endswith("(broken at exporter)")
+    _, one = trace("-f", "mermaid", "--fail-on", "never", str(SEED / "fixed"), capsys=capsys)
+    assert "in unit" not in one

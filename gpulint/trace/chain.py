@@ -27,9 +27,9 @@ from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrape import dcgm_targets, url_target
 from gpulint.chain.services import ServiceView
 from gpulint.chain.urls import PrometheusUrl
-from gpulint.core.model import Finding, ObjectRef
+from gpulint.core.model import Finding, ObjectRef, Severity
 from gpulint.engine.registry import stage_rules
-from gpulint.input.document import Document, Manifest, as_dict, as_list
+from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA
 from gpulint.kinds.registry import VIEW_SCOPES
@@ -90,6 +90,12 @@ class _Chain:
                 obj=ObjectRef(ref.api_version, ref.kind or "Deployment", namespace, ref.name),
             )
         anchors.append(anchor(document))
+        findings = self.findings.on("workload", anchors)
+        refuted = _refuting(findings, near)
+        if refuted is not None:
+            # The target was found only by a name lint says nothing answers to (a KServe
+            # predictor's old name, a revision's Deployment): say that, not who would make it.
+            return link("workload", document, OK, f"{shown}: {refuted.headline}", findings)
         gpus = target.gpu_requests(self.inventory.gpu_names)
         if gpus:
             resources = sorted({g.resource for g in gpus})
@@ -102,7 +108,7 @@ class _Chain:
         else:
             detail = f"{shown} asks for no GPU"
         via = f" (made by {describe_document(target.owner)})" if target.owner is not None else ""
-        return link("workload", document, OK, detail + via, self.findings.on("workload", anchors))
+        return link("workload", document, OK, detail + via, findings)
 
     def workload_of(self, document: Manifest, detail: str) -> Link:
         return link(
@@ -128,13 +134,16 @@ class _Chain:
                 else "tolerates "
                 + (", ".join(str(t) for t in exporter.placement.tolerations) or "no taint")
             )
+            findings = self.findings.on("exporter", [anchor(exporter.document)])
+            # What lint says of the exporter's placement, beside what the inventory says.
+            said = "".join(f"; {f.headline}" for f in findings if f.severity >= Severity.WARNING)
             links.append(
                 link(
                     "exporter",
                     exporter.document,
                     OK,
-                    f"{exporter.describe()}; {placement}",
-                    self.findings.on("exporter", [anchor(exporter.document)]),
+                    f"{exporter.describe()}; {placement}{said}",
+                    findings,
                     obj=made("apps/v1", "DaemonSet", exporter.namespace, exporter.name)
                     if exporter.made_by
                     else None,
@@ -314,7 +323,7 @@ class _Chain:
             if not other.generated and other.location().line > start
         ]
         end = min(later) if later and not rule.generated else 1 << 30
-        anchors = [anchor(rule.document, (start, end)), *hpa_anchor]
+        anchors = [anchor(rule.document, (start, end), rule.path), *hpa_anchor]
         series = rule.series_for(requested_metric_name(metric, api))
         detail = rule.describe()
         if series:
@@ -424,11 +433,29 @@ class _Chain:
             "autoscaler", document, OK, detail, self.findings.on("autoscaler", [anchor(document)])
         )
 
+    def query_autoscaler(self, document: Manifest, detail: str, trigger: Path) -> Link:
+        """A KEDA trigger: the autoscaler itself queries Prometheus, so the findings on its
+        query (which an adapter rule's would be) break this link, and only this trigger's."""
+        query = self.findings.on("adapter-rule", [anchor(document, path=trigger)])
+        findings = self.findings.on("autoscaler", [anchor(document)])
+        return link("autoscaler", document, OK, detail, findings + query, path=trigger)
+
     def unknown_metrics_api(self, detail: str) -> Link:
         return link("metrics-api", None, UNKNOWN, detail, [])
 
 
 # --- the traces of a unit ------------------------------------------------------------------------
+
+
+def _refuting(findings: list[Finding], autoscaler: Document) -> Finding | None:
+    """A finding that says the autoscaler's scaleTargetRef names no workload that exists."""
+    if not isinstance(autoscaler, Manifest):
+        return None
+    for finding in findings:
+        on_target = finding.path[:2] == ("spec", "scaleTargetRef")
+        if on_target and finding.object == autoscaler.ref and finding.severity >= Severity.WARNING:
+            return finding
+    return None
 
 
 def _metrics_api_path(hpa: KindView, metric: AdapterMetric) -> str:
@@ -495,7 +522,7 @@ def _query_trace(chain: _Chain, view: KindView, source: QueryTrace, unit: str) -
             f"KEDA's metrics server serves it as the external metric {source.name}: only the "
             "cluster tells (gpulint trace --cluster reads the HPA KEDA makes)"
         ),
-        chain.owner_autoscaler(owner, f"{source.detail}: {source.query}"),
+        chain.query_autoscaler(owner, f"{source.detail}: {source.query}", source.path),
     ]
     return Trace(owner.ref, owner.location(source.path), source.name, tuple(links), unit)
 

@@ -29,6 +29,8 @@ class Link(NamedTuple):
     detail: str
     severity: Severity | None = None  # of a broken link
     label: str = ""  # a short name for diagrams ("rule rules.custom[0]")
+    found: tuple[Finding, ...] = ()  # the findings themselves, as lint reports them
+    node: Path = ()  # where in its object the link is written (an adapter rule, a trigger)
 
 
 class Trace(NamedTuple):
@@ -52,17 +54,24 @@ class Anchor(NamedTuple):
     file: str
     ref: ObjectRef | None  # None: a values document (matched by its file)
     lines: tuple[int, int] | None = None  # only findings on these lines (one adapter rule)
+    path: Path | None = None  # only findings under this node (one KEDA trigger)
 
 
-def anchor(document: Document, lines: tuple[int, int] | None = None) -> Anchor:
+def anchor(
+    document: Document, lines: tuple[int, int] | None = None, path: Path | None = None
+) -> Anchor:
     ref = document.ref if isinstance(document, Manifest) else None
-    return Anchor(document.location(()).file, ref, lines)
+    return Anchor(document.location(()).file, ref, lines, path)
 
 
 class StageFindings:
-    """The findings of a unit by file, and those about the whole unit's Prometheus by stage;
-    ``stage_rules`` says which rules break each stage, ``unit_rules`` the stage of the
-    findings about the whole unit."""
+    """The findings of a unit by object and by file, and those about the whole unit's
+    Prometheus by stage; ``stage_rules`` says which rules break each stage, ``unit_rules``
+    the stage of the findings about the whole unit.
+
+    A finding on an object is matched by the object, not by the file it is reported in: in
+    rendered input (a kustomize overlay, a Helm chart) a finding lands in the file that wrote
+    the value, often not the file that wrote the object's header."""
 
     def __init__(
         self,
@@ -72,29 +81,49 @@ class StageFindings:
     ) -> None:
         self.stage_rules = stage_rules
         self.by_file: dict[str, list[Finding]] = {}
+        self.by_ref: dict[ObjectRef, list[Finding]] = {}
         self.unit: dict[str, list[Finding]] = {}
         for finding in findings:
             stage = unit_rules.get(finding.rule)
             if stage is not None:
                 self.unit.setdefault(stage, []).append(finding)
-            else:
-                self.by_file.setdefault(finding.location.file, []).append(finding)
+                continue
+            ref = ref_of(finding)
+            if ref is not None:
+                self.by_ref.setdefault(ref, []).append(finding)
+            self.by_file.setdefault(finding.location.file, []).append(finding)
 
     def on(self, stage: str, anchors: Sequence[Anchor]) -> list[Finding]:
         rules = self.stage_rules[stage]
         found: list[Finding] = list(self.unit.get(stage, []))
         for anchor in anchors:
-            for finding in self.by_file.get(anchor.file, []):
+            in_file = self.by_file.get(anchor.file, [])
+            candidates = in_file
+            if anchor.ref is not None:
+                # Its own findings wherever they are reported, and those on no object.
+                own = self.by_ref.get(anchor.ref, [])
+                candidates = own + [f for f in in_file if ref_of(f) is None]
+            for finding in candidates:
                 if finding.rule not in rules or finding in found:
                     continue
-                if anchor.lines is not None and not (
-                    anchor.lines[0] <= finding.location.line < anchor.lines[1]
-                ):
-                    continue
-                if anchor.ref is not None and ref_of(finding) not in (anchor.ref, None):
-                    continue
-                found.append(finding)
+                if _on_node(finding, anchor):
+                    found.append(finding)
         return found
+
+
+def _on_node(finding: Finding, anchor: Anchor) -> bool:
+    """Is the finding under the anchor's node (``path``: one KEDA trigger, one adapter rule)
+    or on its lines (``lines``: one adapter rule of a file)? Another file writes a value in
+    rendered input (a patch, a chart's values), so there only the node can tell."""
+    if anchor.path is None and anchor.lines is None:
+        return True
+    if anchor.path is not None and finding.path[: len(anchor.path)] == anchor.path:
+        return True
+    return (
+        anchor.lines is not None
+        and finding.location.file == anchor.file
+        and anchor.lines[0] <= finding.location.line < anchor.lines[1]
+    )
 
 
 def ref_of(finding: Finding) -> ObjectRef | None:
@@ -129,6 +158,8 @@ def link(
         detail,
         severity,
         label or (str(ref) if ref is not None else ""),
+        tuple(findings),
+        path,
     )
 
 

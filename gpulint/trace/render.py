@@ -6,7 +6,8 @@
 * json: ``{"version": 1, "traces": [{"autoscaler": {apiVersion, kind, namespace, name, file,
   line}, "metric", "unit", "links": [{"stage", "object", "file", "line", "status",
   "findings", "detail"}]}]}``.
-* mermaid: Markdown with one fenced ``flowchart LR`` per trace, which GitHub renders in a PR
+* mermaid: Markdown with one fenced ``flowchart LR`` per trace under a heading that names the
+  autoscaler, the metric and (with several units) the unit, which GitHub renders in a PR
   comment, a job summary (``$GITHUB_STEP_SUMMARY``) or a README; broken links are red, unknown
   ones dashed grey.
 
@@ -143,11 +144,15 @@ def render_mermaid(traces: list[Trace], stream: TextIO) -> None:
     if not traces:
         stream.write("_gpulint trace: no autoscaler metric to trace in the input._\n")
         return
+    units = {t.unit for t in traces}
     for number, trace in enumerate(traces):
         if number:
             stream.write("\n")
         first = trace.first_broken()
         title = f"{_shown(trace.autoscaler)}: {trace.metric}"
+        if len(units) > 1 and trace.unit:
+            # The same autoscaler in two units (broken/ and fixed/) must not share a heading.
+            title += f" in unit {display_path(trace.unit)}"
         if first is not None:
             title += f" (broken at {first.stage})"
         stream.write(f"**{markdown_text(title)}**\n\n```mermaid\nflowchart LR\n")

@@ -1,9 +1,11 @@
 """Helm charts: rendered by ``helm template``, findings placed in the template that made them.
 
 ``helm template`` writes ``# Source: <chart>/templates/<file>`` before each object. gpulint
-reports an object's findings in that template: at the line that writes the offending key when
-the template spells it out (``maxReplicas:``), else at the object's first line in the
-template, with a note that the value comes from a template expression. The JSON report keeps
+reports an object's findings in that template. Where the template writes the value literally
+(its text, template actions blanked, reads as YAML with the value Helm rendered), at the line
+and column that write it, as in a plain file; else at the line that writes the offending key
+when the template spells it out (``maxReplicas: {{ .Values.max }}``); else at the object's
+first line in the template, with a note that the value comes from a template expression. The JSON report keeps
 the rendered template path as ``renderedFrom``.
 """
 
@@ -11,15 +13,20 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulint.core.model import Location
 from gpulint.core.paths import within
-from gpulint.input.document import Document, Path
+from gpulint.input.document import Document, Path, dig, position_of
 from gpulint.input.units.boundary import real
 from gpulint.input.yamlparse import YamlError, parse_documents
 
+if TYPE_CHECKING:
+    from gpulint.input.units.kustomize_origins import EmbeddedSource
+
 _KIND_LINE = re.compile(r"^kind:\s*\S")
+_ACTION = re.compile(r"\{\{.*?\}\}")
+_MISSING = object()
 
 
 def chart_name(chart: str) -> str:
@@ -63,6 +70,45 @@ class TemplateText:
         self.lines = text.split("\n")
         self.starts = [i for i, line in enumerate(self.lines) if _KIND_LINE.match(line)]
         self.document_starts = [i for i, line in enumerate(self.lines) if line.startswith("---")]
+        self._written: dict[int, Any] = {}
+
+    def string_start(self, written: Any, path: Path) -> tuple[int, int]:
+        """(line offset, column offset) of a string value's first character: for a block
+        scalar (``|``, ``>``) the first non-empty line under its indicator."""
+        line, column = position_of(written, path, key=False)
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        if text[column - 1 : column] in ("|", ">"):
+            for follow in range(line, len(self.lines)):
+                row = self.lines[follow]
+                if row.strip():
+                    return follow, len(row) - len(row.lstrip(" "))
+        return line - 1, column - 1
+
+    def chunk_starts(self) -> list[int]:
+        """The 0-based first line of each of the template's YAML documents."""
+        return [0, *(d + 1 for d in self.document_starts)]
+
+    def written(self, start: int) -> Any:
+        """The object starting at 0-based line ``start`` as the template writes it, parsed at
+        its lines, or None when the template text is no YAML. Template actions are blanked
+        first (a line that is only an action, ``{{- if ... }}``, as an empty line; one inside
+        a line as underscores of its width), so a literal value keeps its line and column
+        and a templated one cannot equal what Helm rendered."""
+        if start not in self._written:
+            following = [d for d in self.document_starts if d > start]
+            end = following[0] if following else len(self.lines)
+            lines = []
+            for line in self.lines[start:end]:
+                if line.strip().startswith("{{") and _ACTION.sub("", line).strip() == "":
+                    lines.append("")
+                else:
+                    lines.append(_ACTION.sub(lambda m: "_" * len(m.group(0)), line))
+            try:
+                documents = list(parse_documents("\n".join(lines), line_offset=start))
+            except (YamlError, RecursionError, ValueError):
+                documents = []
+            self._written[start] = documents[0].value if len(documents) == 1 else None
+        return self._written[start]
 
     def object_start(self, index: int) -> int:
         """The 0-based line where the ``index``-th object rendered from it starts: its
@@ -130,6 +176,20 @@ class TemplateText:
         return None
 
 
+def _existing(data: Any, path: Path) -> Path:
+    """The longest start of ``path`` that names a node of ``data``."""
+    for end in range(len(path), 0, -1):
+        if dig(data, path[:end], _MISSING) is not _MISSING:
+            return path[:end]
+    return ()
+
+
+def _identity(data: dict[Any, Any]) -> tuple[Any, Any, Any]:
+    metadata = data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return data.get("apiVersion"), data.get("kind"), name
+
+
 class HelmSource:
     """Where a rendered object's nodes are written in its chart."""
 
@@ -141,10 +201,42 @@ class HelmSource:
         self.start = template.object_start(index)
         self.rendered_from = rendered_from
         self.unit = unit
+        # The template's own document for this object, when its text is YAML: the one Helm
+        # rendered unchanged, else the one of the same kind and name (its values templated).
+        self.written: Any = None
+        candidates = [template.written(start) for start in template.chunk_starts()]
+        same = [w for w in candidates if w is not None and w == data]
+        if not same and isinstance(data, dict):
+            same = [
+                w for w in candidates if isinstance(w, dict) and _identity(w) == _identity(data)
+            ]
+        if not same and isinstance(data, dict):
+            # A templated name: the template's only document of that apiVersion and kind.
+            kinds = [
+                w
+                for w in candidates
+                if isinstance(w, dict) and _identity(w)[:2] == _identity(data)[:2]
+            ]
+            same = kinds if len(kinds) == 1 else []
+        if len(same) == 1 or (same and all(w == same[0] for w in same)):
+            self.written = same[0]
+            self.start = position_of(self.written, ())[0] - 1
 
     def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
         if document.data is not self.data:
             return None
+        written = self.written
+        # A path past what exists (a missing field) is placed at its deepest existing node.
+        there = _existing(self.data, path)
+        value = dig(written, there, _MISSING) if written is not None else _MISSING
+        if value is not _MISSING and value == dig(self.data, there, _MISSING):
+            # The template writes the value literally: at the line that wrote it (a string's
+            # own text when asked for the value: a block scalar's first line, not its ``|``).
+            if key is False and there == path and isinstance(value, str):
+                line, column = (n + 1 for n in self.template.string_start(written, path))
+                return Location(self.template.file, line, column, self.rendered_from)
+            line, column = position_of(written, path, key=key)
+            return Location(self.template.file, line, column, self.rendered_from)
         found = self.template.key_line(self.start, path) if path else None
         if found is not None:
             line, column = found
@@ -157,5 +249,20 @@ class HelmSource:
             )
         return Location(self.template.file, self.start + 1, 1, self.rendered_from, note)
 
-    def embedded(self, document: Document, path: Path, line: int, column: int) -> None:
-        return None
+    def embedded(
+        self, document: Document, path: Path, line: int, column: int
+    ) -> EmbeddedSource | None:
+        """YAML in a string the template writes literally (a ConfigMap's ``config.yaml: |``):
+        mapped to the same place in the template."""
+        if document.data is not self.data or self.written is None:
+            return None
+        value = dig(self.written, path, _MISSING)
+        if not isinstance(value, str) or value != dig(self.data, path, _MISSING):
+            return None
+        # Imported here: kustomize_origins imports this module (through sources).
+        from gpulint.input.units.kustomize_origins import EmbeddedSource
+
+        source_line, source_column = self.template.string_start(self.written, path)
+        return EmbeddedSource(
+            line, column, self.template.file, source_line, source_column, self.unit
+        )

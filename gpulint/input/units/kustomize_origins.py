@@ -198,6 +198,17 @@ def _generated_files(kustomization: Kustomization, field: tuple[Any, ...]) -> di
     return found
 
 
+def _text(file: str) -> bytes | None:
+    try:
+        with open(file, "rb") as handle:
+            return handle.read(_PATCH_TEXT_LIMIT)
+    except OSError:
+        return None
+
+
+_PATCH_TEXT_LIMIT = 1 << 20  # a patch larger than this is placed at its value's first line
+
+
 class KustomizeSource:
     """Where a rendered object's nodes are written: its origin file, or the patches of the
     kustomizations that ran on it (see the module docstring)."""
@@ -231,15 +242,35 @@ class KustomizeSource:
         node = (
             self.rendered.get(path) if _rendered_depth(self.rendered.data, path) == full else None
         )
-        if origin_depth == full and isinstance(node, dict | list):
-            # A mapping or list is where the object defines it, though patches add to it.
-            return self.origin_location(origin_inner, key)
         best = self._deepest_patch(path)
+        if origin_depth == full and isinstance(node, dict | list):
+            # A mapping or list is where the object defines it, though patches add to it;
+            # unless a patch replaced it whole (a list without a merge key, such as an
+            # HPA's metrics): then the patch wrote what was rendered, and the origin did not.
+            assert self.origin is not None
+            replaced = (
+                best is not None
+                and best[0] == full
+                and best[1].document.get(best[2]) == node
+                and self.origin.get(origin_inner) != node
+            )
+            if not replaced:
+                return self.origin_location(origin_inner, key)
         if best is not None and (best[0] == full or best[0] > max(origin_depth, 0)):
             depth, patch, inner = best
+            if depth == full and key is False and isinstance(patch.document.get(inner), str):
+                # A string's own text (a block scalar's first line, not its ``|``), read from
+                # the patch file gpulint already loaded (bounded as the loader reads it).
+                line, column = embedded_origin(patch.document, inner, _text(patch.document.file))
+                return Location(patch.document.file, line + 1, column + 1, self.unit)
             found = patch.document.location(inner, key=key if depth == full else True)
             return found._replace(rendered_from=self.unit)
         if self.origin is not None:
+            value = self.origin.get(origin_inner)
+            if origin_depth == full and key is False and isinstance(value, str):
+                # A string's own text (a block scalar's first line, not its ``|``).
+                line, column = embedded_origin(self.origin, origin_inner, self.origin_text)
+                return Location(self.origin.file, line + 1, column + 1, self.unit)
             located = self.origin.location(origin_inner, key=key if origin_depth == full else True)
             if origin_depth == full or _rendered_depth(self.rendered.data, path) <= origin_depth:
                 # Written there, or missing in the rendered object too (the origin's parent
