@@ -200,6 +200,20 @@ def test_a_chart_is_judged_with_the_adapter_named_beside_it(
     assert [(u.name, u.objects) for u in result.units] == [("charts/app", 2), ("monitoring", 0)]
 
 
+def test_trace_follows_the_adapter_lent_beside_the_chart(
+    tmp_path: Path, helm: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """trace judges each unit with the same context as lint: the chart's autoscaler reaches
+    the adapter config named beside it, broken where lint reports GL401."""
+    _chart(tmp_path)
+    main(["trace", "--helm", helm[0], "charts/", "monitoring/", "--format", "json"])
+    traces = json.loads(capsys.readouterr().out)["traces"]
+    links = [link for trace in traces for link in trace["links"]]
+    adapter = [link for link in links if link["stage"] == "adapter-rule"]
+    assert adapter and all("not in the input" not in link["detail"] for link in adapter)
+    assert any("GL401" in link["findings"] for link in links)
+
+
 def test_a_fixed_adapter_clears_the_chart(tmp_path: Path, helm: list[str]) -> None:
     _chart(tmp_path)
     (tmp_path / "monitoring" / "prometheus-adapter.yaml").write_text(ADAPTER_NAMED)

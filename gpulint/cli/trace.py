@@ -67,13 +67,15 @@ def _traces(
         inventory = cluster[0]
         found.extend(traces(inventory, run(inventory, selection), "cluster"))
         return found
+    from gpulint.engine.context import infer
     from gpulint.engine.files import unit_inventory
 
     built = built_units(args, settings, stderr)
     if built is None:
         return None
-    for unit in built[0]:
-        inventory = unit_inventory(unit, settings)
+    # Each unit with the platform its cluster lends it, as lint judges it.
+    for unit, context in zip(built[0], infer(built[0]), strict=True):
+        inventory = unit_inventory(unit, settings, context)
         if prepare is not None:
             prepare(inventory)
         found.extend(traces(inventory, run(inventory, selection), unit.name))

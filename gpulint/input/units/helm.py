@@ -5,8 +5,8 @@ reports an object's findings in that template. Where the template writes the val
 (its text, template actions blanked, reads as YAML with the value Helm rendered), at the line
 and column that write it, as in a plain file; else at the line that writes the offending key
 when the template spells it out (``maxReplicas: {{ .Values.max }}``); else at the object's
-first line in the template, with a note that the value comes from a template expression. The JSON report keeps
-the rendered template path as ``renderedFrom``.
+first line in the template, with a note that the value comes from a template expression.
+The JSON report keeps the rendered template path as ``renderedFrom``.
 """
 
 from __future__ import annotations
