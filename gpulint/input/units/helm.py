@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpulint.core.model import Location
 from gpulint.core.paths import within
 from gpulint.input.document import Document, Path, dig, position_of
 from gpulint.input.units.boundary import real
+from gpulint.input.units.embedded import EmbeddedSource
 from gpulint.input.yamlparse import YamlError, parse_documents
-
-if TYPE_CHECKING:
-    from gpulint.input.units.kustomize_origins import EmbeddedSource
 
 _KIND_LINE = re.compile(r"^kind:\s*\S")
 _ACTION = re.compile(r"\{\{.*?\}\}")
@@ -259,9 +257,6 @@ class HelmSource:
         value = dig(self.written, path, _MISSING)
         if not isinstance(value, str) or value != dig(self.data, path, _MISSING):
             return None
-        # Imported here: kustomize_origins imports this module (through sources).
-        from gpulint.input.units.kustomize_origins import EmbeddedSource
-
         source_line, source_column = self.template.string_start(self.written, path)
         return EmbeddedSource(
             line, column, self.template.file, source_line, source_column, self.unit

@@ -19,6 +19,7 @@ from gpulint.input.units.buildmetadata import (
     origin_path,
     strip_build_annotations,
 )
+from gpulint.input.units.embedded import EmbeddedSource
 from gpulint.input.units.kustomize import (
     Kustomization,
     Patch,
@@ -323,35 +324,6 @@ class KustomizeSource:
             return None
         origin_line, origin_column = embedded_origin(self.origin, path, self.origin_text)
         return EmbeddedSource(line, column, self.origin.file, origin_line, origin_column, self.unit)
-
-
-class EmbeddedSource:
-    """YAML embedded in a rendered string, at the same relative place in its source."""
-
-    def __init__(
-        self,
-        line: int,
-        column: int,
-        file: str,
-        source_line: int,
-        source_column: int,
-        unit: str,
-    ) -> None:
-        self.line, self.column = line, column
-        self.file = file
-        self.source_line, self.source_column = source_line, source_column
-        self.unit = unit
-
-    def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
-        raw = document.location(path, key=key, raw=True)
-        line = raw.line - self.line + self.source_line
-        column = raw.column - self.column + self.source_column
-        return Location(self.file, max(line, 1), max(column, 1), self.unit)
-
-    def embedded(
-        self, document: Document, path: Path, line: int, column: int
-    ) -> EmbeddedSource | None:
-        return None
 
 
 def _rendered_depth(data: Any, path: Path) -> int:
