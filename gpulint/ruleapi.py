@@ -48,11 +48,11 @@ from gpulint.chain.adapter import (
     requested_metric_name,
     singular,
 )
+from gpulint.chain.address import ParsedUrl, PrometheusUrl
 from gpulint.chain.exporter import DcgmExporter
 from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrapelabels import DcgmScrape
 from gpulint.chain.services import EndpointState, ServiceView
-from gpulint.chain.urls import ParsedUrl, PrometheusUrl
 from gpulint.core.message import capitalized
 from gpulint.core.model import (
     Finding,
