@@ -1,9 +1,9 @@
 """Fixes as edits: every fixture's fix applied and the result linted again.
 
-For each failing fixture of a rule with ``FIXES``, each finding of that rule whose plan can be
-placed is applied alone to a copy of the fixture; then the copy must parse, keep every comment
-line, be byte-identical outside the edits, and lint without that finding and without any
-finding that was not there before.
+For every fixture (failing and passing, of every rule), each finding of any rule whose plan can
+be placed, safe or unsafe, is applied alone to a copy of the fixture; then the copy must parse,
+keep every comment line, be byte-identical outside the edits, and lint without that finding and
+without any finding that was not there before.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ FIXABLE = {spec.id: spec for spec in all_rules() if spec.fixes}
 
 def _fix_cases() -> list[tuple[str, Path]]:
     return [(rule, path) for rule, path in _cases("fail_") if rule in FIXABLE]
+
+
+def _every_fixture() -> list[tuple[str, Path]]:
+    return _cases("fail_") + _cases("pass_")
 
 
 def _key(finding: Finding, root: Path) -> tuple[str, str, str]:
@@ -74,18 +78,19 @@ def _rebuilt(text: str, edits: list[Edit]) -> str:
     return "".join([*pieces, text[cursor:]])
 
 
-@pytest.mark.parametrize(("rule", "path"), _fix_cases(), ids=lambda v: str(v)[-60:])
+@pytest.mark.parametrize(("rule", "path"), _every_fixture(), ids=lambda v: str(v)[-60:])
 def test_each_fix_removes_its_finding_and_adds_none(rule: str, path: Path, tmp_path: Path) -> None:
+    """Every offered fix of every fixture, whichever rule offers it and whether safe or unsafe."""
     _needs_tools(path)
     copy = _copy(path, tmp_path)
     root = tmp_path.resolve()
     settings = _settings(copy)
     result = lint_result(copy, settings=settings)
     before = {_key(f, root) for f in result.findings}
-    fixable = [f for f in result.findings if f.rule == rule and result.edits_of(f)]
+    fixable = [f for f in result.findings if result.edits_of(f)]
     for finding in fixable:
         assert finding.plan is not None
-        assert finding.plan.applicability in FIXABLE[rule].fixes
+        assert finding.plan.applicability in FIXABLE[finding.rule].fixes
         edits = result.edits_of(finding)
         assert edits
         originals = {e.file: Path(e.file).read_text() for e in edits}
