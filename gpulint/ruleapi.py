@@ -167,6 +167,7 @@ from gpulint.metrics.promql import (
 )
 
 if TYPE_CHECKING:
+    from gpulint.chain.gpusum import ONE_GPU_MAX, gpus_per_pod, gpus_summed, summed_gpu_series
     from gpulint.chain.scrape import (
         dcgm_series_read,
         dcgm_targets,
@@ -277,6 +278,10 @@ _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
     "between": ("gpulint.live.scale", "between"),
     "code": ("gpulint.live.words", "code"),
     "curl_for": ("gpulint.live.words", "curl_for"),
+    "ONE_GPU_MAX": ("gpulint.chain.gpusum", "ONE_GPU_MAX"),
+    "gpus_per_pod": ("gpulint.chain.gpusum", "gpus_per_pod"),
+    "gpus_summed": ("gpulint.chain.gpusum", "gpus_summed"),
+    "summed_gpu_series": ("gpulint.chain.gpusum", "summed_gpu_series"),
     "dcgm_series_read": ("gpulint.chain.scrape", "dcgm_series_read"),
     "dcgm_targets": ("gpulint.chain.scrape", "dcgm_targets"),
     "endpoint_problems": ("gpulint.chain.scrape", "endpoint_problems"),
@@ -340,6 +345,7 @@ __all__ = [
     "NAME_KEYS",
     "NOT_FOUND",
     "NO_API",
+    "ONE_GPU_MAX",
     "OVERRIDE_KEYS",
     "PDB_KIND",
     "POD_LABELS",
@@ -445,6 +451,8 @@ __all__ = [
     "generator_of",
     "go_regex_problem",
     "gpumetrics",
+    "gpus_per_pod",
+    "gpus_summed",
     "int32_out_of_range",
     "is_autoscaling_annotation",
     "is_dcgm_field",
@@ -491,6 +499,7 @@ __all__ = [
     "singular",
     "stamp",
     "stats",
+    "summed_gpu_series",
     "target_of",
     "top_level_text",
     "try_quantity",

@@ -15,8 +15,14 @@ Each entry of an HPA's ``spec.metrics`` (autoscaling/v2, v2beta2 and v2beta1):
 * the scale of GPU metrics: ``m`` means thousandths, so ``averageValue: 60m`` on a 0-100
   percentage (``DCGM_FI_DEV_GPU_UTIL``) is 0.06; these are errors. A target above 1 on a 0-1
   ratio (``DCGM_FI_PROF_*``, ``*_ratio``, vLLM's KV-cache usage) or below 1 on a percentage is
-  reported as a **warning**: it is almost always a scale mix-up, but an adapter query that sums
-  several GPUs per pod can make it legitimate.
+  reported as a **warning**: it is almost always a scale mix-up.
+
+When a prometheus-adapter rule serving a Pods metric sums a per-GPU dcgm-exporter series per
+pod (the chart's default rules do) and the pods hold several GPUs, the range grows with them:
+a ratio summed over two GPUs reaches 2, so ``1.5`` is fine and ``"60"`` is reported with the
+fix ``1200m`` (60% of each GPU x 2), not ``600m``; ``70m`` on the utilization gets ``"140"``.
+A target still on the one-GPU scale (``"60"`` on a summed percentage) is GL406's finding, not
+this rule's: one finding per defect.
 
 The scale of a metric comes from what gpulint knows about exporters, ``metric-aliases`` in
 ``.gpulint.yaml``, and the prometheus-adapter rules in the input: a metric renamed by the
@@ -89,6 +95,7 @@ from gpulint.ruleapi import (
     edits,
     format_number,
     gpumetrics,
+    gpus_summed,
     int32_out_of_range,
     is_generated,
     is_unknown,
@@ -459,37 +466,48 @@ def _scale(
     via = f" (prometheus-adapter serves it from {basis})" if basis != metric.name else ""
     path = where.target.field_path(field)
     shown = _shown(raw)
+    # Summed per pod over several GPUs, the metric reaches that many times its one-GPU range;
+    # the meant target is scaled the same way, so that the fix does not draw GL406.
+    gpus = gpus_summed(hpa, metric, inventory)
+    summed = f" summed over {gpus} GPUs per pod" if gpus > 1 else ""
     if scale is Scale.PERCENT and value < 1:
         if suffix == "m":
             # "70m" for 70; "700m" is 0.7 and cannot mean 700%: it meant 70% as a fraction.
             thousand = value * 1000
-            meant = format_number(thousand if thousand <= 100 else value * 100)
+            per_gpu = thousand if thousand <= 100 else value * 100
+            meant = format_number(per_gpu * gpus)
             yield ctx.finding(
                 hpa.manifest,
                 path,
                 f"{where.label} targets less than 1%. Its {field} {shown} is "
                 f"{format_number(value)} (the m suffix means thousandths), but {metric.name} is a "
-                f"percentage from 0 to 100{via}: any load at all exceeds the target and the HPA "
-                f"scales out to maxReplicas; {meant} was probably meant.",
+                f"percentage from 0 to 100{via}{summed}: any load at all exceeds the target and "
+                f"the HPA scales out to maxReplicas; {meant} was probably meant"
+                f"{_per_gpu(per_gpu, gpus)}.",
                 f'{field}: "{meant}"',
                 plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{meant}"')),
             )
         else:
-            meant = format_number(value * 100)
+            meant = format_number(value * 100 * gpus)
             yield ctx.finding(
                 hpa.manifest,
                 path,
                 f"{where.label} targets less than 1%. Its {field} {shown} is below 1, but "
-                f"{metric.name} is a percentage from 0 to 100{via}: almost any load exceeds the "
-                f"target and the HPA scales out to maxReplicas; if {shown} was meant as a "
-                f"fraction, write {meant}.",
+                f"{metric.name} is a percentage from 0 to 100{via}{summed}: almost any load "
+                f"exceeds the target and the HPA scales out to maxReplicas; if {shown} was meant "
+                f"as a fraction, write {meant}{_per_gpu(value * 100, gpus)}.",
                 f'{field}: "{meant}"',
                 severity=Severity.WARNING,
                 plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{meant}"')),
             )
     elif (
-        scale is Scale.RATIO and value > 1 and not (metric.type == "External" and field == "value")
+        scale is Scale.RATIO
+        and value > gpus
+        and not (metric.type == "External" and field == "value")
     ):
+        if gpus > 1:
+            yield _summed_ratio(where, field, shown, value, gpus, via, ctx)
+            return
         ratio = paste_quantity(float(value) / 100) if value <= 100 else None
         hint = f"; if {format_number(value)}% was meant, write {ratio}" if ratio else ""
         yield ctx.finding(
@@ -503,6 +521,42 @@ def _scale(
             severity=Severity.WARNING,
             plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{ratio}"')) if ratio else None,
         )
+
+
+def _per_gpu(per_gpu: Decimal, gpus: int) -> str:
+    """How a target summed over several GPUs was computed, for the message."""
+    return f" ({format_number(per_gpu)} per GPU x {gpus} GPUs)" if gpus > 1 else ""
+
+
+def _summed_ratio(
+    where: _Where, field: str, shown: str, value: Decimal, gpus: int, via: str, ctx: Context
+) -> Finding:
+    """A target above the range of a 0-1 ratio summed over ``gpus`` GPUs per pod."""
+    metric, hpa = where.metric, where.hpa
+    ratio = paste_quantity(float(value) / 100 * gpus) if value <= 100 else None
+    hint = (
+        f"; if {format_number(value)}% of each GPU was meant, write {ratio} "
+        f"({format_number(value / 100)} x {gpus} GPUs)"
+        if ratio
+        else ""
+    )
+    fix = (
+        f'{field}: "{ratio}"   # {format_number(value)}% of each of {gpus} GPUs'
+        if ratio
+        else f'{field}: "{gpus}"   # every GPU fully busy'
+    )
+    path = where.target.field_path(field)
+    return ctx.finding(
+        hpa.manifest,
+        path,
+        f"{where.label} targets above {gpus} on a 0-1 scale summed over {gpus} GPUs per pod. "
+        f"Its {field} {shown} is above {gpus}, but {metric.name} is a ratio from 0 to 1{via} "
+        f"and the adapter adds up the {gpus} GPUs of each pod, so the metric never reaches the "
+        f"target and the HPA never scales out{hint}.",
+        fix,
+        severity=Severity.WARNING,
+        plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{ratio}"')) if ratio else None,
+    )
 
 
 def _metric_scale(metric: HpaMetric, inventory: Inventory, hpa: HPA) -> tuple[Scale, str] | None:
