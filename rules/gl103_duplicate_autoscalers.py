@@ -49,7 +49,11 @@ metadata:
     serving.kserve.io/deploymentMode: Standard
     serving.kserve.io/autoscalerClass: external   # KServe deletes its HPA; yours scales
 ```
-For two HPAs of your own, keep one and list every metric in it.
+For two HPAs of your own, keep one and list every metric in it. The unsafe fix does so: it
+keeps the first HPA with every metric, the largest ``maxReplicas`` and, for each direction any
+of them configures, behavior at least as cautious as each one's (the longest stabilization
+window, and every HPA's policies, Kubernetes' defaults where it sets none, under
+``selectPolicy: Min``), and deletes the others.
 
 ## References
 - kubernetes/kubernetes PR #112011 (v1.26): AmbiguousSelector check in the HPA controller.
@@ -472,22 +476,54 @@ def _largest_max_replicas(hpas: list[HPA]) -> int | None:
     return max(values) if values else None
 
 
+# Kubernetes' behavior where an HPA sets none for a direction (HPA docs, "Default Behavior";
+# pkg/apis/autoscaling/v2/defaults.go): up at once, by 4 pods or 100% per 15 s, the larger;
+# down after 300 s, by 100% per 15 s.
+DEFAULT_BEHAVIOR: dict[str, dict[str, Any]] = {
+    "scaleUp": {
+        "stabilizationWindowSeconds": 0,
+        "policies": [
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15},
+        ],
+        "selectPolicy": "Max",
+    },
+    "scaleDown": {
+        "stabilizationWindowSeconds": 300,
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+        "selectPolicy": "Max",
+    },
+}
+
+
 def _strictest_behavior(hpas: list[HPA]) -> dict[str, Any]:
-    """For each direction, the rules of the HPA that waits longest before acting on it (the
-    longest stabilization window; Kubernetes' defaults are 0 s up and 300 s down)."""
+    """For each direction some HPA sets, rules at least as cautious as each HPA's: the longest
+    stabilization window, and every HPA's policies (its defaults where it sets none) under
+    ``selectPolicy: Min``, so that the smallest change any of them allows wins; ``Disabled``
+    when one of them disables the direction."""
     found: dict[str, Any] = {}
-    for direction, default in (("scaleUp", 0), ("scaleDown", 300)):
-        best: tuple[int, Any] | None = None
-        for hpa in hpas:
-            rules = as_dict(as_dict(hpa.spec.get("behavior")).get(direction))
-            if not rules:
-                continue
-            window = rules.get("stabilizationWindowSeconds", default)
-            window = window if isinstance(window, int) and not isinstance(window, bool) else default
-            if best is None or window > best[0]:
-                best = (window, rules)
-        if best is not None:
-            found[direction] = plain_data(best[1])
+    for direction, default in DEFAULT_BEHAVIOR.items():
+        set_rules = [as_dict(as_dict(h.spec.get("behavior")).get(direction)) for h in hpas]
+        if not any(set_rules):
+            continue
+        window, policies, disabled = 0, [], False
+        for rules in set_rules:
+            rules = {**default, **plain_data(rules)}
+            seconds = rules["stabilizationWindowSeconds"]
+            if isinstance(seconds, int) and not isinstance(seconds, bool):
+                window = max(window, seconds)
+            disabled = disabled or rules.get("selectPolicy") == "Disabled"
+            for policy in as_list(rules.get("policies")) or default["policies"]:
+                if policy not in policies:
+                    policies.append(policy)
+        merged: dict[str, Any] = {"stabilizationWindowSeconds": window}
+        if disabled:
+            merged["selectPolicy"] = "Disabled"
+        else:
+            merged["policies"] = policies
+            if len(policies) > 1:
+                merged["selectPolicy"] = "Min"
+        found[direction] = merged
     return found
 
 

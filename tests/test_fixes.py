@@ -27,6 +27,7 @@ from .conftest import lint_result
 from .test_reporters import sarif_schema  # noqa: F401 - the fixture, shared
 from .test_rule_fixtures import _cases, _needs_tools, _settings
 
+FIXTURES_GL103 = Path(__file__).parent / "fixtures" / "GL103"
 FIXABLE = {spec.id: spec for spec in all_rules() if spec.fixes}
 
 
@@ -372,3 +373,33 @@ def test_the_diff_applies_with_git_and_is_what_fix_writes(tmp_path: Path) -> Non
     subprocess.run(["git", "apply", "-"], cwd=shown, input=diff, text=True, check=True)
     _cli("lint", "--no-config", "--fix", ".", cwd=tmp_path / "fixed")
     assert (shown / "app.yaml").read_text() == (tmp_path / "fixed" / "app.yaml").read_text()
+
+
+def _allowed_pods(rules: dict[str, object], replicas: int, seconds: int) -> int:
+    """Pods a direction's rules let the HPA add (or remove) in ``seconds`` from ``replicas``,
+    by Kubernetes' reading: each policy's limit per period, the largest (Max) or smallest (Min)
+    of them."""
+    limits = []
+    for policy in rules["policies"]:  # type: ignore[attr-defined]
+        periods = max(1, seconds // policy["periodSeconds"])
+        step = policy["value"] if policy["type"] == "Pods" else replicas * policy["value"] // 100
+        limits.append(step * periods)
+    return min(limits) if rules.get("selectPolicy") == "Min" else max(limits)
+
+
+def test_the_merged_hpa_is_as_cautious_as_each_of_the_merged(tmp_path: Path) -> None:
+    """GL103's merge keeps, per direction, the longest window and a rate no faster than any
+    merged HPA's: 2 pods per 60 s stays 2 per 60 s next to an HPA on Kubernetes' defaults."""
+    path = _copy(FIXTURES_GL103 / "fail_two_hpas_each_with_behavior.yaml", tmp_path)
+    result = lint_result(path)
+    finding = next(f for f in result.findings if f.rule == "GL103")
+    edits = result.edits_of(finding)
+    assert edits
+    path.write_text(apply(path.read_text().splitlines(keepends=True), edits))
+    (hpa,) = [d for d in yaml.safe_load_all(path.read_text()) if d["kind"].endswith("Autoscaler")]
+    up, down = hpa["spec"]["behavior"]["scaleUp"], hpa["spec"]["behavior"]["scaleDown"]
+    assert up["stabilizationWindowSeconds"] == 15
+    assert down["stabilizationWindowSeconds"] == 600
+    for replicas in (1, 4, 10):
+        assert _allowed_pods(up, replicas, 60) == 2
+        assert _allowed_pods(down, replicas, 120) == 1
