@@ -16,6 +16,10 @@ this order:
 
 Only user-written rules are checked; the chart's generic default rules are not.
 
+A suggested series is written with the labels its series carry: when Prometheus scraped its
+exporter with ``honor_labels: false`` (the series carry ``exported_pod``), the fix matches and
+maps ``exported_namespace``/``exported_pod``, so that pasting it does not draw GL802.
+
 ## Why is this bad?
 The adapter exposes nothing for a rule whose seriesQuery finds no series, so every HPA that
 asks for its metric fails with "the server could not find the metric ... for pods", and
@@ -192,7 +196,11 @@ def _absent(
             )
         if others:
             parts.append(f"also present: {listing(others)}")
-        label_part = ",".join(str(m) for m in selector.label_matchers())
+        matchers = selector.label_matchers()
+        moved = _workload_labels_moved(missing)
+        if moved:
+            matchers = [_exported(m) for m in matchers]
+        label_part = ",".join(str(m) for m in matchers)
         fix = (
             f"seriesQuery: '{best.name}{{{label_part}}}'"
             if label_part
@@ -200,6 +208,13 @@ def _absent(
         )
         if best.reason == "family" and not best.conversion.startswith("same scale"):
             fix += f"\n# {best.conversion}"
+        if moved:
+            fix += (
+                f"\n# {best.name} carries the workload's pod in exported_pod "
+                "(scraped with honor_labels: false):\nresources:\n  overrides:\n"
+                "    exported_namespace: {resource: namespace}\n"
+                "    exported_pod: {resource: pod}"
+            )
     seen = {name: t for name, t in missing.last_seen.items()}
     lookback = format_duration(live.lookback)
     if seen:
@@ -220,6 +235,22 @@ def _absent(
             f"curl -s '{live.url}/api/v1/label/__name__/values' | tr ',' '\\n' | grep -i gpu"
         )
     return "; ".join(parts), fix
+
+
+def _workload_labels_moved(missing: MissingSeries) -> bool:
+    """Whether the series of the metric suggested instead carry the workload's pod in
+    ``exported_pod``: Prometheus scraped their exporter with honor_labels: false, so ``pod``
+    names the exporter's own pod, and a suggestion that kept ``pod`` would map it (GL802's
+    finding on the next run)."""
+    series = missing.alternative_series
+    return series is not None and series.carries("exported_pod")
+
+
+def _exported(matcher: Matcher) -> Matcher:
+    """A pod or namespace matcher moved to the label honor_labels: false writes it in."""
+    if matcher.label in ("pod", "namespace"):
+        return Matcher(f"exported_{matcher.label}", matcher.op, matcher.value)
+    return matcher
 
 
 def _replacement(matcher: Matcher, series: SeriesSummary) -> Matcher | None:
