@@ -178,6 +178,7 @@ if TYPE_CHECKING:
         url_fix,
         url_problem,
     )
+    from gpulint.chain.targetscale import metric_scale, off_scale
     from gpulint.cluster.snapshot import (
         NO_API,
         NOT_FOUND,
@@ -282,6 +283,8 @@ _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
     "gpus_per_pod": ("gpulint.chain.gpusum", "gpus_per_pod"),
     "gpus_summed": ("gpulint.chain.gpusum", "gpus_summed"),
     "summed_gpu_series": ("gpulint.chain.gpusum", "summed_gpu_series"),
+    "metric_scale": ("gpulint.chain.targetscale", "metric_scale"),
+    "off_scale": ("gpulint.chain.targetscale", "off_scale"),
     "dcgm_series_read": ("gpulint.chain.scrape", "dcgm_series_read"),
     "dcgm_targets": ("gpulint.chain.scrape", "dcgm_targets"),
     "endpoint_problems": ("gpulint.chain.scrape", "endpoint_problems"),
@@ -469,11 +472,13 @@ __all__ = [
     "mention",
     "mentions",
     "metric_names_in_query",
+    "metric_scale",
     "mode_note",
     "mode_spelling",
     "names_a_gpu",
     "nearest_dcgm_name",
     "number",
+    "off_scale",
     "outermost_aggregations",
     "owning_revision",
     "parse_quantity",

@@ -68,8 +68,6 @@ metrics:
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -80,7 +78,6 @@ from gpulint.ruleapi import (
     INT32_MAX,
     RESOURCE_METRIC_TYPES,
     SHOWN_CHARS,
-    AdapterRule,
     Context,
     Finding,
     HpaMetric,
@@ -94,11 +91,12 @@ from gpulint.ruleapi import (
     abbreviated,
     edits,
     format_number,
-    gpumetrics,
     gpus_summed,
     int32_out_of_range,
     is_generated,
     is_unknown,
+    metric_scale,
+    off_scale,
     parse_quantity,
     paste_quantity,
     ratio_target_fix,
@@ -120,9 +118,6 @@ FIELD_OF_TYPE = {
     "AverageValue": "averageValue",
 }
 TYPE_OF_FIELD = {field: kind for kind, field in FIELD_OF_TYPE.items()}
-# Arithmetic outside quoted strings in a metricsQuery changes the scale of the series.
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
-_ARITHMETIC = re.compile(r"[*/]")
 # A metric name in a headline is cut at this many characters (the detail names it whole).
 NAME_CHARS = 32
 
@@ -459,8 +454,8 @@ def _scale(
 ) -> Iterator[Finding]:
     metric, hpa = where.metric, where.hpa
     assert metric.name is not None
-    judged = _metric_scale(metric, inventory, hpa)
-    if judged is None:
+    judged = metric_scale(metric, inventory, hpa)
+    if judged is None or not off_scale(hpa, metric, field, value, inventory):
         return
     scale, basis = judged
     via = f" (prometheus-adapter serves it from {basis})" if basis != metric.name else ""
@@ -470,7 +465,7 @@ def _scale(
     # the meant target is scaled the same way, so that the fix does not draw GL406.
     gpus = gpus_summed(hpa, metric, inventory)
     summed = f" summed over {gpus} GPUs per pod" if gpus > 1 else ""
-    if scale is Scale.PERCENT and value < 1:
+    if scale is Scale.PERCENT:
         if suffix == "m":
             # "70m" for 70; "700m" is 0.7 and cannot mean 700%: it meant 70% as a fraction.
             thousand = value * 1000
@@ -500,11 +495,7 @@ def _scale(
                 severity=Severity.WARNING,
                 plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{meant}"')),
             )
-    elif (
-        scale is Scale.RATIO
-        and value > gpus
-        and not (metric.type == "External" and field == "value")
-    ):
+    else:
         if gpus > 1:
             yield _summed_ratio(where, field, shown, value, gpus, via, ctx)
             return
@@ -557,50 +548,6 @@ def _summed_ratio(
         severity=Severity.WARNING,
         plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{ratio}"')) if ratio else None,
     )
-
-
-def _metric_scale(metric: HpaMetric, inventory: Inventory, hpa: HPA) -> tuple[Scale, str] | None:
-    """The scale of the metric and the name it was judged by; None when unknown."""
-    name = metric.name
-    if name is None:
-        return None
-    aliases = inventory.settings.metric_aliases
-    known = gpumetrics.lookup(name, aliases)
-    if known is not None:
-        return (known.scale, name) if known.scale in (Scale.PERCENT, Scale.RATIO) else None
-    judged: list[tuple[Scale, str]] = []
-    for rule in inventory.rules_exposing(name, metric.api, near=hpa.manifest):
-        scaled = _rule_scales(rule, name, tuple(sorted(aliases.items())))
-        if scaled is None:
-            return None  # the query rescales the series
-        judged.extend(scaled)
-    scales = {scale for scale, _ in judged}
-    if len(scales) > 1:
-        return None
-    if judged:
-        scale, series = judged[0]
-        return (scale, series) if scale in (Scale.PERCENT, Scale.RATIO) else None
-    by_name = gpumetrics.scale_of(name, aliases)
-    return (by_name, name) if by_name in (Scale.PERCENT, Scale.RATIO) else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _rule_scales(
-    rule: AdapterRule, name: str, aliases: tuple[tuple[str, str], ...]
-) -> tuple[tuple[Scale, str], ...] | None:
-    """The scales of the series a rule serves as ``name``; None when its query rescales them.
-    The same for every HPA reading the rule: computed once."""
-    if _ARITHMETIC.search(_QUOTED.sub("", rule.metrics_query or "")):
-        return None
-    found = []
-    for series in rule.series_names() or []:
-        exposed = rule.name_for_series(series)
-        if exposed is None or exposed.lower() != name.lower():
-            continue
-        scale = gpumetrics.scale_of(series, dict(aliases))
-        if scale is not None:
-            found.append((scale, series))
-    return tuple(found)
 
 
 def _shown(value: Any) -> str:

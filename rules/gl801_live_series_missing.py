@@ -16,6 +16,8 @@ this order:
 
 Only user-written rules are checked; the chart's generic default rules are not.
 
+This rule owns a seriesQuery that finds nothing: GL402, which reports a legacy or misspelt
+GPU series name from the input alone, leaves such a rule to it when ``--prometheus`` is given.
 A suggested series is written with the labels its series carry: when Prometheus scraped its
 exporter with ``honor_labels: false`` (the series carry ``exported_pod``), the fix matches and
 maps ``exported_namespace``/``exported_pod``, so that pasting it does not draw GL802.
@@ -56,6 +58,7 @@ rules:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
@@ -75,6 +78,8 @@ from gpulint.ruleapi import (
     format_duration,
     labels_carried,
     listing,
+    mention,
+    mentions,
     related,
     rule_label,
 )
@@ -132,7 +137,7 @@ def _explain(
             f"# write the seriesQuery with labels the series carry; list them with\n"
             f"curl -s '{live.url}/api/v1/labels'",
         )
-    return _absent(query, selector, names, shown, missing, live)
+    return _absent(query, selector, names, shown, missing, live, rule)
 
 
 def _excluded(
@@ -178,6 +183,7 @@ def _absent(
     shown: str,
     missing: MissingSeries,
     live: LiveSnapshot,
+    rule: AdapterRule,
 ) -> tuple[str, str]:
     """No series of the metric now: one of another name measures it, or it was last seen."""
     parts: list[str] = []
@@ -206,6 +212,12 @@ def _absent(
             if label_part
             else (f"seriesQuery: '{best.name}'")
         )
+        read = rule.metrics_query or ""
+        if any(mentions(read, name) for name in names):
+            # the metricsQuery names the series itself (not <<.Series>>): it changes too
+            for name in names:
+                read = mention(name).sub(best.name, read)
+            fix += f"\nmetricsQuery: {_quoted(read)}"
         if best.reason == "family" and not best.conversion.startswith("same scale"):
             fix += f"\n# {best.conversion}"
         if moved:
@@ -244,6 +256,11 @@ def _workload_labels_moved(missing: MissingSeries) -> bool:
     finding on the next run)."""
     series = missing.alternative_series
     return series is not None and series.carries("exported_pod")
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a YAML scalar: single-quoted, or JSON-quoted when that cannot hold it."""
+    return f"'{text}'" if "'" not in text and "\n" not in text else json.dumps(text)
 
 
 def _exported(matcher: Matcher) -> Matcher:

@@ -12,6 +12,7 @@ import yaml
 
 from gpulint.core.model import Finding, Severity
 
+from ..conftest import lint_paths
 from .conftest import LIVE_FIXTURES, lint_live, server_url
 from .world import World
 
@@ -96,3 +97,27 @@ def test_the_series_gl801_suggests_find_series_and_map_the_workload(
     assert not [f for f in again if f.rule in ("GL801", "GL802")], [f.message for f in again]
     labels = "exported_pod" if server == "stack" else "pod"
     assert f'{labels}!=""' in suggested["seriesQuery"]
+
+
+@pytest.mark.parametrize(
+    ("case", "owner", "deferring"),
+    [
+        ("GL801/fail_exporter_renamed", "GL801", "GL402"),
+        ("GL805/pass_known_ratio_left_to_gl107", "GL107", "GL805"),
+    ],
+)
+def test_one_defect_is_one_finding_on_its_line(
+    world: World, down_url: str, case: str, owner: str, deferring: str
+) -> None:
+    """A legacy seriesQuery that finds nothing (GL402 offline, GL801 live) and a target on the
+    wrong scale (GL107 offline, GL805 live) are reported once, by the rule that owns them;
+    without --prometheus the offline rule still reports it."""
+    path = LIVE_FIXTURES / case
+    url, lookback = server_url(world, down_url, path)
+    findings, _ = lint_live([path], url, lookback)
+    lines = {(f.location.file, f.location.line) for f in findings if f.rule == owner}
+    assert lines, [f"{f.rule} {f.message}" for f in findings]
+    assert not [f for f in findings if f.rule == deferring], [f.message for f in findings]
+    offline = lint_paths(path)
+    offline_rule = deferring if owner.startswith("GL8") else owner
+    assert {(f.location.file, f.location.line) for f in offline if f.rule == offline_rule} == lines
