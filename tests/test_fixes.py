@@ -403,3 +403,58 @@ def test_the_merged_hpa_is_as_cautious_as_each_of_the_merged(tmp_path: Path) -> 
     for replicas in (1, 4, 10):
         assert _allowed_pods(up, replicas, 60) == 2
         assert _allowed_pods(down, replicas, 120) == 1
+
+
+TWO_FILES = {
+    "gpu.yaml": """\
+# the GPU autoscaler
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: vllm-gpu}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {type: AverageValue, averageValue: "70"}
+""",
+    "queue.yaml": """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: vllm-queue}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: "vllm:num_requests_waiting"}
+      target: {type: AverageValue, averageValue: "5"}
+""",
+}
+
+
+@pytest.mark.slow
+def test_a_file_whose_every_document_is_merged_away_is_deleted(tmp_path: Path) -> None:
+    """GL103 merges two HPAs kept in two files: the emptied file is removed by --fix and shown
+    as deleted by --diff (a patch git applies), not left as an empty file."""
+    for tree in ("shown", "fixed"):
+        (tmp_path / tree).mkdir()
+        for name, text in TWO_FILES.items():
+            (tmp_path / tree / name).write_text(text)
+    shown = tmp_path / "shown"
+    subprocess.run(["git", "init", "-q"], cwd=shown, check=True)
+    args = ("lint", "--no-config", "--select", "GL103", "--unsafe-fixes")
+    diff = _cli(*args, "--diff", ".", cwd=shown).stdout
+    assert "--- a/queue.yaml\n+++ /dev/null\n" in diff, diff
+    subprocess.run(["git", "apply", "-"], cwd=shown, input=diff, text=True, check=True)
+    done = _cli(*args, "--fix", ".", cwd=tmp_path / "fixed")
+    assert "deleted queue.yaml" in done.stdout, done.stdout
+    fixed = tmp_path / "fixed"
+    assert sorted(p.name for p in fixed.iterdir()) == ["gpu.yaml"]
+    assert not (shown / "queue.yaml").exists()
+    assert (shown / "gpu.yaml").read_text() == (fixed / "gpu.yaml").read_text()
+    assert "vllm:num_requests_waiting" in (fixed / "gpu.yaml").read_text()
+    assert (fixed / "gpu.yaml").read_text().startswith("# the GPU autoscaler\n")
