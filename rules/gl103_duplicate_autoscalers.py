@@ -445,9 +445,24 @@ def _merged_hpa_ops(hpas: list[HPA]) -> list[edits.Op] | None:
     largest = _largest_max_replicas(hpas)
     if largest is not None and largest != keep.max_replicas:
         ops.append(_put(keep.manifest, "maxReplicas", largest))
-    ops.append(_put(keep.manifest, "metrics", _merged_metrics(hpas)))
+    merged = _merged_metrics(hpas)
+    own = as_list(keep.spec.get("metrics"))
+    if keep.version == "v2" and own and merged[: len(own)] == plain_data(own):
+        # the kept HPA's own metrics stay as written (comments, quoting); the others follow
+        if len(merged) > len(own):
+            ops.append(edits.Extend(keep.manifest, ("spec", "metrics"), tuple(merged[len(own) :])))
+    else:
+        ops.append(_put(keep.manifest, "metrics", merged))
     behavior = _strictest_behavior(hpas)
-    if behavior:
+    own_behavior = as_dict(keep.spec.get("behavior"))
+    if behavior and own_behavior:
+        # a direction the kept HPA already sets as merged stays as written
+        for direction, rules in behavior.items():
+            if direction not in own_behavior:
+                ops.append(edits.Insert(keep.manifest, ("spec", "behavior"), ((direction, rules),)))
+            elif plain_data(own_behavior[direction]) != rules:
+                ops.append(edits.Set(keep.manifest, ("spec", "behavior", direction), rules))
+    elif behavior:
         ops.append(_put(keep.manifest, "behavior", behavior))
     return ops
 

@@ -418,7 +418,7 @@ spec:
   - type: Pods
     pods:
       metric: {name: DCGM_FI_DEV_GPU_UTIL}
-      target: {type: AverageValue, averageValue: "70"}
+      target: {type: AverageValue, averageValue: "70"}   # per GPU
 """,
     "queue.yaml": """\
 apiVersion: autoscaling/v2
@@ -458,3 +458,5 @@ def test_a_file_whose_every_document_is_merged_away_is_deleted(tmp_path: Path) -
     assert (shown / "gpu.yaml").read_text() == (fixed / "gpu.yaml").read_text()
     assert "vllm:num_requests_waiting" in (fixed / "gpu.yaml").read_text()
     assert (fixed / "gpu.yaml").read_text().startswith("# the GPU autoscaler\n")
+    # the kept HPA's own metrics stay as written; the other's follow them
+    assert 'averageValue: "70"}   # per GPU\n  - type: Pods\n' in (fixed / "gpu.yaml").read_text()
