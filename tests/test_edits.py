@@ -195,8 +195,7 @@ def test_keys_are_written_so_yaml_reads_them_back(key: str) -> None:
     [
         (  # an indentless list under its key, a comment on its last item
             "spec:\n  metrics:\n  - {type: Pods}   # first\n  behavior: {}\n",
-            "spec:\n  metrics:\n  - {type: Pods}   # first\n  - type: External\n"
-            "  behavior: {}\n",
+            "spec:\n  metrics:\n  - {type: Pods}   # first\n  - type: External\n  behavior: {}\n",
         ),
         (  # items indented under the key, the last one spanning lines; no final newline
             "metrics:\n    - type: Pods\n      pods: {a: 1}",
