@@ -52,8 +52,9 @@ metadata:
 For two HPAs of your own, keep one and list every metric in it. The unsafe fix does so: it
 keeps the first HPA with every metric, the largest ``maxReplicas`` and, for each direction any
 of them configures, behavior at least as cautious as each one's (the longest stabilization
-window, and every HPA's policies, Kubernetes' defaults where it sets none, under
-``selectPolicy: Min``), and deletes the others.
+window, and the policies of every HPA that sets rules for the direction under
+``selectPolicy: Min``); it appends the others' metrics after the kept HPA's own, which stay as
+written, and deletes the others (a file left with no document is deleted).
 
 ## References
 - kubernetes/kubernetes PR #112011 (v1.26): AmbiguousSelector check in the HPA controller.
@@ -513,20 +514,23 @@ DEFAULT_BEHAVIOR: dict[str, dict[str, Any]] = {
 
 def _strictest_behavior(hpas: list[HPA]) -> dict[str, Any]:
     """For each direction some HPA sets, rules at least as cautious as each HPA's: the longest
-    stabilization window, and every HPA's policies (its defaults where it sets none) under
-    ``selectPolicy: Min``, so that the smallest change any of them allows wins; ``Disabled``
-    when one of them disables the direction."""
+    stabilization window, and the policies of every HPA that sets rules for the direction (the
+    defaults where its rules list none) under ``selectPolicy: Min``, so that the smallest
+    change any of them allows wins; ``Disabled`` when one of them disables the direction."""
     found: dict[str, Any] = {}
     for direction, default in DEFAULT_BEHAVIOR.items():
         set_rules = [as_dict(as_dict(h.spec.get("behavior")).get(direction)) for h in hpas]
         if not any(set_rules):
             continue
         window, policies, disabled = 0, [], False
-        for rules in set_rules:
-            rules = {**default, **plain_data(rules)}
+        for own in set_rules:
+            rules = {**default, **plain_data(own)}
             seconds = rules["stabilizationWindowSeconds"]
             if isinstance(seconds, int) and not isinstance(seconds, bool):
                 window = max(window, seconds)
+            if not own:
+                # Kubernetes' default policies are the fastest: under Min they change nothing
+                continue
             disabled = disabled or rules.get("selectPolicy") == "Disabled"
             for policy in as_list(rules.get("policies")) or default["policies"]:
                 if policy not in policies:

@@ -214,3 +214,18 @@ def test_extend_appends_items_as_the_list_writes_them(
 def test_extend_refuses_a_flow_list(tmp_path: Path) -> None:
     doc = _document(tmp_path, "metrics: [{type: Pods}]\n")
     assert _fixed(doc, edits.Extend(doc, ("metrics",), ({"type": "External"},))) is None
+
+
+def test_a_list_extended_and_an_entry_added_at_the_end_of_a_file_join(tmp_path: Path) -> None:
+    """Both insert where the file ends (without a newline): one plan, one insertion, in the
+    order the plan gives."""
+    doc = _document(tmp_path, "spec:\n  metrics:\n  - type: Pods   # kept")
+    fixed = _fixed(
+        doc,
+        edits.Extend(doc, ("spec", "metrics"), ({"type": "External"},)),
+        edits.Insert(doc, ("spec",), (("behavior", {"scaleUp": {"selectPolicy": "Min"}}),)),
+    )
+    assert fixed == (
+        "spec:\n  metrics:\n  - type: Pods   # kept\n  - type: External\n"
+        "  behavior:\n    scaleUp:\n      selectPolicy: Min"
+    )
