@@ -535,6 +535,11 @@ def _strictest_behavior(hpas: list[HPA]) -> dict[str, Any]:
             for policy in as_list(rules.get("policies")) or default["policies"]:
                 if policy not in policies:
                     policies.append(policy)
+        written = [plain_data(own) for own in set_rules if own]
+        same = all(rules == written[0] for rules in written)
+        if same and {**default, **written[0]}["stabilizationWindowSeconds"] == window:
+            found[direction] = written[0]  # one HPA's rules, or the same in each: kept as is
+            continue
         merged: dict[str, Any] = {"stabilizationWindowSeconds": window}
         if disabled:
             merged["selectPolicy"] = "Disabled"
