@@ -193,6 +193,7 @@ if TYPE_CHECKING:
         float_text,
         judge,
     )
+    from gpulint.live.series import exporter_pods
     from gpulint.live.snapshot import (
         NAMESPACE_LABELS,
         POD_LABELS,
@@ -304,6 +305,7 @@ _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
     "sent_to": ("gpulint.live.words", "sent_to"),
     "stamp": ("gpulint.replay.report", "stamp"),
     "stats": ("gpulint.live.words", "stats"),
+    "exporter_pods": ("gpulint.live.series", "exporter_pods"),
     "target_of": ("gpulint.live.words", "target_of"),
     "url_fix": ("gpulint.chain.scrape", "url_fix"),
     "url_problem": ("gpulint.chain.scrape", "url_problem"),
@@ -445,6 +447,7 @@ __all__ = [
     "edits",
     "endpoint_problems",
     "exporter_of_series",
+    "exporter_pods",
     "failing_poll",
     "float_text",
     "format_duration",

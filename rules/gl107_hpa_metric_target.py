@@ -22,7 +22,8 @@ pod (the chart's default rules do) and the pods hold several GPUs, the range gro
 a ratio summed over two GPUs reaches 2, so ``1.5`` is fine and ``"60"`` is reported with the
 fix ``1200m`` (60% of each GPU x 2), not ``600m``; ``70m`` on the utilization gets ``"140"``.
 A target still on the one-GPU scale (``"60"`` on a summed percentage) is GL406's finding, not
-this rule's: one finding per defect.
+this rule's: one finding per defect. With ``--prometheus``, GL805 adds no second finding for a
+target this rule reports.
 
 The scale of a metric comes from what gpulint knows about exporters, ``metric-aliases`` in
 ``.gpulint.yaml``, and the prometheus-adapter rules in the input: a metric renamed by the

@@ -75,6 +75,7 @@ from gpulint.ruleapi import (
     SeriesSummary,
     Severity,
     ago,
+    exporter_pods,
     format_duration,
     labels_carried,
     listing,
@@ -166,6 +167,16 @@ def _excluded(
         names, selector.metric, [str(m) for m in kept if m is not None], query
     )
     fix = f"seriesQuery: '{suggestion}'"
+    exporters = exporter_pods(name_only)
+    if exporters and any(m.label.startswith("exported_") for m in excluding):
+        shown_pods = listing(sorted(set(exporters.values())))
+        # Not the rule's fault: the exporter labels no workload pod, so no matcher helps.
+        return reason, (
+            f"# keep this seriesQuery and the exported_* mapping: pod on these series is the "
+            f"exporter's own ({shown_pods}), and no pod holding a GPU is labelled\n"
+            "# run dcgm-exporter with Kubernetes mapping (DCGM_EXPORTER_KUBERNETES=true) and "
+            "give GPU containers an nvidia.com/gpu limit"
+        )
     for matcher in excluding:
         plain = matcher.label.removeprefix("exported_")
         if plain != matcher.label and name_only.carries(plain):
@@ -272,11 +283,12 @@ def _exported(matcher: Matcher) -> Matcher:
 
 def _replacement(matcher: Matcher, series: SeriesSummary) -> Matcher | None:
     """What to write instead of a matcher that excludes every series: the same test on the
-    label the series carry (``exported_pod`` -> ``pod``), or nothing."""
+    label the series carry (``exported_pod`` -> ``pod``), or nothing: not ``pod`` when it names
+    the exporter (the series have no workload pod to map)."""
     if series.rejected.get(str(matcher), 0) < series.count:
         return matcher
     plain = matcher.label.removeprefix("exported_")
-    if plain != matcher.label and series.carries(plain):
+    if plain != matcher.label and series.carries(plain) and not exporter_pods(series):
         return Matcher(plain, matcher.op, matcher.value)
     return None
 
