@@ -126,7 +126,7 @@ def _fixed(
             f"{files} {'file' if files == 1 else 'files'} ({shown})"
         )
     if isinstance(fixed, Result) and outcome.deleted:
-        gone = ", ".join(os.path.normpath(f) for f in outcome.deleted)
+        gone = ", ".join(display_path(f) for f in outcome.deleted)
         fixed.notes.append(f"fixed: deleted {gone}: a fix removed every document in it")
     return fixed
 
