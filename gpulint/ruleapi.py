@@ -48,11 +48,11 @@ from gpulint.chain.adapter import (
     requested_metric_name,
     singular,
 )
+from gpulint.chain.address import ParsedUrl, PrometheusUrl
 from gpulint.chain.exporter import DcgmExporter
 from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrapelabels import DcgmScrape
 from gpulint.chain.services import EndpointState, ServiceView
-from gpulint.chain.urls import ParsedUrl, PrometheusUrl
 from gpulint.core.message import capitalized
 from gpulint.core.model import (
     Finding,
@@ -167,6 +167,7 @@ from gpulint.metrics.promql import (
 )
 
 if TYPE_CHECKING:
+    from gpulint.chain.gpusum import ONE_GPU_MAX, gpus_per_pod, gpus_summed, summed_gpu_series
     from gpulint.chain.scrape import (
         dcgm_series_read,
         dcgm_targets,
@@ -177,6 +178,7 @@ if TYPE_CHECKING:
         url_fix,
         url_problem,
     )
+    from gpulint.chain.targetscale import metric_scale, off_scale
     from gpulint.cluster.snapshot import (
         NO_API,
         NOT_FOUND,
@@ -191,6 +193,7 @@ if TYPE_CHECKING:
         float_text,
         judge,
     )
+    from gpulint.live.series import exporter_pods
     from gpulint.live.snapshot import (
         NAMESPACE_LABELS,
         POD_LABELS,
@@ -280,6 +283,12 @@ _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
     "between": ("gpulint.live.scale", "between"),
     "code": ("gpulint.live.words", "code"),
     "curl_for": ("gpulint.live.words", "curl_for"),
+    "ONE_GPU_MAX": ("gpulint.chain.gpusum", "ONE_GPU_MAX"),
+    "gpus_per_pod": ("gpulint.chain.gpusum", "gpus_per_pod"),
+    "gpus_summed": ("gpulint.chain.gpusum", "gpus_summed"),
+    "summed_gpu_series": ("gpulint.chain.gpusum", "summed_gpu_series"),
+    "metric_scale": ("gpulint.chain.targetscale", "metric_scale"),
+    "off_scale": ("gpulint.chain.targetscale", "off_scale"),
     "dcgm_series_read": ("gpulint.chain.scrape", "dcgm_series_read"),
     "dcgm_targets": ("gpulint.chain.scrape", "dcgm_targets"),
     "endpoint_problems": ("gpulint.chain.scrape", "endpoint_problems"),
@@ -302,6 +311,7 @@ _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
     "short_history": ("gpulint.live.words", "short_history"),
     "stamp": ("gpulint.replay.report", "stamp"),
     "stats": ("gpulint.live.words", "stats"),
+    "exporter_pods": ("gpulint.live.series", "exporter_pods"),
     "target_of": ("gpulint.live.words", "target_of"),
     "url_fix": ("gpulint.chain.scrape", "url_fix"),
     "url_problem": ("gpulint.chain.scrape", "url_problem"),
@@ -346,6 +356,7 @@ __all__ = [
     "NAME_KEYS",
     "NOT_FOUND",
     "NO_API",
+    "ONE_GPU_MAX",
     "OVERRIDE_KEYS",
     "PDB_KIND",
     "POD_LABELS",
@@ -443,6 +454,7 @@ __all__ = [
     "endpoint_problems",
     "enough_history",
     "exporter_of_series",
+    "exporter_pods",
     "failing_poll",
     "float_text",
     "format_duration",
@@ -452,6 +464,8 @@ __all__ = [
     "generator_of",
     "go_regex_problem",
     "gpumetrics",
+    "gpus_per_pod",
+    "gpus_summed",
     "int32_out_of_range",
     "is_autoscaling_annotation",
     "is_dcgm_field",
@@ -468,11 +482,13 @@ __all__ = [
     "mention",
     "mentions",
     "metric_names_in_query",
+    "metric_scale",
     "mode_note",
     "mode_spelling",
     "names_a_gpu",
     "nearest_dcgm_name",
     "number",
+    "off_scale",
     "outermost_aggregations",
     "owning_revision",
     "parse_quantity",
@@ -500,6 +516,7 @@ __all__ = [
     "singular",
     "stamp",
     "stats",
+    "summed_gpu_series",
     "target_of",
     "top_level_text",
     "try_quantity",

@@ -49,7 +49,12 @@ metadata:
     serving.kserve.io/deploymentMode: Standard
     serving.kserve.io/autoscalerClass: external   # KServe deletes its HPA; yours scales
 ```
-For two HPAs of your own, keep one and list every metric in it.
+For two HPAs of your own, keep one and list every metric in it. The unsafe fix does so: it
+keeps the first HPA with every metric, the largest ``maxReplicas`` and, for each direction any
+of them configures, behavior at least as cautious as each one's (the longest stabilization
+window, and the policies of every HPA that sets rules for the direction under
+``selectPolicy: Min``); it appends the others' metrics after the kept HPA's own, which stay as
+written, and deletes the others (a file left with no document is deleted).
 
 ## References
 - kubernetes/kubernetes PR #112011 (v1.26): AmbiguousSelector check in the HPA controller.
@@ -441,9 +446,24 @@ def _merged_hpa_ops(hpas: list[HPA]) -> list[edits.Op] | None:
     largest = _largest_max_replicas(hpas)
     if largest is not None and largest != keep.max_replicas:
         ops.append(_put(keep.manifest, "maxReplicas", largest))
-    ops.append(_put(keep.manifest, "metrics", _merged_metrics(hpas)))
+    merged = _merged_metrics(hpas)
+    own = as_list(keep.spec.get("metrics"))
+    if keep.version == "v2" and own and merged[: len(own)] == plain_data(own):
+        # the kept HPA's own metrics stay as written (comments, quoting); the others follow
+        if len(merged) > len(own):
+            ops.append(edits.Extend(keep.manifest, ("spec", "metrics"), tuple(merged[len(own) :])))
+    else:
+        ops.append(_put(keep.manifest, "metrics", merged))
     behavior = _strictest_behavior(hpas)
-    if behavior:
+    own_behavior = as_dict(keep.spec.get("behavior"))
+    if behavior and own_behavior:
+        # a direction the kept HPA already sets as merged stays as written
+        for direction, rules in behavior.items():
+            if direction not in own_behavior:
+                ops.append(edits.Insert(keep.manifest, ("spec", "behavior"), ((direction, rules),)))
+            elif plain_data(own_behavior[direction]) != rules:
+                ops.append(edits.Set(keep.manifest, ("spec", "behavior", direction), rules))
+    elif behavior:
         ops.append(_put(keep.manifest, "behavior", behavior))
     return ops
 
@@ -472,22 +492,62 @@ def _largest_max_replicas(hpas: list[HPA]) -> int | None:
     return max(values) if values else None
 
 
+# Kubernetes' behavior where an HPA sets none for a direction (HPA docs, "Default Behavior";
+# pkg/apis/autoscaling/v2/defaults.go): up at once, by 4 pods or 100% per 15 s, the larger;
+# down after 300 s, by 100% per 15 s.
+DEFAULT_BEHAVIOR: dict[str, dict[str, Any]] = {
+    "scaleUp": {
+        "stabilizationWindowSeconds": 0,
+        "policies": [
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15},
+        ],
+        "selectPolicy": "Max",
+    },
+    "scaleDown": {
+        "stabilizationWindowSeconds": 300,
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+        "selectPolicy": "Max",
+    },
+}
+
+
 def _strictest_behavior(hpas: list[HPA]) -> dict[str, Any]:
-    """For each direction, the rules of the HPA that waits longest before acting on it (the
-    longest stabilization window; Kubernetes' defaults are 0 s up and 300 s down)."""
+    """For each direction some HPA sets, rules at least as cautious as each HPA's: the longest
+    stabilization window, and the policies of every HPA that sets rules for the direction (the
+    defaults where its rules list none) under ``selectPolicy: Min``, so that the smallest
+    change any of them allows wins; ``Disabled`` when one of them disables the direction."""
     found: dict[str, Any] = {}
-    for direction, default in (("scaleUp", 0), ("scaleDown", 300)):
-        best: tuple[int, Any] | None = None
-        for hpa in hpas:
-            rules = as_dict(as_dict(hpa.spec.get("behavior")).get(direction))
-            if not rules:
+    for direction, default in DEFAULT_BEHAVIOR.items():
+        set_rules = [as_dict(as_dict(h.spec.get("behavior")).get(direction)) for h in hpas]
+        if not any(set_rules):
+            continue
+        window, policies, disabled = 0, [], False
+        for own in set_rules:
+            rules = {**default, **plain_data(own)}
+            seconds = rules["stabilizationWindowSeconds"]
+            if isinstance(seconds, int) and not isinstance(seconds, bool):
+                window = max(window, seconds)
+            if not own:
+                # Kubernetes' default policies are the fastest: under Min they change nothing
                 continue
-            window = rules.get("stabilizationWindowSeconds", default)
-            window = window if isinstance(window, int) and not isinstance(window, bool) else default
-            if best is None or window > best[0]:
-                best = (window, rules)
-        if best is not None:
-            found[direction] = plain_data(best[1])
+            disabled = disabled or rules.get("selectPolicy") == "Disabled"
+            for policy in as_list(rules.get("policies")) or default["policies"]:
+                if policy not in policies:
+                    policies.append(policy)
+        written = [plain_data(own) for own in set_rules if own]
+        same = all(rules == written[0] for rules in written)
+        if same and {**default, **written[0]}["stabilizationWindowSeconds"] == window:
+            found[direction] = written[0]  # one HPA's rules, or the same in each: kept as is
+            continue
+        merged: dict[str, Any] = {"stabilizationWindowSeconds": window}
+        if disabled:
+            merged["selectPolicy"] = "Disabled"
+        else:
+            merged["policies"] = policies
+            if len(policies) > 1:
+                merged["selectPolicy"] = "Min"
+        found[direction] = merged
     return found
 
 

@@ -15,8 +15,15 @@ Each entry of an HPA's ``spec.metrics`` (autoscaling/v2, v2beta2 and v2beta1):
 * the scale of GPU metrics: ``m`` means thousandths, so ``averageValue: 60m`` on a 0-100
   percentage (``DCGM_FI_DEV_GPU_UTIL``) is 0.06; these are errors. A target above 1 on a 0-1
   ratio (``DCGM_FI_PROF_*``, ``*_ratio``, vLLM's KV-cache usage) or below 1 on a percentage is
-  reported as a **warning**: it is almost always a scale mix-up, but an adapter query that sums
-  several GPUs per pod can make it legitimate.
+  reported as a **warning**: it is almost always a scale mix-up.
+
+When a prometheus-adapter rule serving a Pods metric sums a per-GPU dcgm-exporter series per
+pod (the chart's default rules do) and the pods hold several GPUs, the range grows with them:
+a ratio summed over two GPUs reaches 2, so ``1.5`` is fine and ``"60"`` is reported with the
+fix ``1200m`` (60% of each GPU x 2), not ``600m``; ``70m`` on the utilization gets ``"140"``.
+A target still on the one-GPU scale (``"60"`` on a summed percentage) is GL406's finding, not
+this rule's: one finding per defect. With ``--prometheus``, GL805 adds no second finding for a
+target this rule reports.
 
 The scale of a metric comes from what gpulint knows about exporters, ``metric-aliases`` in
 ``.gpulint.yaml``, and the prometheus-adapter rules in the input: a metric renamed by the
@@ -62,8 +69,6 @@ metrics:
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -74,7 +79,6 @@ from gpulint.ruleapi import (
     INT32_MAX,
     RESOURCE_METRIC_TYPES,
     SHOWN_CHARS,
-    AdapterRule,
     Context,
     Finding,
     HpaMetric,
@@ -88,10 +92,12 @@ from gpulint.ruleapi import (
     abbreviated,
     edits,
     format_number,
-    gpumetrics,
+    gpus_summed,
     int32_out_of_range,
     is_generated,
     is_unknown,
+    metric_scale,
+    off_scale,
     parse_quantity,
     paste_quantity,
     ratio_target_fix,
@@ -113,9 +119,6 @@ FIELD_OF_TYPE = {
     "AverageValue": "averageValue",
 }
 TYPE_OF_FIELD = {field: kind for kind, field in FIELD_OF_TYPE.items()}
-# Arithmetic outside quoted strings in a metricsQuery changes the scale of the series.
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
-_ARITHMETIC = re.compile(r"[*/]")
 # A metric name in a headline is cut at this many characters (the detail names it whole).
 NAME_CHARS = 32
 
@@ -452,44 +455,51 @@ def _scale(
 ) -> Iterator[Finding]:
     metric, hpa = where.metric, where.hpa
     assert metric.name is not None
-    judged = _metric_scale(metric, inventory, hpa)
-    if judged is None:
+    judged = metric_scale(metric, inventory, hpa)
+    if judged is None or not off_scale(hpa, metric, field, value, inventory):
         return
     scale, basis = judged
     via = f" (prometheus-adapter serves it from {basis})" if basis != metric.name else ""
     path = where.target.field_path(field)
     shown = _shown(raw)
-    if scale is Scale.PERCENT and value < 1:
+    # Summed per pod over several GPUs, the metric reaches that many times its one-GPU range;
+    # the meant target is scaled the same way, so that the fix does not draw GL406.
+    gpus = gpus_summed(hpa, metric, inventory)
+    summed = f" summed over {gpus} GPUs per pod" if gpus > 1 else ""
+    if scale is Scale.PERCENT:
         if suffix == "m":
             # "70m" for 70; "700m" is 0.7 and cannot mean 700%: it meant 70% as a fraction.
             thousand = value * 1000
-            meant = format_number(thousand if thousand <= 100 else value * 100)
+            per_gpu = thousand if thousand <= 100 else value * 100
+            meant = format_number(per_gpu * gpus)
             yield ctx.finding(
                 hpa.manifest,
                 path,
                 f"{where.label} targets less than 1%. Its {field} {shown} is "
                 f"{format_number(value)} (the m suffix means thousandths), but {metric.name} is a "
-                f"percentage from 0 to 100{via}: any load at all exceeds the target and the HPA "
-                f"scales out to maxReplicas; {meant} was probably meant.",
+                f"percentage from 0 to 100{via}{summed}: any load at all exceeds the target and "
+                f"the HPA scales out to maxReplicas; {meant} was probably meant"
+                f"{_per_gpu(per_gpu, gpus)}.",
                 f'{field}: "{meant}"',
                 plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{meant}"')),
             )
         else:
-            meant = format_number(value * 100)
+            meant = format_number(value * 100 * gpus)
             yield ctx.finding(
                 hpa.manifest,
                 path,
                 f"{where.label} targets less than 1%. Its {field} {shown} is below 1, but "
-                f"{metric.name} is a percentage from 0 to 100{via}: almost any load exceeds the "
-                f"target and the HPA scales out to maxReplicas; if {shown} was meant as a "
-                f"fraction, write {meant}.",
+                f"{metric.name} is a percentage from 0 to 100{via}{summed}: almost any load "
+                f"exceeds the target and the HPA scales out to maxReplicas; if {shown} was meant "
+                f"as a fraction, write {meant}{_per_gpu(value * 100, gpus)}.",
                 f'{field}: "{meant}"',
                 severity=Severity.WARNING,
                 plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{meant}"')),
             )
-    elif (
-        scale is Scale.RATIO and value > 1 and not (metric.type == "External" and field == "value")
-    ):
+    else:
+        if gpus > 1:
+            yield _summed_ratio(where, field, shown, value, gpus, via, ctx)
+            return
         ratio = paste_quantity(float(value) / 100) if value <= 100 else None
         hint = f"; if {format_number(value)}% was meant, write {ratio}" if ratio else ""
         yield ctx.finding(
@@ -505,48 +515,40 @@ def _scale(
         )
 
 
-def _metric_scale(metric: HpaMetric, inventory: Inventory, hpa: HPA) -> tuple[Scale, str] | None:
-    """The scale of the metric and the name it was judged by; None when unknown."""
-    name = metric.name
-    if name is None:
-        return None
-    aliases = inventory.settings.metric_aliases
-    known = gpumetrics.lookup(name, aliases)
-    if known is not None:
-        return (known.scale, name) if known.scale in (Scale.PERCENT, Scale.RATIO) else None
-    judged: list[tuple[Scale, str]] = []
-    for rule in inventory.rules_exposing(name, metric.api, near=hpa.manifest):
-        scaled = _rule_scales(rule, name, tuple(sorted(aliases.items())))
-        if scaled is None:
-            return None  # the query rescales the series
-        judged.extend(scaled)
-    scales = {scale for scale, _ in judged}
-    if len(scales) > 1:
-        return None
-    if judged:
-        scale, series = judged[0]
-        return (scale, series) if scale in (Scale.PERCENT, Scale.RATIO) else None
-    by_name = gpumetrics.scale_of(name, aliases)
-    return (by_name, name) if by_name in (Scale.PERCENT, Scale.RATIO) else None
+def _per_gpu(per_gpu: Decimal, gpus: int) -> str:
+    """How a target summed over several GPUs was computed, for the message."""
+    return f" ({format_number(per_gpu)} per GPU x {gpus} GPUs)" if gpus > 1 else ""
 
 
-@functools.lru_cache(maxsize=4096)
-def _rule_scales(
-    rule: AdapterRule, name: str, aliases: tuple[tuple[str, str], ...]
-) -> tuple[tuple[Scale, str], ...] | None:
-    """The scales of the series a rule serves as ``name``; None when its query rescales them.
-    The same for every HPA reading the rule: computed once."""
-    if _ARITHMETIC.search(_QUOTED.sub("", rule.metrics_query or "")):
-        return None
-    found = []
-    for series in rule.series_names() or []:
-        exposed = rule.name_for_series(series)
-        if exposed is None or exposed.lower() != name.lower():
-            continue
-        scale = gpumetrics.scale_of(series, dict(aliases))
-        if scale is not None:
-            found.append((scale, series))
-    return tuple(found)
+def _summed_ratio(
+    where: _Where, field: str, shown: str, value: Decimal, gpus: int, via: str, ctx: Context
+) -> Finding:
+    """A target above the range of a 0-1 ratio summed over ``gpus`` GPUs per pod."""
+    metric, hpa = where.metric, where.hpa
+    ratio = paste_quantity(float(value) / 100 * gpus) if value <= 100 else None
+    hint = (
+        f"; if {format_number(value)}% of each GPU was meant, write {ratio} "
+        f"({format_number(value / 100)} x {gpus} GPUs)"
+        if ratio
+        else ""
+    )
+    fix = (
+        f'{field}: "{ratio}"   # {format_number(value)}% of each of {gpus} GPUs'
+        if ratio
+        else f'{field}: "{gpus}"   # every GPU fully busy'
+    )
+    path = where.target.field_path(field)
+    return ctx.finding(
+        hpa.manifest,
+        path,
+        f"{where.label} targets above {gpus} on a 0-1 scale summed over {gpus} GPUs per pod. "
+        f"Its {field} {shown} is above {gpus}, but {metric.name} is a ratio from 0 to 1{via} "
+        f"and the adapter adds up the {gpus} GPUs of each pod, so the metric never reaches the "
+        f"target and the HPA never scales out{hint}.",
+        fix,
+        severity=Severity.WARNING,
+        plan=edits.unsafe(edits.Replace(hpa.manifest, path, f'"{ratio}"')) if ratio else None,
+    )
 
 
 def _shown(value: Any) -> str:

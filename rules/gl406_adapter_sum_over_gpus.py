@@ -11,6 +11,10 @@ component ...), DRA claims included: a request for a GPU device class with
 ``allocationMode: ExactCount`` counts its ``count`` (1 by default); ``All`` leaves the count
 unknown, and the rule silent.
 
+A target below 1 on a percentage (``70m``) is a scale mix-up, not a one-GPU target: GL107
+reports it, and its fix already multiplies by the GPUs summed per pod, so the fix draws no
+GL406. GL107 likewise judges a ratio target against the summed range (up to 2 for two GPUs).
+
 ## Why is this bad?
 dcgm-exporter writes one series per GPU, labelled with the pod that holds it. Summed per pod,
 two GPUs at 60% read 120, so a target of ``"60"`` meant as "60% busy" is reached at 30% and
@@ -49,9 +53,9 @@ from collections.abc import Iterator
 from gpulint.ruleapi import (
     CUSTOM,
     HPA,
+    ONE_GPU_MAX,
     AdapterRule,
     Context,
-    Exporter,
     Finding,
     GpuMetric,
     HpaMetric,
@@ -61,11 +65,9 @@ from gpulint.ruleapi import (
     Scale,
     Severity,
     format_number,
-    lookup,
-    metric_names_in_query,
-    placed_aggregations,
+    gpus_per_pod,
     related,
-    top_level_text,
+    summed_gpu_series,
     try_quantity,
 )
 
@@ -74,8 +76,6 @@ NAME = "adapter-sum-over-gpus"
 SEVERITY = Severity.WARNING
 SCOPE = "hpa"
 STAGES = ("adapter-rule",)
-
-_ONE_GPU_MAX = {Scale.PERCENT: 100.0, Scale.RATIO: 1.0}
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -89,12 +89,14 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         if value is None:
             continue
         for rule in inventory.rules_exposing(metric.name, CUSTOM, near=hpa.manifest):
-            summed = _summed_gpu_series(rule, metric.name)
+            summed = summed_gpu_series(rule, metric.name)
             if summed is None:
                 continue
             series, gpu_metric, start = summed
-            if float(value) > _ONE_GPU_MAX[gpu_metric.scale]:
+            if float(value) > ONE_GPU_MAX[gpu_metric.scale]:
                 continue
+            if gpu_metric.scale is Scale.PERCENT and float(value) < 1:
+                continue  # below 1% is a scale mix-up: GL107 reports it, with the summed fix
             if target is None:
                 target = inventory.resolve_target(hpa.namespace, hpa.target_ref, hpa.manifest)
             gpus, request_links = _gpus_per_pod(target, inventory)
@@ -116,41 +118,13 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
             break
 
 
-def _summed_gpu_series(rule: AdapterRule, name: str) -> tuple[str, GpuMetric, int] | None:
-    """(series, what it is, offset of the ``sum``) when the rule's whole query is one
-    ``sum ... by`` over a per-GPU dcgm-exporter series on a bounded scale."""
-    query = rule.metrics_query
-    if not query:
-        return None
-    placed = [p for p in placed_aggregations(query) if p.depth == 0]
-    words = top_level_text(query).split()
-    if len(placed) != 1 or placed[0].aggregation.operator != "sum" or words[:1] != ["sum"]:
-        return None
-    if words not in (["sum", "by"], ["sum"]):
-        return None  # combined with something else (a division by the GPU count, say)
-    candidates = rule.series_for(name) or []
-    candidates += [n for n in metric_names_in_query(query) if n not in candidates]
-    for series in candidates:
-        metric = lookup(series)
-        if metric is not None and metric.exporter is Exporter.DCGM and metric.scale in _ONE_GPU_MAX:
-            return series, metric, placed[0].start
-    return None
-
-
 def _gpus_per_pod(target: ResolvedTarget, inventory: Inventory) -> tuple[int, list[Related]]:
-    best, links = 0, []
-    for template in target.templates:
-        count = template.gpus_per_pod(inventory.gpu_names)
-        if count is not None and count > best:
-            best = count
-            document = target.template_document
-            requests = template.gpu_requests(inventory.gpu_names)
-            links = (
-                [related(document, r.container_path, "GPU request") for r in requests[:1]]
-                if document is not None
-                else []
-            )
-    return best, links
+    count, template = gpus_per_pod(target, inventory)
+    document = target.template_document
+    if template is None or document is None:
+        return count, []
+    requests = template.gpu_requests(inventory.gpu_names)
+    return count, [related(document, r.container_path, "GPU request") for r in requests[:1]]
 
 
 def _finding(

@@ -16,6 +16,12 @@ this order:
 
 Only user-written rules are checked; the chart's generic default rules are not.
 
+This rule owns a seriesQuery that finds nothing: GL402, which reports a legacy or misspelt
+GPU series name from the input alone, leaves such a rule to it when ``--prometheus`` is given.
+A suggested series is written with the labels its series carry: when Prometheus scraped its
+exporter with ``honor_labels: false`` (the series carry ``exported_pod``), the fix matches and
+maps ``exported_namespace``/``exported_pod``, so that pasting it does not draw GL802.
+
 ## Why is this bad?
 The adapter exposes nothing for a rule whose seriesQuery finds no series, so every HPA that
 asks for its metric fails with "the server could not find the metric ... for pods", and
@@ -52,6 +58,7 @@ rules:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
@@ -68,9 +75,12 @@ from gpulint.ruleapi import (
     SeriesSummary,
     Severity,
     ago,
+    exporter_pods,
     format_duration,
     labels_carried,
     listing,
+    mention,
+    mentions,
     related,
     rule_label,
 )
@@ -128,7 +138,7 @@ def _explain(
             f"# write the seriesQuery with labels the series carry; list them with\n"
             f"curl -s '{live.url}/api/v1/labels'",
         )
-    return _absent(query, selector, names, shown, missing, live)
+    return _absent(query, selector, names, shown, missing, live, rule)
 
 
 def _excluded(
@@ -157,6 +167,16 @@ def _excluded(
         names, selector.metric, [str(m) for m in kept if m is not None], query
     )
     fix = f"seriesQuery: '{suggestion}'"
+    exporters = exporter_pods(name_only)
+    if exporters and any(m.label.startswith("exported_") for m in excluding):
+        shown_pods = listing(sorted(set(exporters.values())))
+        # Not the rule's fault: the exporter labels no workload pod, so no matcher helps.
+        return reason, (
+            f"# keep this seriesQuery and the exported_* mapping: pod on these series is the "
+            f"exporter's own ({shown_pods}), and no pod holding a GPU is labelled\n"
+            "# run dcgm-exporter with Kubernetes mapping (DCGM_EXPORTER_KUBERNETES=true) and "
+            "give GPU containers an nvidia.com/gpu limit"
+        )
     for matcher in excluding:
         plain = matcher.label.removeprefix("exported_")
         if plain != matcher.label and name_only.carries(plain):
@@ -174,6 +194,7 @@ def _absent(
     shown: str,
     missing: MissingSeries,
     live: LiveSnapshot,
+    rule: AdapterRule,
 ) -> tuple[str, str]:
     """No series of the metric now: one of another name measures it, or it was last seen."""
     parts: list[str] = []
@@ -192,14 +213,31 @@ def _absent(
             )
         if others:
             parts.append(f"also present: {listing(others)}")
-        label_part = ",".join(str(m) for m in selector.label_matchers())
+        matchers = selector.label_matchers()
+        moved = _workload_labels_moved(missing)
+        if moved:
+            matchers = [_exported(m) for m in matchers]
+        label_part = ",".join(str(m) for m in matchers)
         fix = (
             f"seriesQuery: '{best.name}{{{label_part}}}'"
             if label_part
             else (f"seriesQuery: '{best.name}'")
         )
+        read = rule.metrics_query or ""
+        if any(mentions(read, name) for name in names):
+            # the metricsQuery names the series itself (not <<.Series>>): it changes too
+            for name in names:
+                read = mention(name).sub(best.name, read)
+            fix += f"\nmetricsQuery: {_quoted(read)}"
         if best.reason == "family" and not best.conversion.startswith("same scale"):
             fix += f"\n# {best.conversion}"
+        if moved:
+            fix += (
+                f"\n# {best.name} carries the workload's pod in exported_pod "
+                "(scraped with honor_labels: false):\nresources:\n  overrides:\n"
+                "    exported_namespace: {resource: namespace}\n"
+                "    exported_pod: {resource: pod}"
+            )
     seen = {name: t for name, t in missing.last_seen.items()}
     lookback = format_duration(live.lookback)
     if seen:
@@ -222,13 +260,35 @@ def _absent(
     return "; ".join(parts), fix
 
 
+def _workload_labels_moved(missing: MissingSeries) -> bool:
+    """Whether the series of the metric suggested instead carry the workload's pod in
+    ``exported_pod``: Prometheus scraped their exporter with honor_labels: false, so ``pod``
+    names the exporter's own pod, and a suggestion that kept ``pod`` would map it (GL802's
+    finding on the next run)."""
+    series = missing.alternative_series
+    return series is not None and series.carries("exported_pod")
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a YAML scalar: single-quoted, or JSON-quoted when that cannot hold it."""
+    return f"'{text}'" if "'" not in text and "\n" not in text else json.dumps(text)
+
+
+def _exported(matcher: Matcher) -> Matcher:
+    """A pod or namespace matcher moved to the label honor_labels: false writes it in."""
+    if matcher.label in ("pod", "namespace"):
+        return Matcher(f"exported_{matcher.label}", matcher.op, matcher.value)
+    return matcher
+
+
 def _replacement(matcher: Matcher, series: SeriesSummary) -> Matcher | None:
     """What to write instead of a matcher that excludes every series: the same test on the
-    label the series carry (``exported_pod`` -> ``pod``), or nothing."""
+    label the series carry (``exported_pod`` -> ``pod``), or nothing: not ``pod`` when it names
+    the exporter (the series have no workload pod to map)."""
     if series.rejected.get(str(matcher), 0) < series.count:
         return matcher
     plain = matcher.label.removeprefix("exported_")
-    if plain != matcher.label and series.carries(plain):
+    if plain != matcher.label and series.carries(plain) and not exporter_pods(series):
         return Matcher(plain, matcher.op, matcher.value)
     return None
 

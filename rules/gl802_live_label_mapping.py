@@ -49,7 +49,6 @@ rules:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
@@ -64,6 +63,7 @@ from gpulint.ruleapi import (
     SeriesSummary,
     Severity,
     canonical_resource,
+    exporter_pods,
     listing,
     looks_like_gpu_metric,
     render_resource_template,
@@ -77,7 +77,6 @@ SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
 STAGES = ("adapter-rule",)
 
-_EXPORTER_POD = re.compile(r"dcgm|exporter", re.IGNORECASE)
 _KIND = {"pods": "pod", "namespaces": "namespace"}
 
 
@@ -89,7 +88,7 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
     series = evidence.series
     query = (rule.series_query or "").strip()
     gpu = any(looks_like_gpu_metric(name) for name in series.names)
-    exporter_pods = _exporter_pods(series) if gpu and not series.carries("exported_pod") else {}
+    exporter_pods_seen = exporter_pods(series) if gpu and not series.carries("exported_pod") else {}
     for label, resource, path in _mapped_labels(rule):
         what = f"resources maps {label} to {resource}"
         if not series.carries(label):
@@ -119,8 +118,8 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
                 f"{exported} instead",
                 _fix(label, exported, resource),
             )
-        elif exporter_pods:
-            nodes = listing(f"{node}: {pod}" for node, pod in sorted(exporter_pods.items()))
+        elif exporter_pods_seen:
+            nodes = listing(f"{node}: {pod}" for node, pod in sorted(exporter_pods_seen.items()))
             yield ctx.finding(
                 rule.document,
                 path,
@@ -187,17 +186,3 @@ def _fix(label: str, instead: str | None, resource: str) -> str:
             f"# (curl -s '<prometheus>/api/v1/series?match[]=<seriesQuery>' lists them)"
         )
     return f"resources:\n  overrides:\n    {instead}: {{resource: {kind}}}   # instead of {label}"
-
-
-def _exporter_pods(series: SeriesSummary) -> dict[str, str]:
-    """node -> pod when on every node all GPUs report one pod, and it looks like an exporter's."""
-    found: dict[str, str] = {}
-    for node, gpus in series.node_gpus.items():
-        pods = series.node_pods.get(node, set())
-        if not gpus or len(pods) != 1:
-            return {}
-        pod = next(iter(pods))
-        if not _EXPORTER_POD.search(pod):
-            return {}
-        found[node] = pod
-    return found

@@ -19,6 +19,11 @@ history or a new workload, the finding is info and says how much history is miss
 (a value that never reached a target in an hour of idle load says nothing of the peak). The
 first two need one value: a ratio never exceeds 1 and a percent never exceeds 100.
 
+A target that GL107 already reports as on the wrong scale from the input alone (``"60"`` on a
+ratio gpulint knows, ``70m`` on a percentage) is GL107's finding: GL805 adds none on the same
+line, and reports only what the input cannot tell (a metric whose scale only the values show,
+a target nothing observed reaches, a percentage summed over GPUs).
+
 ## Why is this bad?
 The HPA divides the observed value by the target. A ratio against 60 never reaches it; a sum
 of two GPUs at 50% reads 100 and doubles the replicas although each GPU is half idle; a
@@ -60,6 +65,7 @@ from gpulint.ruleapi import (
     enough_history,
     judge,
     number,
+    off_scale,
     paste_quantity,
     ratio_target_fix,
     related,
@@ -92,6 +98,8 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         quantity = try_quantity(raw) if raw is not None else None
         if quantity is None or field is None:
             continue
+        if off_scale(hpa, metric, field, quantity.value, inventory):
+            continue  # GL107 reports this target, on this line, from the input alone
         target = float(quantity.value)
         _, median, high = observed
         span = evidence.history_span

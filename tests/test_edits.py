@@ -188,3 +188,44 @@ def test_keys_are_written_so_yaml_reads_them_back(key: str) -> None:
     from gpulint.adoption.yamlspans import key_text
 
     assert yaml.safe_load(f"{key_text(key)}: 0") == {key: 0}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # an indentless list under its key, a comment on its last item
+            "spec:\n  metrics:\n  - {type: Pods}   # first\n  behavior: {}\n",
+            "spec:\n  metrics:\n  - {type: Pods}   # first\n  - type: External\n  behavior: {}\n",
+        ),
+        (  # items indented under the key, the last one spanning lines; no final newline
+            "metrics:\n    - type: Pods\n      pods: {a: 1}",
+            "metrics:\n    - type: Pods\n      pods: {a: 1}\n    - type: External",
+        ),
+    ],
+)
+def test_extend_appends_items_as_the_list_writes_them(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    doc = _document(tmp_path, text)
+    path = ("spec", "metrics") if text.startswith("spec") else ("metrics",)
+    assert _fixed(doc, edits.Extend(doc, path, ({"type": "External"},))) == expected
+
+
+def test_extend_refuses_a_flow_list(tmp_path: Path) -> None:
+    doc = _document(tmp_path, "metrics: [{type: Pods}]\n")
+    assert _fixed(doc, edits.Extend(doc, ("metrics",), ({"type": "External"},))) is None
+
+
+def test_a_list_extended_and_an_entry_added_at_the_end_of_a_file_join(tmp_path: Path) -> None:
+    """Both insert where the file ends (without a newline): one plan, one insertion, in the
+    order the plan gives."""
+    doc = _document(tmp_path, "spec:\n  metrics:\n  - type: Pods   # kept")
+    fixed = _fixed(
+        doc,
+        edits.Extend(doc, ("spec", "metrics"), ({"type": "External"},)),
+        edits.Insert(doc, ("spec",), (("behavior", {"scaleUp": {"selectPolicy": "Min"}}),)),
+    )
+    assert fixed == (
+        "spec:\n  metrics:\n  - type: Pods   # kept\n  - type: External\n"
+        "  behavior:\n    scaleUp:\n      selectPolicy: Min"
+    )

@@ -1,9 +1,9 @@
 """Fixes as edits: every fixture's fix applied and the result linted again.
 
-For each failing fixture of a rule with ``FIXES``, each finding of that rule whose plan can be
-placed is applied alone to a copy of the fixture; then the copy must parse, keep every comment
-line, be byte-identical outside the edits, and lint without that finding and without any
-finding that was not there before.
+For every fixture (failing and passing, of every rule), each finding of any rule whose plan can
+be placed, safe or unsafe, is applied alone to a copy of the fixture; then the copy must parse,
+keep every comment line, be byte-identical outside the edits, and lint without that finding and
+without any finding that was not there before.
 """
 
 from __future__ import annotations
@@ -27,11 +27,16 @@ from .conftest import lint_result
 from .test_reporters import sarif_schema  # noqa: F401 - the fixture, shared
 from .test_rule_fixtures import _cases, _needs_tools, _settings
 
+FIXTURES_GL103 = Path(__file__).parent / "fixtures" / "GL103"
 FIXABLE = {spec.id: spec for spec in all_rules() if spec.fixes}
 
 
 def _fix_cases() -> list[tuple[str, Path]]:
     return [(rule, path) for rule, path in _cases("fail_") if rule in FIXABLE]
+
+
+def _every_fixture() -> list[tuple[str, Path]]:
+    return _cases("fail_") + _cases("pass_")
 
 
 def _key(finding: Finding, root: Path) -> tuple[str, str, str]:
@@ -74,18 +79,19 @@ def _rebuilt(text: str, edits: list[Edit]) -> str:
     return "".join([*pieces, text[cursor:]])
 
 
-@pytest.mark.parametrize(("rule", "path"), _fix_cases(), ids=lambda v: str(v)[-60:])
+@pytest.mark.parametrize(("rule", "path"), _every_fixture(), ids=lambda v: str(v)[-60:])
 def test_each_fix_removes_its_finding_and_adds_none(rule: str, path: Path, tmp_path: Path) -> None:
+    """Every offered fix of every fixture, whichever rule offers it and whether safe or unsafe."""
     _needs_tools(path)
     copy = _copy(path, tmp_path)
     root = tmp_path.resolve()
     settings = _settings(copy)
     result = lint_result(copy, settings=settings)
     before = {_key(f, root) for f in result.findings}
-    fixable = [f for f in result.findings if f.rule == rule and result.edits_of(f)]
+    fixable = [f for f in result.findings if result.edits_of(f)]
     for finding in fixable:
         assert finding.plan is not None
-        assert finding.plan.applicability in FIXABLE[rule].fixes
+        assert finding.plan.applicability in FIXABLE[finding.rule].fixes
         edits = result.edits_of(finding)
         assert edits
         originals = {e.file: Path(e.file).read_text() for e in edits}
@@ -367,3 +373,90 @@ def test_the_diff_applies_with_git_and_is_what_fix_writes(tmp_path: Path) -> Non
     subprocess.run(["git", "apply", "-"], cwd=shown, input=diff, text=True, check=True)
     _cli("lint", "--no-config", "--fix", ".", cwd=tmp_path / "fixed")
     assert (shown / "app.yaml").read_text() == (tmp_path / "fixed" / "app.yaml").read_text()
+
+
+def _allowed_pods(rules: dict[str, object], replicas: int, seconds: int) -> int:
+    """Pods a direction's rules let the HPA add (or remove) in ``seconds`` from ``replicas``,
+    by Kubernetes' reading: each policy's limit per period, the largest (Max) or smallest (Min)
+    of them."""
+    limits = []
+    for policy in rules["policies"]:  # type: ignore[attr-defined]
+        periods = max(1, seconds // policy["periodSeconds"])
+        step = policy["value"] if policy["type"] == "Pods" else replicas * policy["value"] // 100
+        limits.append(step * periods)
+    return min(limits) if rules.get("selectPolicy") == "Min" else max(limits)
+
+
+def test_the_merged_hpa_is_as_cautious_as_each_of_the_merged(tmp_path: Path) -> None:
+    """GL103's merge keeps, per direction, the longest window and a rate no faster than any
+    merged HPA's: 2 pods per 60 s stays 2 per 60 s next to an HPA on Kubernetes' defaults."""
+    path = _copy(FIXTURES_GL103 / "fail_two_hpas_each_with_behavior.yaml", tmp_path)
+    result = lint_result(path)
+    finding = next(f for f in result.findings if f.rule == "GL103")
+    edits = result.edits_of(finding)
+    assert edits
+    path.write_text(apply(path.read_text().splitlines(keepends=True), edits))
+    (hpa,) = [d for d in yaml.safe_load_all(path.read_text()) if d["kind"].endswith("Autoscaler")]
+    up, down = hpa["spec"]["behavior"]["scaleUp"], hpa["spec"]["behavior"]["scaleDown"]
+    assert up["stabilizationWindowSeconds"] == 15
+    assert down["stabilizationWindowSeconds"] == 600
+    for replicas in (1, 4, 10):
+        assert _allowed_pods(up, replicas, 60) == 2
+        assert _allowed_pods(down, replicas, 120) == 1
+
+
+TWO_FILES = {
+    "gpu.yaml": """\
+# the GPU autoscaler
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: vllm-gpu}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {type: AverageValue, averageValue: "70"}   # per GPU
+""",
+    "queue.yaml": """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: vllm-queue}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: "vllm:num_requests_waiting"}
+      target: {type: AverageValue, averageValue: "5"}
+""",
+}
+
+
+@pytest.mark.slow
+def test_a_file_whose_every_document_is_merged_away_is_deleted(tmp_path: Path) -> None:
+    """GL103 merges two HPAs kept in two files: the emptied file is removed by --fix and shown
+    as deleted by --diff (a patch git applies), not left as an empty file."""
+    for tree in ("shown", "fixed"):
+        (tmp_path / tree).mkdir()
+        for name, text in TWO_FILES.items():
+            (tmp_path / tree / name).write_text(text)
+    shown = tmp_path / "shown"
+    subprocess.run(["git", "init", "-q"], cwd=shown, check=True)
+    args = ("lint", "--no-config", "--select", "GL103", "--unsafe-fixes")
+    diff = _cli(*args, "--diff", ".", cwd=shown).stdout
+    assert "--- a/queue.yaml\n+++ /dev/null\n" in diff, diff
+    subprocess.run(["git", "apply", "-"], cwd=shown, input=diff, text=True, check=True)
+    done = _cli(*args, "--fix", ".", cwd=tmp_path / "fixed")
+    assert "deleted queue.yaml" in done.stdout, done.stdout
+    fixed = tmp_path / "fixed"
+    assert sorted(p.name for p in fixed.iterdir()) == ["gpu.yaml"]
+    assert not (shown / "queue.yaml").exists()
+    assert (shown / "gpu.yaml").read_text() == (fixed / "gpu.yaml").read_text()
+    assert "vllm:num_requests_waiting" in (fixed / "gpu.yaml").read_text()
+    assert (fixed / "gpu.yaml").read_text().startswith("# the GPU autoscaler\n")
+    # the kept HPA's own metrics stay as written; the other's follow them
+    assert 'averageValue: "70"}   # per GPU\n  - type: Pods\n' in (fixed / "gpu.yaml").read_text()

@@ -32,6 +32,7 @@ from gpulint.adoption.operations import (
     UNSAFE,
     Delete,
     DeleteDocument,
+    Extend,
     FixPlan,
     Insert,
     Op,
@@ -65,9 +66,27 @@ def resolve(plan: FixPlan, sources: Sources) -> list[Edit] | None:
             edits.extend(resolve_op(op, sources))
     except (Unresolvable, yaml.YAMLError, IndexError, ValueError, RecursionError):
         return None
+    edits = _joined_insertions(edits)
     if not edits or overlapping(edits):
         return None
     return [_line_endings(edit, sources) for edit in edits]
+
+
+def _joined_insertions(edits: list[Edit]) -> list[Edit]:
+    """Insertions of one plan at one point (items appended to a list that ends the file, then
+    a new entry after it) as one insertion, in the order the plan gives them."""
+    joined: list[Edit] = []
+    at: dict[tuple[str, tuple[int, int]], int] = {}
+    for edit in edits:
+        key = (edit.file, edit.start)
+        if edit.start == edit.end and key in at:
+            first = joined[at[key]]
+            joined[at[key]] = first._replace(text=first.text + edit.text)
+            continue
+        if edit.start == edit.end:
+            at[key] = len(joined)
+        joined.append(edit)
+    return joined
 
 
 def _line_endings(edit: Edit, sources: Sources) -> Edit:
@@ -171,6 +190,7 @@ __all__ = [
     "Delete",
     "DeleteDocument",
     "Edit",
+    "Extend",
     "FixPlan",
     "Insert",
     "Op",

@@ -12,6 +12,10 @@ which applies to the same result. A file whose name or changed text holds a cont
 (an escape sequence, a bidirectional override) cannot be shown both exactly and safely: its
 diff is kept out of the patch and shown escaped on stderr instead, and ``--fix`` applies it.
 
+A file whose every document a fix deletes (GL103 merging two HPAs, each in its own file) is
+removed, not left empty (``--diff`` shows it as deleted), unless a kustomization beside it
+lists it.
+
 Only files of the input are written: a regular file (not a symbolic link) under the working
 directory or under one of the paths given. An edit placed anywhere else (say, a source map
 of rendered output naming a file outside the repository) leaves its finding unfixed.
@@ -45,6 +49,8 @@ class Outcome:
     withheld: dict[str, str] = field(default_factory=dict)
     waiting: int = 0  # ``--diff``: fixes that overlap a shown one (applied by a later round)
     refused: dict[str, None] = field(default_factory=dict)  # files gpulint may not write
+    # files whose every document a fix deleted: removed (``--fix``) rather than left empty
+    deleted: dict[str, None] = field(default_factory=dict)
 
 
 class Writable:
@@ -97,21 +103,49 @@ def fix(
             for file in changed:
                 before, after = applied.before[file], applied.after[file]
                 name = diff_name(file)
+                gone = removable(file, after)
+                if gone:
+                    outcome.deleted[file] = None
                 shown = (
-                    None if has_controls(name) else safe_patch(unified_diff(file, before, after))
+                    None
+                    if has_controls(name)
+                    else safe_patch(unified_diff(file, before, after, deleted=gone))
                 )
                 if shown is None:
-                    escaped = unified_diff(file, before, after, escape_controls(name))
+                    escaped = unified_diff(file, before, after, escape_controls(name), gone)
                     outcome.withheld[file] = "\n".join(safe_lines(escaped))
                 else:
                     outcome.diffs.append(shown)
             break
         for file in changed:
-            _write(file, applied.after[file])
+            if removable(file, applied.after[file]):
+                os.unlink(file)
+                outcome.deleted[file] = None
+            else:
+                _write(file, applied.after[file])
         outcome.fixes += applied.plans
         outcome.files.update(dict.fromkeys(changed))
         current = relint()
     return current, outcome
+
+
+def removable(file: str, after: str) -> bool:
+    """Whether fixing leaves ``file`` with nothing in it (every document deleted, no comment
+    left), so that it is removed rather than left as an empty file; kept (empty) when a
+    kustomization beside it lists it, which would then fail to build."""
+    if after.strip():
+        return False
+    directory = os.path.dirname(os.path.abspath(file))
+    name = os.path.basename(file)
+    for kustomization in ("kustomization.yaml", "kustomization.yml", "Kustomization"):
+        path = os.path.join(directory, kustomization)
+        with (
+            contextlib.suppress(OSError, UnicodeDecodeError),
+            open(path, encoding="utf-8") as handle,
+        ):
+            if name in handle.read():
+                return False
+    return True
 
 
 def _write(file: str, text: str) -> None:

@@ -1,6 +1,7 @@
 """A rule's fix as operations on the nodes of a document (``Replace`` a value, ``Rename`` a
-key, ``Delete`` an entry, ``Insert`` or ``Set`` entries, ``DeleteDocument``), grouped in a
-``FixPlan`` that is safe or unsafe. See ``gpulint.adoption.edits``."""
+key, ``Delete`` an entry, ``Insert`` or ``Set`` entries, ``Extend`` a list,
+``DeleteDocument``), grouped in a ``FixPlan`` that is safe or unsafe. See
+``gpulint.adoption.edits``."""
 
 from __future__ import annotations
 
@@ -57,13 +58,22 @@ class Set(NamedTuple):
     value: Any
 
 
+class Extend(NamedTuple):
+    """Add ``items`` after the last item of the block sequence at ``path`` (written as its
+    items are: ``- `` at their indentation); the items already there stay as they are."""
+
+    document: Document
+    path: Path
+    items: tuple[Any, ...]
+
+
 class DeleteDocument(NamedTuple):
     """Delete a whole document, and its ``---`` separator."""
 
     document: Document
 
 
-Op = Replace | Rename | Delete | Insert | Set | DeleteDocument
+Op = Replace | Rename | Delete | Insert | Set | Extend | DeleteDocument
 
 
 class FixPlan(NamedTuple):

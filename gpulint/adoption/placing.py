@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulint.adoption.operations import Delete, DeleteDocument, Insert, Op, Rename, Replace, Set
+from gpulint.adoption.operations import (
+    Delete,
+    DeleteDocument,
+    Extend,
+    Insert,
+    Op,
+    Rename,
+    Replace,
+    Set,
+)
 from gpulint.adoption.textedits import Edit, Sources, Unresolvable
 from gpulint.adoption.yamlspans import (
     Block,
@@ -30,7 +39,7 @@ def resolve_op(op: Op, sources: Sources) -> list[Edit]:
     if isinstance(op, DeleteDocument):
         return [_delete_document(document, sources)]
     rendered = document.source is not None
-    if rendered and isinstance(op, Insert | Set):
+    if rendered and isinstance(op, Insert | Set | Extend):
         raise Unresolvable("insertions into rendered output")
     text = _Text.of(document, op.path, sources)
     if isinstance(op, Replace):
@@ -41,6 +50,8 @@ def resolve_op(op: Op, sources: Sources) -> list[Edit]:
         return [text.delete_entry(op.path)]
     if isinstance(op, Set):
         return [text.set_entry(op.path, op.value)]
+    if isinstance(op, Extend):
+        return [text.extend_list(op.path, op.items)]
     return [text.insert(op.path, op.entries)]
 
 
@@ -161,6 +172,24 @@ class _Text:
         last = block_end(self.lines, line, column - 1)
         text = indented_yaml({step: plain_data(value)}, column - 1)[column - 1 :]
         return Edit(self.file, (line, column), self._end_of_lines(last), text)
+
+    def extend_list(self, path: Path, items: tuple[Any, ...]) -> Edit:
+        node = dig(self.document.data, path) if path else None
+        if not isinstance(node, YList) or not node or not items:
+            raise Unresolvable("only a non-empty list is extended")
+        if _flow_start(self, path):
+            raise Unresolvable("items of flow sequences")
+        line, column = self._position((*path, 0), key=False)
+        dash = self._line(line)[: column - 1].rstrip()
+        if not dash.endswith("-") or dash[:-1].strip():
+            raise Unresolvable("a list whose first item is not on a line of its own")
+        indent = len(dash) - 1
+        end = block_end(self.lines, line, indent)
+        text = indented_yaml([plain_data(item) for item in items], indent)
+        at = self._end_of_lines(end)
+        if end >= len(self.lines) and not self.lines[-1].endswith("\n"):
+            text = "\n" + text.rstrip("\n")  # the file ends without a newline
+        return Edit(self.file, at, at, text)
 
     def insert(self, path: Path, new: tuple[tuple[str, Any], ...] | str) -> Edit:
         existing, node = self._deepest(path)

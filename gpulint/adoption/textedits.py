@@ -109,13 +109,17 @@ def diff_name(file: str) -> str:
     return display_path(file)
 
 
-def unified_diff(file: str, before: list[str], after: str, name: str | None = None) -> str:
-    """``--diff`` output for one file, headed by ``name`` (``diff_name(file)``)."""
+def unified_diff(
+    file: str, before: list[str], after: str, name: str | None = None, deleted: bool = False
+) -> str:
+    """``--diff`` output for one file, headed by ``name`` (``diff_name(file)``); ``deleted``:
+    the file is removed (``+++ /dev/null``, as git writes a deletion)."""
     import difflib  # only --diff and --fix need it; a plain lint does not import it
 
     lines = after.splitlines(keepends=True)
     name = diff_name(file) if name is None else name
-    diff = difflib.unified_diff(before, lines, fromfile=f"a/{name}", tofile=f"b/{name}")
+    target = "/dev/null" if deleted else f"b/{name}"
+    diff = difflib.unified_diff(before, lines, fromfile=f"a/{name}", tofile=target)
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff
     )

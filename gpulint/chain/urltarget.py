@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from gpulint.chain.address import ParsedUrl, PrometheusUrl, ServiceHost, parse_url
 from gpulint.chain.problems import Problem
 from gpulint.chain.servers import (
     PROMETHEUS_PORT,
@@ -14,7 +15,6 @@ from gpulint.chain.servers import (
     stack_fullname,
 )
 from gpulint.chain.services import ServiceView
-from gpulint.chain.urls import ParsedUrl, PrometheusUrl, ServiceHost, parse_url
 from gpulint.core.message import capitalized
 from gpulint.core.quantity import abbreviated
 from gpulint.engine.rule import related

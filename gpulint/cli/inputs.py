@@ -11,8 +11,8 @@ from gpulint.cli.options import split_ids
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
 
-    from gpulint.cli.livecheck import LiveCheck
     from gpulint.engine.config import Settings
     from gpulint.engine.registry import Selection
     from gpulint.input.units import Unit
@@ -86,11 +86,11 @@ def prepared_cluster(
     args: argparse.Namespace,
     settings: Settings,
     selection: Selection,
-    prepare: LiveCheck | None,
+    prepare: Callable[[Inventory], object] | None,
     stderr: TextIO,
 ) -> tuple[Inventory, list[str]] | None:
-    """The cluster's inventory and notes, with the live check's snapshot taken for it when
-    ``prepare``; None after an error said on stderr."""
+    """The cluster's inventory and notes, prepared by ``prepare`` when given (the live
+    check takes its snapshot for it); None after an error said on stderr."""
     from gpulint.input.loader import InputError
 
     problem = missing_extra("cluster", "--cluster")

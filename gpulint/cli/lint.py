@@ -125,6 +125,9 @@ def _fixed(
             f"fixed: {outcome.fixes} {'fix' if outcome.fixes == 1 else 'fixes'} applied to "
             f"{files} {'file' if files == 1 else 'files'} ({shown})"
         )
+    if isinstance(fixed, Result) and outcome.deleted:
+        gone = ", ".join(display_path(f) for f in outcome.deleted)
+        fixed.notes.append(f"fixed: deleted {gone}: a fix removed every document in it")
     return fixed
 
 

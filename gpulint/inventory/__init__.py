@@ -24,11 +24,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from gpulint.chain.adapter import AdapterConfig, AdapterRule
+from gpulint.chain.address import PrometheusUrl
 from gpulint.chain.exporter import DcgmExporter
 from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrapelabels import DcgmScrape
 from gpulint.chain.services import EndpointState, ServiceView
-from gpulint.chain.urls import PrometheusUrl
 from gpulint.engine.config import Settings
 from gpulint.input.chartvalues import ChartValues
 from gpulint.input.document import Document, Manifest, Path, as_dict

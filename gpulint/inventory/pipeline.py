@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from gpulint.chain.adapter import AdapterConfig
+from gpulint.chain.address import PrometheusUrl
 from gpulint.chain.exporter import (
     DcgmExporter,
     Placement,
@@ -45,7 +46,7 @@ from gpulint.chain.services import (
     endpoints_service,
     service_view,
 )
-from gpulint.chain.urls import PrometheusUrl, adapter_values_url, deployment_urls
+from gpulint.chain.urls import adapter_values_url, deployment_urls
 from gpulint.core.selectors import Labels, LabelSelector, labels_of
 from gpulint.input.chartvalues import DCGM_EXPORTER, GPU_OPERATOR, ChartValues
 from gpulint.input.document import Document, Manifest, Path

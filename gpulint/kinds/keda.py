@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
-from gpulint.chain.urls import PrometheusUrl, keda_urls
+from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict, as_list
 from gpulint.kinds.scaling import ScalingRange, replica_count
 from gpulint.kinds.view import KindView, QueryTrace, ReplicaClaim, TargetRef, TraceSource
@@ -394,3 +394,30 @@ def _pairs(text: str | None) -> list[tuple[str, str]] | None:
             return None
         found.append((parts[0].strip(), parts[1].strip()))
     return found if len(found) <= _MAX_PAIRS else None
+
+
+def keda_urls(manifest: Manifest) -> list[PrometheusUrl]:
+    """``serverAddress`` of a ScaledObject's prometheus triggers (KEDA's operator dials it, so a
+    bare host name resolves in KEDA's namespace, not the ScaledObject's)."""
+    if manifest.kind != "ScaledObject" or manifest.group != "keda.sh":
+        return []
+    found = []
+    triggers = as_list(as_dict(manifest.data.get("spec")).get("triggers"))
+    for index, trigger in enumerate(triggers):
+        entry = as_dict(trigger)
+        if entry.get("type") != "prometheus":
+            continue
+        address = as_dict(entry.get("metadata")).get("serverAddress")
+        if isinstance(address, str) and address.strip():
+            found.append(
+                PrometheusUrl(
+                    address.strip(),
+                    manifest,
+                    ("spec", "triggers", index, "metadata", "serverAddress"),
+                    "keda",
+                    f"ScaledObject {manifest.name} trigger {index}",
+                    None,
+                    manifest,
+                )
+            )
+    return found

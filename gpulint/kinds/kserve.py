@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from gpulint.chain.urls import PrometheusUrl
+from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict, as_list
 from gpulint.kinds import knative
 from gpulint.kinds.dra import pod_claims

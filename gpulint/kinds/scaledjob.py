@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from gpulint.chain.urls import PrometheusUrl
+from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict, as_list
 from gpulint.kinds.keda import KEDA_GROUP, PrometheusTrigger, keda_range
 from gpulint.kinds.scaling import ScalingRange

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple, Protocol
 
-from gpulint.chain.urls import PrometheusUrl
+from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, ManifestView, Path
 from gpulint.kinds.scaling import ScalingRange
 from gpulint.kinds.workload import PodTemplate

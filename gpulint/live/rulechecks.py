@@ -4,6 +4,7 @@ objects taken from those series (GL803)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from gpulint.chain.adapter import AdapterRule
@@ -83,6 +84,11 @@ class RuleChecks(Lookups):
         present = self.present_names()
         for name in literal:
             missing.alternatives.extend(alternatives_for(name, present))
+        if missing.alternatives:
+            best = missing.alternatives[0].name
+            # json.dumps quotes as PromQL does (Go string syntax), for UTF-8 names too
+            found = self.api.series([f"{{__name__={json.dumps(best)}}}"], self.start, self.now)
+            missing.alternative_series = summarize(found)
         window = max(self.options.lookback, self.options.max_age)
         missing.last_seen = self.last_seen(literal, None if literal else name_only, window)
         return missing

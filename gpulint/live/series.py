@@ -7,6 +7,7 @@ the values of the labels that name Kubernetes objects, and per node which GPUs r
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
@@ -209,3 +210,22 @@ def _namespace_label_for(pod_label: str, labels: Mapping[str, str]) -> str:
     if paired and labels.get(paired):
         return paired
     return next((n for n in NAMESPACE_LABELS if labels.get(n)), "")
+
+
+# A pod named like dcgm-exporter's (nvidia-dcgm-exporter-7xk2p, dcgm-exporter-abcde).
+_EXPORTER_POD = re.compile(r"dcgm|exporter", re.IGNORECASE)
+
+
+def exporter_pods(series: SeriesSummary) -> dict[str, str]:
+    """node -> pod when on every node all GPUs report one pod, and it looks like an
+    exporter's: ``pod`` then names the exporter, not a workload (GL801, GL802)."""
+    found: dict[str, str] = {}
+    for node, gpus in series.node_gpus.items():
+        pods = series.node_pods.get(node, set())
+        if not gpus or len(pods) != 1:
+            return {}
+        pod = next(iter(pods))
+        if not _EXPORTER_POD.search(pod):
+            return {}
+        found[node] = pod
+    return found

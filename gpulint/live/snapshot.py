@@ -184,6 +184,8 @@ class MissingSeries:
 
     name_only: SeriesSummary | None = None  # the same metric names, label matchers dropped
     alternatives: list[Alternative] = field(default_factory=list)
+    # the series of the first alternative: their labels decide which pod label a fix names
+    alternative_series: SeriesSummary | None = None
     last_seen: dict[str, float] = field(default_factory=dict)  # name -> unix time, in lookback
     absent_labels: list[str] = field(default_factory=list)  # for selectors without a name
 

@@ -23,10 +23,10 @@ from gpulint.chain.adapter import (
     describe_document,
     requested_metric_name,
 )
+from gpulint.chain.address import PrometheusUrl
 from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrape import dcgm_targets, url_target
 from gpulint.chain.services import ServiceView
-from gpulint.chain.urls import PrometheusUrl
 from gpulint.core.model import Finding, ObjectRef, Severity
 from gpulint.engine.registry import stage_rules
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list

@@ -8,9 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpulint.core.model import Finding, Severity
 
+from ..conftest import lint_paths
 from .conftest import LIVE_FIXTURES, lint_live, server_url
 from .world import World
 
@@ -64,3 +66,58 @@ def test_gl809_is_an_error_when_prometheus_is_required(down_url: str) -> None:
     assert [f.severity for f in failed] == [Severity.ERROR]
     assert failed[0].message.endswith("(--require-prometheus).")
     assert not snapshot.available and snapshot.rules == {}
+
+
+@pytest.mark.parametrize("server", ["stack", "gmp"])
+def test_the_series_gl801_suggests_find_series_and_map_the_workload(
+    world: World, down_url: str, server: str, tmp_path: Path
+) -> None:
+    """GL801's suggestion, pasted as it says, draws neither GL801 nor GL802 on the same
+    Prometheus: under honor_labels: false (stack) it names exported_pod, not the exporter's
+    pod; where the exporter's labels are kept (gmp) it keeps pod."""
+    case = LIVE_FIXTURES / "GL801" / "fail_exporter_renamed"
+    copy = tmp_path / "case"
+    copy.mkdir()
+    hpa = (case / "hpa.yaml").read_text()
+    (copy / "hpa.yaml").write_text(hpa)
+    adapter = (case / "adapter.yaml").read_text().replace("# live: stack", f"# live: {server}")
+    (copy / "adapter.yaml").write_text(adapter)
+    url, lookback = server_url(world, down_url, copy / "adapter.yaml")
+    findings, _ = lint_live([copy], url, lookback)
+    [finding] = [f for f in findings if f.rule == "GL801"]
+    suggested = yaml.safe_load(finding.fix)
+    rule = yaml.safe_load(adapter)["rules"][0]
+    rule["seriesQuery"] = suggested["seriesQuery"]
+    if "resources" in suggested:
+        rule["resources"] = suggested["resources"]
+    (copy / "adapter.yaml").write_text(f"# live: {server}\n" + yaml.safe_dump({"rules": [rule]}))
+    metric = suggested["seriesQuery"].split("{")[0]
+    (copy / "hpa.yaml").write_text(hpa.replace("container_accelerator_duty_cycle", metric))
+    again, _ = lint_live([copy], url, lookback)
+    assert not [f for f in again if f.rule in ("GL801", "GL802")], [f.message for f in again]
+    labels = "exported_pod" if server == "stack" else "pod"
+    assert f'{labels}!=""' in suggested["seriesQuery"]
+
+
+@pytest.mark.parametrize(
+    ("case", "owner", "deferring"),
+    [
+        ("GL801/fail_exporter_renamed", "GL801", "GL402"),
+        ("GL805/pass_known_ratio_left_to_gl107", "GL107", "GL805"),
+    ],
+)
+def test_one_defect_is_one_finding_on_its_line(
+    world: World, down_url: str, case: str, owner: str, deferring: str
+) -> None:
+    """A legacy seriesQuery that finds nothing (GL402 offline, GL801 live) and a target on the
+    wrong scale (GL107 offline, GL805 live) are reported once, by the rule that owns them;
+    without --prometheus the offline rule still reports it."""
+    path = LIVE_FIXTURES / case
+    url, lookback = server_url(world, down_url, path)
+    findings, _ = lint_live([path], url, lookback)
+    lines = {(f.location.file, f.location.line) for f in findings if f.rule == owner}
+    assert lines, [f"{f.rule} {f.message}" for f in findings]
+    assert not [f for f in findings if f.rule == deferring], [f.message for f in findings]
+    offline = lint_paths(path)
+    offline_rule = deferring if owner.startswith("GL8") else owner
+    assert {(f.location.file, f.location.line) for f in offline if f.rule == offline_rule} == lines
