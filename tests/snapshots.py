@@ -6,6 +6,10 @@ then the report exactly as ``gpulint lint`` prints it at 80 columns (headline, m
 notes, summary), with render and lint times of 0.0 s. A test compares the report with its
 snapshot; ``pytest ... --update-snapshots`` writes every snapshot that differs or is missing
 instead. Without the flag a missing snapshot fails, so CI never writes one silently.
+
+A rule that no fixture makes fail has ``snapshots/<rule>.snap`` beside the test that makes
+its finding: GL799 beside tests/test_internal_error.py, and the replay rules, in
+``gpulint replay``'s own text report, beside tests/replay/test_rules.py.
 """
 
 from __future__ import annotations

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpulint.engine import registry as engine
 from gpulint.engine.registry import load_rule, rule_by_id
+from gpulint.report.text import render_text
 
-from .conftest import lint_text
+from .conftest import lint_result, lint_text
+from .snapshots import assert_snapshot, snapshot_text
+
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"  # GL799.snap: no fixture makes it
+UPDATE = "pytest tests/test_internal_error.py --update-snapshots"
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -53,6 +60,13 @@ def broken_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(engine._loaded, "GL501", spec._replace(check=check))
 
 
+def _raise_line() -> int:
+    """The line of ``broken_rule``'s raise, which GL799's message names as where it failed."""
+    lines = Path(__file__).read_text().splitlines()
+    (index,) = [i for i, line in enumerate(lines) if line.strip().startswith("raise Recursion")]
+    return index + 1
+
+
 def test_a_failing_rule_is_gl799_on_that_object_and_nothing_else_is_lost(
     broken_rule: None,
 ) -> None:
@@ -72,3 +86,24 @@ def test_gl799_is_documented_like_every_rule() -> None:
     spec = rule_by_id("GL799")
     assert spec is not None and spec.name == "internal-error"
     assert spec.doc.section("Why is this bad?")
+
+
+def test_gl799_report_matches_its_snapshot(
+    broken_rule: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    """The whole text report of that run, as ``gpulint lint deploy.yaml`` prints it."""
+    (tmp_path / "deploy.yaml").write_text(DEPLOYMENT)
+    monkeypatch.chdir(tmp_path)  # the report names deploy.yaml, not where the test ran
+    result = lint_result("deploy.yaml")
+    (internal,) = [f for f in result.findings if f.rule == "GL799"]
+    # Where the rule raised: the file's name (never its directory) and the raise's line, so
+    # the report is the same on every machine.
+    assert f"exceeded at test_internal_error.py:{_raise_line()};" in internal.message
+    out = io.StringIO()
+    render_text(result, out)
+    source = "tests/test_internal_error.py (GL501 raising on Deployment trainer)"
+    text = snapshot_text(source, out.getvalue(), UPDATE)
+    assert_snapshot(request.config, SNAPSHOTS / "GL799.snap", text, UPDATE)

@@ -1,5 +1,7 @@
 """The whole text report of every failing fixture, compared with its snapshot
 (tests/snapshots.py): a change to any message, fix, note or their wrapping shows as a diff.
+Every rule has one: the rules no fixture makes fail have a snapshot named after them, written
+by the test that makes their finding.
 
 Update after a deliberate change with ``pytest tests/test_snapshots.py --update-snapshots``
 and review the written ``.snap`` files in the diff like any other change.
@@ -23,11 +25,15 @@ from .cluster.test_cluster_fixtures import _cases as _cluster_cases
 from .conftest import FIXTURES, ROOT, lint_result
 from .kubefake import FakeCluster, KubeFake, load_world
 from .live.conftest import LIVE_FIXTURES
+from .replay.test_rules import SNAPSHOTS as REPLAY_SNAPSHOTS
 from .snapshots import UPDATE, assert_snapshot, snapshot_path, snapshot_text
+from .test_internal_error import SNAPSHOTS as INTERNAL_ERROR_SNAPSHOTS
 from .test_rule_fixtures import _cases, _needs_tools, _settings
 
-# No input makes a rule fail (tests/test_internal_error.py makes one fail on purpose).
-_NO_FIXTURE = {"GL799"}
+# Snapshots named <rule>.snap, each written by the test that makes its rule's finding without
+# a fixture: GL799 (tests/test_internal_error.py makes a rule fail on purpose) and the replay
+# rules GL951-GL954 (tests/replay/test_rules.py replays hand-made histories).
+NAMED_SNAPSHOTS = (INTERNAL_ERROR_SNAPSHOTS, REPLAY_SNAPSHOTS)
 
 
 def report_of(path: Path) -> str:
@@ -96,17 +102,38 @@ def test_every_snapshot_belongs_to_a_failing_fixture(request: pytest.FixtureRequ
     assert not stale, f"snapshots without a fixture (run `{UPDATE}` to remove them): {stale}"
 
 
+def _named_snapshots() -> list[Path]:
+    return sorted(path for folder in NAMED_SNAPSHOTS for path in folder.glob("*.snap"))
+
+
+def _snapshotted_rules() -> set[str]:
+    """The rules with a snapshot: a fixture's is in <rule>/snapshots/, a named one is
+    <rule>.snap."""
+    fixtures = {path.parent.parent.name for path in [*_snapshots(), *_live_snapshots()]}
+    return fixtures | {path.stem for path in _named_snapshots()}
+
+
+def rules_without_snapshot(snapshotted: set[str]) -> list[str]:
+    return [spec.id for spec in all_rules() if spec.id not in snapshotted]
+
+
 def test_every_rule_has_a_snapshot() -> None:
-    snapshotted = {path.parent.parent.name for path in [*_snapshots(), *_live_snapshots()]}
+    snapshotted = _snapshotted_rules()
     assert snapshotted, "no snapshot found under tests/fixtures/*/snapshots"
-    missing = [
-        spec.id
-        for spec in all_rules()
-        if spec.id not in snapshotted
-        and spec.id not in _NO_FIXTURE
-        and not spec.id.startswith("GL95")  # replayed against recorded load: tests/replay
-    ]
-    assert not missing, f"rules without a failing fixture's snapshot: {missing}"
+    missing = rules_without_snapshot(snapshotted)
+    assert not missing, f"rules without a snapshot of their text report: {missing}"
+
+
+@pytest.mark.parametrize("rule", ["GL101", "GL799", "GL953"])
+def test_a_rule_without_a_snapshot_is_missing(rule: str) -> None:
+    # A fixture's snapshot, GL799's and a replay rule's: none is exempt.
+    assert rules_without_snapshot(_snapshotted_rules() - {rule}) == [rule]
+
+
+def test_every_named_snapshot_names_a_rule() -> None:
+    rules = {spec.id for spec in all_rules()}
+    strays = [path for path in _named_snapshots() if path.stem not in rules]
+    assert not strays, f"snapshots named after no rule: {strays}"
 
 
 def test_a_changed_report_fails_with_a_diff_and_the_update_command(
