@@ -83,12 +83,19 @@ UPDATE = "pytest tests/live/test_live_fixtures.py --update-snapshots"
 
 def _steady(text: str, url: str) -> str:
     """``text`` without what changes from run to run: the Prometheus's and the exporters'
-    ports, the clock (the data is written relative to now), seconds since the last scrape,
-    and where the repository is checked out."""
+    ports, the clock (the data is written relative to now), the time since the last scrape,
+    the span of history Prometheus holds so far, and where the repository is checked out."""
     text = text.replace(url, "<prometheus>").replace(f"{ROOT}/", "")
     text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", text)
     text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", "<time> UTC", text)
-    return re.sub(r"\b\d+s ago\b", "<n>s ago", text)
+    # How much history the session's Prometheus holds grows while the tests run.
+    text = re.sub(
+        r"over (?:less than \S+ of the last (\S+), all that Prometheus holds"
+        r"|the \S+ of the last (\S+) that Prometheus holds)",
+        lambda m: f"over <span> of the last {m.group(1) or m.group(2)} that Prometheus holds",
+        text,
+    )
+    return re.sub(r"\b(?:\d+m)?\d+s ago\b", "<n>s ago", text)
 
 
 @pytest.mark.parametrize(("rule", "path"), _cases("pass_"), ids=lambda v: str(v)[-50:])
