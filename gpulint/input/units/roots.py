@@ -19,7 +19,8 @@ applications: they make no root.
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from gpulint.input.loader import LoadedFile
@@ -41,14 +42,16 @@ def application_roots(loaded: list[LoadedFile]) -> list[tuple[str, list[LoadedFi
     """The files cut into applications: (root directory, files) per root, and ("", files)
     for the files no root takes. One group with root "" when there are fewer than two roots."""
     holding = {_directory(f.path) for f in loaded if any(_is_workload(d.data) for d in f.documents)}
-    roots = sorted(d for d in holding if not any(_inside(d, other) for other in holding))
+    # A root is a holding directory under no other (each looks up its own ancestors: linear).
+    roots = sorted(d for d in holding if not any(a in holding for a in _ancestors(d)))
     if len(roots) < 2 or _shared_above(loaded, roots):
         return [("", loaded)] if loaded else []
     workloads: dict[str, set[str]] = defaultdict(set)  # workload name -> roots holding it
     groups: dict[str, list[LoadedFile]] = {root: [] for root in roots}
     outside: list[LoadedFile] = []
+    root_set = set(roots)
     for file in loaded:
-        root = _root_of(_directory(file.path), roots)
+        root = _root_of(_directory(file.path), root_set)
         if root is None:
             outside.append(file)
             continue
@@ -76,11 +79,11 @@ def _shared_above(loaded: list[LoadedFile], roots: list[str]) -> bool:
     """A file outside every root, in a directory above two or more of them (a cluster
     directory's adapter values above its ``apps/<name>/``): the applications share it, so
     they are one cluster's and stay one unit."""
+    below = Counter(a for root in roots for a in _ancestors(root))  # directory -> roots under it
+    root_set = set(roots)
     for file in loaded:
         directory = _directory(file.path)
-        if _root_of(directory, roots) is None and (
-            sum(1 for root in roots if _inside(root, directory)) >= 2
-        ):
+        if below[directory] >= 2 and _root_of(directory, root_set) is None:
             return True
     return False
 
@@ -89,15 +92,19 @@ def _directory(path: str) -> str:
     return os.path.dirname(os.path.abspath(path))
 
 
-def _inside(directory: str, other: str) -> bool:
-    return directory != other and directory.startswith(other.rstrip(os.sep) + os.sep)
+def _ancestors(directory: str) -> Iterator[str]:
+    """The directories above ``directory`` (an absolute path), nearest first."""
+    parent = os.path.dirname(directory)
+    while parent != directory:
+        yield parent
+        directory, parent = parent, os.path.dirname(parent)
 
 
-def _root_of(directory: str, roots: list[str]) -> str | None:
-    for root in roots:
-        if directory == root or _inside(directory, root):
-            return root
-    return None
+def _root_of(directory: str, roots: set[str]) -> str | None:
+    """The root ``directory`` is in (roots are never inside each other), or None."""
+    if directory in roots:
+        return directory
+    return next((a for a in _ancestors(directory) if a in roots), None)
 
 
 def _kind(data: Any) -> tuple[str, str] | None:
