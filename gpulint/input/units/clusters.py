@@ -49,6 +49,8 @@ def declaration(data: Any, file: str, root: str) -> list[Declared]:
     if not isinstance(api_version, str) or not isinstance(kind, str):
         return []
     group = api_version.rpartition("/")[0]
+    if group not in (FLUX_KUSTOMIZE, FLUX_HELM, ARGO):
+        return []  # most documents: decided before any file is looked at
     name = as_dict(data.get("metadata")).get("name")
     name = name if isinstance(name, str) and name else kind
     spec = as_dict(data.get("spec"))
