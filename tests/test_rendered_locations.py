@@ -30,6 +30,8 @@ from gpulint.input.yamlparse import YamlError, parse_documents
 
 from .conftest import FIXTURES
 
+pytestmark = pytest.mark.slow  # every fixture rendered through real kustomize and helm
+
 LIMIT = 10 * 1024 * 1024
 AUTOSCALERS = {"HorizontalPodAutoscaler", "ScaledObject", "ScaledJob"}
 

@@ -29,6 +29,8 @@ from gpulint.trace.links import BROKEN, Link, Trace
 
 from .conftest import CORPUS, FIXTURES, ROOT
 
+pytestmark = pytest.mark.slow  # lint and trace over every fixture, example and corpus repository
+
 LIMIT = 10 * 1024 * 1024
 STAGES = stage_rules()
 # Findings about the whole unit's Prometheus break their stage on every trace of the unit.
