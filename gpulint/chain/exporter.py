@@ -30,11 +30,11 @@ from typing import Any, NamedTuple
 
 from gpulint.chain.monitors import (
     OPERATOR_EXPORTER,
-    _mentions_dcgm,
     dcgm_chart_fullname,
     dcgm_chart_namespace,
     dcgm_chart_selector_labels,
 )
+from gpulint.chain.scrapelabels import mentions_dcgm
 from gpulint.core.selectors import label_value, labels_of
 from gpulint.input.chartvalues import DCGM_EXPORTER, GPU_OPERATOR, ChartValues
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
@@ -250,7 +250,7 @@ def exporter_of(manifest: Manifest) -> DcgmExporter | None:
         return None
     template = templates[0]
     images = [c.data.get("image") for c in template.containers if not c.init]
-    if not _mentions_dcgm(manifest.name, manifest.labels, template.labels, images):
+    if not mentions_dcgm(manifest.name, manifest.labels, template.labels, images):
         return None
     ports = []
     for container in template.containers:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from gpulint.chain.scrapelabels import mentions_dcgm
 from gpulint.core.selectors import LabelSelector, label_value, labels_of
 from gpulint.input.chartvalues import DCGM_EXPORTER, GPU_OPERATOR, ChartValues
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
@@ -148,19 +149,6 @@ class Monitor:
         return f"{prefix}/{self.namespace}/{self.name}/{index}"
 
 
-def _mentions_dcgm(*values: Any) -> bool:
-    for value in values:
-        if isinstance(value, dict):
-            if _mentions_dcgm(*value.keys(), *value.values()):
-                return True
-        elif isinstance(value, list):
-            if _mentions_dcgm(*value):
-                return True
-        elif isinstance(value, str) and "dcgm" in value.lower():
-            return True
-    return False
-
-
 def _number(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -227,7 +215,7 @@ def scrapes_dcgm(monitor: Monitor) -> bool:
     if monitor.made_by is not None:
         return True
     selector = monitor.selector
-    return _mentions_dcgm(
+    return mentions_dcgm(
         monitor.name or "",
         dict(monitor.labels),
         dict(selector.match_labels) if selector else {},

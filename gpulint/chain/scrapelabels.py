@@ -37,13 +37,14 @@ class DcgmScrape(NamedTuple):
         return "namespace" if self.honor_labels else "exported_namespace"
 
 
-def _mentions_dcgm(*values: Any) -> bool:
+def mentions_dcgm(*values: Any) -> bool:
+    """Does any name, key or value in ``values`` (nested mappings and lists) say dcgm?"""
     for value in values:
         if isinstance(value, dict):
-            if _mentions_dcgm(*value.keys(), *value.values()):
+            if mentions_dcgm(*value.keys(), *value.values()):
                 return True
         elif isinstance(value, list):
-            if _mentions_dcgm(*value):
+            if mentions_dcgm(*value):
                 return True
         elif isinstance(value, str) and "dcgm" in value.lower():
             return True
@@ -67,7 +68,7 @@ def scrapes_in_manifest(manifest: Manifest) -> list[DcgmScrape]:
     kind, group = manifest.kind, manifest.group
     spec = as_dict(manifest.data.get("spec"))
     if kind in ("ServiceMonitor", "PodMonitor") and group == "monitoring.coreos.com":
-        if not _mentions_dcgm(manifest.name, manifest.labels, as_dict(spec.get("selector"))):
+        if not mentions_dcgm(manifest.name, manifest.labels, as_dict(spec.get("selector"))):
             return []
         key = "endpoints" if kind == "ServiceMonitor" else "podMetricsEndpoints"
         found = []
@@ -87,7 +88,7 @@ def scrapes_in_manifest(manifest: Manifest) -> list[DcgmScrape]:
             )
         return found
     if kind in ("PodMonitoring", "ClusterPodMonitoring") and group == "monitoring.googleapis.com":
-        if not _mentions_dcgm(manifest.name, manifest.labels, as_dict(spec.get("selector"))):
+        if not mentions_dcgm(manifest.name, manifest.labels, as_dict(spec.get("selector"))):
             return []
         return [DcgmScrape(manifest, ("spec",), True, False, False, f"{kind} {manifest.name}")]
     return []
@@ -132,7 +133,7 @@ def scrapes_in_values(document: Document, chart: str | None = None) -> list[Dcgm
 
 def _is_dcgm_chart_values(data: dict[str, Any]) -> bool:
     image = as_dict(data.get("image"))
-    return _mentions_dcgm(
+    return mentions_dcgm(
         image.get("repository"),
         data.get("arguments"),
         data.get("nameOverride"),
