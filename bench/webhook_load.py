@@ -607,6 +607,19 @@ def _free_port() -> int:
         return port
 
 
+def replace_section(heading: str, section: str) -> None:
+    """Write ``section`` (starting with its ``heading`` line) into bench/RESULTS.md in place
+    of the section under ``heading`` up to the next ``## ``, or at the end if there is none."""
+    text = RESULTS.read_text()
+    start = text.find(heading)
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + section + (text[end + 1 :] if end >= 0 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    RESULTS.write_text(text)
+
+
 def record(report: dict[str, Any]) -> None:
     """Replace (or add) the "## Webhook" section of bench/RESULTS.md."""
     results = report["results"]

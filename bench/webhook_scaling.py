@@ -132,15 +132,7 @@ def main() -> int:
         )
     print("\n".join(lines))
     if args.record:
-        text = load.RESULTS.read_text()
-        section = "\n".join(lines) + "\n"
-        start = text.find(SECTION)
-        if start >= 0:
-            end = text.find("\n## ", start + 1)
-            text = text[:start] + section + (text[end + 1 :] if end >= 0 else "")
-        else:
-            text = text.rstrip("\n") + "\n\n" + section
-        load.RESULTS.write_text(text)
+        load.replace_section(SECTION, "\n".join(lines) + "\n")
     return 0
 
 
