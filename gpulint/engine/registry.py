@@ -56,6 +56,7 @@ _RULE_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 _index: list[RuleInfo] | None = None
 _stages: dict[str, frozenset[str]] | None = None
 _loaded: dict[str, RuleSpec] = {}
+_by_id: tuple[list[RuleInfo], dict[str, RuleInfo]] | None = None  # rule_by_id: ID or name
 
 
 def rule_index() -> list[RuleInfo]:
@@ -256,11 +257,15 @@ def all_rules() -> list[RuleSpec]:
 
 
 def rule_by_id(rule_id: str) -> RuleSpec | None:
-    wanted = rule_id.upper()
-    for info in rule_index():
-        if info.id == wanted or info.name == rule_id.lower():
-            return load_rule(info)
-    return None
+    """The rule with that ID or name, imported; None when there is none."""
+    index = rule_index()
+    global _by_id
+    if _by_id is None or _by_id[0] is not index:
+        names = {info.id: info for info in index}
+        names.update((info.name, info) for info in index)
+        _by_id = (index, names)
+    info = _by_id[1].get(rule_id.upper()) or _by_id[1].get(rule_id.lower())
+    return load_rule(info) if info is not None else None
 
 
 def rules_requiring(requirement: str) -> frozenset[str]:

@@ -9,6 +9,7 @@ import os
 import time
 import traceback
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from gpulint.core.deadline import DeadlineExceeded
@@ -51,52 +52,96 @@ def run(
     settings: Settings = inventory.settings
     selection = selection or Selection()
     raw: list[tuple[Finding, Anchor | None]] = []
-    ran: set[str] = set()
     available = (inventory.live is not None, inventory.cluster is not None)
-    items_by_scope: dict[str, list[Any]] = {}
     source = items_for if items_for is not None else scope_items_of(inventory)
-    for info, rule_settings in _enabled_rules(settings, selection, available):
-        if deadline is not None and time.monotonic() > deadline:
-            raise DeadlineExceeded(info.id)
-        ran.add(info.id)
-        if info.scope not in items_by_scope:
-            items_by_scope[info.scope] = list(source(info.scope))
-        items = items_by_scope[info.scope]
+    plan = _plan(settings, selection, available)
+    for scope, planned in plan.by_scope:
+        items = list(source(scope))
         if not items:
             continue
-        raw.extend(_run_rule(load_rule(info), items, inventory, rule_settings, per_rule))
+        for rule in planned:
+            if deadline is not None and time.monotonic() > deadline:
+                raise DeadlineExceeded(rule.info.id)
+            raw.extend(rule.run(items, inventory, per_rule))
     manifests = getattr(items_for, "manifests", None)
-    findings = _suppress(raw, inventory, ran, selection, manifests, suppressed)
+    findings = _suppress(raw, inventory, plan.ids, selection, manifests, suppressed)
     findings.sort(key=Finding.sort_key)
     return _dedupe(findings)
+
+
+class _Planned:
+    """One rule a run starts, with its settings and its options' defaults, worked out once
+    for every run of the plan."""
+
+    __slots__ = ("defaults", "info", "settings", "spec")
+
+    def __init__(self, info: RuleInfo, settings: RuleSettings) -> None:
+        self.info = info
+        self.settings = settings
+        self.spec: RuleSpec | None = None  # imported when its scope first has items
+        self.defaults: dict[str, Any] = {}
+
+    def run(
+        self, items: list[Any], inventory: Inventory, per_rule: int | None
+    ) -> list[tuple[Finding, Anchor | None]]:
+        spec = self.spec
+        if spec is None:
+            spec = self.spec = load_rule(self.info)
+            self.defaults = spec.defaults()
+        # Merged on every run: a rule's options are its own to change, and the settings'
+        # are read as they are now.
+        options = {**self.defaults, **self.settings.options}
+        return _run_rule(spec, items, inventory, self.settings, options, per_rule)
+
+
+class _Plan:
+    """The rules a run starts, grouped by the scope they iterate (in the order each scope's
+    first rule comes in ID order), so that a scope with no items skips its rules at once;
+    findings are sorted after the run, so the order rules run in does not show."""
+
+    __slots__ = ("by_scope", "ids")
+
+    def __init__(self, planned: list[_Planned]) -> None:
+        groups: dict[str, list[_Planned]] = {}
+        for rule in planned:
+            groups.setdefault(rule.info.scope, []).append(rule)
+        self.by_scope = list(groups.items())
+        self.ids = frozenset(rule.info.id for rule in planned)
 
 
 # The rules a run starts, by what decides them (settings, selection, the evidence at hand):
 # worked out once, not on every admission review. Keyed by identity and by what the
 # settings hold, so a Settings changed after a run is planned again.
-_PLANS: dict[tuple[Any, ...], tuple[Settings, list[tuple[RuleInfo, RuleSettings]]]] = {}
+_PLANS: dict[tuple[Any, ...], tuple[Settings, _Plan]] = {}
 
 
-def _enabled_rules(
-    settings: Settings, selection: Selection, available: tuple[bool, bool]
-) -> list[tuple[RuleInfo, RuleSettings]]:
-    """The rules to run, in ID order, each with its settings."""
+def _plan(settings: Settings, selection: Selection, available: tuple[bool, bool]) -> _Plan:
+    """The rules to run, grouped by scope, each with its settings."""
     configured = tuple((rule, id(each), each.enabled) for rule, each in settings.rules.items())
-    key = (id(settings), configured, tuple(selection.select), tuple(selection.ignore), available)
+    index = rule_index()  # a new list once the rules are read again
+    key = (
+        id(settings),
+        id(index),
+        configured,
+        tuple(selection.select),
+        tuple(selection.ignore),
+        available,
+    )
     cached = _PLANS.get(key)
     if cached is not None and cached[0] is settings:
         return cached[1]
     has = {"live": available[0], "cluster": available[1]}
-    plan = []
-    for info in rule_index():
+    planned = []
+    for info in index:
         rule_settings = settings.rule(info.id)
         if not rule_settings.enabled or not selection.allows(info):
             continue
         if info.requires is not None and not has.get(info.requires, False):
             continue
-        plan.append((info, rule_settings))
+        planned.append(_Planned(info, rule_settings))
     if len(_PLANS) >= 32:
         _PLANS.clear()
+    plan = _Plan(planned)
     _PLANS[key] = (settings, plan)  # holding settings keeps its id from being reused
     return plan
 
@@ -106,12 +151,11 @@ def _run_rule(
     items: list[Any],
     inventory: Inventory,
     rule_settings: RuleSettings,
+    options: dict[str, Any],
     per_rule: int | None,
 ) -> list[tuple[Finding, Anchor | None]]:
     """One rule over the items of its scope: its findings (at most ``per_rule``), each with
     where it was raised, and GL799 for each item it failed on."""
-    options = spec.defaults()
-    options.update(rule_settings.options)
     ctx = Context(spec, options)
     raw: list[tuple[Finding, Anchor | None]] = []
     found = 0
@@ -239,7 +283,7 @@ class _Used:
 def _suppress(
     raw: list[tuple[Finding, Anchor | None]],
     inventory: Inventory,
-    ran: set[str],
+    ran: AbstractSet[str],
     selection: Selection,
     manifests: Iterable[Manifest] | None = None,
     counts: dict[str, int] | None = None,
@@ -285,7 +329,7 @@ def _suppressed(
 
 
 def _unused_suppressions(
-    inventory: Inventory, ran: set[str], used: _Used, manifests: Iterable[Manifest] | None
+    inventory: Inventory, ran: AbstractSet[str], used: _Used, manifests: Iterable[Manifest] | None
 ) -> list[Finding]:
     """GL703: suppressions naming a rule that ran and found nothing there."""
     spec = rule_by_id(UNUSED_SUPPRESSION)
