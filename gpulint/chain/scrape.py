@@ -16,6 +16,8 @@ answers in one place.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpulint.chain.adapter import AdapterRule
 from gpulint.chain.endpoints import endpoint_problems
 from gpulint.chain.exporter import (
@@ -34,9 +36,13 @@ from gpulint.chain.urltarget import (
     url_target,
 )
 from gpulint.inventory import Inventory
-from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 from gpulint.metrics.names import Exporter as MetricSource
 from gpulint.metrics.names import is_dcgm_field, lookup
+
+if TYPE_CHECKING:
+    # Named in signatures only: what Prometheus answered is the live check's, and a lint
+    # without --prometheus does not pay for importing its records.
+    from gpulint.live.snapshot import LiveSnapshot, ScrapeTarget
 
 
 def dcgm_series_read(rule: AdapterRule) -> list[str]:
