@@ -79,6 +79,9 @@ class KindSpec(NamedTuple):
     # not watch it (gpulint.cluster.kinds.cluster_kinds).
     read: bool = False
     any_group: bool = False  # matched by kind alone (workloads)
+    # Why a watched kind the webhook does not evaluate is read: written above its rule in
+    # deploy/'s RBAC (gpulint.webhook.deploy), which refuses a watched-only kind without one.
+    why_watched: str = ""
 
     @property
     def api_versions(self) -> tuple[str, ...]:
@@ -256,13 +259,20 @@ KINDS: tuple[KindSpec, ...] = (
         "resourceclaims",
         DEVICE_CLAIM,
         watched=True,
+        why_watched="DRA: the claims pods name say whether they hold GPUs.",
     ),
     # Configuration: ConfigMaps hold the prometheus-adapter config and KServe's
     # inferenceservice-config; PrometheusRules create series (record:).
     KindSpec("ConfigMap", "", ("v1",), "configmaps", CONFIG),
     # What the VerticalPodAutoscaler updater may evict is bounded by these (gpulint.kinds.vpa).
     KindSpec(
-        "PodDisruptionBudget", "policy", ("v1",), "poddisruptionbudgets", CONFIG, watched=True
+        "PodDisruptionBudget",
+        "policy",
+        ("v1",),
+        "poddisruptionbudgets",
+        CONFIG,
+        watched=True,
+        why_watched="What bounds the evictions of a VerticalPodAutoscaler (GL112).",
     ),
     KindSpec("PrometheusRule", "monitoring.coreos.com", ("v1",), "prometheusrules", CONFIG),
     # GitOps wrappers whose chart values gpulint reads (gpulint.input.gitops).
