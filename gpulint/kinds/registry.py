@@ -13,9 +13,10 @@ Adding a kind: write its view, a subclass of ``gpulint.kinds.view.KindView`` in
 replica claims, scaling range, generated names, adapter metrics, scope items, Prometheus URLs,
 trace sources; ``gpulint.kinds.view`` lists them), then add one ``KindSpec`` to ``KINDS`` with
 a constructor ``(manifest, ViewContext) -> view``, the rule scope its rules iterate and, for an
-autoscaler, its claim rank. Nothing else names view classes. The registry imports the views
-and no view imports the registry: a view that needs a fact of its kind keeps it in its own
-module (workload template paths live in ``gpulint.kinds.workload``).
+autoscaler, its claim rank; then run ``python -m gpulint.webhook.deploy``, which writes the RBAC
+and webhook rules of deploy/ from ``KINDS``. Nothing else names view classes. The registry
+imports the views and no view imports the registry: a view that needs a fact of its kind keeps
+it in its own module (workload template paths live in ``gpulint.kinds.workload``).
 
 Kinds are matched by API group and kind. Workload kinds also match in any group
 (``extensions/v1beta1`` Deployments in old dumps, forks of Argo Rollouts), and any other object
