@@ -112,6 +112,14 @@ def webhook_rules(workloads: bool) -> list[WebhookRule]:
     for spec in _evaluated(workloads):
         scope = "Cluster" if spec.kind in CLUSTER_SCOPED else "Namespaced"
         resources.setdefault((spec.group, spec.versions, scope), []).append(spec.plural)
+    if not resources:
+        # A webhook without rules is never called: say so rather than install one that
+        # judges nothing.
+        which = "workload" if workloads else "non-workload"
+        raise DeployError(
+            f"no {which} kind is evaluated: its webhook in deploy/ would have no rules; "
+            "remove the webhook from deploy/ first"
+        )
     return [
         WebhookRule(group, versions, tuple(dict.fromkeys(plurals)), scope)
         for (group, versions, scope), plurals in resources.items()

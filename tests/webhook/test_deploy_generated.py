@@ -118,6 +118,16 @@ def test_an_evaluated_workload_with_its_pods_elsewhere_is_refused(
     assert judged.role == WORKLOAD
 
 
+def test_a_webhook_left_without_kinds_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    kinds = tuple(
+        s._replace(evaluated=False, watched=False) if s.role == WORKLOAD else s
+        for s in registry.KINDS
+    )
+    monkeypatch.setattr(registry, "KINDS", kinds)
+    with pytest.raises(DeployError, match="no workload kind is evaluated"):
+        deploy.generated_files(ROOT)
+
+
 def _rendered_rules(objects: list[dict[str, Any]]) -> tuple[set[tuple[str, str]], dict[str, Any]]:
     """What the ClusterRole grants, and the webhooks' rules by webhook name."""
     (role,) = [o for o in objects if o["kind"] == "ClusterRole"]
