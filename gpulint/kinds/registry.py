@@ -13,9 +13,10 @@ Adding a kind: write its view, a subclass of ``gpulint.kinds.view.KindView`` in
 replica claims, scaling range, generated names, adapter metrics, scope items, Prometheus URLs,
 trace sources; ``gpulint.kinds.view`` lists them), then add one ``KindSpec`` to ``KINDS`` with
 a constructor ``(manifest, ViewContext) -> view``, the rule scope its rules iterate and, for an
-autoscaler, its claim rank. Nothing else names view classes. The registry imports the views
-and no view imports the registry: a view that needs a fact of its kind keeps it in its own
-module (workload template paths live in ``gpulint.kinds.workload``).
+autoscaler, its claim rank; then run ``python -m gpulint.webhook.deploy``, which writes the RBAC
+and webhook rules of deploy/ from ``KINDS``. Nothing else names view classes. The registry
+imports the views and no view imports the registry: a view that needs a fact of its kind keeps
+it in its own module (workload template paths live in ``gpulint.kinds.workload``).
 
 Kinds are matched by API group and kind. Workload kinds also match in any group
 (``extensions/v1beta1`` Deployments in old dumps, forks of Argo Rollouts), and any other object
@@ -79,6 +80,9 @@ class KindSpec(NamedTuple):
     # not watch it (gpulint.cluster.kinds.cluster_kinds).
     read: bool = False
     any_group: bool = False  # matched by kind alone (workloads)
+    # Why a watched kind the webhook does not evaluate is read: written above its rule in
+    # deploy/'s RBAC (gpulint.webhook.deploy), which refuses a watched-only kind without one.
+    why_watched: str = ""
 
     @property
     def api_versions(self) -> tuple[str, ...]:
@@ -256,13 +260,20 @@ KINDS: tuple[KindSpec, ...] = (
         "resourceclaims",
         DEVICE_CLAIM,
         watched=True,
+        why_watched="DRA: the claims pods name say whether they hold GPUs.",
     ),
     # Configuration: ConfigMaps hold the prometheus-adapter config and KServe's
     # inferenceservice-config; PrometheusRules create series (record:).
     KindSpec("ConfigMap", "", ("v1",), "configmaps", CONFIG),
     # What the VerticalPodAutoscaler updater may evict is bounded by these (gpulint.kinds.vpa).
     KindSpec(
-        "PodDisruptionBudget", "policy", ("v1",), "poddisruptionbudgets", CONFIG, watched=True
+        "PodDisruptionBudget",
+        "policy",
+        ("v1",),
+        "poddisruptionbudgets",
+        CONFIG,
+        watched=True,
+        why_watched="What bounds the evictions of a VerticalPodAutoscaler (GL112).",
     ),
     KindSpec("PrometheusRule", "monitoring.coreos.com", ("v1",), "prometheusrules", CONFIG),
     # GitOps wrappers whose chart values gpulint reads (gpulint.input.gitops).

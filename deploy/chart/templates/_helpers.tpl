@@ -171,37 +171,6 @@ called (extended resources cannot be overcommitted; kubernetes pkg/apis/core/val
 {{- end }}
 {{- end }}
 
-{{/* The ClusterRole's (or serve.namespace's Role's) rules: the kinds gpulint.kinds marks as
-watched. */}}
-{{- define "gpulint.watchedRules" -}}
-- apiGroups: ["autoscaling"]
-  resources: ["horizontalpodautoscalers"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: ["apps"]
-  resources: ["deployments", "statefulsets"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: ["keda.sh"]
-  resources: ["scaledobjects", "scaledjobs"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: ["autoscaling.k8s.io"]
-  resources: ["verticalpodautoscalers"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: ["serving.kserve.io"]
-  resources: ["inferenceservices"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: ["serving.knative.dev"]
-  resources: ["services", "configurations"]
-  verbs: ["get", "list", "watch"]
-# DRA: the claims pods name say whether they hold GPUs.
-- apiGroups: ["resource.k8s.io"]
-  resources: ["resourceclaimtemplates", "resourceclaims"]
-  verbs: ["get", "list", "watch"]
-# What bounds the evictions of a VerticalPodAutoscaler (GL112).
-- apiGroups: ["policy"]
-  resources: ["poddisruptionbudgets"]
-  verbs: ["get", "list", "watch"]
-{{- end }}
-
 {{/* The container's arguments: the flags of `gpulint serve` (the image's entry point). */}}
 {{- define "gpulint.args" -}}
 {{- $serve := .Values.serve -}}
