@@ -15,10 +15,10 @@ from gpulint.input.loader import load_file
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA
 from gpulint.kinds.registry import KINDS, VIEW_SCOPES, ViewContext, build_view
+from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.view import (
     Generator,
     KindView,
-    TargetRef,
     generated_by,
     generator_of,
     is_generated,

@@ -44,7 +44,8 @@ SCOPES = (
     "pod-owner",  # gpulint.engine.scopes.PodOwner: anything with pod templates
     "adapter-rule",  # gpulint.chain.adapter.AdapterRule
     "adapter-config",  # gpulint.chain.adapter.AdapterConfig
-    # gpulint.chain.adapter.AdapterRule and gpulint.kinds.keda.PrometheusTrigger: what sends PromQL
+    # gpulint.chain.adapter.AdapterRule and gpulint.kinds.triggers.PrometheusTrigger: what
+    # sends PromQL
     "prometheus-query",
     "target-group",  # gpulint.inventory.TargetGroup
     "monitor",  # gpulint.chain.monitors.Monitor: dcgm-exporter's ServiceMonitors and PodMonitors

@@ -49,8 +49,9 @@ from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import KnativeService
 from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
 from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_view, spec_for
+from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.scaling import ScalingRange, replicas_range
-from gpulint.kinds.view import KindView, TargetRef
+from gpulint.kinds.view import KindView
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
 
 if TYPE_CHECKING:

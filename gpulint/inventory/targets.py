@@ -17,7 +17,8 @@ from gpulint.kinds.knative import (
     revision_deployment_parent,
 )
 from gpulint.kinds.kserve import Component, InferenceService
-from gpulint.kinds.view import KindView, TargetRef
+from gpulint.kinds.scaletarget import TargetRef
+from gpulint.kinds.view import KindView
 from gpulint.kinds.workload import GpuNames, GpuRequest, PodTemplate, pod_templates
 
 

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from gpulint.input.document import Manifest, Path, as_dict, as_list, plain_data
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
 from gpulint.kinds.scaling import ScalingRange, replica_count
-from gpulint.kinds.view import AdapterTrace, KindView, ReplicaClaim, TargetRef, TraceSource
+from gpulint.kinds.view import AdapterTrace, KindView, TraceSource
 
 HPA_KIND = "HorizontalPodAutoscaler"
 RESOURCE_METRIC_TYPES = ("Resource", "ContainerResource")

@@ -40,39 +40,10 @@ from typing import Any, NamedTuple, Protocol
 
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, ManifestView, Path
+from gpulint.kinds.revisions import RevisionTrace
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
 from gpulint.kinds.scaling import ScalingRange
 from gpulint.kinds.workload import PodTemplate
-
-
-class TargetRef(NamedTuple):
-    """A scaleTargetRef: the workload an autoscaler scales."""
-
-    kind: str
-    name: str
-    api_version: str
-    path: Path
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
-
-
-class ReplicaClaim(NamedTuple):
-    """A claim one object makes on a workload's replicas, before the inventory resolves it.
-
-    Either ``ref`` (a scaleTargetRef as written, resolved against the loaded objects) or
-    ``workload`` (the name of the Deployment a controller makes, in the object's namespace)
-    is set.
-    """
-
-    kind: str  # HorizontalPodAutoscaler | ScaledObject | KServe: what rules call the claimant
-    path: Path  # where the claim is written
-    hpa_name: str  # the HPA that sets the replicas (KEDA and KServe make their own)
-    description: str  # "KEDA ScaledObject llm (HPA keda-hpa-llm)", for messages
-    ref: TargetRef | None = None
-    workload: str | None = None
-    implicit: bool = False  # made by a controller, not written as an autoscaler
-    note: str = ""
 
 
 class Generator(NamedTuple):
@@ -170,13 +141,6 @@ class QueryTrace(NamedTuple):
     path: Path
     ref: TargetRef | None  # the workload it scales
     detail: str  # "KEDA prometheus trigger"
-
-
-class RevisionTrace(NamedTuple):
-    """A Pods metric Knative's HPA class reads for each revision of the object."""
-
-    metric: str
-    path: Path  # where the metric is set
 
 
 TraceSource = AdapterTrace | QueryTrace | RevisionTrace

@@ -33,13 +33,13 @@ from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA
 from gpulint.kinds.registry import VIEW_SCOPES
+from gpulint.kinds.revisions import RevisionTrace
+from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.view import (
     AdapterMetric,
     AdapterTrace,
     KindView,
     QueryTrace,
-    RevisionTrace,
-    TargetRef,
     TraceSource,
 )
 from gpulint.live.snapshot import HpaEvidence
