@@ -30,7 +30,7 @@ from gpulint.kinds.revisions import (
 )
 from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
 from gpulint.kinds.scaling import ScalingRange, replica_count
-from gpulint.kinds.view import KindView, QueryTrace, TraceSource
+from gpulint.kinds.view import GeneratedWorkload, KindView, QueryTrace, TraceSource
 from gpulint.kinds.workload import (
     KSERVE_CONTAINER_KEYS,
     Container,
@@ -252,7 +252,14 @@ class InferenceService(KindView):
         return None
 
     def generated_names(self) -> list[str]:
-        return [self.component_name(component.name) for component in self.components]
+        return [workload.name for workload in self.generated_workloads()]
+
+    def generated_workloads(self) -> list[GeneratedWorkload]:
+        """The Deployment KServe makes for each component (``component_name``)."""
+        return [
+            GeneratedWorkload(self.component_name(c.name), c.name, [c.template])
+            for c in self.components
+        ]
 
     def trace_sources(self) -> list[TraceSource]:
         """Knative mode: the revisions' metric on the HPA class; Standard mode with class

@@ -17,8 +17,15 @@ HPA). Readers never ask which view class they hold:
 * ``generated_names()``: the names a controller gives the workloads it makes for the object
   (KServe's ``<isvc>-predictor``, Knative's ``<service>-NNNNN-deployment`` parent), which
   admission follows to the autoscalers on them;
-* ``adapter_metrics()``: the metrics it reads through prometheus-adapter, whose adapter rules
-  admission re-checks with it;
+* ``generated_workloads()``: the workloads a controller makes for parts of the object under
+  names it gives them, with their pod templates (KServe's ``<isvc>-predictor`` Deployment of
+  each component), to which a scaleTargetRef naming one resolves;
+* ``reads_metrics_api``: whether it reads the Kubernetes metrics APIs itself, as the HPA
+  controller does for an HPA (KEDA and KServe's KEDA class query Prometheus themselves,
+  Knative's HPA class makes an HPA of its own): its directory decides which adapter configs
+  serve the directories of a repository;
+* ``adapter_reads()``: the metrics it reads through prometheus-adapter (``AdapterMetric``), and
+  ``adapter_metrics()`` their names and APIs, whose adapter rules admission re-checks with it;
 * ``scope_items()``: what it adds to rule scopes besides its own (``autoscaler``; the
   ``prometheus-query`` of a trigger that queries Prometheus itself);
 * ``prometheus_urls()``: the Prometheus addresses it queries (the scrape chain checks them);
@@ -36,7 +43,7 @@ module imports no view and no registry, so every view can import it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, ManifestView, Path
@@ -104,6 +111,14 @@ def is_generated(manifest: Manifest) -> bool:
     return found
 
 
+class GeneratedWorkload(NamedTuple):
+    """A workload a controller makes for one part of an object, under the name it gives it."""
+
+    name: str  # llm-predictor: what a scaleTargetRef to it names
+    part: str  # predictor: the part of the object it is made for
+    templates: list[PodTemplate]  # the pods it runs, as the object writes them
+
+
 class AdapterMetric(Protocol):
     """A metric an autoscaler reads through prometheus-adapter (``HpaMetric`` is one)."""
 
@@ -150,6 +165,7 @@ class KindView(ManifestView):
     """The protocol of a kind's view (see the module docstring); empty answers by default."""
 
     manifest: Manifest
+    reads_metrics_api: ClassVar[bool] = False
 
     def pod_templates(self) -> list[PodTemplate]:
         """The pod templates the object makes pods from (with their GPU claims)."""
@@ -171,10 +187,19 @@ class KindView(ManifestView):
         """Names a controller gives the workloads it makes for the object."""
         return []
 
+    def generated_workloads(self) -> list[GeneratedWorkload]:
+        """Workloads a controller makes for parts of the object, under names it gives them."""
+        return []
+
+    def adapter_reads(self) -> list[AdapterMetric]:
+        """The metrics it reads through prometheus-adapter's custom and external metrics APIs,
+        in the order written, each with a name."""
+        return []
+
     def adapter_metrics(self) -> list[tuple[str, str]]:
         """``(name, api)`` of the metrics read through prometheus-adapter (api ``custom`` or
         ``external``)."""
-        return []
+        return [(metric.name, metric.api) for metric in self.adapter_reads() if metric.name]
 
     def scope_items(self) -> Iterator[tuple[str, Any]]:
         """``(scope, item)`` for the rule scopes it takes part in besides its own."""

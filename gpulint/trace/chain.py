@@ -31,7 +31,6 @@ from gpulint.core.model import Finding, ObjectRef, Severity
 from gpulint.engine.registry import stage_rules
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
 from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.revisions import RevisionTrace
 from gpulint.kinds.scaletarget import TargetRef
@@ -377,9 +376,10 @@ class _Chain:
         """What ``--prometheus`` collected about the autoscaler's metrics (HPAs only: the
         adapter's queries are rendered for HPAs)."""
         live = self.inventory.live
-        if live is None or not live.available or not isinstance(autoscaler, HPA):
+        hpa = self.inventory.hpa_of(autoscaler.manifest)
+        if live is None or not live.available or hpa is None:
             return []
-        return live.for_hpa(autoscaler, self.inventory)
+        return live.for_hpa(hpa, self.inventory)
 
     def _live(self, hpa: KindView, metric: AdapterMetric, findings: list[Finding]) -> Link | None:
         """What the adapter's query returned from a live Prometheus (``--prometheus``)."""
