@@ -28,7 +28,7 @@ from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrape import dcgm_targets, url_target
 from gpulint.chain.services import ServiceView
 from gpulint.core.model import Finding, ObjectRef, Severity
-from gpulint.engine.registry import stage_rules
+from gpulint.engine.registry import stage_rules, unit_rules
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
 from gpulint.kinds.registry import VIEW_SCOPES
@@ -59,9 +59,6 @@ from gpulint.trace.links import (
 )
 
 __all__ = ["Link", "Trace", "select", "traces"]
-
-# Findings about the whole unit's Prometheus, wherever they are placed.
-_UNIT_RULES = {"GL806": "scrape", "GL809": "prometheus"}
 
 
 class _Chain:
@@ -473,7 +470,7 @@ def _metrics_api_path(hpa: KindView, metric: AdapterMetric) -> str:
 
 def traces(inventory: Inventory, findings: Iterable[Finding], unit: str = "") -> list[Trace]:
     """One trace per autoscaler metric of the unit, from each view's trace sources."""
-    chain = _Chain(inventory, StageFindings(findings, stage_rules(), _UNIT_RULES))
+    chain = _Chain(inventory, StageFindings(findings, stage_rules(), unit_rules()))
     found: list[Trace] = []
     for scope in VIEW_SCOPES:
         for view in inventory.items_of(scope):
