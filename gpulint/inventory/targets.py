@@ -3,7 +3,8 @@
 An autoscaler names a Deployment; that Deployment may be written out, or be the one KServe
 makes for an InferenceService component (``<isvc>-predictor``, before 0.11
 ``<isvc>-predictor-default``), or a Knative revision's (``<service>-00001-deployment``).
-``TargetResolver`` follows all of these to the pod templates behind the name.
+``TargetResolver`` follows all of these to the pod templates behind the name; which workloads
+a controller makes, under which names, each view says (``KindView.generated_workloads``).
 """
 
 from __future__ import annotations

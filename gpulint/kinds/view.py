@@ -22,8 +22,8 @@ HPA). Readers never ask which view class they hold:
   each component), to which a scaleTargetRef naming one resolves;
 * ``reads_metrics_api``: whether it reads the Kubernetes metrics APIs itself, as the HPA
   controller does for an HPA (KEDA and KServe's KEDA class query Prometheus themselves,
-  Knative's HPA class makes an HPA of its own): its directory decides which adapter configs
-  serve the directories of a repository;
+  Knative's HPA class makes an HPA of its own): the adapter configs nearest to it serve it,
+  and where it is written counts in which configs each directory of a repository sees;
 * ``adapter_reads()``: the metrics it reads through prometheus-adapter (``AdapterMetric``), and
   ``adapter_metrics()`` their names and APIs, whose adapter rules admission re-checks with it;
 * ``scope_items()``: what it adds to rule scopes besides its own (``autoscaler``; the
