@@ -110,22 +110,12 @@ from gpulint.kinds.hpa import (
     scale_down_fix,
     scale_up_fix,
 )
-from gpulint.kinds.keda import (
-    PrometheusTrigger,
-    ScaledObject,
-)
-from gpulint.kinds.knative import CLASS_ANNOTATION as KNATIVE_CLASS_ANNOTATION
+from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import (
     CONFIGURATION_LABEL,
-    HPA_CLASS,
     KNATIVE_SERVING_GROUP,
-    KPA_METRICS,
-    METRIC_ANNOTATION,
     REVISION_LABEL,
-    TARGET_ANNOTATION,
     KnativeService,
-    RevisionAutoscaling,
-    annotation_text,
     is_autoscaling_annotation,
     is_knative_owned,
     owning_revision,
@@ -145,8 +135,19 @@ from gpulint.kinds.kserve import (
     mode_note,
     mode_spelling,
 )
+from gpulint.kinds.revisions import CLASS_ANNOTATION as KNATIVE_CLASS_ANNOTATION
+from gpulint.kinds.revisions import (
+    HPA_CLASS,
+    KPA_METRICS,
+    METRIC_ANNOTATION,
+    TARGET_ANNOTATION,
+    RevisionAutoscaling,
+    annotation_text,
+)
 from gpulint.kinds.scaledjob import ScaledJob
-from gpulint.kinds.view import TargetRef, generated_by, generator_of, is_generated
+from gpulint.kinds.scaletarget import TargetRef
+from gpulint.kinds.triggers import PrometheusTrigger
+from gpulint.kinds.view import generated_by, generator_of, is_generated
 from gpulint.kinds.vpa import PDB_KIND, RESIZABLE, UPDATER_MIN_REPLICAS, VPA, budgets_covering
 from gpulint.kinds.workload import (
     Container,

@@ -64,6 +64,7 @@ SEVERITY = Severity.ERROR
 SCOPE = "inventory"
 REQUIRES = "live"  # runs only with --prometheus
 STAGES = ("scrape",)
+STAGE_REACH = "unit"  # about the unit's Prometheus: every trace of the unit goes through it
 
 
 def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:

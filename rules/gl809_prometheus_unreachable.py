@@ -56,6 +56,7 @@ SEVERITY = Severity.WARNING
 SCOPE = "inventory"
 REQUIRES = "live"  # runs only with --prometheus
 STAGES = ("prometheus",)
+STAGE_REACH = "unit"  # about the unit's Prometheus: every trace of the unit goes through it
 
 
 def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:

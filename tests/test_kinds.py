@@ -6,23 +6,27 @@ from __future__ import annotations
 import ast
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from gpulint.input.document import Manifest
 from gpulint.input.loader import load_file
 from gpulint.inventory import Inventory
+from gpulint.inventory.exposure import Consumer, Exposure
 from gpulint.kinds.hpa import HPA
 from gpulint.kinds.registry import KINDS, VIEW_SCOPES, ViewContext, build_view
+from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.view import (
+    AdapterMetric,
+    GeneratedWorkload,
     Generator,
     KindView,
-    TargetRef,
     generated_by,
     generator_of,
     is_generated,
 )
+from gpulint.kinds.workload import PodTemplate, pod_template_at
 
 KINDS_DIR = Path(__file__).resolve().parent.parent / "gpulint" / "kinds"
 
@@ -55,12 +59,15 @@ def test_every_registered_view_implements_the_protocol(spec: Any) -> None:
         view.replica_claims(),
         view.target_refs(),
         view.generated_names(),
+        view.generated_workloads(),
+        view.adapter_reads(),
         view.adapter_metrics(),
         list(view.scope_items()),
         view.prometheus_urls(),
         view.trace_sources(),
     ):
         assert isinstance(answer, list)
+    assert isinstance(view.reads_metrics_api, bool)
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -170,3 +177,121 @@ def test_views_targeting_a_workload_are_found_by_their_target_refs() -> None:
     assert inventory.views_targeting(("StatefulSet", "ml", "llm")) == []
     inventory.claims.view_removed(tuner)
     assert inventory.views_targeting(("Deployment", "ml", "llm")) == []
+
+
+# What the inventory asks every view, answered by a kind it has never heard of: resolving a
+# scaleTargetRef to a workload a controller generates, and which adapter rules serve the metrics
+# an object reads through the metrics APIs, need no edit for a new kind.
+
+MAKER = """\
+apiVersion: example.com/v1
+kind: BatchPool
+metadata: {name: batch, namespace: ml}
+spec:
+  template:
+    metadata: {labels: {app: batch}}
+    spec:
+      containers:
+        - name: runner
+          resources: {limits: {nvidia.com/gpu: 2}}
+"""
+
+
+class _Maker(KindView):
+    """A kind whose controller makes a Deployment ``<name>-runner`` from its template."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        template = pod_template_at(manifest.data, ("spec", "template"), owner=manifest)
+        self.templates: list[PodTemplate] = [template] if template is not None else []
+
+    def generated_workloads(self) -> list[GeneratedWorkload]:
+        return [GeneratedWorkload(f"{self.name}-runner", "runner", self.templates)]
+
+
+def test_a_scale_target_resolves_to_the_workload_a_kind_generates() -> None:
+    inventory = Inventory()
+    maker = _Maker(_manifest(MAKER))
+    ref = TargetRef("Deployment", "batch-runner", "apps/v1", ("spec", "scaleTargetRef"))
+    assert not inventory.resolve_target("ml", ref).found
+    inventory.resolver.view_added(maker)
+    inventory.resolver.changed()
+    target = inventory.resolve_target("ml", ref)
+    assert target.owner is maker.manifest
+    assert target.templates == maker.templates
+    assert [r.count for r in target.gpu_requests(inventory.gpu_names)] == [2]
+    assert not inventory.resolve_target("other", ref).found
+    # Not an InferenceService: the KServe question does not take it for one.
+    assert inventory.isvc_for_component("ml", "batch-runner") is None
+    inventory.resolver.view_removed(maker)
+    inventory.resolver.changed()
+    assert not inventory.resolve_target("ml", ref).found
+
+
+ADAPTER = """\
+rules:
+  - seriesQuery: 'queue_depth{namespace!="",pod!=""}'
+    resources:
+      overrides:
+        namespace: {resource: namespace}
+        pod: {resource: pod}
+    name: {matches: "^queue_depth$", as: "queue_depth"}
+    metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+
+
+class _QueueMetric(NamedTuple):
+    """A Pods metric read through the custom metrics API (what ``AdapterMetric`` asks)."""
+
+    index: int
+    type: str
+    name: str | None
+    name_path: tuple[str | int, ...]
+    api: str
+    target: Any
+    described_object: dict[str, Any] | None
+
+
+class _QueueScaler(KindView):
+    """A kind whose controller reads a Pods metric through the metrics APIs, as the HPA
+    controller does."""
+
+    reads_metrics_api = True
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        self.metric = _QueueMetric(0, "Pods", "queue_depth", ("spec", "metric"), "custom", 5, None)
+
+    def adapter_reads(self) -> list[AdapterMetric]:
+        return [self.metric]
+
+
+def test_adapter_rules_serve_any_kind_that_reads_the_metrics_api() -> None:
+    probe = Inventory()
+    probe.add_file(load_file("adapter/config.yaml", ADAPTER.encode()))
+    (config,) = probe.adapter_configs
+    (rule,) = config.rules
+    # As the inventory does: the readers are its views that read the metrics APIs.
+    views: list[KindView] = []
+    exposure = Exposure(lambda: [view for view in views if view.reads_metrics_api])
+    exposure.add_configs([config])
+    assert exposure.readers() == {}
+    assert exposure.asked_of(rule) == {}
+    scaler = _QueueScaler(_manifest(MAKER.replace("BatchPool", "QueueScaler")))
+    other = _Maker(_manifest(MAKER))  # reads no metrics API
+    for view in (scaler, other):
+        views.append(view)
+        exposure.view_added(view)
+    assert exposure.readers() == {("custom", "queue_depth"): {id(scaler): scaler}}
+    assert exposure.asked_of(rule) == {"pods": Consumer(scaler, scaler.metric)}
+    assert scaler.adapter_metrics() == [("queue_depth", "custom")]
+    views.remove(scaler)
+    exposure.view_removed(scaler)
+    assert exposure.readers() == {}
+    assert exposure.asked_of(rule) == {}
+    # Built from scratch, the readers are those the inventory hands it.
+    views.append(scaler)
+    fresh = Exposure(lambda: [view for view in views if view.reads_metrics_api])
+    fresh.add_configs([config])
+    assert fresh.readers() == {("custom", "queue_depth"): {id(scaler): scaler}}
+    assert fresh.asked_of(rule) == {"pods": Consumer(scaler, scaler.metric)}

@@ -14,7 +14,7 @@ from typing import Any
 import gpulint.rules
 import pytest
 
-from gpulint.core.model import Severity
+from gpulint.core.model import Finding, Location, Severity
 from gpulint.engine import registry
 from gpulint.engine.config import Settings
 from gpulint.engine.registry import (
@@ -24,6 +24,7 @@ from gpulint.engine.registry import (
     rule_index,
     rules_requiring,
     stage_rules,
+    unit_rules,
 )
 from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.live.snapshot import LiveSnapshot
@@ -82,6 +83,9 @@ def test_the_index_holds_what_the_modules_declare() -> None:
     assert by_id["GL801"].requires == "live" and by_id["GL801"].stages == ("adapter-rule",)
     assert by_id["GL703"].stages == () and by_id["GL703"].requires is None
     assert "GL806" in stage_rules()["scrape"] and "GL806" not in stage_rules()["workload"]
+    # Findings about the unit's Prometheus break their stage on every trace of the unit.
+    assert by_id["GL806"].stage_reach == "unit" and by_id["GL801"].stage_reach == "object"
+    assert unit_rules() == {"GL806": ("scrape",), "GL809": ("prometheus",)}
     live = rules_requiring("live")
     assert {"GL801", "GL809", "GL812"} <= live and "GL901" not in live
     assert not any(info.probes_cluster for info in rule_index() if info.id != "GL901")
@@ -162,6 +166,26 @@ def test_the_imported_rule_says_what_the_index_read() -> None:
         ),
         (
             'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'STAGES = ("scrape",)\nSTAGE_REACH = "everywhere"\n',
+            "gpulint.rules.gl990_x:10: unknown STAGE_REACH 'everywhere' (one of object, unit)",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'STAGES = ("scrape",)\nSTAGE_REACH = ("unit",)\n',
+            "gpulint.rules.gl990_x:10: STAGE_REACH must be a string",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'STAGE_REACH = "unit"\n',
+            'gpulint.rules.gl990_x:9: STAGE_REACH = "unit" needs STAGES',
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'STAGE_REACH = "unit" if DEBUG else "object"\nSTAGES = ("scrape",)\n',
+            "gpulint.rules.gl990_x:9: STAGE_REACH must be a literal",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
             'ID = "GL991"\n',
             "gpulint.rules.gl990_x:9: ID is declared twice (first at line 5)",
         ),
@@ -190,6 +214,29 @@ def test_declarations_may_span_lines_and_the_docstring_is_no_declaration() -> No
         "hpa",
     )
     assert info.stages == ("autoscaler", "metrics-api") and info.fixes == ("safe",)
+
+
+def test_a_rule_about_the_unit_breaks_its_stages_on_every_trace() -> None:
+    """``STAGE_REACH = "unit"``: its findings count on its stages of every trace, wherever
+    they are placed; a rule's other findings only on the traces through their object."""
+    source = HEADER + (
+        'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "inventory"\n'
+        'STAGES = ("scrape", "prometheus")\nSTAGE_REACH = "unit"\n'
+    )
+    info = read_declarations("gpulint.rules.gl990_x", source)
+    assert (info.stages, info.stage_reach) == (("scrape", "prometheus"), "unit")
+    placed = Location("prometheus/values.yaml", 3, 1)
+    about_unit = Finding("GL990", "a-rule", Severity.ERROR, "Prometheus is down.", placed)
+    on_object = about_unit._replace(rule="GL991", name="b-rule")
+    stages = {stage: frozenset() for stage in links.STAGES}
+    stages |= {"scrape": frozenset({"GL990", "GL991"}), "prometheus": frozenset({"GL990"})}
+    findings = links.StageFindings([about_unit, on_object], stages, {"GL990": info.stages})
+    elsewhere = [links.Anchor("apps/llm.yaml", None)]
+    assert findings.on("scrape", elsewhere) == [about_unit]
+    assert findings.on("prometheus", elsewhere) == [about_unit]
+    assert findings.on("workload", elsewhere) == []
+    here = [links.Anchor("prometheus/values.yaml", None)]
+    assert findings.on("scrape", here) == [about_unit, on_object]
 
 
 def test_a_new_rule_is_in_the_trace_stages_it_declares(new_live_rule: Path) -> None:

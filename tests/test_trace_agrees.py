@@ -21,7 +21,7 @@ import pytest
 from gpulint.core.model import Finding, Severity
 from gpulint.engine.config import Settings
 from gpulint.engine.files import build_units, plan_units, unit_inventory
-from gpulint.engine.registry import Selection, stage_rules
+from gpulint.engine.registry import Selection, stage_rules, unit_rules
 from gpulint.engine.runner import run
 from gpulint.input.units import RenderOptions
 from gpulint.trace.chain import traces
@@ -33,8 +33,9 @@ pytestmark = pytest.mark.slow  # lint and trace over every fixture, example and 
 
 LIMIT = 10 * 1024 * 1024
 STAGES = stage_rules()
-# Findings about the whole unit's Prometheus break their stage on every trace of the unit.
-UNIT_RULES = {"GL806": "scrape", "GL809": "prometheus"}
+# Findings about the whole unit's Prometheus break their stages on every trace of the unit
+# (their rules declare STAGE_REACH = "unit").
+UNIT_RULES = unit_rules()
 # The autoscaler that queries Prometheus itself (KEDA): its query is what an adapter rule's
 # metricsQuery is for an HPA, and the rules on it are adapter-rule rules.
 QUERY_STAGE = "adapter-rule"
@@ -58,7 +59,7 @@ def _own(finding: Finding, trace: Trace, link: Link) -> bool:
     """Is the finding, of a rule of the link's stage, on the link's object?"""
     ref = finding.object
     if finding.rule in UNIT_RULES:
-        return UNIT_RULES[finding.rule] == link.stage
+        return link.stage in UNIT_RULES[finding.rule]
     if ref == trace.autoscaler:
         # What the autoscaler says of each link (its scaleTargetRef, the metric it asks for).
         return True

@@ -158,7 +158,7 @@ class _Collector:
             for hpa in self.inventory.readers_of(api, name):
                 ways = {
                     (m.type, as_dict(m.described_object).get("kind"))
-                    for m in hpa.metrics
+                    for m in hpa.adapter_reads()
                     if m.api == api and m.name == name
                 }
                 if any(taken.get(way, 0) < READERS_PER_METRIC for way in ways):

@@ -12,7 +12,7 @@ import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, TextIO, cast
 
-from gpulint.cli.check_adapter import run_check_adapter
+from gpulint.cli.check_adapter import adapter_input
 from gpulint.cli.exitcodes import EXIT_OK, EXIT_USAGE
 from gpulint.cli.lint import run_lint
 from gpulint.cli.parser import build_parser
@@ -37,7 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "lint":
             return run_lint(args, stdout, stderr)
         if args.command == "check-adapter":
-            return run_check_adapter(args, stdout, stderr)
+            refused = adapter_input(args, stderr)
+            return refused if refused is not None else run_lint(args, stdout, stderr)
         if args.command == "trace":
             return run_trace(args, stdout, stderr)
         if args.command == "replay":

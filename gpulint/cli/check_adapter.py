@@ -1,18 +1,23 @@
-"""``gpulint check-adapter``: lint with a prometheus-adapter config and a live Prometheus."""
+"""``gpulint check-adapter``: lint with a prometheus-adapter config and a live Prometheus.
+
+The command is ``gpulint lint`` with the adapter file read first: this module checks that
+file and puts it in front of the paths; the command table in ``gpulint.cli`` then runs the
+lint, so no command imports another."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
 from gpulint.cli.exitcodes import EXIT_USAGE
-from gpulint.cli.lint import run_lint
 
 if TYPE_CHECKING:
     import argparse
 
 
-def run_check_adapter(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    """``gpulint check-adapter --prometheus URL ADAPTER_FILE [PATHS...]``."""
+def adapter_input(args: argparse.Namespace, stderr: TextIO) -> int | None:
+    """``gpulint check-adapter --prometheus URL ADAPTER_FILE [PATHS...]``: put the adapter file
+    first among the paths to lint; an exit code (after saying why on stderr) when it cannot be
+    read or holds no prometheus-adapter configuration."""
     from gpulint.input.loader import InputError, load_file
     from gpulint.inventory import Inventory as _Inventory
 
@@ -30,4 +35,4 @@ def run_check_adapter(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) 
         )
         return EXIT_USAGE
     args.paths = [args.adapter_file, *args.paths]
-    return run_lint(args, stdout, stderr)
+    return None

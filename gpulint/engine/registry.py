@@ -2,7 +2,8 @@
 
 Everything the engine, the CLI, the webhook, cluster mode and the trace know about a rule
 before running it comes from the constants at the top of its module (``ID``, ``NAME``,
-``SEVERITY``, ``SCOPE``, ``REQUIRES``, ``PROBES_CLUSTER``, ``STAGES``, ``FIXES``; see
+``SEVERITY``, ``SCOPE``, ``REQUIRES``, ``PROBES_CLUSTER``, ``STAGES``, ``STAGE_REACH``,
+``FIXES``; see
 ``gpulint.engine.rule``), never from lists kept elsewhere.
 
 Importing every rule costs more than linting a small file, so the index reads those
@@ -23,7 +24,14 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from gpulint.core.model import Severity
-from gpulint.engine.rule import FIX_KINDS, REQUIREMENTS, SCOPES, TRACE_STAGES, RuleSpec
+from gpulint.engine.rule import (
+    FIX_KINDS,
+    REQUIREMENTS,
+    SCOPES,
+    STAGE_REACHES,
+    TRACE_STAGES,
+    RuleSpec,
+)
 
 
 class RuleDeclarationError(ValueError):
@@ -42,11 +50,12 @@ class RuleInfo(NamedTuple):
     probes_cluster: bool = False  # needs cluster mode to ask the cluster's metrics APIs
     stages: tuple[str, ...] = ()  # the links of ``gpulint trace`` its findings break
     fixes: tuple[str, ...] = ()  # "safe", "unsafe": the fix plans its findings can carry
+    stage_reach: str = "object"  # "unit": its findings break its stages on every trace
 
 
 # A declaration starts a line (a top-level statement); its value may span lines.
 _DECLARATION = re.compile(
-    r"^(ID|NAME|SEVERITY|SCOPE|REQUIRES|PROBES_CLUSTER|STAGES|FIXES)\s*(?::[^=\n]*)?=",
+    r"^(ID|NAME|SEVERITY|SCOPE|REQUIRES|PROBES_CLUSTER|STAGES|STAGE_REACH|FIXES)\s*(?::[^=\n]*)?=",
     re.MULTILINE,
 )
 _REQUIRED = ("ID", "NAME", "SEVERITY", "SCOPE")
@@ -114,7 +123,7 @@ def read_declarations(module: str, source: str) -> RuleInfo:
         raise RuleDeclarationError(
             f"{module}: no {', '.join(missing)} declared (top-level assignments of literals)"
         )
-    return _validated(module, {name: value for name, (value, _) in values.items()})
+    return _validated(module, values)
 
 
 def _statements(source: str, starts: list[int]) -> list[ast.stmt | None]:
@@ -196,36 +205,55 @@ def _literal(module: str, name: str, line: int, statement: ast.stmt | None) -> A
         ) from None
 
 
-def _validated(module: str, values: dict[str, Any]) -> RuleInfo:
+def _validated(module: str, declared: dict[str, tuple[Any, int]]) -> RuleInfo:
+    values = {name: value for name, (value, _) in declared.items()}
+
+    def where(name: str) -> str:
+        """``module:line`` of a declaration (the module alone for one left out)."""
+        return f"{module}:{declared[name][1]}" if name in declared else module
+
     def text(name: str, pattern: re.Pattern[str] | None, allowed: Iterable[str] = ()) -> str:
         value = values[name]
         choices = tuple(allowed)
         if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
             shape = f" matching {pattern.pattern}" if pattern is not None else ""
-            raise RuleDeclarationError(f"{module}: {name} must be a string{shape}, not {value!r}")
+            raise RuleDeclarationError(
+                f"{where(name)}: {name} must be a string{shape}, not {value!r}"
+            )
         if choices and value not in choices:
             raise RuleDeclarationError(
-                f"{module}: unknown {name} {value!r} (one of {', '.join(choices)})"
+                f"{where(name)}: unknown {name} {value!r} (one of {', '.join(choices)})"
             )
         return value
 
     def words(name: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
         value = values.get(name, ())
         if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
-            raise RuleDeclarationError(f"{module}: {name} must be a tuple of strings")
+            raise RuleDeclarationError(f"{where(name)}: {name} must be a tuple of strings")
         unknown = [v for v in value if v not in allowed]
         if unknown:
             raise RuleDeclarationError(
-                f"{module}: unknown {name} {', '.join(unknown)} (any of {', '.join(allowed)})"
+                f"{where(name)}: unknown {name} {', '.join(unknown)} (any of {', '.join(allowed)})"
             )
         return value
 
     probes = values.get("PROBES_CLUSTER", False)
     if not isinstance(probes, bool):
-        raise RuleDeclarationError(f"{module}: PROBES_CLUSTER must be True or False")
+        raise RuleDeclarationError(
+            f"{where('PROBES_CLUSTER')}: PROBES_CLUSTER must be True or False"
+        )
     requires = text("REQUIRES", None, REQUIREMENTS) if "REQUIRES" in values else None
     if probes and requires != "cluster":
-        raise RuleDeclarationError(f'{module}: PROBES_CLUSTER needs REQUIRES = "cluster"')
+        raise RuleDeclarationError(
+            f'{where("PROBES_CLUSTER")}: PROBES_CLUSTER needs REQUIRES = "cluster"'
+        )
+    stages = words("STAGES", TRACE_STAGES)
+    reach = text("STAGE_REACH", None, STAGE_REACHES) if "STAGE_REACH" in values else "object"
+    if reach == "unit" and not stages:
+        raise RuleDeclarationError(
+            f'{where("STAGE_REACH")}: STAGE_REACH = "unit" needs STAGES (the links its '
+            "findings break on every trace of the unit)"
+        )
     return RuleInfo(
         text("ID", _RULE_ID),
         text("NAME", _RULE_NAME),
@@ -234,8 +262,9 @@ def _validated(module: str, values: dict[str, Any]) -> RuleInfo:
         requires,
         module,
         probes,
-        words("STAGES", TRACE_STAGES),
+        stages,
         words("FIXES", FIX_KINDS),
+        reach,
     )
 
 
@@ -282,6 +311,12 @@ def stage_rules() -> dict[str, frozenset[str]]:
             for stage in TRACE_STAGES
         }
     return _stages
+
+
+def unit_rules() -> dict[str, tuple[str, ...]]:
+    """Rule ID -> the stages its findings break on every trace of the unit, wherever they are
+    placed (``STAGE_REACH = "unit"``: findings about the unit's Prometheus)."""
+    return {info.id: info.stages for info in rule_index() if info.stage_reach == "unit"}
 
 
 def unknown_rule_patterns(patterns: Iterable[str]) -> list[tuple[str, str | None]]:

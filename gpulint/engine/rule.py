@@ -10,9 +10,11 @@ A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
   ``check`` is handed, one of ``SCOPES``) and optionally ``REQUIRES`` (``"live"``,
   ``"cluster"`` or ``"replay"``: the rule runs only when that front door collected its
   data), ``PROBES_CLUSTER`` (``True``: cluster mode asks the cluster's metrics APIs for it),
-  ``STAGES`` (the links of ``gpulint trace`` its findings break, from ``TRACE_STAGES``) and
-  ``FIXES``, the kinds of fix plan its findings can carry (``("safe",)``,
-  ``("safe", "unsafe")``; none: prose only);
+  ``STAGES`` (the links of ``gpulint trace`` its findings break, from ``TRACE_STAGES``),
+  ``STAGE_REACH`` (``"unit"``: its findings are about the whole unit's Prometheus, wherever
+  they are placed, and break their stages on every trace of the unit; ``"object"``, the
+  default: only on the traces through what they are placed on) and ``FIXES``, the kinds of
+  fix plan its findings can carry (``("safe",)``, ``("safe", "unsafe")``; none: prose only);
 * optionally ``OPTIONS`` (a JSON Schema ``properties`` mapping whose entries carry a
   ``default``);
 * ``check(item, inventory, ctx)``, a generator of findings for one item of its scope.
@@ -44,7 +46,8 @@ SCOPES = (
     "pod-owner",  # gpulint.engine.scopes.PodOwner: anything with pod templates
     "adapter-rule",  # gpulint.chain.adapter.AdapterRule
     "adapter-config",  # gpulint.chain.adapter.AdapterConfig
-    # gpulint.chain.adapter.AdapterRule and gpulint.kinds.keda.PrometheusTrigger: what sends PromQL
+    # gpulint.chain.adapter.AdapterRule and gpulint.kinds.triggers.PrometheusTrigger: what
+    # sends PromQL
     "prometheus-query",
     "target-group",  # gpulint.inventory.TargetGroup
     "monitor",  # gpulint.chain.monitors.Monitor: dcgm-exporter's ServiceMonitors and PodMonitors
@@ -67,6 +70,9 @@ TRACE_STAGES = (
     "metrics-api",
     "autoscaler",
 )
+# Which traces a rule's findings break their STAGES on: those through the object or file they
+# are placed on, or every trace of the unit (a finding about the unit's Prometheus).
+STAGE_REACHES = ("object", "unit")
 # What applying a fix plan risks: "safe" (``--fix``), "unsafe" (``--unsafe-fixes`` too).
 FIX_KINDS = ("safe", "unsafe")
 

@@ -49,8 +49,9 @@ from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import KnativeService
 from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
 from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_view, spec_for
+from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.scaling import ScalingRange, replicas_range
-from gpulint.kinds.view import KindView, TargetRef
+from gpulint.kinds.view import KindView
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class Inventory:
         )
         self.resolver = TargetResolver(self.store)
         self.claims = Claims(self.store, self.resolver)
-        self.exposure = Exposure(lambda: self.hpas, by_directory)
+        self.exposure = Exposure(self._metrics_api_readers, by_directory)
         self.charts: list[ChartValues] = []  # kube-prometheus-stack, gpu-operator, dcgm-exporter
         self.release_files: dict[str, ReleaseFile] = {}  # values file -> the helmfile release
         self.pipeline = Pipeline(
@@ -143,6 +144,16 @@ class Inventory:
     @property
     def dcgm_scrapes(self) -> list[DcgmScrape]:
         return self.exposure.scrapes
+
+    def _metrics_api_readers(self) -> list[KindView]:
+        """The views that read the Kubernetes metrics APIs (``KindView.reads_metrics_api``),
+        scope by scope: the adapter configs they see and the metrics they read."""
+        return [
+            view
+            for views in self.store.scoped.values()
+            for view in views.items
+            if view.reads_metrics_api
+        ]
 
     def items_of(self, scope: str) -> list[Any]:
         """The views of one rule scope (``hpa``, ``scaledobject``, ``isvc``, ``knative``)."""
@@ -303,6 +314,11 @@ class Inventory:
     def inference_service_of(self, manifest: Manifest) -> InferenceService | None:
         return self.resolver.inference_service(manifest)
 
+    def hpa_of(self, manifest: Manifest) -> HPA | None:
+        """The HPA view of an object of the inventory; None for any other object."""
+        found: HPA | None = self.store.scoped_view("hpa", manifest)
+        return found
+
     def resolve_target(
         self, namespace: str | None, ref: TargetRef, near: Document | None = None
     ) -> ResolvedTarget:
@@ -361,11 +377,11 @@ class Inventory:
     def metrics_read(self) -> list[tuple[str, str]]:
         """The custom and external metrics HPAs read: ``(api, name)`` with ``api``
         ``custom`` or ``external`` and the name as the HPAs write it."""
-        return list(self.exposure.readers(self.hpas))
+        return list(self.exposure.readers())
 
-    def readers_of(self, api: str, name: str) -> list[HPA]:
+    def readers_of(self, api: str, name: str) -> list[KindView]:
         """The HPAs that read a metric (see ``metrics_read``)."""
-        return list(self.exposure.readers(self.hpas).get((api, name), {}).values())
+        return list(self.exposure.readers().get((api, name), {}).values())
 
     def adapter_configs_of(self, manifest: Manifest) -> list[AdapterConfig]:
         """The prometheus-adapter configurations a ConfigMap holds."""
@@ -404,7 +420,7 @@ class Inventory:
     def asked_of(self, rule: AdapterRule) -> dict[str | None, Consumer]:
         """The resources the HPA metrics an adapter rule answers ask about, each with one
         HPA metric that asks it (see ``Exposure.asked_of``)."""
-        return self.exposure.asked_of(rule, self.hpas)
+        return self.exposure.asked_of(rule)
 
     def adapter_configs_near(self, document: Document) -> list[AdapterConfig]:
         """The adapter configs that serve objects of ``document``'s file."""

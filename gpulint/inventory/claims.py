@@ -16,7 +16,8 @@ from gpulint.inventory.store import Key, ObjectStore, key_of
 from gpulint.inventory.targets import TargetResolver
 from gpulint.kinds.knative import revision_deployment_parent
 from gpulint.kinds.registry import KINDS, spec_for
-from gpulint.kinds.view import KindView, ReplicaClaim, TargetRef
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
+from gpulint.kinds.view import KindView
 
 # The rule scopes of kinds that can claim replicas (a claim rank in the registry).
 CLAIMING_SCOPES: tuple[str, ...] = tuple(

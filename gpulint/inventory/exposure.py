@@ -13,7 +13,7 @@ depth, not the number of configs or rules.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from gpulint.chain.adapter import (
@@ -26,8 +26,7 @@ from gpulint.chain.adapter import (
 from gpulint.chain.scrapelabels import DcgmScrape
 from gpulint.input.document import Document
 from gpulint.inventory.nearest import DirectoryIndex, consumer_directories, directory_parts
-from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.view import KindView
+from gpulint.kinds.view import AdapterMetric, KindView
 
 
 def _api_of(api: str) -> str:
@@ -147,18 +146,21 @@ class Exposure:
 
     ``by_directory``: the objects come from files of one repository, where the nearest
     config serves an HPA (``DirectoryIndex``); a cluster's objects all read the same one.
-    ``hpas()`` gives the HPAs, whose files decide which configs each directory sees.
+    ``readers()`` gives the objects that read the metrics APIs (``KindView.reads_metrics_api``:
+    the HPAs), whose files decide which configs each directory sees.
     """
 
-    def __init__(self, hpas: Callable[[], list[HPA]], by_directory: bool = True) -> None:
-        self.hpas = hpas
+    def __init__(
+        self, readers: Callable[[], Sequence[KindView]], by_directory: bool = True
+    ) -> None:
+        self.metrics_api_readers = readers
         self.by_directory = by_directory
         self.configs: list[AdapterConfig] = []
         self.scrapes: list[DcgmScrape] = []
         self._apis: dict[str, _ApiIndex] = {}
         self._config_index: DirectoryIndex[AdapterConfig] | None = None
         self._scrape_index: DirectoryIndex[DcgmScrape] | None = None
-        self._readers: dict[tuple[str, str], dict[int, HPA]] | None = None
+        self._readers: dict[tuple[str, str], dict[int, KindView]] | None = None
         # rule id -> resource asked -> HPA id -> its first metric asking it; and the keys each
         # HPA is under, so that an HPA coming or going (an admission review) costs its own
         # metrics only.
@@ -189,7 +191,7 @@ class Exposure:
     def _consumers(self) -> set[tuple[str, ...]] | None:
         if not self.by_directory:
             return None
-        return consumer_directories(hpa.manifest.file for hpa in self.hpas())
+        return consumer_directories(hpa.manifest.file for hpa in self.metrics_api_readers())
 
     def add_scrapes(self, scrapes: list[DcgmScrape]) -> None:
         if scrapes:
@@ -203,16 +205,14 @@ class Exposure:
             self._scrape_index = None
 
     def view_added(self, view: KindView) -> None:
-        # Only HPAs read metrics through prometheus-adapter: KEDA and KServe's KEDA class query
-        # Prometheus themselves, Knative's HPA class makes an HPA of its own.
-        if isinstance(view, HPA):
-            self.hpa_added(view)
+        if view.reads_metrics_api:
+            self._reader_added(view)
 
     def view_removed(self, view: KindView) -> None:
-        if isinstance(view, HPA):
-            self.hpa_removed(view)
+        if view.reads_metrics_api:
+            self._reader_removed(view)
 
-    def hpa_added(self, hpa: HPA) -> None:
+    def _reader_added(self, hpa: KindView) -> None:
         if self._consumers_by_rule is not None:
             self._add_consumers(hpa, self._consumers_by_rule)
         if self.by_directory:
@@ -221,7 +221,7 @@ class Exposure:
             for key in metrics_read_by(hpa):
                 self._readers.setdefault(key, {})[id(hpa)] = hpa
 
-    def hpa_removed(self, hpa: HPA) -> None:
+    def _reader_removed(self, hpa: KindView) -> None:
         if self._consumers_by_rule is not None:
             for rule_id, resource in self._keys_of_hpa.pop(id(hpa), ()):
                 per_resource = self._consumers_by_rule.get(rule_id, {})
@@ -283,45 +283,45 @@ class Exposure:
             self._scrape_index = DirectoryIndex(self.scrapes, lambda s: s.document.file)
         return self._scrape_index.near(document.file)
 
-    def readers(self, hpas: list[HPA]) -> dict[tuple[str, str], dict[int, HPA]]:
+    def readers(self) -> dict[tuple[str, str], dict[int, KindView]]:
         if self._readers is None:
-            readers: dict[tuple[str, str], dict[int, HPA]] = {}
-            for hpa in hpas:
+            readers: dict[tuple[str, str], dict[int, KindView]] = {}
+            for hpa in self.metrics_api_readers():
                 for key in metrics_read_by(hpa):
                     readers.setdefault(key, {})[id(hpa)] = hpa
             self._readers = readers
         return self._readers
 
-    def asked_of(self, rule: AdapterRule, hpas: list[HPA]) -> dict[str | None, Consumer]:
+    def asked_of(self, rule: AdapterRule) -> dict[str | None, Consumer]:
         """The resources the HPA metrics ``rule`` answers (those it is among the nearest
         rules exposing) ask about (``pods``, ``services``; None when it cannot be told),
         each with one consumer that asks it. Costs the number of resources, whatever the
         number of HPAs reading the rule."""
-        by_resource = self._by_rule(hpas).get(id(rule), {})
+        by_resource = self._by_rule().get(id(rule), {})
         return {
             resource: next(iter(per_hpa.values()))
             for resource, per_hpa in by_resource.items()
             if per_hpa
         }
 
-    def _by_rule(self, hpas: list[HPA]) -> dict[int, dict[str | None, dict[int, Consumer]]]:
+    def _by_rule(self) -> dict[int, dict[str | None, dict[int, Consumer]]]:
         """Built once from each HPA metric's own lookup (memoised per name and directory), so
         it costs the metrics read, not rules times HPAs; kept up to date as HPAs come and go,
         rebuilt when adapter configs change."""
         if self._consumers_by_rule is None:
             by_rule: dict[int, dict[str | None, dict[int, Consumer]]] = {}
             self._keys_of_hpa = {}
-            for hpa in hpas:
+            for hpa in self.metrics_api_readers():
                 self._add_consumers(hpa, by_rule)
             self._consumers_by_rule = by_rule
         return self._consumers_by_rule
 
     def _add_consumers(
-        self, hpa: HPA, by_rule: dict[int, dict[str | None, dict[int, Consumer]]]
+        self, hpa: KindView, by_rule: dict[int, dict[str | None, dict[int, Consumer]]]
     ) -> None:
         keys = self._keys_of_hpa.setdefault(id(hpa), [])
-        for metric in hpa.metrics:
-            if not metric.is_custom or not metric.name:
+        for metric in hpa.adapter_reads():
+            if not metric.name:
                 continue
             consumer = Consumer(hpa, metric)
             resource = consumer.resource
@@ -336,8 +336,8 @@ class Consumer(NamedTuple):
     """An HPA metric an adapter rule answers: the object kind it asks about decides which
     of the rule's labels must survive its query."""
 
-    hpa: HPA
-    metric: HpaMetric
+    hpa: KindView
+    metric: AdapterMetric
 
     @property
     def resource(self) -> str | None:
@@ -351,6 +351,6 @@ class Consumer(NamedTuple):
         return canonical_resource(kind) if isinstance(kind, str) and kind else None
 
 
-def metrics_read_by(hpa: HPA) -> list[tuple[str, str]]:
+def metrics_read_by(hpa: KindView) -> list[tuple[str, str]]:
     """``(api, name)`` of the custom and external metrics an HPA reads."""
-    return list(dict.fromkeys((m.api, m.name) for m in hpa.metrics if m.is_custom and m.name))
+    return list(dict.fromkeys((api, name) for name, api in hpa.adapter_metrics()))

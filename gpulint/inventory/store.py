@@ -114,6 +114,12 @@ class ObjectStore:
         view = self.views.get(id(manifest))
         return view if view is not None and view.manifest is manifest else None
 
+    def scoped_view(self, scope: str, manifest: Manifest) -> Any:
+        """The view of ``manifest`` when the registry files its kind under ``scope`` (``isvc``,
+        ``knative``), else None: typed by the caller, as the scope lists are."""
+        view = self.view_of(manifest)
+        return view if view is not None and view in self.scoped[scope] else None
+
     def of_kind(self, kind: str) -> list[Manifest]:
         found = self.by_kind.get(kind)
         return found.items if found is not None else []

@@ -3,7 +3,8 @@
 An autoscaler names a Deployment; that Deployment may be written out, or be the one KServe
 makes for an InferenceService component (``<isvc>-predictor``, before 0.11
 ``<isvc>-predictor-default``), or a Knative revision's (``<service>-00001-deployment``).
-``TargetResolver`` follows all of these to the pod templates behind the name.
+``TargetResolver`` follows all of these to the pod templates behind the name; which workloads
+a controller makes, under which names, each view says (``KindView.generated_workloads``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,13 @@ from gpulint.kinds.knative import (
     is_knative_service,
     revision_deployment_parent,
 )
-from gpulint.kinds.kserve import Component, InferenceService
-from gpulint.kinds.view import KindView, TargetRef
+from gpulint.kinds.kserve import InferenceService
+from gpulint.kinds.scaletarget import TargetRef
+from gpulint.kinds.view import GeneratedWorkload, KindView
 from gpulint.kinds.workload import GpuNames, GpuRequest, PodTemplate, pod_templates
+
+# A workload a controller generates, with the object it generates it for.
+Generated = tuple[KindView, GeneratedWorkload]
 
 
 class ResolvedTarget:
@@ -66,82 +71,81 @@ class TargetResolver:
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
         self._resolved: dict[tuple[str | None, TargetRef, str | None], ResolvedTarget] = {}
-        self._by_component: dict[tuple[str, str], list[tuple[InferenceService, str]]] | None = None
-        self._components_by_name: dict[str, dict[tuple[str, str], None]] = {}
+        self._by_generated: dict[tuple[str, str], list[Generated]] | None = None
+        self._generated_by_name: dict[str, dict[tuple[str, str], None]] = {}
 
     def changed(self) -> None:
         """An object came or went: earlier answers may be wrong now."""
         self._resolved.clear()
 
-    # InferenceService components by the name KServe gives what it generates for them.
+    # Workloads controllers generate, by the name they give them (``generated_workloads``).
 
-    def _component_index(self) -> dict[tuple[str, str], list[tuple[InferenceService, str]]]:
-        if self._by_component is None:
-            self._by_component = {}
-            self._components_by_name = {}
-            for isvc in self.store.scoped["isvc"].items:
-                self.index_components(isvc)
-        return self._by_component
+    def _generated_index(self) -> dict[tuple[str, str], list[Generated]]:
+        if self._by_generated is None:
+            self._by_generated = {}
+            self._generated_by_name = {}
+            for views in self.store.scoped.values():
+                for view in views.items:
+                    self.view_added(view)
+        return self._by_generated
 
     def view_added(self, view: KindView) -> None:
-        if isinstance(view, InferenceService):  # components are found by the names KServe gives
-            self.index_components(view)
+        if self._by_generated is None:
+            return  # built on first use
+        for workload in view.generated_workloads():
+            key = (view.namespace or "", workload.name)
+            self._by_generated.setdefault(key, []).append((view, workload))
+            self._generated_by_name.setdefault(workload.name, {})[key] = None
 
     def view_removed(self, view: KindView) -> None:
-        if isinstance(view, InferenceService):
-            self.unindex_components(view)
-
-    def inference_service(self, manifest: Manifest) -> InferenceService | None:
-        view = self.store.view_of(manifest)
-        return view if isinstance(view, InferenceService) else None
-
-    def index_components(self, isvc: InferenceService) -> None:
-        if self._by_component is None:
-            return  # built on first use
-        for component in isvc.components:
-            name = isvc.component_name(component.name)
-            key = (isvc.namespace or "", name)
-            self._by_component.setdefault(key, []).append((isvc, component.name))
-            self._components_by_name.setdefault(name, {})[key] = None
-
-    def unindex_components(self, isvc: InferenceService) -> None:
-        if self._by_component is None:
+        if self._by_generated is None:
             return
-        for component in isvc.components:
-            name = isvc.component_name(component.name)
-            key = (isvc.namespace or "", name)
-            entries = [e for e in self._by_component.get(key, []) if e[0] is not isvc]
+        for workload in view.generated_workloads():
+            key = (view.namespace or "", workload.name)
+            entries = [e for e in self._by_generated.get(key, []) if e[0] is not view]
             if entries:
-                self._by_component[key] = entries
+                self._by_generated[key] = entries
                 continue
-            self._by_component.pop(key, None)
-            keys = self._components_by_name.get(name)
+            self._by_generated.pop(key, None)
+            keys = self._generated_by_name.get(workload.name)
             if keys is not None:
                 keys.pop(key, None)
                 if not keys:
-                    del self._components_by_name[name]
+                    del self._generated_by_name[workload.name]
+
+    def generated(self, namespace: str | None, name: str) -> Generated | None:
+        """The object a controller generates the workload ``name`` for, and that workload."""
+        index = self._generated_index()
+        found = index.get((namespace or "", name))
+        if found:
+            return found[-1]  # of two objects of one name, the one loaded last
+        matches = [
+            index[key][-1]
+            for key in self._generated_by_name.get(name, {})
+            if namespace is None or key[0] == ""
+        ]
+        return matches[0] if len(matches) == 1 else None
+
+    def inference_service(self, manifest: Manifest) -> InferenceService | None:
+        found: InferenceService | None = self.store.scoped_view("isvc", manifest)
+        return found
 
     def isvc_for_component(
         self, namespace: str | None, name: str
     ) -> tuple[InferenceService, str] | None:
         """The InferenceService whose component KServe names ``name`` (``<isvc>-predictor``)."""
-        index = self._component_index()
-        found = index.get((namespace or "", name))
-        if found:
-            return found[-1]  # of two InferenceServices of one name, the one loaded last
-        matches = [
-            index[key][-1]
-            for key in self._components_by_name.get(name, {})
-            if namespace is None or key[0] == ""
-        ]
-        return matches[0] if len(matches) == 1 else None
+        found = self.generated(namespace, name)
+        if found is None:
+            return None
+        isvc = self.inference_service(found[0].manifest)
+        return (isvc, found[1].part) if isvc is not None else None
 
     def knative_service(self, namespace: str | None, name: str) -> KnativeService | None:
         for kind in ("Service", "Configuration"):
             manifest = self.store.find_in_group(KNATIVE_SERVING_GROUP, kind, namespace, name)
             if manifest is not None and is_knative_service(manifest):
-                view = self.store.view_of(manifest)
-                if isinstance(view, KnativeService):
+                view: KnativeService | None = self.store.scoped_view("knative", manifest)
+                if view is not None:
                     return view
         return None
 
@@ -170,11 +174,11 @@ class TargetResolver:
             )
         if kind != "Deployment":
             return ResolvedTarget(key, ref)
-        found = self.isvc_for_component(namespace, ref.name)
+        found = self.generated(namespace, ref.name)
         if found is not None:
             return _generated(key, ref, found, "kserve")
         if ref.name.endswith("-default"):
-            found = self.isvc_for_component(namespace, ref.name[: -len("-default")])
+            found = self.generated(namespace, ref.name[: -len("-default")])
             if found is not None:
                 return _generated(key, ref, found, "kserve-legacy")
         parent = revision_deployment_parent(ref.name)
@@ -186,16 +190,14 @@ class TargetResolver:
                     return ResolvedTarget(
                         key, ref, None, ksvc.manifest, templates, ksvc.manifest, "knative-revision"
                     )
-                found = self.isvc_for_component(namespace, candidate)
+                found = self.generated(namespace, candidate)
                 if found is not None:
                     return _generated(key, ref, found, "kserve-knative")
         return ResolvedTarget(key, ref)
 
 
-def _generated(
-    key: Key, ref: TargetRef, found: tuple[InferenceService, str], via: str
-) -> ResolvedTarget:
-    isvc, component_name = found
-    component: Component | None = isvc.component(component_name)
-    templates = [component.template] if component else []
-    return ResolvedTarget(key, ref, None, isvc.manifest, templates, isvc.manifest, via)
+def _generated(key: Key, ref: TargetRef, found: Generated, via: str) -> ResolvedTarget:
+    view, workload = found
+    return ResolvedTarget(
+        key, ref, None, view.manifest, list(workload.templates), view.manifest, via
+    )

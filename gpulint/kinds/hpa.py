@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from gpulint.input.document import Manifest, Path, as_dict, as_list, plain_data
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
 from gpulint.kinds.scaling import ScalingRange, replica_count
-from gpulint.kinds.view import AdapterTrace, KindView, ReplicaClaim, TargetRef, TraceSource
+from gpulint.kinds.view import AdapterMetric, AdapterTrace, KindView, TraceSource
 
 HPA_KIND = "HorizontalPodAutoscaler"
 RESOURCE_METRIC_TYPES = ("Resource", "ContainerResource")
@@ -161,8 +162,10 @@ class HPA(KindView):
     def scaling_range_of(self, workload: str) -> ScalingRange | None:
         return self.scaling_range()
 
-    def adapter_metrics(self) -> list[tuple[str, str]]:
-        return [(m.name, m.api) for m in self.metrics if m.is_custom and m.name]
+    reads_metrics_api = True  # the HPA controller reads them (pkg/controller/podautoscaler)
+
+    def adapter_reads(self) -> list[AdapterMetric]:
+        return [m for m in self.metrics if m.is_custom and m.name]
 
     def scope_items(self) -> Iterator[tuple[str, Any]]:
         yield "autoscaler", self

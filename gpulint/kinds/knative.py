@@ -1,8 +1,8 @@
 """Knative Serving Services and Configurations, and the names of what they generate.
 
 Facts (knative/serving v1.23):
-* the autoscaler class is ``autoscaling.knative.dev/class`` on the revision template's
-  annotations: ``kpa.autoscaling.knative.dev`` (the default) or ``hpa.autoscaling.knative.dev``;
+* the autoscaler class, metric and target are annotations on the revision template, read as
+  KServe's Knative mode reads them too (``gpulint.kinds.revisions``);
 * autoscaling annotations on the Service/Configuration's own metadata are rejected
   (pkg/apis/serving/metadata_validation.go);
 * each template change creates a revision ``<configuration>-%05d`` and a Deployment
@@ -12,100 +12,33 @@ Facts (knative/serving v1.23):
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from gpulint.input.document import Manifest, Path, as_dict
+from gpulint.kinds.revisions import (
+    CLASS_ANNOTATION,
+    DEFAULT_METRICS,
+    KPA_CLASS,
+    METRIC_ANNOTATION,
+    TARGET_ANNOTATION,
+    AutoscalingSetting,
+    RevisionAutoscaling,
+    annotation_text,
+    revision_trace,
+)
 from gpulint.kinds.scaling import ScalingRange, replica_count
-from gpulint.kinds.view import KindView, RevisionTrace, TraceSource
+from gpulint.kinds.view import KindView, TraceSource
 from gpulint.kinds.workload import PodTemplate, pod_template_at
 
 KNATIVE_SERVING_GROUP = "serving.knative.dev"
 AUTOSCALING_PREFIX = "autoscaling.knative.dev/"
-CLASS_ANNOTATION = "autoscaling.knative.dev/class"
-METRIC_ANNOTATION = "autoscaling.knative.dev/metric"
-TARGET_ANNOTATION = "autoscaling.knative.dev/target"
-KPA_CLASS = "kpa.autoscaling.knative.dev"
-HPA_CLASS = "hpa.autoscaling.knative.dev"
-KPA_METRICS = ("concurrency", "rps")
 REVISION_LABEL = "serving.knative.dev/revision"
 CONFIGURATION_LABEL = "serving.knative.dev/configuration"
 # Knative rejects any annotation key with this prefix on a Service/Configuration's own
 # metadata (metadata_validation.go ValidateHasNoAutoscalingAnnotation: strings.HasPrefix).
 AUTOSCALING_GROUP = "autoscaling.knative.dev"
-# The metric each class uses when no metric annotation is set (pa_defaults.go defaultMetric).
-DEFAULT_METRICS = {KPA_CLASS: "concurrency", HPA_CLASS: "cpu"}
-CLASS_NAMES = {KPA_CLASS: "KPA", HPA_CLASS: "HPA"}
-# Metrics the HPA class reads from the resource metrics API or Knative itself: only other
-# metric names go through prometheus-adapter (pkg/reconciler/autoscaling/hpa/resources).
-BUILT_IN_METRICS = ("cpu", "memory", "concurrency", "rps")
 MIN_SCALE = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale")
 MAX_SCALE = ("autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale")
-
-
-class AutoscalingSetting(NamedTuple):
-    """One autoscaling setting of a revision: its value, and where it was written.
-
-    ``path`` is None for a default nobody wrote; ``origin`` names the field for messages.
-    """
-
-    value: str
-    path: Path | None
-    origin: str
-
-    @property
-    def is_default(self) -> bool:
-        return self.path is None
-
-
-class RevisionAutoscaling(NamedTuple):
-    """The class, metric and target the revisions of a Knative Service (or of a KServe
-    Knative-mode component) are scaled with, each with where it came from."""
-
-    document: Manifest
-    autoscaler_class: AutoscalingSetting
-    metric: AutoscalingSetting | None  # None for a third-party class without a metric
-    target: AutoscalingSetting | None
-
-    @property
-    def uses_kpa(self) -> bool:
-        return self.autoscaler_class.value == KPA_CLASS
-
-    @property
-    def uses_hpa_class(self) -> bool:
-        return self.autoscaler_class.value == HPA_CLASS
-
-    def describe_class(self) -> str:
-        """``KPA (the default class)``, ``HPA (hpa.autoscaling.knative.dev)`` ..."""
-        value = self.autoscaler_class.value
-        name = CLASS_NAMES.get(value, value)
-        if self.autoscaler_class.is_default:
-            return f"{name} ({self.autoscaler_class.origin})"
-        return f"{name} ({value})" if name != value else value
-
-    def describe_metric(self) -> str:
-        """``concurrency (target 10 requests in flight per pod)`` and the like."""
-        metric = self.metric.value if self.metric is not None else "its own metric"
-        target = self.target.value if self.target is not None else None
-        if metric == "concurrency":
-            if target is None:
-                # config-autoscaler container-concurrency-target-default (or the template's
-                # containerConcurrency when set).
-                return "concurrency (Knative's default target, 100 requests in flight per pod)"
-            return f"concurrency (target {target} requests in flight per pod)"
-        if metric == "rps":
-            if target is None:
-                return "rps (Knative's default target, 200 requests per second per pod)"
-            return f"rps (target {target} requests per second per pod)"
-        return f"{metric} (target {target})" if target is not None else metric
-
-
-def annotation_text(value: Any) -> str | None:
-    """An annotation value as Kubernetes reads it; numbers written unquoted count as text."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return None
 
 
 def is_autoscaling_annotation(key: Any) -> bool:
@@ -129,14 +62,6 @@ def knative_range(annotations: dict[str, Any], path: Path, by: str) -> ScalingRa
     minimum, _ = first(MIN_SCALE)
     maximum, max_path = first(MAX_SCALE)
     return ScalingRange(minimum, None if maximum == 0 else maximum, by, max_path)
-
-
-def revision_trace(autoscaling: RevisionAutoscaling) -> list[TraceSource]:
-    """The Pods metric Knative's HPA class reads through prometheus-adapter, if any."""
-    metric = autoscaling.metric
-    if not autoscaling.uses_hpa_class or metric is None or metric.value in BUILT_IN_METRICS:
-        return []
-    return [RevisionTrace(metric.value, metric.path or ())]
 
 
 class KnativeService(KindView):
@@ -191,7 +116,7 @@ class KnativeService(KindView):
         return [self.name]
 
     def trace_sources(self) -> list[TraceSource]:
-        return revision_trace(self.revision_autoscaling())
+        return [*revision_trace(self.revision_autoscaling())]
 
     def revision_autoscaling(self) -> RevisionAutoscaling:
         """Class, metric and target from the revision template's annotations."""

@@ -20,16 +20,17 @@ from typing import Any, NamedTuple
 
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict, as_list
-from gpulint.kinds import knative
+from gpulint.kinds import revisions
 from gpulint.kinds.dra import pod_claims
-from gpulint.kinds.knative import (
+from gpulint.kinds.revisions import (
     AutoscalingSetting,
     RevisionAutoscaling,
     annotation_text,
     revision_trace,
 )
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
 from gpulint.kinds.scaling import ScalingRange, replica_count
-from gpulint.kinds.view import KindView, QueryTrace, ReplicaClaim, TargetRef, TraceSource
+from gpulint.kinds.view import GeneratedWorkload, KindView, QueryTrace, TraceSource
 from gpulint.kinds.workload import (
     KSERVE_CONTAINER_KEYS,
     Container,
@@ -251,7 +252,14 @@ class InferenceService(KindView):
         return None
 
     def generated_names(self) -> list[str]:
-        return [self.component_name(component.name) for component in self.components]
+        return [workload.name for workload in self.generated_workloads()]
+
+    def generated_workloads(self) -> list[GeneratedWorkload]:
+        """The Deployment KServe makes for each component (``component_name``)."""
+        return [
+            GeneratedWorkload(self.component_name(c.name), c.name, [c.template])
+            for c in self.components
+        ]
 
     def trace_sources(self) -> list[TraceSource]:
         """Knative mode: the revisions' metric on the HPA class; Standard mode with class
@@ -352,15 +360,15 @@ class InferenceService(KindView):
                 return None
             return AutoscalingSetting(text, (*component.path, field), field)
 
-        klass = from_annotation(knative.CLASS_ANNOTATION)
+        klass = from_annotation(revisions.CLASS_ANNOTATION)
         if klass is None or not klass.value:
-            klass = AutoscalingSetting(knative.KPA_CLASS, None, "KServe's default class")
-        metric = from_field("scaleMetric") or from_annotation(knative.METRIC_ANNOTATION)
-        if metric is None and klass.value in knative.DEFAULT_METRICS:
+            klass = AutoscalingSetting(revisions.KPA_CLASS, None, "KServe's default class")
+        metric = from_field("scaleMetric") or from_annotation(revisions.METRIC_ANNOTATION)
+        if metric is None and klass.value in revisions.DEFAULT_METRICS:
             metric = AutoscalingSetting(
-                knative.DEFAULT_METRICS[klass.value], None, "default metric"
+                revisions.DEFAULT_METRICS[klass.value], None, "default metric"
             )
-        target = from_field("scaleTarget") or from_annotation(knative.TARGET_ANNOTATION)
+        target = from_field("scaleTarget") or from_annotation(revisions.TARGET_ANNOTATION)
         return RevisionAutoscaling(self.manifest, klass, metric, target)
 
     def mode_source(self, configmap: Manifest | None = None) -> str:

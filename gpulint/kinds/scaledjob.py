@@ -14,7 +14,7 @@ Facts (kedacore/keda, commit 8b4f083; kedacore/keda-docs content/docs/2.21):
   "This scaler only applies to ScaledObject, not to Scaling Jobs" (scalers/cpu.md,
   scalers/memory.md).
 * A ``type: prometheus`` trigger is read by the same prometheus scaler as a ScaledObject's
-  (gpulint.kinds.keda ``PrometheusTrigger``).
+  (gpulint.kinds.triggers ``PrometheusTrigger``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from typing import Any, NamedTuple
 
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict, as_list
-from gpulint.kinds.keda import KEDA_GROUP, PrometheusTrigger, keda_range
+from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.scaling import ScalingRange
-from gpulint.kinds.view import KindView, TargetRef
+from gpulint.kinds.triggers import KEDA_GROUP, PrometheusTrigger, keda_range
+from gpulint.kinds.view import KindView
 from gpulint.kinds.workload import PodTemplate, pod_template_at
 
 SCALED_JOB_KIND = "ScaledJob"

@@ -17,8 +17,15 @@ HPA). Readers never ask which view class they hold:
 * ``generated_names()``: the names a controller gives the workloads it makes for the object
   (KServe's ``<isvc>-predictor``, Knative's ``<service>-NNNNN-deployment`` parent), which
   admission follows to the autoscalers on them;
-* ``adapter_metrics()``: the metrics it reads through prometheus-adapter, whose adapter rules
-  admission re-checks with it;
+* ``generated_workloads()``: the workloads a controller makes for parts of the object under
+  names it gives them, with their pod templates (KServe's ``<isvc>-predictor`` Deployment of
+  each component), to which a scaleTargetRef naming one resolves;
+* ``reads_metrics_api``: whether it reads the Kubernetes metrics APIs itself, as the HPA
+  controller does for an HPA (KEDA and KServe's KEDA class query Prometheus themselves,
+  Knative's HPA class makes an HPA of its own): the adapter configs nearest to it serve it,
+  and where it is written counts in which configs each directory of a repository sees;
+* ``adapter_reads()``: the metrics it reads through prometheus-adapter (``AdapterMetric``), and
+  ``adapter_metrics()`` their names and APIs, whose adapter rules admission re-checks with it;
 * ``scope_items()``: what it adds to rule scopes besides its own (``autoscaler``; the
   ``prometheus-query`` of a trigger that queries Prometheus itself);
 * ``prometheus_urls()``: the Prometheus addresses it queries (the scrape chain checks them);
@@ -36,43 +43,14 @@ module imports no view and no registry, so every view can import it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, ManifestView, Path
+from gpulint.kinds.revisions import RevisionTrace
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
 from gpulint.kinds.scaling import ScalingRange
 from gpulint.kinds.workload import PodTemplate
-
-
-class TargetRef(NamedTuple):
-    """A scaleTargetRef: the workload an autoscaler scales."""
-
-    kind: str
-    name: str
-    api_version: str
-    path: Path
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
-
-
-class ReplicaClaim(NamedTuple):
-    """A claim one object makes on a workload's replicas, before the inventory resolves it.
-
-    Either ``ref`` (a scaleTargetRef as written, resolved against the loaded objects) or
-    ``workload`` (the name of the Deployment a controller makes, in the object's namespace)
-    is set.
-    """
-
-    kind: str  # HorizontalPodAutoscaler | ScaledObject | KServe: what rules call the claimant
-    path: Path  # where the claim is written
-    hpa_name: str  # the HPA that sets the replicas (KEDA and KServe make their own)
-    description: str  # "KEDA ScaledObject llm (HPA keda-hpa-llm)", for messages
-    ref: TargetRef | None = None
-    workload: str | None = None
-    implicit: bool = False  # made by a controller, not written as an autoscaler
-    note: str = ""
 
 
 class Generator(NamedTuple):
@@ -133,6 +111,14 @@ def is_generated(manifest: Manifest) -> bool:
     return found
 
 
+class GeneratedWorkload(NamedTuple):
+    """A workload a controller makes for one part of an object, under the name it gives it."""
+
+    name: str  # llm-predictor: what a scaleTargetRef to it names
+    part: str  # predictor: the part of the object it is made for
+    templates: list[PodTemplate]  # the pods it runs, as the object writes them
+
+
 class AdapterMetric(Protocol):
     """A metric an autoscaler reads through prometheus-adapter (``HpaMetric`` is one)."""
 
@@ -172,13 +158,6 @@ class QueryTrace(NamedTuple):
     detail: str  # "KEDA prometheus trigger"
 
 
-class RevisionTrace(NamedTuple):
-    """A Pods metric Knative's HPA class reads for each revision of the object."""
-
-    metric: str
-    path: Path  # where the metric is set
-
-
 TraceSource = AdapterTrace | QueryTrace | RevisionTrace
 
 
@@ -186,6 +165,7 @@ class KindView(ManifestView):
     """The protocol of a kind's view (see the module docstring); empty answers by default."""
 
     manifest: Manifest
+    reads_metrics_api: ClassVar[bool] = False
 
     def pod_templates(self) -> list[PodTemplate]:
         """The pod templates the object makes pods from (with their GPU claims)."""
@@ -207,10 +187,19 @@ class KindView(ManifestView):
         """Names a controller gives the workloads it makes for the object."""
         return []
 
+    def generated_workloads(self) -> list[GeneratedWorkload]:
+        """Workloads a controller makes for parts of the object, under names it gives them."""
+        return []
+
+    def adapter_reads(self) -> list[AdapterMetric]:
+        """The metrics it reads through prometheus-adapter's custom and external metrics APIs,
+        in the order written, each with a name."""
+        return []
+
     def adapter_metrics(self) -> list[tuple[str, str]]:
         """``(name, api)`` of the metrics read through prometheus-adapter (api ``custom`` or
         ``external``)."""
-        return []
+        return [(metric.name, metric.api) for metric in self.adapter_reads() if metric.name]
 
     def scope_items(self) -> Iterator[tuple[str, Any]]:
         """``(scope, item)`` for the rule scopes it takes part in besides its own."""

@@ -31,7 +31,8 @@ from typing import Any, NamedTuple
 
 from gpulint.core.selectors import LabelSelector, labels_of
 from gpulint.input.document import Manifest, Path, as_dict, as_list
-from gpulint.kinds.view import KindView, TargetRef
+from gpulint.kinds.scaletarget import TargetRef
+from gpulint.kinds.view import KindView
 from gpulint.kinds.workload import PodTemplate
 
 VPA_KIND = "VerticalPodAutoscaler"

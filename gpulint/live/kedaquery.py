@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from gpulint.kinds.keda import PrometheusTrigger
+from gpulint.kinds.triggers import PrometheusTrigger
 from gpulint.live.snapshot import NAMESPACE_LABELS, POD_LABELS, Answer, Reading, Sample
 
 # Elements of an answer kept for messages, and looked at for the labels that set them apart.

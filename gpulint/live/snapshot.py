@@ -44,7 +44,7 @@ from typing import Any, Protocol
 from gpulint.chain.adapter import AdapterRule
 from gpulint.input.document import Document
 from gpulint.kinds.hpa import HPA, HpaMetric
-from gpulint.kinds.keda import PrometheusTrigger
+from gpulint.kinds.triggers import PrometheusTrigger
 from gpulint.metrics.promql import Selector
 
 

@@ -8,7 +8,8 @@ import math
 import time
 from collections.abc import Callable
 
-from gpulint.kinds.keda import PrometheusTrigger, prometheus_triggers
+from gpulint.kinds.keda import prometheus_triggers
+from gpulint.kinds.triggers import PrometheusTrigger
 from gpulint.live.answers import (
     NOT_THE_API,
     history_span,

@@ -28,18 +28,17 @@ from gpulint.chain.monitors import Monitor
 from gpulint.chain.scrape import dcgm_targets, url_target
 from gpulint.chain.services import ServiceView
 from gpulint.core.model import Finding, ObjectRef, Severity
-from gpulint.engine.registry import stage_rules
+from gpulint.engine.registry import stage_rules, unit_rules
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.inventory import Inventory
-from gpulint.kinds.hpa import HPA
 from gpulint.kinds.registry import VIEW_SCOPES
+from gpulint.kinds.revisions import RevisionTrace
+from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.view import (
     AdapterMetric,
     AdapterTrace,
     KindView,
     QueryTrace,
-    RevisionTrace,
-    TargetRef,
     TraceSource,
 )
 from gpulint.live.snapshot import HpaEvidence
@@ -60,9 +59,6 @@ from gpulint.trace.links import (
 )
 
 __all__ = ["Link", "Trace", "select", "traces"]
-
-# Findings about the whole unit's Prometheus, wherever they are placed.
-_UNIT_RULES = {"GL806": "scrape", "GL809": "prometheus"}
 
 
 class _Chain:
@@ -377,9 +373,10 @@ class _Chain:
         """What ``--prometheus`` collected about the autoscaler's metrics (HPAs only: the
         adapter's queries are rendered for HPAs)."""
         live = self.inventory.live
-        if live is None or not live.available or not isinstance(autoscaler, HPA):
+        hpa = self.inventory.hpa_of(autoscaler.manifest)
+        if live is None or not live.available or hpa is None:
             return []
-        return live.for_hpa(autoscaler, self.inventory)
+        return live.for_hpa(hpa, self.inventory)
 
     def _live(self, hpa: KindView, metric: AdapterMetric, findings: list[Finding]) -> Link | None:
         """What the adapter's query returned from a live Prometheus (``--prometheus``)."""
@@ -473,7 +470,7 @@ def _metrics_api_path(hpa: KindView, metric: AdapterMetric) -> str:
 
 def traces(inventory: Inventory, findings: Iterable[Finding], unit: str = "") -> list[Trace]:
     """One trace per autoscaler metric of the unit, from each view's trace sources."""
-    chain = _Chain(inventory, StageFindings(findings, stage_rules(), _UNIT_RULES))
+    chain = _Chain(inventory, StageFindings(findings, stage_rules(), unit_rules()))
     found: list[Trace] = []
     for scope in VIEW_SCOPES:
         for view in inventory.items_of(scope):

@@ -67,7 +67,8 @@ def anchor(
 class StageFindings:
     """The findings of a unit by object and by file, and those about the whole unit's
     Prometheus by stage; ``stage_rules`` says which rules break each stage, ``unit_rules``
-    the stage of the findings about the whole unit.
+    the stages that the findings of a rule about the whole unit break on every trace
+    (``STAGE_REACH = "unit"``).
 
     A finding on an object is matched by the object, not by the file it is reported in: in
     rendered input (a kustomize overlay, a Helm chart) a finding lands in the file that wrote
@@ -77,16 +78,17 @@ class StageFindings:
         self,
         findings: Iterable[Finding],
         stage_rules: Mapping[str, frozenset[str]],
-        unit_rules: Mapping[str, str],
+        unit_rules: Mapping[str, tuple[str, ...]],
     ) -> None:
         self.stage_rules = stage_rules
         self.by_file: dict[str, list[Finding]] = {}
         self.by_ref: dict[ObjectRef, list[Finding]] = {}
         self.unit: dict[str, list[Finding]] = {}
         for finding in findings:
-            stage = unit_rules.get(finding.rule)
-            if stage is not None:
-                self.unit.setdefault(stage, []).append(finding)
+            stages = unit_rules.get(finding.rule)
+            if stages is not None:
+                for stage in stages:
+                    self.unit.setdefault(stage, []).append(finding)
                 continue
             ref = ref_of(finding)
             if ref is not None:

@@ -313,7 +313,7 @@ def test_an_hpa_coming_or_going_updates_the_rules_consumers_without_a_rebuild(
     inventory = _inventory(world, by_directory=False)  # as the webhook's cache holds it
     (rule,) = [r for config in inventory.adapter_configs for r in config.rules]
     before = inventory.asked_of(rule)
-    readers = inventory.exposure._by_rule(inventory.hpas)[id(rule)]["pods"]
+    readers = inventory.exposure._by_rule()[id(rule)]["pods"]
     assert set(before) == {"pods"} and len(readers) > 50
     added: list[object] = []
     original = Exposure._add_consumers

@@ -18,7 +18,7 @@ from gpulint.engine.runner import run
 from gpulint.input.document import Document
 from gpulint.input.loader import load_file
 from gpulint.inventory import Inventory
-from gpulint.kinds.keda import PrometheusTrigger
+from gpulint.kinds.triggers import PrometheusTrigger
 from gpulint.live.adapterquery import (
     mapping_for,
     matches_pattern,

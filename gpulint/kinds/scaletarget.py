@@ -1,0 +1,44 @@
+"""What an object says about the workloads it acts on: a scaleTargetRef as written
+(``TargetRef``), and the claims it makes on their replicas (``ReplicaClaim``), before the
+inventory resolves them (``gpulint.inventory.targets``).
+
+Views answer with these (``gpulint.kinds.view``); so does what several kinds share below the
+views (KEDA's triggers, ``gpulint.kinds.triggers``), which is why they live apart from the
+protocol."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from gpulint.input.document import Path
+
+
+class TargetRef(NamedTuple):
+    """A scaleTargetRef: the workload an autoscaler scales."""
+
+    kind: str
+    name: str
+    api_version: str
+    path: Path
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+
+class ReplicaClaim(NamedTuple):
+    """A claim one object makes on a workload's replicas, before the inventory resolves it.
+
+    Either ``ref`` (a scaleTargetRef as written, resolved against the loaded objects) or
+    ``workload`` (the name of the Deployment a controller makes, in the object's namespace)
+    is set.
+    """
+
+    kind: str  # HorizontalPodAutoscaler | ScaledObject | KServe: what rules call the claimant
+    path: Path  # where the claim is written
+    hpa_name: str  # the HPA that sets the replicas (KEDA and KServe make their own)
+    description: str  # "KEDA ScaledObject llm (HPA keda-hpa-llm)", for messages
+    ref: TargetRef | None = None
+    workload: str | None = None
+    implicit: bool = False  # made by a controller, not written as an autoscaler
+    note: str = ""
