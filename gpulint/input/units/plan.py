@@ -430,13 +430,20 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
             continue  # a copy in the common directory itself: not one per environment
         roots.update(d[: len(common) + 1] for d in directories)
     groups: dict[tuple[str, ...] | None, list[LoadedFile]] = defaultdict(list)
+    homes: dict[tuple[str, ...], tuple[str, ...] | None] = {}  # directory -> its root
     for file in loaded:
         parts = parts_of_file(file.path)
-        home = None
-        for depth in range(len(parts), 0, -1):
-            if parts[:depth] in roots:
-                home = parts[:depth]
-                break
+        if parts in homes:
+            home = homes[parts]
+        else:
+            home = homes[parts] = (
+                next(
+                    (parts[:depth] for depth in range(len(parts), 0, -1) if parts[:depth] in roots),
+                    None,
+                )
+                if roots
+                else None
+            )
         groups[home].append(file)
     plans = []
     rest = groups.pop(None, [])
@@ -536,10 +543,11 @@ def _spelled(file: str, parts: tuple[str, ...]) -> str:
 def _common_directory(files: list[str]) -> str:
     if len(files) == 1:
         return os.path.dirname(files[0]) or "."
+    # The common path of their directories, each taken once (many files share one): the
+    # files' own common path is that or, for files of one directory, a file in it.
+    directories = {os.path.dirname(f) for f in files}
     try:
-        common = os.path.commonpath([os.path.abspath(f) for f in files])
+        common = os.path.commonpath([os.path.abspath(d) for d in directories])
     except ValueError:
         return "."
-    if os.path.isfile(common):
-        common = os.path.dirname(common)
     return common if os.path.isabs(files[0]) else os.path.relpath(common)
