@@ -8,7 +8,6 @@ come from each exporter's help text.
 
 from __future__ import annotations
 
-import difflib
 import enum
 import functools
 import re
@@ -374,6 +373,8 @@ def exporter_of_series(name: str) -> str | None:
 
 def nearest_dcgm_name(name: str) -> str | None:
     """The dcgm-exporter name a misspelt one most likely meant."""
+    import difflib  # only for a name that is not dcgm-exporter's: difflib costs start-up
+
     candidates = {n.lower(): n for n in DCGM_NAMES}
     match = difflib.get_close_matches(name.lower(), candidates, n=1, cutoff=0.75)
     return candidates[match[0]] if match else None
