@@ -29,6 +29,7 @@ NOT_NEEDED = (
     "gpulint.adoption.fix",
     "difflib",  # close-name suggestions, only for a name that is wrong
     "traceback",  # GL799, only when a rule fails
+    "importlib.resources",  # the DCGM field list, only for a series outside the known table
 )
 
 # An HPA on GPU utilization served by prometheus-adapter: the adapter and metric rules run.

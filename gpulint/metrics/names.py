@@ -11,7 +11,6 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from importlib import resources
 from typing import NamedTuple
 
 
@@ -384,6 +383,8 @@ def nearest_dcgm_name(name: str) -> str | None:
 def dcgm_field_names() -> frozenset[str]:
     """Every DCGM field and dcgm-exporter field name: what a counters file can enable
     (data/dcgm-fields.csv, from NVIDIA/go-dcgm dcgm_fields.h and NVIDIA/dcgm-exporter)."""
+    from importlib import resources  # only for a name outside the known table
+
     text = resources.files("gpulint").joinpath("data/dcgm-fields.csv").read_text("utf-8")
     names = {line.strip() for line in text.splitlines() if line.startswith("DCGM_")}
     return frozenset(names | set(DCGM_NAMES))
