@@ -37,10 +37,13 @@ WORKLOAD_KINDS = {
 }
 
 
-def application_roots(loaded: list[LoadedFile]) -> list[tuple[str, list[LoadedFile]]]:
+def application_roots(
+    loaded: list[LoadedFile], tree: DirectoryTree | None = None
+) -> list[tuple[str, list[LoadedFile]]]:
     """The files cut into applications: (root directory, files) per root, and ("", files)
-    for the files no root takes. One group with root "" when there are fewer than two roots."""
-    tree = _Tree()
+    for the files no root takes. One group with root "" when there are fewer than two roots.
+    ``tree`` may bring the directories a caller has worked out already."""
+    tree = tree if tree is not None else DirectoryTree()
     directories = [tree.directory(f.path) for f in loaded]
     holding = {
         directory
@@ -80,7 +83,7 @@ def application_roots(loaded: list[LoadedFile]) -> list[tuple[str, list[LoadedFi
     return cut
 
 
-def _shared_above(tree: _Tree, directories: list[str], roots: list[str]) -> bool:
+def _shared_above(tree: DirectoryTree, directories: list[str], roots: list[str]) -> bool:
     """A file outside every root, in a directory above two or more of them (a cluster
     directory's adapter values above its ``apps/<name>/``): the applications share it, so
     they are one cluster's and stay one unit."""
@@ -92,9 +95,11 @@ def _shared_above(tree: _Tree, directories: list[str], roots: list[str]) -> bool
     )
 
 
-class _Tree:
-    """The directories of one cut, each worked out once: a repository has many files per
-    directory and many directories per ancestor, so per-file path arithmetic repeats itself."""
+class DirectoryTree:
+    """Directories of the files of one run, each worked out once: a repository has many files
+    per directory and many directories per ancestor, so per-file path arithmetic repeats
+    itself (``os.path.abspath`` of a relative path asks the system for the working directory
+    every time)."""
 
     def __init__(self) -> None:
         self._absolute: dict[str, str] = {}  # os.path.dirname of a file -> its absolute form
