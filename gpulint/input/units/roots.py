@@ -102,17 +102,43 @@ class DirectoryTree:
     every time)."""
 
     def __init__(self) -> None:
-        self._absolute: dict[str, str] = {}  # os.path.dirname of a file -> its absolute form
+        self._of_file: dict[str, str] = {}  # a file -> its absolute directory
+        self._absolute: dict[str, str] = {}  # a directory as spelled -> its absolute form
         self._ancestors: dict[str, tuple[str, ...]] = {}
         self._roots_of: set[str] = set()  # the roots ``_roots`` answers for
         self._roots: dict[str, str | None] = {}
 
     def directory(self, path: str) -> str:
-        """The absolute directory of the file ``path``."""
-        parent = os.path.dirname(path)
-        found = self._absolute.get(parent)
+        """The absolute directory of the file ``path`` (``dirname(abspath(path))``)."""
+        found = self._of_file.get(path)
         if found is None:
-            found = self._absolute[parent] = os.path.dirname(os.path.abspath(path))
+            found = self._of_file[path] = self._absolute_of(os.path.dirname(path))
+        return found
+
+    def _absolute_of(self, directory: str) -> str:
+        """``os.path.abspath(directory)``: a directory named by a plain name under one already
+        known is that one joined with the name (abspath asks the system for the working
+        directory and normalizes the whole path, every time)."""
+        found = self._absolute.get(directory)
+        if found is not None:
+            return found
+        # Up through plain names to a directory known or spelled otherwise ("", ".", "..",
+        # the root), then down again.
+        below: list[tuple[str, str]] = []  # (directory as spelled, its name), deepest first
+        current = directory
+        while True:
+            found = self._absolute.get(current)
+            if found is not None:
+                break
+            name = os.path.basename(current)
+            parent = os.path.dirname(current)
+            if name in ("", ".", "..") or parent == current:
+                found = self._absolute[current] = os.path.abspath(current)
+                break
+            below.append((current, name))
+            current = parent
+        for spelled, name in reversed(below):
+            found = self._absolute[spelled] = os.path.join(found, name)
         return found
 
     def ancestors(self, directory: str) -> tuple[str, ...]:
