@@ -177,9 +177,9 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
         units.setdefault((_namespace(autoscaler, group), autoscaler.hpa_name), _Unit())
         units[(_namespace(autoscaler, group), autoscaler.hpa_name)].claims.append(autoscaler)
     order = list(units.values())
-    names = [unit.describe() for unit in order]  # once per group, whatever its size
-    # The other end of each member's finding: LINKED of them, and one more to skip itself.
-    links = [(claim, _link(claim)) for claim in claims[: LINKED + 1]]
+    # Worked out at the group's first finding, once for all of them (most groups have none).
+    names: list[str] = []
+    links: list[tuple[Autoscaler, Related]] = []
     fix: str | None = None
     plan: edits.FixPlan | None = None
     for index, unit in enumerate(order):
@@ -190,6 +190,10 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             if len(order) < 2 and not taken_over:
                 continue
             if fix is None:
+                names = [each.describe() for each in order]
+                # The other end of each member's finding: LINKED of them, and one more to
+                # skip itself.
+                links = [(claim, _link(claim)) for claim in claims[: LINKED + 1]]
                 fix = _group_fix(claims, inventory)
                 plan = _group_plan(claims, inventory)
             yield _finding(

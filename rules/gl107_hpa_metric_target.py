@@ -456,7 +456,7 @@ def _scale(
     metric, hpa = where.metric, where.hpa
     assert metric.name is not None
     judged = metric_scale(metric, inventory, hpa)
-    if judged is None or not off_scale(hpa, metric, field, value, inventory):
+    if judged is None or not off_scale(hpa, metric, field, value, inventory, judged):
         return
     scale, basis = judged
     via = f" (prometheus-adapter serves it from {basis})" if basis != metric.name else ""

@@ -71,7 +71,6 @@ or name the metric ``DCGM_FI_DEV_GPU_UTIL`` in the HPA.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -251,6 +250,8 @@ def _nearest(
     rules: list[AdapterRule],
     exposed: dict[str, AdapterRule],
 ) -> _Nearest:
+    import difflib  # only for a metric no rule exposes: difflib costs start-up
+
     case_twin = next((n for n in exposed if n.lower() == wanted.lower() and n != wanted), None)
     nearest = difflib.get_close_matches(wanted, list(exposed), n=1, cutoff=0.6)
     if case_twin is not None:

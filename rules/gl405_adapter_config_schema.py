@@ -62,7 +62,6 @@ rules:
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Generator, Iterator
@@ -185,6 +184,8 @@ class _Schema:
         for key in unknown:
             shown = json.dumps(key) if not isinstance(key, str) else f"`{abbreviated(key, 32)}`"
             home = [name for name, keys in _LEVELS.items() if key in keys and name != level]
+            import difflib  # only for an unknown key: difflib costs start-up
+
             close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
             if home:
                 detail = f"{shown} belongs in {home[0]}, not in {level}."

@@ -216,6 +216,18 @@ def test_declarations_may_span_lines_and_the_docstring_is_no_declaration() -> No
     assert info.stages == ("autoscaler", "metrics-api") and info.fixes == ("safe",)
 
 
+def test_a_declaration_on_the_first_line_counts_and_one_inside_a_line_does_not() -> None:
+    # No docstring: the first line is a declaration. After the docstring's quotes on the same
+    # line, ``ID`` does not start a line: it is no declaration.
+    source = 'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.INFO\nSCOPE = "hpa"\n'
+    assert read_declarations("gpulint.rules.gl990_x", source).id == "GL990"
+    with pytest.raises(RuleDeclarationError, match="no ID declared"):
+        read_declarations("gpulint.rules.gl990_x", '"""A rule."""ID = "GL990"\n' + source[13:])
+    # The line of a declaration is counted from the top of the source.
+    with pytest.raises(RuleDeclarationError, match=r"gl990_x:3: ID is declared twice"):
+        read_declarations("gpulint.rules.gl990_x", source[:13] + '\nID = "GL991"\n' + source[13:])
+
+
 def test_a_rule_about_the_unit_breaks_its_stages_on_every_trace() -> None:
     """``STAGE_REACH = "unit"``: its findings count on its stages of every trace, wherever
     they are placed; a rule's other findings only on the traces through their object."""

@@ -10,6 +10,7 @@ real helm and the overlays by the real kustomize.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from gpulint.cli import main
 from gpulint.engine.result import Result
 from gpulint.input.units import RenderOptions
+from gpulint.input.units.roots import DirectoryTree
 
 from .conftest import FIXTURES, lint_result
 
@@ -468,3 +470,24 @@ def test_declared_paths_stay_inside_the_repository(
         (tmp_path / "repo" / "wide" / f"d{entry}").mkdir(parents=True)
     assert resolve("apps/*", str(where)) == [str(repo / "apps" / "a")]
     assert resolve("wide/*", str(where)) == []
+
+
+@pytest.mark.parametrize("cwd", ["/", "tmp"])
+def test_each_spelling_of_a_file_lies_in_the_directory_abspath_gives(
+    cwd: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files are cut into applications by their absolute directories, worked out once per
+    directory from its parent's: every spelling a command line or a walk gives a path
+    (``./``, ``..``, doubled slashes, names that only start with dots) ends where
+    ``os.path.abspath`` puts it, in any order and from any working directory."""
+    monkeypatch.chdir(tmp_path if cwd == "tmp" else cwd)
+    paths = [
+        "x.yaml", "./x.yaml", "a/x.yaml", "a//x.yaml", "a/./x.yaml", "a/../x.yaml",
+        "../x.yaml", "../../x.yaml", "/x.yaml", "//x.yaml", "///x.yaml", "/a//b/x.yaml",
+        "a/b/c/d/x.yaml", "a/b/../c/x.yaml", "./a/b/x.yaml", "a/.../x.yaml", "a/..b/x.yaml",
+        ".hidden/x.yaml", "a/./b/./x.yaml", "/../a/x.yaml",
+    ]  # fmt: skip
+    for order in (paths, paths[::-1], sorted(paths)):
+        tree = DirectoryTree()
+        for path in order + order:
+            assert tree.directory(path) == os.path.dirname(os.path.abspath(path)), path

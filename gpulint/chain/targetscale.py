@@ -71,11 +71,18 @@ def _rule_scales(
 
 
 def off_scale(
-    hpa: HPA, metric: HpaMetric, field: str, value: Decimal, inventory: Inventory
+    hpa: HPA,
+    metric: HpaMetric,
+    field: str,
+    value: Decimal,
+    inventory: Inventory,
+    judged: tuple[Scale, str] | None = None,
 ) -> bool:
     """Whether GL107 reports this target as on the wrong scale: below 1 on a percentage, or
-    above the range of a ratio (1, or the GPUs an adapter sum adds up per pod)."""
-    judged = metric_scale(metric, inventory, hpa)
+    above the range of a ratio (1, or the GPUs an adapter sum adds up per pod). ``judged`` is
+    ``metric_scale``'s answer when the caller has it already (it is asked for when None)."""
+    if judged is None:
+        judged = metric_scale(metric, inventory, hpa)
     if judged is None:
         return False
     if judged[0] is Scale.PERCENT:

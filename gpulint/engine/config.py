@@ -133,6 +133,8 @@ class Settings:
         return self.rules.get(rule_id) or RuleSettings()
 
     def excluded(self, path: str) -> bool:
+        if not self.exclude:
+            return False  # asked of every file and directory a walk meets
         normalized = path.replace(os.sep, "/")
         return any(
             fnmatch.fnmatch(normalized, pattern) or fnmatch.fnmatch(normalized, f"*/{pattern}")

@@ -53,10 +53,11 @@ class RuleInfo(NamedTuple):
     stage_reach: str = "object"  # "unit": its findings break its stages on every trace
 
 
-# A declaration starts a line (a top-level statement); its value may span lines.
+# A declaration starts a line (a top-level statement); its value may span lines. The
+# pattern starts with the newline before it (the source is searched with one put in front),
+# a literal the regex engine scans for quickly: a multiline ``^`` is tried at every character.
 _DECLARATION = re.compile(
-    r"^(ID|NAME|SEVERITY|SCOPE|REQUIRES|PROBES_CLUSTER|STAGES|STAGE_REACH|FIXES)\s*(?::[^=\n]*)?=",
-    re.MULTILINE,
+    r"\n(ID|NAME|SEVERITY|SCOPE|REQUIRES|PROBES_CLUSTER|STAGES|STAGE_REACH|FIXES)\s*(?::[^=\n]*)?="
 )
 _REQUIRED = ("ID", "NAME", "SEVERITY", "SCOPE")
 _RULE_ID = re.compile(r"GL\d{3}")
@@ -106,7 +107,9 @@ def forget_index() -> None:
 def read_declarations(module: str, source: str) -> RuleInfo:
     """A rule module's declarations, validated; ``module`` names it in errors."""
     values: dict[str, tuple[Any, int]] = {}
-    matches = list(_DECLARATION.finditer(source, _after_docstring(source)))
+    # In "\n" + source, the newline before a line that starts at index i of the source is at
+    # index i: match.start() is where the declaration starts in the source.
+    matches = list(_DECLARATION.finditer("\n" + source, _after_docstring(source)))
     statements = _statements(source, [match.start() for match in matches])
     line, counted = 1, 0
     for match, statement in zip(matches, statements, strict=True):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-import traceback
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -200,6 +199,8 @@ def _internal_error(
         return None
     ctx = Context(internal, internal.defaults())
     document = _owner_manifest(item)
+    import traceback  # only when a rule fails: a lint that goes well does not import it
+
     where = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
     at = f" at {os.path.basename(where[0].filename)}:{where[0].lineno}" if where else ""
     text = " ".join(str(error).split())[:200]

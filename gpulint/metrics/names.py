@@ -8,11 +8,9 @@ come from each exporter's help text.
 
 from __future__ import annotations
 
-import difflib
 import enum
 import functools
 import re
-from importlib import resources
 from typing import NamedTuple
 
 
@@ -374,6 +372,8 @@ def exporter_of_series(name: str) -> str | None:
 
 def nearest_dcgm_name(name: str) -> str | None:
     """The dcgm-exporter name a misspelt one most likely meant."""
+    import difflib  # only for a name that is not dcgm-exporter's: difflib costs start-up
+
     candidates = {n.lower(): n for n in DCGM_NAMES}
     match = difflib.get_close_matches(name.lower(), candidates, n=1, cutoff=0.75)
     return candidates[match[0]] if match else None
@@ -383,6 +383,8 @@ def nearest_dcgm_name(name: str) -> str | None:
 def dcgm_field_names() -> frozenset[str]:
     """Every DCGM field and dcgm-exporter field name: what a counters file can enable
     (data/dcgm-fields.csv, from NVIDIA/go-dcgm dcgm_fields.h and NVIDIA/dcgm-exporter)."""
+    from importlib import resources  # only for a name outside the known table
+
     text = resources.files("gpulint").joinpath("data/dcgm-fields.csv").read_text("utf-8")
     names = {line.strip() for line in text.splitlines() if line.startswith("DCGM_")}
     return frozenset(names | set(DCGM_NAMES))

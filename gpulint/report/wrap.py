@@ -111,8 +111,11 @@ def code_lines(lines: list[str], width: int) -> list[str]:
             indent = line[: len(line) - len(line.lstrip())]
             out.extend(fill(line, width, indent))
             continue
+        if len(line) <= width:
+            out.append(line)
+            continue
         at = comment_start(line)
-        if len(line) <= width or at < 0:
+        if at < 0:
             out.append(line)
             continue
         code, comment = line[:at].rstrip(), line[at:].lstrip("#").strip()

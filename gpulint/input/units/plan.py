@@ -25,7 +25,7 @@ from gpulint.input.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STD
 from gpulint.input.units.boundary import boundaries_of
 from gpulint.input.units.clusters import declaration
 from gpulint.input.units.parallel import load_all
-from gpulint.input.units.roots import application_roots
+from gpulint.input.units.roots import DirectoryTree, application_roots
 from gpulint.input.units.walk import walk
 
 if TYPE_CHECKING:
@@ -406,13 +406,14 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
     if not loaded:
         return []
     places: dict[tuple[str, str, str], set[tuple[str, ...]]] = defaultdict(set)
-    parts_of: dict[str, tuple[str, ...]] = {}
+    tree = DirectoryTree()
+    parts_of: dict[str, tuple[str, ...]] = {}  # absolute directory -> its parts
 
     def parts_of_file(path: str) -> tuple[str, ...]:
-        name = os.path.dirname(path) or "."
-        found = parts_of.get(name)
+        directory = tree.directory(path)
+        found = parts_of.get(directory)
         if found is None:
-            found = parts_of[name] = _parts(name)
+            found = parts_of[directory] = tuple(directory.split(os.sep))
         return found
 
     for file in loaded:
@@ -430,13 +431,20 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
             continue  # a copy in the common directory itself: not one per environment
         roots.update(d[: len(common) + 1] for d in directories)
     groups: dict[tuple[str, ...] | None, list[LoadedFile]] = defaultdict(list)
+    homes: dict[tuple[str, ...], tuple[str, ...] | None] = {}  # directory -> its root
     for file in loaded:
         parts = parts_of_file(file.path)
-        home = None
-        for depth in range(len(parts), 0, -1):
-            if parts[:depth] in roots:
-                home = parts[:depth]
-                break
+        if parts in homes:
+            home = homes[parts]
+        else:
+            home = homes[parts] = (
+                next(
+                    (parts[:depth] for depth in range(len(parts), 0, -1) if parts[:depth] in roots),
+                    None,
+                )
+                if roots
+                else None
+            )
         groups[home].append(file)
     plans = []
     rest = groups.pop(None, [])
@@ -450,11 +458,11 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
         unit = UnitPlan(display_path(directory), FILES, directory)
         unit.loaded = files
         plans.append(unit)
-    for application, files in application_roots(rest):
+    for application, files in application_roots(rest, tree):
         if application:
             directory = _spelled(files[0].path, _parts(application))
         else:
-            directory = _common_directory([f.path for f in files])
+            directory = _common_directory([f.path for f in files], tree)
         unit = UnitPlan(display_path(directory), FILES, directory)
         unit.loaded = files
         plans.append(unit)
@@ -533,13 +541,13 @@ def _spelled(file: str, parts: tuple[str, ...]) -> str:
     return relative
 
 
-def _common_directory(files: list[str]) -> str:
+def _common_directory(files: list[str], tree: DirectoryTree) -> str:
     if len(files) == 1:
         return os.path.dirname(files[0]) or "."
+    # The common path of their directories, each taken once (many files share one): the
+    # files' own common path is that or, for files of one directory, a file in it.
     try:
-        common = os.path.commonpath([os.path.abspath(f) for f in files])
+        common = os.path.commonpath(list(dict.fromkeys(tree.directory(f) for f in files)))
     except ValueError:
         return "."
-    if os.path.isfile(common):
-        common = os.path.dirname(common)
     return common if os.path.isabs(files[0]) else os.path.relpath(common)

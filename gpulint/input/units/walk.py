@@ -14,6 +14,7 @@ It also notes the directories that are kustomizations or Helm charts, for the li
 
 from __future__ import annotations
 
+import operator
 import os
 import stat
 from typing import NamedTuple
@@ -31,6 +32,7 @@ from gpulint.input.units import KUSTOMIZATION_NAMES
 
 CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")  # gpulint's own configuration, not input
 
+_NAME = operator.attrgetter("name")  # a directory entry's, for sorting a listing
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox"}
 
 
@@ -66,7 +68,7 @@ def walk(path: str, max_file_size: int = MAX_FILE_SIZE, exclude: object = None) 
                 continue
             seen.add(identity)
             with os.scandir(directory) as entries:
-                listing = sorted(entries, key=lambda e: e.name)
+                listing = sorted(entries, key=_NAME)
         except OSError as error:
             found.problems.append(read_problem(directory, error, "directory"))
             continue
