@@ -93,6 +93,7 @@ VALUES: dict[str, dict[str, Any]] = {
             "timeout": 20,
             "refresh": 30,
             "lookback": "12h",
+            "minHistory": "50%",
         },
         "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
     },
@@ -849,6 +850,7 @@ def test_the_arguments_are_what_the_values_say(renders: dict[str, Rendered]) -> 
     assert options.prometheus == "https://prometheus.monitoring.svc:9091"
     assert (options.prometheus_timeout, options.prometheus_refresh) == (20, 30)
     assert options.lookback == 12 * 3600
+    assert options.min_history == 0.5
     headers = dict(options.prometheus_headers)
     assert headers["X-Scope-OrgID"] == "tenant-1"
     # The token is never in the pod spec: the kubelet puts the Secret's value in its place.

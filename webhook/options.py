@@ -78,6 +78,7 @@ class ServeOptions(NamedTuple):
     prometheus_timeout: float = DEFAULT_PROMETHEUS_TIMEOUT
     prometheus_refresh: float = DEFAULT_PROMETHEUS_REFRESH
     lookback: float = 86400.0
+    min_history: float | None = None  # None: the live check's own default (gpulint.live.options)
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -261,6 +262,13 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         help="how far back to look for metrics that disappeared and for observed values "
         f"(default: {DEFAULT_LOOKBACK})",
     )
+    live.add_argument(
+        "--min-history",
+        metavar="SHARE",
+        help="share of --lookback the observed values must cover before a target is called "
+        "never reached or always exceeded (GL805); on less the finding is info "
+        "(default: 90%%, as for gpulint lint; 0 judges on any history)",
+    )
 
 
 def _split_ids(values: list[str] | None) -> tuple[str, ...]:
@@ -355,6 +363,7 @@ _LIVE_FLAGS = (
     ("prometheus_timeout", "--prometheus-timeout"),
     ("prometheus_refresh", "--prometheus-refresh"),
     ("lookback", "--lookback"),
+    ("min_history", "--min-history"),
 )
 
 
@@ -371,7 +380,7 @@ def _with_live_options(options: ServeOptions, args: argparse.Namespace) -> Serve
             "adapter ConfigMaps and HPAs): drop --no-cluster, or drop --prometheus"
         )
     from gpulint.live.options import OptionError as LiveOptionError
-    from gpulint.live.options import parse_duration, parse_header, parse_url
+    from gpulint.live.options import parse_duration, parse_fraction, parse_header, parse_url
 
     timeout = DEFAULT_PROMETHEUS_TIMEOUT
     if args.prometheus_timeout is not None:
@@ -388,6 +397,7 @@ def _with_live_options(options: ServeOptions, args: argparse.Namespace) -> Serve
             prometheus_timeout=timeout,
             prometheus_refresh=refresh,
             lookback=parse_duration(args.lookback or DEFAULT_LOOKBACK),
+            min_history=None if args.min_history is None else parse_fraction(args.min_history),
         )
     except LiveOptionError as error:
         raise OptionError(str(error)) from None

@@ -148,6 +148,8 @@ def _live(options: ServeOptions, cache: ClusterCache, log: JsonLog) -> LiveRefre
     """The background refresh of the live snapshot, with ``--prometheus``."""
     if options.prometheus is None:
         return None
+    from dataclasses import replace
+
     from gpulint.live.options import LiveOptions
 
     try:
@@ -159,6 +161,8 @@ def _live(options: ServeOptions, cache: ClusterCache, log: JsonLog) -> LiveRefre
             options.prometheus_timeout,
             lookback=options.lookback,
         )
+        if options.min_history is not None:
+            live_options = replace(live_options, min_history=options.min_history)
         return LiveRefresh(cache, live_options, options.prometheus_refresh, log)
     except ImportError as error:
         raise StartError(

@@ -11,8 +11,10 @@ nothing, each with an HPA on ``gpu_utilization``.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import copy
+import io
 import json
 import subprocess
 import sys
@@ -20,12 +22,17 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
 from aiohttp import web
+from gpulint.webhook.logs import JsonLog
+from gpulint.webhook.options import OptionError, add_serve_options, options_from_args
 from gpulint.webhook.review import fit_warnings, rule_warning
+from gpulint.webhook.server import _live
+
+from gpulint.live.options import DEFAULT_MIN_HISTORY
 
 from ..kubefake import FakeCluster, KubeFake
 from ..live.conftest import require_prometheus
@@ -419,6 +426,26 @@ def test_prometheus_needs_the_cluster_caches() -> None:
     assert alone.stderr == "gpulint: error: --prometheus-refresh needs --prometheus URL\n"
     helped = serve_command("--help")
     assert "need the cluster caches: not with --no-cluster" in " ".join(helped.stdout.split())
+
+
+def test_min_history_reaches_the_live_check_as_for_lint() -> None:
+    """``--min-history`` means for the webhook's live rules what it means for
+    ``gpulint lint --prometheus``, parsed by the same function; it needs --prometheus."""
+    parser = argparse.ArgumentParser()
+    add_serve_options(parser)
+    base = ["--tls-cert=c.pem", "--tls-key=k.pem", "--prometheus=http://127.0.0.1:9090"]
+    options = options_from_args(parser.parse_args([*base, "--min-history=50%"]))
+    assert options.min_history == 0.5
+    log = JsonLog(io.StringIO())
+    refresh = _live(options, cast(Any, None), log)
+    assert refresh is not None and refresh.options.min_history == 0.5
+    unset = _live(options_from_args(parser.parse_args(base)), cast(Any, None), log)
+    assert unset is not None and unset.options.min_history == DEFAULT_MIN_HISTORY
+    with pytest.raises(OptionError, match="is more than the whole look-back window"):
+        options_from_args(parser.parse_args([*base, "--min-history=150%"]))
+    alone = serve_command("--min-history=50%")
+    assert alone.returncode == 2
+    assert alone.stderr == "gpulint: error: --min-history needs --prometheus URL\n"
 
 
 _PROBE = textwrap.dedent(

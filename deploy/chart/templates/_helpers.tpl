@@ -236,6 +236,9 @@ called (extended resources cannot be overcommitted; kubernetes pkg/apis/core/val
 {{- with .lookback }}
 - --lookback={{ . }}
 {{- end }}
+{{- with .minHistory }}
+- --min-history={{ . }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- range $serve.extraArgs }}
