@@ -25,7 +25,6 @@ its own checkout), so that before and after share the machine's load. Nothing he
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import gc
 import os
@@ -135,13 +134,7 @@ def main() -> int:
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
 
-    import trustme
-
-    run: Callable[[Any], Any] = asyncio.run
-    if load._has_uvloop():
-        import uvloop
-
-        run = uvloop.run
+    run = load.loop_runner()
     load_before = os.getloadavg()
     bodies = load.reviews(load.cluster_objects(400), 5000)
     gc.collect()
@@ -150,13 +143,7 @@ def main() -> int:
     rows: list[tuple[int, str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="gpulint-webhook-floor-") as scratch:
         directory = Path(scratch)
-        ca = trustme.CA()
-        issued = ca.issue_cert("localhost")
-        cert, key = directory / "tls.crt", directory / "tls.key"
-        issued.cert_chain_pems[0].write_to_path(str(cert))
-        issued.private_key_pem.write_to_path(str(key))
-        context = ssl.create_default_context()
-        ca.configure_trust(context)
+        cert, key, context = load.serving_certificate(directory)
         for number in range(1, args.rounds + 1):
             port = load._free_port()
             floor = [sys.executable, "-c", FLOOR_SERVER, str(cert), str(key), str(port)]

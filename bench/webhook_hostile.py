@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,10 +51,12 @@ from webhook_load import (  # noqa: E402
     Tally,
     _free_port,
     cluster_objects,
+    loop_runner,
     machine,
     open_loop,
     reviews,
     rss_mib,
+    serving_certificate,
     wait_ready,
 )
 
@@ -302,24 +304,12 @@ def main() -> None:
     parser.add_argument("--slow-clients", type=int, default=50)
     args = parser.parse_args()
 
-    import trustme
-
-    run: Callable[[Any], Any] = asyncio.run
-    with contextlib.suppress(ImportError):
-        import uvloop
-
-        run = uvloop.run
+    run = loop_runner()
     hostile = hostile_bodies()
     normal = reviews(cluster_objects(400), 2000)
     with tempfile.TemporaryDirectory(prefix="gpulint-webhook-hostile-") as scratch:
         directory = Path(scratch)
-        ca = trustme.CA()
-        issued = ca.issue_cert("localhost")
-        cert, key = directory / "tls.crt", directory / "tls.key"
-        issued.cert_chain_pems[0].write_to_path(str(cert))
-        issued.private_key_pem.write_to_path(str(key))
-        context = ssl.create_default_context()
-        ca.configure_trust(context)
+        cert, key, context = serving_certificate(directory)
         port = _free_port()
         log = open(directory / "serve.log", "wb")  # noqa: SIM115 - closed below
         process = subprocess.Popen(

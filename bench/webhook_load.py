@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -473,6 +473,30 @@ def _has_uvloop() -> bool:
     return True
 
 
+def loop_runner() -> Callable[[Any], Any]:
+    """``uvloop.run`` when uvloop is installed (as the image has it), else ``asyncio.run``."""
+    if _has_uvloop():
+        import uvloop
+
+        return uvloop.run
+    return asyncio.run
+
+
+def serving_certificate(directory: Path) -> tuple[Path, Path, ssl.SSLContext]:
+    """A certificate for localhost from a test CA, written to ``directory`` (tls.crt, tls.key),
+    and a client context that trusts the CA."""
+    import trustme
+
+    ca = trustme.CA()
+    issued = ca.issue_cert("localhost")
+    cert, key = directory / "tls.crt", directory / "tls.key"
+    issued.cert_chain_pems[0].write_to_path(str(cert))
+    issued.private_key_pem.write_to_path(str(key))
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    return cert, key, context
+
+
 # --- the run ---------------------------------------------------------------------------------
 
 
@@ -491,23 +515,11 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help="write bench/RESULTS.md")
     args = parser.parse_args()
 
-    import trustme
-
-    loop_run = asyncio.run
-    if _has_uvloop():
-        import uvloop
-
-        loop_run = uvloop.run
+    loop_run = loop_runner()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="gpulint-webhook-load-") as scratch:
         directory = Path(scratch)
-        ca = trustme.CA()
-        issued = ca.issue_cert("localhost")
-        cert, key = directory / "tls.crt", directory / "tls.key"
-        issued.cert_chain_pems[0].write_to_path(str(cert))
-        issued.private_key_pem.write_to_path(str(key))
-        context = ssl.create_default_context()
-        ca.configure_trust(context)
+        cert, key, context = serving_certificate(directory)
         objects = cluster_objects(args.objects, args.adapter_rules)
         kinds: dict[str, int] = {}
         for obj in objects:

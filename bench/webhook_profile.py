@@ -16,17 +16,13 @@ Nothing here asserts or writes.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
 import gc
 import shutil
-import ssl
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -72,23 +68,11 @@ def main() -> int:
     parser.add_argument("--raw", type=Path, help="keep py-spy's stacks (collapsed) here")
     args = parser.parse_args()
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    import trustme
-
-    run: Callable[[Any], Any] = asyncio.run
-    if load._has_uvloop():
-        import uvloop
-
-        run = uvloop.run
+    run = load.loop_runner()
     bodies = load.reviews(load.cluster_objects(max(400, args.cluster_objects)), 5000)
     with tempfile.TemporaryDirectory(prefix="gpulint-webhook-profile-") as scratch:
         directory = Path(scratch)
-        ca = trustme.CA()
-        issued = ca.issue_cert("localhost")
-        cert, key = directory / "tls.crt", directory / "tls.key"
-        issued.cert_chain_pems[0].write_to_path(str(cert))
-        issued.private_key_pem.write_to_path(str(key))
-        context = ssl.create_default_context()
-        ca.configure_trust(context)
+        cert, key, context = load.serving_certificate(directory)
         port = load._free_port()
         command = [
             sys.executable, "-m", "gpulint", "serve", f"--tls-cert={cert}",

@@ -15,11 +15,9 @@ cost against cache size". Nothing here asserts.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import json
 import os
-import ssl
 import sys
 import tempfile
 from pathlib import Path
@@ -37,22 +35,10 @@ SECTION = "## Webhook: cost against cache size"
 
 
 def measure(objects: int, adapter_rules: int, rate: float, duration: float) -> dict[str, Any]:
-    import trustme
-
-    run = asyncio.run
-    if load._has_uvloop():
-        import uvloop
-
-        run = uvloop.run
+    run = load.loop_runner()
     with tempfile.TemporaryDirectory(prefix="gpulint-webhook-scaling-") as scratch:
         directory = Path(scratch)
-        ca = trustme.CA()
-        issued = ca.issue_cert("localhost")
-        cert, key = directory / "tls.crt", directory / "tls.key"
-        issued.cert_chain_pems[0].write_to_path(str(cert))
-        issued.private_key_pem.write_to_path(str(key))
-        context = ssl.create_default_context()
-        ca.configure_trust(context)
+        cert, key, context = load.serving_certificate(directory)
         cached = load.cluster_objects(objects, adapter_rules)
         bodies = load.reviews(cached, 3000)
         cluster = FakeCluster()
