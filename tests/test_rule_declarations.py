@@ -16,7 +16,7 @@ import pytest
 
 from gpulint.core.model import Finding, Location, Severity
 from gpulint.engine import registry
-from gpulint.engine.config import Settings
+from gpulint.engine.config import RuleSettings, Settings
 from gpulint.engine.registry import (
     RuleDeclarationError,
     Selection,
@@ -319,3 +319,50 @@ def test_rules_import_gpulint_through_the_rule_api_only() -> None:
                 assert not any(a.name.startswith("gpulint") for a in node.names), path.name
     for name in api.__all__:
         assert getattr(api, name) is not None, name
+
+
+def test_the_plan_follows_settings_changed_between_runs(tmp_path: Path) -> None:
+    """The engine plans a run's rules once per settings: switching a rule off in place, or
+    replacing its settings, between two runs of the same Settings plans again."""
+    (tmp_path / "hpa.yaml").write_text(
+        textwrap.dedent(
+            """\
+            apiVersion: autoscaling/v2
+            kind: HorizontalPodAutoscaler
+            metadata: {name: gpu, namespace: ml}
+            spec:
+              scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: gpu}
+              minReplicas: 1
+              maxReplicas: 3
+              metrics:
+              - type: Resource
+                resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
+            ---
+            apiVersion: apps/v1
+            kind: Deployment
+            metadata: {name: gpu, namespace: ml}
+            spec:
+              template:
+                spec:
+                  containers:
+                  - name: vllm
+                    resources: {limits: {nvidia.com/gpu: 1}}
+            """
+        )
+    )
+    settings = Settings()
+
+    def rules_found() -> set[str]:
+        return {f.rule for f in run(inventory_from_paths([str(tmp_path)], settings))}
+
+    assert "GL101" in rules_found()
+    settings.rules["GL101"] = RuleSettings(enabled=False)
+    assert "GL101" not in rules_found()
+    settings.rules["GL101"].enabled = True
+    assert "GL101" in rules_found()
+    settings.rules["GL101"] = RuleSettings(severity=Severity.INFO)
+    assert {
+        f.severity
+        for f in run(inventory_from_paths([str(tmp_path)], settings))
+        if f.rule == "GL101"
+    } == {Severity.INFO}

@@ -70,22 +70,20 @@ def run(
 
 class _Planned:
     """One rule a run starts, with its settings and its options' defaults, worked out once
-    for every run of the plan."""
+    for every run of the plan (the rule is imported when its scope first has items)."""
 
-    __slots__ = ("defaults", "info", "settings", "spec")
+    __slots__ = ("defaults", "info", "settings")
 
     def __init__(self, info: RuleInfo, settings: RuleSettings) -> None:
         self.info = info
         self.settings = settings
-        self.spec: RuleSpec | None = None  # imported when its scope first has items
-        self.defaults: dict[str, Any] = {}
+        self.defaults: dict[str, Any] | None = None
 
     def run(
         self, items: list[Any], inventory: Inventory, per_rule: int | None
     ) -> list[tuple[Finding, Anchor | None]]:
-        spec = self.spec
-        if spec is None:
-            spec = self.spec = load_rule(self.info)
+        spec = load_rule(self.info)
+        if self.defaults is None:
             self.defaults = spec.defaults()
         # Merged on every run: a rule's options are its own to change, and the settings'
         # are read as they are now.
@@ -109,25 +107,20 @@ class _Plan:
 
 
 # The rules a run starts, by what decides them (settings, selection, the evidence at hand):
-# worked out once, not on every admission review. Keyed by identity and by what the
-# settings hold, so a Settings changed after a run is planned again.
-_PLANS: dict[tuple[Any, ...], tuple[Settings, _Plan]] = {}
+# worked out once, not on every admission review. The key holds the settings and each rule's
+# settings themselves (compared by identity), so none of their ids can be reused by another
+# object while the plan is kept, and a rule's settings replaced or switched off plans again;
+# the value holds the rule index it was planned from, which forget_index() replaces.
+_PLANS: dict[tuple[Any, ...], tuple[list[RuleInfo], _Plan]] = {}
 
 
 def _plan(settings: Settings, selection: Selection, available: tuple[bool, bool]) -> _Plan:
     """The rules to run, grouped by scope, each with its settings."""
-    configured = tuple((rule, id(each), each.enabled) for rule, each in settings.rules.items())
-    index = rule_index()  # a new list once the rules are read again
-    key = (
-        id(settings),
-        id(index),
-        configured,
-        tuple(selection.select),
-        tuple(selection.ignore),
-        available,
-    )
+    configured = tuple((rule, each, each.enabled) for rule, each in settings.rules.items())
+    index = rule_index()
+    key = (settings, configured, tuple(selection.select), tuple(selection.ignore), available)
     cached = _PLANS.get(key)
-    if cached is not None and cached[0] is settings:
+    if cached is not None and cached[0] is index:
         return cached[1]
     has = {"live": available[0], "cluster": available[1]}
     planned = []
@@ -141,7 +134,7 @@ def _plan(settings: Settings, selection: Selection, available: tuple[bool, bool]
     if len(_PLANS) >= 32:
         _PLANS.clear()
     plan = _Plan(planned)
-    _PLANS[key] = (settings, plan)  # holding settings keeps its id from being reused
+    _PLANS[key] = (index, plan)
     return plan
 
 
