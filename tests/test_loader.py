@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,14 @@ import pytest
 from gpulint.input.document import position_of
 from gpulint.input.loader import InputError, load_file
 from gpulint.input.units.walk import walk
-from gpulint.input.yamlparse import MAX_EXPANDED_NODES, YamlError, parse_documents
+from gpulint.input.yamlparse import (
+    MAX_EXPANDED_NODES,
+    YamlError,
+    YMap,
+    parse_documents,
+    rebuilt_map,
+    unpack,
+)
 from gpulint.inventory import Inventory
 
 from .conftest import lint_paths, lint_text, rules_of
@@ -41,6 +49,54 @@ def test_positions_of_keys_items_and_values() -> None:
     ) == (11, 30)
     # A path past what exists stops at the deepest node that exists.
     assert position_of(doc.value, ("spec", "replicas")) == (5, 1)
+
+
+def test_positions_of_nested_duplicated_and_merged_keys() -> None:
+    (doc,) = parse_documents(
+        "base: &b {x: 1, y: 2}\nitem:\n  <<: *b\n  y: 3\n  list: [a, {k: v}]\n  y: 4\nafter: 1\n"
+    )
+    item = doc.value["item"]
+    assert unpack(item.start) == (3, 3)
+    assert unpack(doc.value["base"].start) == (1, 7)
+    # A key written twice is placed where it was written last.
+    assert item.key_position("y") == (6, 3)
+    # Merged keys are placed at what they were merged from.
+    assert item.key_position("x") == (1, 11)
+    assert position_of(doc.value, ("item", "list", 1, "k")) == (5, 14)
+    assert doc.value.key_position("after") == (7, 1)
+    assert doc.duplicates[0].line == 6
+
+
+def test_positions_survive_pickling() -> None:
+    (doc,) = parse_documents(DEPLOYMENT)
+    copy = pickle.loads(pickle.dumps(doc.value))
+    assert copy == doc.value
+    path = ("spec", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu")
+    assert position_of(copy, path) == position_of(doc.value, path) == (11, 30)
+    assert copy.start == doc.value.start
+
+
+def test_rebuilt_and_trimmed_mappings_keep_their_positions() -> None:
+    (doc,) = parse_documents("a: 1\nb: 2\nc: 3\nd: 4\n")
+    mapping = doc.value
+    kept = rebuilt_map(mapping, [("C", 3, 2), ("a", 1, 0)])
+    assert kept == {"C": 3, "a": 1}
+    assert kept.key_position("C") == (3, 1)
+    assert kept.value_position("a") == (1, 4)
+    # Positions stop at the first entry the source has none for.
+    partial = rebuilt_map(mapping, [("b", 2, 1), ("new", 0, 9), ("d", 4, 3)])
+    assert partial.key_position("b") == (2, 1)
+    assert partial.key_position("new") is None and partial.key_position("d") is None
+    assert rebuilt_map({"x": 1}, [("x", 1, 0)]).key_position("x") is None
+    mapping.discard("b")
+    assert list(mapping) == ["a", "c", "d"]
+    assert mapping.key_position("c") == (3, 1) and mapping.key_position("d") == (4, 1)
+    mapping.discard("missing")
+    mapping.put("e", 5, 42 << 20 | 1, 42 << 20 | 4)
+    assert mapping.value_position("e") == (42, 4)
+    with pytest.raises(ValueError):
+        mapping.put("e", 6, 0, 0)
+    assert YMap().start == 0
 
 
 def test_scalars_resolve_like_yaml_1_1() -> None:

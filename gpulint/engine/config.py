@@ -30,7 +30,7 @@ from typing import Any
 
 from gpulint.core.model import Severity
 from gpulint.input.document import position_of
-from gpulint.input.yamlparse import YamlError, YMap, parse_documents
+from gpulint.input.yamlparse import YamlError, parse_documents, rebuilt_map
 
 CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")
 KSERVE_VERSION = re.compile(
@@ -240,7 +240,8 @@ def _rule_keys(data: Any, rule_names: dict[str, str], problems: list[tuple[int, 
 
     rules = data["rules"]
     ids = set(rule_names.values())
-    renamed = YMap(getattr(rules, "start", 0))
+    kept: list[tuple[Any, Any, int]] = []
+    seen: set[str] = set()
     for index, (key, value) in enumerate(rules.items()):
         rule_id = key.upper() if isinstance(key, str) and key.upper() in ids else None
         if rule_id is None and isinstance(key, str):
@@ -253,23 +254,20 @@ def _rule_keys(data: Any, rule_names: dict[str, str], problems: list[tuple[int, 
             hint = f"; did you mean {near[0]}?" if near else " (see `gpulint rules`)"
             problems.append((line, column, f"rules: no rule {text!r}{hint}"))
             continue
-        if rule_id in renamed:
+        if rule_id in seen:
             line, column = position_of(data, ("rules", key))
             problems.append((line, column, f"rules: {rule_id} is configured twice"))
             continue
-        renamed[rule_id] = value
-        marks = getattr(rules, "marks", None)
-        if marks is not None and 2 * index + 1 < len(marks):
-            renamed.marks.append(marks[2 * index])
-            renamed.marks.append(marks[2 * index + 1])
-    copy = YMap(getattr(data, "start", 0))
-    for index, (key, value) in enumerate(data.items()):
-        copy[key] = renamed if key == "rules" else value
-        marks = getattr(data, "marks", None)
-        if marks is not None and 2 * index + 1 < len(marks):
-            copy.marks.append(marks[2 * index])
-            copy.marks.append(marks[2 * index + 1])
-    return copy
+        seen.add(rule_id)
+        kept.append((rule_id, value, index))
+    renamed = rebuilt_map(rules, kept)
+    return rebuilt_map(
+        data,
+        (
+            (key, renamed if key == "rules" else value, index)
+            for index, (key, value) in enumerate(data.items())
+        ),
+    )
 
 
 def settings_from_data(

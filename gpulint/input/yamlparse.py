@@ -5,7 +5,8 @@ itself instead of going through PyYAML's composer and constructor:
 
 * no Python object is ever constructed from a tag (only str, int, float, bool, None, dict, list);
 * every mapping and sequence keeps the 1-based line and column of its keys and items,
-  packed in an ``array`` so that a repository of thousands of manifests stays small;
+  packed into one ``bytes`` per collection so that a repository of thousands of manifests
+  stays small;
 * a key written twice is recorded (PyYAML silently keeps the last one);
 * aliases share the anchored value, and the size they would expand to is counted, so a
   "billion laughs" document is refused after a few thousand events instead of eating memory;
@@ -23,8 +24,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import struct
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import yaml
@@ -53,21 +55,42 @@ def unpack(packed: int) -> tuple[int, int]:
     return packed >> _COL_BITS, packed & _COL_MASK
 
 
+# A mapping's or sequence's positions, packed (see ``pack``) into native 8-byte integers: its
+# own first, then its keys' and values' (or items'). They are held as ``bytes`` rather than an
+# ``array``: a repository holds hundreds of thousands of small collections, and an array costs
+# 80 bytes before its first item and grows with slack, where bytes cost 33 and are exact.
+_MARK = struct.Struct("=q")
+_PAIR = struct.Struct("=qq")
+
+
+def _mark_at(marks: bytes, slot: int) -> int | None:
+    """The packed position in ``slot`` (0: the collection's own) of ``marks``."""
+    offset = 8 * slot
+    if slot < 0 or offset + 8 > len(marks):
+        return None
+    value: int = _MARK.unpack_from(marks, offset)[0]
+    return value
+
+
 class YMap(dict[Any, Any]):
     """A mapping that knows the position of each key and each value.
 
-    ``marks`` holds two packed positions per key, in insertion order: the key's and the value's.
-    Keys are only ever added (the parser fills a mapping once); the key -> index table of a
-    large mapping relies on that.
+    ``marks`` holds the mapping's own position, then two per key, in insertion order: the
+    key's and the value's. Keys are only ever added (``put``) or dropped whole (``discard``);
+    the key -> index table of a large mapping relies on that.
     """
 
-    __slots__ = ("_order", "marks", "start")
+    __slots__ = ("_order", "marks")
 
-    def __init__(self, start: int = 0) -> None:
+    def __init__(self, start: int = 0, marks: bytes = b"") -> None:
         super().__init__()
-        self.marks = array("q")
-        self.start = start
+        self.marks = marks or (_MARK.pack(start) if start else b"")
         self._order: dict[Any, int] | None = None
+
+    @property
+    def start(self) -> int:
+        """The mapping's own packed position; 0 when it has none."""
+        return _mark_at(self.marks, 0) or 0
 
     def _index(self, key: Any) -> int:
         """The insertion index of ``key``, -1 when absent; amortized O(1) for large mappings."""
@@ -90,54 +113,90 @@ class YMap(dict[Any, Any]):
         return order.get(key, -1)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Pickled compactly: large inputs are parsed by a second process (units.parallel).
-        return (_rebuild_map, (self.start, self.marks.tobytes(), dict(self)))
+        # Pickled compactly, items straight into the new mapping: large inputs are parsed by
+        # a second process (units.parallel).
+        return (YMap, (0, self.marks), None, None, iter(self.items()))
+
+    def put(self, key: Any, value: Any, key_mark: int, value_mark: int) -> None:
+        """Add a key that is not there yet, with its and its value's packed positions."""
+        if key in self:
+            raise ValueError(f"{key!r} is already in the mapping")
+        if not self.marks and not self:
+            self.marks = _MARK.pack(0)
+        if len(self.marks) != 8 * (2 * len(self) + 1):
+            raise ValueError("the mapping's positions do not cover its keys")
+        self[key] = value
+        self.marks += _PAIR.pack(key_mark, value_mark)
+
+    def discard(self, key: Any) -> None:
+        """Take ``key`` out, with its positions."""
+        index = self._index(key)
+        if index < 0:
+            return
+        del self[key]
+        offset = 8 * (2 * index + 1)
+        if offset + 16 <= len(self.marks):
+            self.marks = self.marks[:offset] + self.marks[offset + 16 :]
+        self._order = None
+
+    def key_mark(self, index: int) -> int | None:
+        """The packed position of the key at insertion ``index``."""
+        return _mark_at(self.marks, 2 * index + 1) if index >= 0 else None
+
+    def value_mark(self, index: int) -> int | None:
+        """The packed position of the value of the key at insertion ``index``."""
+        return _mark_at(self.marks, 2 * index + 2) if index >= 0 else None
 
     def key_position(self, key: Any) -> tuple[int, int] | None:
-        i = self._index(key)
-        if i < 0 or 2 * i >= len(self.marks):
-            return None
-        return unpack(self.marks[2 * i])
+        mark = self.key_mark(self._index(key))
+        return None if mark is None else unpack(mark)
 
     def value_position(self, key: Any) -> tuple[int, int] | None:
-        i = self._index(key)
-        if i < 0 or 2 * i + 1 >= len(self.marks):
-            return None
-        return unpack(self.marks[2 * i + 1])
+        mark = self.value_mark(self._index(key))
+        return None if mark is None else unpack(mark)
+
+
+def rebuilt_map(source: Any, entries: Iterable[tuple[Any, Any, int]]) -> YMap:
+    """A new mapping at ``source``'s position holding ``entries``: (key, value, insertion
+    index of the key of ``source`` whose positions it takes). Positions stop at the first
+    entry ``source`` has none for (a plain dict has none at all)."""
+    placed = isinstance(source, YMap)
+    marks = array("q", (source.start if placed else 0,))
+    rebuilt = YMap()
+    for key, value, index in entries:
+        rebuilt[key] = value
+        if placed:
+            key_mark, value_mark = source.key_mark(index), source.value_mark(index)
+            if key_mark is None or value_mark is None:
+                placed = False
+            else:
+                marks.append(key_mark)
+                marks.append(value_mark)
+    if len(marks) > 1 or marks[0]:
+        rebuilt.marks = marks.tobytes()
+    return rebuilt
 
 
 class YList(list[Any]):
-    """A sequence that knows the position of each item."""
+    """A sequence that knows the position of each item (``marks``: its own, then each item's)."""
 
-    __slots__ = ("marks", "start")
+    __slots__ = ("marks",)
 
-    def __init__(self, start: int = 0) -> None:
+    def __init__(self, start: int = 0, marks: bytes = b"") -> None:
         super().__init__()
-        self.marks = array("q")
-        self.start = start
+        self.marks = marks or (_MARK.pack(start) if start else b"")
+
+    @property
+    def start(self) -> int:
+        return _mark_at(self.marks, 0) or 0
 
     def item_position(self, index: int) -> tuple[int, int] | None:
-        if 0 <= index < len(self.marks):
-            return unpack(self.marks[index])
-        return None
+        mark = _mark_at(self.marks, index + 1) if index >= 0 else None
+        return None if mark is None else unpack(mark)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Pickled compactly: large inputs are parsed by a second process (units.parallel).
-        return (_rebuild_list, (self.start, self.marks.tobytes(), list(self)))
-
-
-def _rebuild_list(start: int, marks: bytes, items: list[Any]) -> YList:
-    rebuilt = YList(start)
-    rebuilt.marks.frombytes(marks)
-    rebuilt.extend(items)
-    return rebuilt
-
-
-def _rebuild_map(start: int, marks: bytes, items: dict[Any, Any]) -> YMap:
-    rebuilt = YMap(start)
-    rebuilt.marks.frombytes(marks)
-    rebuilt.update(items)
-    return rebuilt
+        # Pickled compactly, items straight into the new list (see YMap.__reduce__).
+        return (YList, (0, self.marks), None, iter(self))
 
 
 class OversizedNumber(str):
@@ -405,9 +464,12 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
     root: Any = None
     root_mark = 0
     count = 0  # nodes so far, counting what aliases would expand to
-    # The collection being filled:
+    # The positions of every open collection, innermost last: each one's own, then its keys'
+    # and values' (items'); a collection takes its part as bytes when it ends.
+    marks = array("q")
+    # The collection being filled, and where its part of ``marks`` begins:
     container: Any = None
-    marks: Any = None
+    base = 0
     is_map = False
     pending = False  # a mapping key has been read, its value not yet
     key: Any = None
@@ -453,7 +515,7 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
                 stack.append(
                     (
                         container,
-                        marks,
+                        base,
                         is_map,
                         pending,
                         key,
@@ -464,8 +526,9 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
                     )
                 )
             is_map = cls is mapping_start
-            container = YMap(mark) if is_map else YList(mark)
-            marks = container.marks
+            container = YMap() if is_map else YList()
+            base = len(marks)
+            marks.append(mark)
             pending = False
             merges = None
             anchor_name = event.anchor
@@ -477,15 +540,17 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
         elif cls is mapping_end or cls is sequence_end:
             value = container
             if merges:
-                _apply_merges(value, merges)
-            mark = value.start
+                _apply_merges(value, merges, marks, base)
+            mark = marks[base]
+            value.marks = marks[base:].tobytes()
+            del marks[base:]
             if anchor_name:
                 open_anchors.discard(anchor_name)
                 anchors[anchor_name] = (value, count - start_count)
             if stack:
                 (
                     container,
-                    marks,
+                    base,
                     is_map,
                     pending,
                     key,
@@ -518,6 +583,7 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
                 )
         elif cls is document_start:
             stack.clear()
+            del marks[:]
             anchors.clear()
             open_anchors.clear()
             duplicates = []
@@ -552,21 +618,24 @@ def _build(parser: Any, line_offset: int, column_offset: int) -> Iterator[Parsed
                     merges = []
                 merges.append((value, mark))
             elif key in container:
-                index = container._index(key)
-                first_line, first_column = unpack(marks[2 * index])
+                at = base + 1 + 2 * container._index(key)
+                first_line, first_column = unpack(marks[at])
                 line, column = unpack(key_mark)
                 duplicates.append(DuplicateKey(str(key), line, column, first_line, first_column))
                 container[key] = value
-                marks[2 * index] = key_mark
-                marks[2 * index + 1] = mark
+                marks[at] = key_mark
+                marks[at + 1] = mark
             else:
                 container[key] = value
                 marks.append(key_mark)
                 marks.append(mark)
 
 
-def _apply_merges(target: YMap, merges: list[tuple[Any, int]]) -> None:
-    """YAML merge keys: explicit keys win, earlier merged mappings win over later ones."""
+def _apply_merges(
+    target: YMap, merges: list[tuple[Any, int]], marks: array[int], base: int
+) -> None:
+    """YAML merge keys: explicit keys win, earlier merged mappings win over later ones.
+    ``target`` is still open: its positions are ``marks[base:]``."""
     for source, mark in merges:
         sources = source if isinstance(source, list) else [source]
         for item in sources:
@@ -576,9 +645,9 @@ def _apply_merges(target: YMap, merges: list[tuple[Any, int]]) -> None:
                 if key in target:
                     continue
                 target[key] = value
-                marks = item.marks
-                target.marks.append(marks[2 * i] if 2 * i < len(marks) else mark)
-                target.marks.append(marks[2 * i + 1] if 2 * i + 1 < len(marks) else mark)
+                key_mark, value_mark = item.key_mark(i), item.value_mark(i)
+                marks.append(mark if key_mark is None else key_mark)
+                marks.append(mark if value_mark is None else value_mark)
 
 
 _TEMPLATE_MARKERS = re.compile(r"\{\{|\}\}|\{%|%\{|\$\{")

@@ -10,7 +10,7 @@ import tempfile
 from typing import Any
 
 from gpulint.input.document import Manifest, as_dict, as_list
-from gpulint.input.yamlparse import YamlError, YMap, parse_documents
+from gpulint.input.yamlparse import YamlError, YMap, parse_documents, rebuilt_map
 
 ORIGIN = "config.kubernetes.io/origin"
 
@@ -82,30 +82,20 @@ def strip_build_annotations(manifest: Manifest) -> None:
         return
     if not any(key in annotations for key in BUILD_ANNOTATIONS):
         return
-    kept = YMap(annotations.start)
-    for index, (key, value) in enumerate(annotations.items()):
-        if key in BUILD_ANNOTATIONS:
-            continue
-        kept[key] = value
-        if 2 * index + 1 < len(annotations.marks):
-            kept.marks.append(annotations.marks[2 * index])
-            kept.marks.append(annotations.marks[2 * index + 1])
+    kept = rebuilt_map(
+        annotations,
+        (
+            (key, value, index)
+            for index, (key, value) in enumerate(annotations.items())
+            if key not in BUILD_ANNOTATIONS
+        ),
+    )
     if kept:
         metadata["annotations"] = kept
+    elif isinstance(metadata, YMap):
+        metadata.discard("annotations")
     else:
-        _drop_key(metadata, "annotations")
-
-
-def _drop_key(mapping: Any, key: str) -> None:
-    if isinstance(mapping, YMap):
-        keys = list(mapping)
-        index = keys.index(key)
-        marks = mapping.marks
-        del mapping[key]
-        if 2 * index + 1 < len(marks):
-            del marks[2 * index : 2 * index + 2]
-    elif isinstance(mapping, dict):
-        mapping.pop(key, None)
+        metadata.pop("annotations", None)
 
 
 def _small_yaml(text: str) -> dict[str, Any]:
