@@ -10,6 +10,8 @@ import argparse
 import math
 from typing import NamedTuple
 
+from gpulint.live.window import add_window_options
+
 DEFAULT_PORT = 8443
 DEFAULT_DEADLINE = 2.0
 # The API server sends at most an object and its old version, each at most the 1.5 MiB etcd
@@ -37,7 +39,6 @@ DEFAULT_MAX_BUFFERED_BYTES = 32 * 1024 * 1024
 DEFAULT_PROMETHEUS_REFRESH = 60.0
 DEFAULT_PROMETHEUS_TIMEOUT = 30.0
 MIN_PROMETHEUS_REFRESH = 1.0
-DEFAULT_LOOKBACK = "24h"
 # gpulint.cluster.kinds.DEFAULT_CONFIGMAP_NAMESPACES, spelled out to keep this module's imports
 # light (tests/webhook/test_serve.py checks that the two agree).
 DEFAULT_CONFIGMAP_NAMESPACES = ("monitoring", "kserve")
@@ -77,8 +78,9 @@ class ServeOptions(NamedTuple):
     prometheus_headers: tuple[tuple[str, str], ...] = ()
     prometheus_timeout: float = DEFAULT_PROMETHEUS_TIMEOUT
     prometheus_refresh: float = DEFAULT_PROMETHEUS_REFRESH
-    lookback: float = 86400.0
-    min_history: float | None = None  # None: the live check's own default (gpulint.live.options)
+    # None: the live check's own defaults (gpulint.live.window)
+    lookback: float | None = None
+    min_history: float | None = None
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -256,19 +258,7 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         help="seconds between the end of one refresh and the start of the next "
         f"(default: {DEFAULT_PROMETHEUS_REFRESH:g})",
     )
-    live.add_argument(
-        "--lookback",
-        metavar="DURATION",
-        help="how far back to look for metrics that disappeared and for observed values "
-        f"(default: {DEFAULT_LOOKBACK})",
-    )
-    live.add_argument(
-        "--min-history",
-        metavar="SHARE",
-        help="share of --lookback the observed values must cover before a target is called "
-        "never reached or always exceeded (GL805); on less the finding is info "
-        "(default: 90%%, as for gpulint lint; 0 judges on any history)",
-    )
+    add_window_options(live, defaults=False)
 
 
 def _split_ids(values: list[str] | None) -> tuple[str, ...]:
@@ -396,7 +386,7 @@ def _with_live_options(options: ServeOptions, args: argparse.Namespace) -> Serve
             prometheus_headers=tuple(parse_header(h) for h in args.prometheus_header or []),
             prometheus_timeout=timeout,
             prometheus_refresh=refresh,
-            lookback=parse_duration(args.lookback or DEFAULT_LOOKBACK),
+            lookback=None if args.lookback is None else parse_duration(args.lookback),
             min_history=None if args.min_history is None else parse_fraction(args.min_history),
         )
     except LiveOptionError as error:

@@ -159,8 +159,9 @@ def _live(options: ServeOptions, cache: ClusterCache, log: JsonLog) -> LiveRefre
             options.prometheus,
             dict(options.prometheus_headers),
             options.prometheus_timeout,
-            lookback=options.lookback,
         )
+        if options.lookback is not None:
+            live_options = replace(live_options, lookback=options.lookback)
         if options.min_history is not None:
             live_options = replace(live_options, min_history=options.min_history)
         return LiveRefresh(cache, live_options, options.prometheus_refresh, log)

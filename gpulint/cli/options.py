@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpulint.live.window import add_window_options
+
 COLOR_HELP = (
     "colour the text output: auto (default) colours it on a terminal unless NO_COLOR is "
     "set, always, never"
@@ -226,21 +228,7 @@ def add_live_options(parser: argparse.ArgumentParser, required: bool = False) ->
         action="store_true",
         help="an unusable Prometheus is an error (GL809, exit code 1), not a warning",
     )
-    live.add_argument(
-        "--lookback",
-        default="24h",
-        metavar="DURATION",
-        help="how far back to look for metrics that disappeared and for observed values "
-        "(default: 24h)",
-    )
-    live.add_argument(
-        "--min-history",
-        default="90%",
-        metavar="SHARE",
-        help="share of --lookback the observed values must cover before a target is called "
-        "never reached or always exceeded (GL805, GL812); on less the finding is info "
-        "(default: 90%%; 0 judges on any history)",
-    )
+    add_window_options(live, defaults=True)
     live.add_argument(
         "--progress",
         choices=("auto", "always", "never"),

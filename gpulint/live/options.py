@@ -10,16 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpulint.live.window import DEFAULT_LOOKBACK_TEXT, DEFAULT_MIN_HISTORY
+
 # prometheus-adapter discovers series seen within --metrics-max-age, which defaults to
 # --metrics-relist-interval, 10m (prometheus-adapter cmd/adapter/adapter.go).
 ADAPTER_MAX_AGE = 600.0
-DEFAULT_LOOKBACK = 24 * 3600.0
 DEFAULT_TIMEOUT = 30.0
-# The share of the look-back window the query's history must cover before a live rule says a
-# target is never reached or always exceeded. Those verdicts are claims about the whole window
-# (24h by default: one daily cycle of load); a window seen in part may miss the peak or the
-# night, so nine tenths are asked for, leaving room for retention edges and scrape gaps.
-DEFAULT_MIN_HISTORY = 0.9
 # Requests in flight at once: enough to hide latency, few enough not to load a shared Prometheus.
 DEFAULT_CONCURRENCY = 4
 
@@ -30,18 +26,6 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
 
 class OptionError(ValueError):
     """A live-check option the user got wrong (the CLI exits with 2)."""
-
-
-@dataclass(frozen=True)
-class LiveOptions:
-    url: str
-    headers: dict[str, str] = field(default_factory=dict)
-    timeout: float = DEFAULT_TIMEOUT
-    required: bool = False
-    lookback: float = DEFAULT_LOOKBACK
-    concurrency: int = DEFAULT_CONCURRENCY
-    max_age: float = ADAPTER_MAX_AGE
-    min_history: float = DEFAULT_MIN_HISTORY
 
 
 def parse_duration(text: str) -> float:
@@ -127,3 +111,18 @@ def parse_url(text: str) -> str:
     if url.endswith("/api/v1"):
         url = url[: -len("/api/v1")]
     return url
+
+
+DEFAULT_LOOKBACK = parse_duration(DEFAULT_LOOKBACK_TEXT)
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+    required: bool = False
+    lookback: float = DEFAULT_LOOKBACK
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_age: float = ADAPTER_MAX_AGE
+    min_history: float = DEFAULT_MIN_HISTORY

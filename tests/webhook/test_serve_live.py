@@ -32,7 +32,8 @@ from gpulint.webhook.options import OptionError, add_serve_options, options_from
 from gpulint.webhook.review import fit_warnings, rule_warning
 from gpulint.webhook.server import _live
 
-from gpulint.live.options import DEFAULT_MIN_HISTORY
+from gpulint.cli import build_parser
+from gpulint.live.options import DEFAULT_LOOKBACK, DEFAULT_MIN_HISTORY
 
 from ..kubefake import FakeCluster, KubeFake
 from ..live.conftest import require_prometheus
@@ -446,6 +447,29 @@ def test_min_history_reaches_the_live_check_as_for_lint() -> None:
     alone = serve_command("--min-history=50%")
     assert alone.returncode == 2
     assert alone.stderr == "gpulint: error: --min-history needs --prometheus URL\n"
+
+
+def test_lookback_reaches_the_live_check_and_both_commands_word_the_window_alike() -> None:
+    parser = argparse.ArgumentParser()
+    add_serve_options(parser)
+    base = ["--tls-cert=c.pem", "--tls-key=k.pem", "--prometheus=http://127.0.0.1:9090"]
+    log = JsonLog(io.StringIO())
+    given = _live(
+        options_from_args(parser.parse_args([*base, "--lookback=6h"])), cast(Any, None), log
+    )
+    assert given is not None and given.options.lookback == 6 * 3600
+    unset = _live(options_from_args(parser.parse_args(base)), cast(Any, None), log)
+    assert unset is not None and unset.options.lookback == DEFAULT_LOOKBACK == 24 * 3600
+
+    def helps(command: argparse.ArgumentParser) -> dict[str, str | None]:
+        return {
+            action.option_strings[0]: action.help
+            for action in command._actions
+            if action.option_strings and action.option_strings[0] in ("--lookback", "--min-history")
+        }
+
+    lint = build_parser()._subparsers._group_actions[0].choices["lint"]  # type: ignore[union-attr]
+    assert helps(parser) == helps(lint) and len(helps(parser)) == 2
 
 
 _PROBE = textwrap.dedent(
