@@ -160,7 +160,7 @@ def lint_units(
         counts: dict[str, int] = {}
         findings = [
             shown
-            for finding in run(inventory, selection, suppressed=counts)
+            for finding in run(inventory, selection, suppressed=counts, split=True)
             if (shown := named_sources(finding, context, unit.files)) is not None
         ]
         for rule, count in counts.items():

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any
 
 from gpulint.core.deadline import DeadlineExceeded
+from gpulint.core.forked import forked
 from gpulint.core.model import Finding, Location
 from gpulint.engine.config import RuleSettings, Settings
 from gpulint.engine.registry import RuleInfo, Selection, load_rule, rule_by_id, rule_index
@@ -26,6 +27,9 @@ from gpulint.kinds.workload import pod_templates
 IGNORE_ANNOTATION = "gpulint.dev/ignore"
 UNUSED_SUPPRESSION = "GL703"
 INTERNAL_ERROR = "GL799"
+# Below this many objects, running rules on a second core costs more than it saves (the fork
+# copies the page tables, and what the child touches is copied page by page).
+TWO_CORES_MIN_OBJECTS = 1000
 
 
 def run(
@@ -35,6 +39,7 @@ def run(
     deadline: float | None = None,
     suppressed: dict[str, int] | None = None,
     per_rule: int | None = None,
+    split: bool = False,
 ) -> list[Finding]:
     """Run every enabled rule; return findings after suppression, sorted.
 
@@ -47,6 +52,9 @@ def run(
     suppressions are looked for on those manifests only. ``deadline`` is a
     ``time.monotonic()`` value: once it has passed, ``DeadlineExceeded`` is raised before the
     next rule starts.
+
+    ``split`` runs a share of the rules on the second core (``_run_on_two_cores``) when the
+    inventory is large enough to pay for it; the findings are the same.
     """
     settings: Settings = inventory.settings
     selection = selection or Selection()
@@ -54,14 +62,23 @@ def run(
     available = (inventory.live is not None, inventory.cluster is not None)
     source = items_for if items_for is not None else scope_items_of(inventory)
     plan = _plan(settings, selection, available)
-    for scope, planned in plan.by_scope:
-        items = list(source(scope))
-        if not items:
-            continue
-        for rule in planned:
-            if deadline is not None and time.monotonic() > deadline:
-                raise DeadlineExceeded(rule.info.id)
-            raw.extend(rule.run(items, inventory, per_rule))
+    if (
+        split
+        and len(inventory) >= TWO_CORES_MIN_OBJECTS
+        and items_for is None
+        and deadline is None
+        and per_rule is None
+    ):
+        raw = _run_on_two_cores(plan, source, inventory)
+    else:
+        for scope, planned in plan.by_scope:
+            items = list(source(scope))
+            if not items:
+                continue
+            for rule in planned:
+                if deadline is not None and time.monotonic() > deadline:
+                    raise DeadlineExceeded(rule.info.id)
+                raw.extend(rule.run(items, inventory, per_rule))
     manifests = getattr(items_for, "manifests", None)
     findings = _suppress(raw, inventory, plan.ids, selection, manifests, suppressed)
     findings.sort(key=Finding.sort_key)
@@ -80,15 +97,21 @@ class _Planned:
         self.defaults: dict[str, Any] | None = None
 
     def run(
-        self, items: list[Any], inventory: Inventory, per_rule: int | None
+        self,
+        items: list[Any],
+        inventory: Inventory,
+        per_rule: int | None,
+        flagged: list[int] | None = None,
     ) -> list[tuple[Finding, Anchor | None]]:
+        """The rule's findings over ``items``; ``flagged``, when given, gets the index of
+        each item it found something on (or failed on)."""
         spec = load_rule(self.info)
         if self.defaults is None:
             self.defaults = spec.defaults()
         # Merged on every run: a rule's options are its own to change, and the settings'
         # are read as they are now.
         options = {**self.defaults, **self.settings.options}
-        return _run_rule(spec, items, inventory, self.settings, options, per_rule)
+        return _run_rule(spec, items, inventory, self.settings, options, per_rule, flagged)
 
 
 class _Plan:
@@ -138,6 +161,46 @@ def _plan(settings: Settings, selection: Selection, available: tuple[bool, bool]
     return plan
 
 
+def _run_on_two_cores(
+    plan: _Plan, source: Any, inventory: Inventory
+) -> list[tuple[Finding, Anchor | None]]:
+    """Every rule of ``plan`` over its scope's items, every other rule first run in a forked
+    child (``gpulint.core.forked``). The child answers, for each of its rules, which items
+    it found something on; this process then runs those rules on those items alone. So
+    every finding is made here, of this process's own objects (the documents that
+    suppressions and fixes point at), in the order one core makes them, while most of the
+    child's share (the items nothing is found on) cost this process nothing. A child that
+    fails leaves its rules to be run here in full."""
+    tasks = [
+        (rule, items)
+        for scope, planned in plan.by_scope
+        if (items := list(source(scope)))
+        for rule in planned
+    ]
+    theirs = range(0, len(tasks), 2)
+
+    def child() -> Iterator[tuple[int, list[int]]]:
+        for number in theirs:
+            rule, items = tasks[number]
+            flagged: list[int] = []
+            rule.run(items, inventory, None, flagged)
+            yield number, flagged
+
+    results: dict[int, list[tuple[Finding, Anchor | None]]] = {}
+    with forked(child) as collect:
+        for number, (rule, items) in enumerate(tasks):
+            if number % 2:
+                results[number] = rule.run(items, inventory, None)
+        answers = collect()
+    flagged_by_rule: dict[int, list[int]] = dict(answers) if answers is not None else {}
+    for number in theirs:
+        rule, items = tasks[number]
+        flagged = flagged_by_rule.get(number)
+        chosen = items if flagged is None else [items[index] for index in flagged]
+        results[number] = rule.run(chosen, inventory, None) if chosen else []
+    return [entry for number in range(len(tasks)) for entry in results[number]]
+
+
 def _run_rule(
     spec: RuleSpec,
     items: list[Any],
@@ -145,15 +208,18 @@ def _run_rule(
     rule_settings: RuleSettings,
     options: dict[str, Any],
     per_rule: int | None,
+    flagged: list[int] | None = None,
 ) -> list[tuple[Finding, Anchor | None]]:
     """One rule over the items of its scope: its findings (at most ``per_rule``), each with
-    where it was raised, and GL799 for each item it failed on."""
+    where it was raised, and GL799 for each item it failed on (``flagged``, when given, gets
+    the index of each item that added to them)."""
     ctx = Context(spec, options)
     raw: list[tuple[Finding, Anchor | None]] = []
     found = 0
-    for item in items:
+    for index, item in enumerate(items):
         if per_rule is not None and found >= per_rule:
             break
+        before = len(raw)
         try:
             for finding in spec.check(item, inventory, ctx):
                 found += 1
@@ -169,6 +235,8 @@ def _run_rule(
             internal = _internal_error(spec, item, error)
             if internal is not None:
                 raw.append(internal)
+        if flagged is not None and len(raw) > before:
+            flagged.append(index)
     return raw
 
 

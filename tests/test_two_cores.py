@@ -1,0 +1,119 @@
+"""A large inventory's rules run on two cores; the findings are exactly what one core finds."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpulint.core.model import Finding
+from gpulint.engine import runner
+from gpulint.engine.config import Settings
+from gpulint.engine.registry import Selection
+from gpulint.engine.runner import inventory_from_paths, run
+from gpulint.inventory import Inventory
+
+from .conftest import CORPUS, FIXTURES, ROOT
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+
+
+class _Forks:
+    """Counts the children started and what they answered."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started = 0
+        self.answered: list[list[Any] | None] = []
+        real = runner.forked
+
+        @contextlib.contextmanager
+        def counted(
+            work: Callable[[], Iterable[Any]],
+        ) -> Iterator[Callable[[], list[Any] | None]]:
+            self.started += 1
+            with real(work) as collect:
+
+                def answer() -> list[Any] | None:
+                    got = collect()
+                    self.answered.append(got)
+                    return got
+
+                yield answer
+
+        monkeypatch.setattr(runner, "forked", counted)
+        monkeypatch.setattr(runner, "TWO_CORES_MIN_OBJECTS", 0)
+
+
+def _inventory(paths: list[Path]) -> Inventory:
+    return inventory_from_paths([str(p) for p in paths], Settings())
+
+
+def _both(inventory: Inventory) -> tuple[list[Finding], list[Finding]]:
+    one = run(inventory, Selection())
+    two = run(inventory, Selection(), split=True)
+    return one, two
+
+
+def _inputs() -> list[Any]:
+    inputs = [
+        pytest.param([FIXTURES], id="rule-fixtures"),
+        pytest.param([ROOT / "examples"], id="examples"),
+    ]
+    if CORPUS.is_dir():
+        inputs.append(pytest.param([CORPUS], id="corpus"))
+    return inputs
+
+
+@pytest.mark.parametrize("paths", _inputs())
+def test_two_cores_find_exactly_what_one_core_finds(
+    paths: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forks = _Forks(monkeypatch)
+    one, two = _both(_inventory(paths))
+    assert forks.started == 1 and forks.answered[0] is not None
+    # The child answered for its rules: every other rule of the plan.
+    assert len(forks.answered[0]) >= 10
+    assert len(one) >= 20
+    assert two == one
+    # The fixes point at this process's own documents, not at copies.
+    for first, second in zip(one, two, strict=True):
+        if first.plan is not None:
+            assert all(
+                a.document is b.document
+                for a, b in zip(first.plan.ops, second.plan.ops, strict=True)
+            )
+
+
+def test_a_child_that_fails_leaves_its_rules_to_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forks = _Forks(monkeypatch)
+    parent = os.getpid()
+    real_run = runner._Planned.run
+
+    def failing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent:
+            raise MemoryError("the child ran out of memory")
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(runner._Planned, "run", failing)
+    one, two = _both(_inventory([FIXTURES]))
+    assert forks.answered == [None]
+    assert two == one and len(one) > 50
+
+
+def test_small_inventories_and_narrowed_runs_stay_on_one_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forks = _Forks(monkeypatch)
+    inventory = _inventory([ROOT / "examples"])
+    monkeypatch.setattr(runner, "TWO_CORES_MIN_OBJECTS", len(inventory) + 1)
+    run(inventory, Selection(), split=True)
+    monkeypatch.setattr(runner, "TWO_CORES_MIN_OBJECTS", 0)
+    run(inventory, Selection(), split=True, per_rule=3)  # an admission review's bound
+    run(inventory, Selection())
+    assert forks.started == 0
