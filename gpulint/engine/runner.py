@@ -18,6 +18,7 @@ from gpulint.engine.config import RuleSettings, Settings
 from gpulint.engine.registry import RuleInfo, Selection, load_rule, rule_by_id, rule_index
 from gpulint.engine.rule import Anchor, Context, RuleSpec
 from gpulint.engine.scopes import scope_items_of
+from gpulint.engine.twocores import Unplaceable, document_index, pickled, unpickled
 from gpulint.input.document import Document, Manifest, Path, has_step
 from gpulint.input.loader import IgnoreComment, load_file
 from gpulint.input.units.walk import walk
@@ -164,41 +165,81 @@ def _plan(settings: Settings, selection: Selection, available: tuple[bool, bool]
 def _run_on_two_cores(
     plan: _Plan, source: Any, inventory: Inventory
 ) -> list[tuple[Finding, Anchor | None]]:
-    """Every rule of ``plan`` over its scope's items, every other rule first run in a forked
-    child (``gpulint.core.forked``). The child answers, for each of its rules, which items
-    it found something on; this process then runs those rules on those items alone. So
-    every finding is made here, of this process's own objects (the documents that
-    suppressions and fixes point at), in the order one core makes them, while most of the
-    child's share (the items nothing is found on) cost this process nothing. A child that
-    fails leaves its rules to be run here in full."""
+    """Every rule of ``plan`` over its scope's items, shared with a forked child
+    (``gpulint.core.forked``); the findings in the order one core makes them.
+
+    The two processes take rules from one queue, a pipe holding each rule's number, so
+    that neither waits for the other while rules are left, however unequal their costs.
+    The child sends its rules' findings back with the documents they point at named, not
+    copied (``gpulint.engine.twocores``), so that fixes and suppressions meet this
+    process's own documents. A rule whose findings point at a document the inventory does
+    not list is answered with the items it found something on instead, and run again here
+    on those items alone; a child that fails leaves its rules to be run here in full.
+    """
     tasks = [
         (rule, items)
         for scope, planned in plan.by_scope
         if (items := list(source(scope)))
         for rule in planned
     ]
-    theirs = range(0, len(tasks), 2)
+    if len(tasks) > 4096:  # more than a pipe holds at once: one core
+        return [entry for rule, items in tasks for entry in rule.run(items, inventory, None)]
+    documents = list(inventory.store.documents.items)
+    index_of = document_index(documents)
+    queue = _TaskQueue(len(tasks))
 
-    def child() -> Iterator[tuple[int, list[int]]]:
-        for number in theirs:
+    def child() -> Iterator[tuple[int, bytes | list[int]]]:
+        for number in queue:
             rule, items = tasks[number]
             flagged: list[int] = []
-            rule.run(items, inventory, None, flagged)
-            yield number, flagged
+            raw = rule.run(items, inventory, None, flagged)
+            answer: bytes | list[int]
+            try:
+                answer = pickled(raw, documents, index_of)
+            except Unplaceable:
+                answer = flagged
+            yield number, answer
 
     results: dict[int, list[tuple[Finding, Anchor | None]]] = {}
-    with forked(child) as collect:
-        for number, (rule, items) in enumerate(tasks):
-            if number % 2:
-                results[number] = rule.run(items, inventory, None)
-        answers = collect()
-    flagged_by_rule: dict[int, list[int]] = dict(answers) if answers is not None else {}
-    for number in theirs:
-        rule, items = tasks[number]
-        flagged = flagged_by_rule.get(number)
-        chosen = items if flagged is None else [items[index] for index in flagged]
+    with queue, forked(child) as collect:
+        for number in queue:
+            rule, items = tasks[number]
+            results[number] = rule.run(items, inventory, None)
+        answers = dict(collect() or ())
+    for number, (rule, items) in enumerate(tasks):
+        if number in results:
+            continue
+        answer = answers.get(number)
+        if isinstance(answer, bytes):
+            results[number] = unpickled(answer, documents)
+            continue
+        chosen = items if answer is None else [items[index] for index in answer]
         results[number] = rule.run(chosen, inventory, None) if chosen else []
     return [entry for number in range(len(tasks)) for entry in results[number]]
+
+
+class _TaskQueue:
+    """The numbers 0..count-1 in a pipe, each taken by whichever process reads it first (a
+    read of 4 bytes from a pipe is never split). Iterating takes numbers until none is left."""
+
+    def __init__(self, count: int) -> None:
+        import struct
+
+        self._read, write = os.pipe()
+        # Written whole before anyone reads: a pipe holds 64 KiB, 16,384 numbers, and a
+        # plan has one per rule (the caller keeps it far below).
+        os.write(write, struct.pack(f"<{count}I", *range(count)))
+        os.close(write)
+
+    def __iter__(self) -> Iterator[int]:
+        while len(taken := os.read(self._read, 4)) == 4:
+            yield int.from_bytes(taken, "little")
+
+    def __enter__(self) -> _TaskQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self._read)
 
 
 def _run_rule(
