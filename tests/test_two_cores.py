@@ -108,6 +108,19 @@ def test_rules_the_child_cannot_send_findings_of_are_run_again_here(
     assert two == one and len(one) > 50
 
 
+def test_an_answer_that_does_not_read_back_is_run_again_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _Forks(monkeypatch)
+
+    def unreadable(*args: Any) -> Any:
+        raise EOFError("the answer was cut short")
+
+    monkeypatch.setattr(runner, "unpickled", unreadable)
+    one, two = _both(_inventory([FIXTURES]))
+    assert two == one and len(one) > 50
+
+
 def test_documents_travel_by_name_and_come_back_as_themselves() -> None:
     inventory = _inventory([ROOT / "examples"])
     documents = list(inventory.store.documents.items)
