@@ -3,13 +3,15 @@ the real kustomize and Helm (tests/tools.py)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,34 @@ def lint_one_inventory(
     """Every file in one inventory, as if it were one cluster (no units)."""
     inventory = inventory_from_paths([str(p) for p in paths], settings or Settings())
     return run(inventory, Selection(select or []))
+
+
+def in_one_thread(test: Callable[..., None]) -> Callable[..., None]:
+    """Run ``test`` where gpulint may fork: in a process of one thread (gpulint never forks a
+    process running other threads, whose locks would stay held in the child). When tests
+    before it left threads running in this process, the test runs again, alone, in a fresh
+    pytest process, and passes or fails with it."""
+
+    @functools.wraps(test)
+    def run(*args: object, **kwargs: object) -> None:
+        if threading.active_count() == 1:
+            test(*args, **kwargs)
+            return
+        if os.environ.get("GPULINT_TEST_FRESH"):
+            names = [thread.name for thread in threading.enumerate()]
+            pytest.fail(f"a fresh pytest process runs other threads: {names}")
+        node = os.environ["PYTEST_CURRENT_TEST"].rsplit(" ", 1)[0]
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", node, "-q", "-p", "no:cacheprovider"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "GPULINT_TEST_FRESH": "1"},
+        )
+        assert done.returncode == 0 and " passed" in done.stdout, done.stdout + done.stderr
+
+    return run
 
 
 def rules_of(findings: list[Finding]) -> list[str]:

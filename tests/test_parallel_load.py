@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpulint.input.loader import LoadedFile, load_file
 from gpulint.input.units import parallel
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, in_one_thread
 
 
 @pytest.fixture
@@ -40,6 +43,27 @@ def _shape(loaded: LoadedFile) -> object:
     )
 
 
+def _answers(monkeypatch: pytest.MonkeyPatch) -> list[list[Any] | None]:
+    """What each child the reading forks answers (None: it failed)."""
+    answered: list[list[Any] | None] = []
+    real = parallel.forked
+
+    @contextlib.contextmanager
+    def spied(work: Callable[[], Iterable[Any]]) -> Iterator[Callable[[], list[Any] | None]]:
+        with real(work) as collect:
+
+            def answer() -> list[Any] | None:
+                got = collect()
+                answered.append(got)
+                return got
+
+            yield answer
+
+    monkeypatch.setattr(parallel, "forked", spied)
+    return answered
+
+
+@in_one_thread
 def test_two_cores_read_exactly_what_one_does(
     files: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -47,8 +71,11 @@ def test_two_cores_read_exactly_what_one_does(
         pytest.skip("no fork on this system")
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "CHUNK", 7)
+    answered = _answers(monkeypatch)
     serial = [load_file(f) for f in files]
     both = parallel.load_all(files, load_file)
+    # The child read its share: every other file by size, in chunks of 7.
+    assert len(answered) == 1 and answered[0] is not None and len(answered[0]) >= 3
     assert [_shape(a) for a in both] == [_shape(b) for b in serial]
     assert all(
         type(a.documents[0].data) is type(b.documents[0].data)
@@ -57,6 +84,7 @@ def test_two_cores_read_exactly_what_one_does(
     )
 
 
+@in_one_thread
 def test_a_child_that_fails_costs_time_not_results(
     files: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,6 +98,8 @@ def test_a_child_that_fails_costs_time_not_results(
             raise MemoryError("the child ran out of memory")
         return load_file(path)
 
+    answered = _answers(monkeypatch)
     both = parallel.load_all(files, load)
+    assert answered == [None]
     assert [a.path for a in both] == files
     assert [_shape(a) for a in both] == [_shape(load_file(f)) for f in files]

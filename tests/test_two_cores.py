@@ -18,7 +18,7 @@ from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.input.document import Document, Manifest
 from gpulint.inventory import Inventory
 
-from .conftest import CORPUS, FIXTURES, ROOT
+from .conftest import CORPUS, FIXTURES, ROOT, in_one_thread
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
 
@@ -70,6 +70,7 @@ def _inputs() -> list[Any]:
 
 
 @pytest.mark.parametrize("paths", _inputs())
+@in_one_thread
 def test_two_cores_find_exactly_what_one_core_finds(
     paths: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -92,6 +93,7 @@ def test_two_cores_find_exactly_what_one_core_finds(
             )
 
 
+@in_one_thread
 def test_rules_the_child_cannot_send_findings_of_are_run_again_here(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -108,6 +110,7 @@ def test_rules_the_child_cannot_send_findings_of_are_run_again_here(
     assert two == one and len(one) > 50
 
 
+@in_one_thread
 def test_an_answer_that_does_not_read_back_is_run_again_here(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -136,6 +139,7 @@ def test_documents_travel_by_name_and_come_back_as_themselves() -> None:
         twocores.pickled([stranger], documents, twocores.document_index(documents))
 
 
+@in_one_thread
 def test_a_child_that_fails_leaves_its_rules_to_this_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -167,6 +171,7 @@ def test_small_inventories_and_narrowed_runs_stay_on_one_core(
     assert forks.started == 0
 
 
+@in_one_thread
 def test_no_child_is_forked_while_another_thread_runs() -> None:
     """A lock another thread holds at the fork would stay held in the child forever."""
     import threading
@@ -187,16 +192,23 @@ def test_no_child_is_forked_while_another_thread_runs() -> None:
     assert answered is not None and answered[0] != os.getpid()
 
 
-def test_leaving_without_asking_stops_the_child() -> None:
+@in_one_thread
+def test_leaving_without_asking_stops_the_child(tmp_path: Path) -> None:
     import time
 
     from gpulint.core.forked import forked
 
+    marker = tmp_path / "started"
+
     def slow() -> Iterator[int]:
+        marker.write_text("the child runs")
         time.sleep(60)
         yield 1
 
     started = time.monotonic()
     with pytest.raises(RuntimeError), forked(slow):
+        while not marker.exists() and time.monotonic() - started < 20:
+            time.sleep(0.01)
         raise RuntimeError("this process failed first")
-    assert time.monotonic() - started < 10
+    assert marker.exists()
+    assert time.monotonic() - started < 30
