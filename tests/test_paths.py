@@ -172,23 +172,35 @@ def test_every_format_names_files_that_open_from_the_working_directory(
 def test_diff_headers_open_and_apply_from_the_working_directory(
     repository: Path, tools: list[str]
 ) -> None:
+    """Inside the working directory, the patch names files from it. Outside it, git and
+    patch refuse every name from there (``../``, absolute), so the patch names them from the
+    directory that holds them, and says so on stderr with the commands that apply it."""
     patched: dict[str, set[Path]] = {}
     for name, place in _places(repository).items():
         done = _run(place, tools, "--diff", "--unsafe-fixes", place.target)
         assert done.returncode == 1, (name, done.stderr)
         headers = _DIFF_HEADER.findall(done.stdout)
         assert headers, (name, done.stdout)
-        patched[name] = {_opened(place, header) for header in headers}
-        if name != "outside":
-            # git apply reads a plain unified diff's names from the working directory.
-            check = subprocess.run(
-                ["git", "apply", "--check", "-"],
-                input=done.stdout,
-                cwd=place.cwd,
-                capture_output=True,
-                text=True,
-            )
-            assert check.returncode == 0, (name, check.stderr)
+        assert not any(h.startswith(("../", "/")) for h in headers), (name, headers)
+        applies_in = place.cwd
+        if name == "outside":
+            base = re.search(r"names them from (\S+): apply it there", done.stderr)
+            assert base is not None, done.stderr
+            assert f"`git -C {base.group(1)} apply`" in done.stderr
+            applies_in = (place.cwd / base.group(1)).resolve()
+            assert applies_in == (repository / "ex").resolve()
+        else:
+            assert "names them from" not in done.stderr
+        patched[name] = {_opened(Place(applies_in, "."), header) for header in headers}
+        # git apply reads a plain unified diff's names from where it runs.
+        check = subprocess.run(
+            ["git", "apply", "--check", "-"],
+            input=done.stdout,
+            cwd=applies_in,
+            capture_output=True,
+            text=True,
+        )
+        assert check.returncode == 0, (name, check.stderr)
     assert patched["subdirectory"] == patched["top level"] == patched["outside"]
 
 

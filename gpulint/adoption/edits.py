@@ -51,6 +51,7 @@ from gpulint.adoption.textedits import (
     apply,
     choose,
     diff_name,
+    diff_names,
     overlapping,
     unified_diff,
 )
@@ -202,6 +203,7 @@ __all__ = [
     "apply",
     "choose",
     "diff_name",
+    "diff_names",
     "entries",
     "overlapping",
     "plan_edits",

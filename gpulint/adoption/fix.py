@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from gpulint.adoption.edits import diff_name, plan_edits, unified_diff
+from gpulint.adoption.edits import diff_names, plan_edits, unified_diff
 from gpulint.core.paths import within
 from gpulint.engine.result import Result
 from gpulint.report.escape import escape_controls, has_controls, safe_lines, safe_patch
@@ -51,6 +51,8 @@ class Outcome:
     refused: dict[str, None] = field(default_factory=dict)  # files gpulint may not write
     # files whose every document a fix deleted: removed (``--fix``) rather than left empty
     deleted: dict[str, None] = field(default_factory=dict)
+    # ``--diff``: the directory the patch names files from, when not the working directory
+    base: str | None = None
 
 
 class Writable:
@@ -100,16 +102,17 @@ def fix(
             outcome.fixes = applied.plans
             outcome.waiting = applied.waiting
             outcome.files.update(dict.fromkeys(changed))
+            names, outcome.base = diff_names(changed)
             for file in changed:
                 before, after = applied.before[file], applied.after[file]
-                name = diff_name(file)
+                name = names[file]
                 gone = removable(file, after)
                 if gone:
                     outcome.deleted[file] = None
                 shown = (
                     None
                     if has_controls(name)
-                    else safe_patch(unified_diff(file, before, after, deleted=gone))
+                    else safe_patch(unified_diff(file, before, after, name, gone))
                 )
                 if shown is None:
                     escaped = unified_diff(file, before, after, escape_controls(name), gone)

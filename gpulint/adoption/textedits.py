@@ -109,6 +109,22 @@ def diff_name(file: str) -> str:
     return display_path(file)
 
 
+def diff_names(files: Iterable[str]) -> tuple[dict[str, str], str | None]:
+    """The ``--diff`` header name of each of ``files``, and the directory they are named
+    from: None for the working directory (``diff_name``). When one lies outside it, no name
+    from there is one git or patch accepts (both refuse ``../`` and absolute names), so all
+    are named from the deepest directory that holds them all, which is returned; the patch
+    applies there (``patch -p1 -d DIR``, ``git -C DIR apply``)."""
+    names = {file: diff_name(file) for file in files}
+    if not any(name == ".." or name.startswith(("../", "/")) for name in names.values()):
+        return names, None
+    absolute = {file: os.path.abspath(file) for file in names}
+    base = os.path.commonpath([os.path.dirname(path) for path in absolute.values()])
+    return {
+        file: os.path.relpath(path, base).replace(os.sep, "/") for file, path in absolute.items()
+    }, base
+
+
 def unified_diff(
     file: str, before: list[str], after: str, name: str | None = None, deleted: bool = False
 ) -> str:

@@ -137,6 +137,14 @@ def _print_diff(outcome: Outcome, unsafe: bool, stdout: TextIO, stderr: TextIO) 
     from gpulint.report.escape import escape_controls
 
     stdout.write("".join(outcome.diffs))
+    if outcome.base is not None and (outcome.diffs or outcome.withheld):
+        import shlex
+
+        base = shlex.quote(escape_controls(display_path(outcome.base)))
+        stderr.write(
+            f"gpulint: --diff: the files lie outside the working directory, so the patch names "
+            f"them from {base}: apply it there (`patch -p1 -d {base}` or `git -C {base} apply`)\n"
+        )
     for file, diff in outcome.withheld.items():
         stderr.write(
             f"gpulint: --diff: {escape_controls(display_path(file))}: not in the "
