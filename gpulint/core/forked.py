@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
@@ -72,7 +73,7 @@ def forked(work: Callable[[], Iterable[Any]]) -> Iterator[Callable[[], list[Any]
         finally:
             if not reaped:
                 with contextlib.suppress(OSError):
-                    os.kill(pid, 9)
+                    os.kill(pid, signal.SIGKILL)
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, 0)
 
