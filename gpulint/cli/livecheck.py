@@ -85,7 +85,6 @@ def live_check(
         parse_header,
         parse_url,
     )
-    from gpulint.live.window import DEFAULT_MIN_HISTORY_TEXT
 
     try:
         if not args.prometheus_timeout > 0:
@@ -96,7 +95,7 @@ def live_check(
             args.prometheus_timeout,
             args.require_prometheus,
             parse_duration(args.lookback),
-            min_history=parse_fraction(getattr(args, "min_history", DEFAULT_MIN_HISTORY_TEXT)),
+            min_history=parse_fraction(args.min_history),
         )
     except OptionError as error:
         stderr.write(f"gpulint: error: {error}\n")

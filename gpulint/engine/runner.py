@@ -66,6 +66,7 @@ def run(
     if (
         split
         and len(inventory) >= TWO_CORES_MIN_OBJECTS
+        and len(plan.ids) <= _TaskQueue.MOST
         and items_for is None
         and deadline is None
         and per_rule is None
@@ -182,8 +183,6 @@ def _run_on_two_cores(
         if (items := list(source(scope)))
         for rule in planned
     ]
-    if len(tasks) > 4096:  # more than a pipe holds at once: one core
-        return [entry for rule, items in tasks for entry in rule.run(items, inventory, None)]
     documents = list(inventory.store.documents.items)
     index_of = document_index(documents)
     queue = _TaskQueue(len(tasks))
@@ -225,12 +224,15 @@ class _TaskQueue:
     """The numbers 0..count-1 in a pipe, each taken by whichever process reads it first (a
     read of 4 bytes from a pipe is never split). Iterating takes numbers until none is left."""
 
+    # The numbers are written whole before anyone reads: a pipe holds at least a page
+    # (4 KiB, 1,024 numbers) on Linux and 16 KiB on macOS. A plan has one number per rule,
+    # and ``run`` keeps a larger plan on one core.
+    MOST = 1024
+
     def __init__(self, count: int) -> None:
         import struct
 
         self._read, write = os.pipe()
-        # Written whole before anyone reads: a pipe holds 64 KiB, 16,384 numbers, and a
-        # plan has one per rule (the caller keeps it far below).
         os.write(write, struct.pack(f"<{count}I", *range(count)))
         os.close(write)
 

@@ -18,9 +18,6 @@ from typing import Any
 
 from gpulint.input.document import Document
 
-# The documents that names read back refer to, while ``unpickled`` reads.
-_reading: list[Document] | None = None
-
 
 class Unplaceable(Exception):
     """A finding points at a document that is not in the inventory's list."""
@@ -51,18 +48,25 @@ def pickled(value: Any, documents: list[Document], index_of: dict[int, int]) -> 
 
 def unpickled(blob: bytes, documents: list[Document]) -> Any:
     """What ``pickled`` made, with this process's own documents in it."""
-    global _reading
-    _reading = documents
-    try:
-        return pickle.loads(blob)
-    finally:
-        _reading = None
+    return _Reader(io.BytesIO(blob), documents).load()
+
+
+class _Reader(pickle.Unpickler):
+    """An unpickler that reads a document's name as the document of ``documents``."""
+
+    def __init__(self, file: io.BytesIO, documents: list[Document]) -> None:
+        super().__init__(file)
+        self.documents = documents
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == _document_at.__name__:
+            return self.documents.__getitem__
+        return super().find_class(module, name)
 
 
 def _document_at(index: int) -> Document:
-    if _reading is None:
-        raise pickle.UnpicklingError("a document named outside gpulint.engine.twocores")
-    return _reading[index]
+    """What a document's name stands for in a pickle; only ``unpickled`` reads it back."""
+    raise pickle.UnpicklingError(f"document {index} named outside gpulint.engine.twocores")
 
 
 def _kinds_of(cls: type) -> list[type]:

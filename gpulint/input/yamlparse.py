@@ -82,9 +82,9 @@ class YMap(dict[Any, Any]):
 
     __slots__ = ("_order", "marks")
 
-    def __init__(self, start: int = 0, marks: bytes = b"") -> None:
+    def __init__(self, marks: bytes = b"") -> None:
         super().__init__()
-        self.marks = marks or (_MARK.pack(start) if start else b"")
+        self.marks = marks
         self._order: dict[Any, int] | None = None
 
     @property
@@ -115,7 +115,7 @@ class YMap(dict[Any, Any]):
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled compactly, items straight into the new mapping: large inputs are parsed by
         # a second process (units.parallel).
-        return (YMap, (0, self.marks), None, None, iter(self.items()))
+        return (YMap, (self.marks,), None, None, iter(self.items()))
 
     def put(self, key: Any, value: Any, key_mark: int, value_mark: int) -> None:
         """Add a key that is not there yet, with its and its value's packed positions."""
@@ -182,9 +182,9 @@ class YList(list[Any]):
 
     __slots__ = ("marks",)
 
-    def __init__(self, start: int = 0, marks: bytes = b"") -> None:
+    def __init__(self, marks: bytes = b"") -> None:
         super().__init__()
-        self.marks = marks or (_MARK.pack(start) if start else b"")
+        self.marks = marks
 
     @property
     def start(self) -> int:
@@ -196,7 +196,7 @@ class YList(list[Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled compactly, items straight into the new list (see YMap.__reduce__).
-        return (YList, (0, self.marks), None, iter(self))
+        return (YList, (self.marks,), None, iter(self))
 
 
 class OversizedNumber(str):
