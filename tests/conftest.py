@@ -35,7 +35,10 @@ os.environ["COLUMNS"] = "80"
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
+# The real-manifest corpus: beside the repository, or where GPULINT_CORPUS says. Tests that
+# read it are marked `corpus` and skip (or are not collected) without it; nothing else in the
+# tests reads outside the repository.
+CORPUS = Path(os.environ.get("GPULINT_CORPUS") or ROOT.parent / "shared" / "corpus").resolve()
 
 
 def lint_text(
@@ -112,6 +115,19 @@ def in_one_thread(test: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
+@pytest.fixture(autouse=True)
+def private_temp_directory(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """Every test, and every process it starts, makes its temporary files in a directory of
+    its own: a test that checks gpulint left nothing behind reads only what this test made,
+    whatever else runs on the machine."""
+    private = tmp_path_factory.mktemp("tmp", numbered=True)
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    yield private
+
+
 def rules_of(findings: list[Finding]) -> list[str]:
     return [f.rule for f in findings]
 
@@ -119,8 +135,15 @@ def rules_of(findings: list[Finding]) -> list[str]:
 @pytest.fixture
 def corpus() -> Path:
     if not CORPUS.is_dir():
-        pytest.skip("the real-manifest corpus (../shared/corpus) is not present")
+        pytest.skip(f"the real-manifest corpus ({CORPUS}) is not present")
     return CORPUS
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes the corpus is a corpus test (`pytest -m corpus` runs them alone)."""
+    for item in items:
+        if "corpus" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.corpus)
 
 
 @pytest.fixture
