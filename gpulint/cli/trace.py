@@ -6,7 +6,7 @@ import gc
 from typing import TYPE_CHECKING, TextIO
 
 from gpulint.cli.exitcodes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-from gpulint.cli.inputs import built_units, prepared_cluster, read_settings
+from gpulint.cli.inputs import assembled, prepared_cluster, read_settings
 from gpulint.cli.livecheck import LiveCheck, live_check
 from gpulint.cli.output import report_stream, wants_color
 
@@ -67,15 +67,11 @@ def _traces(
         inventory = cluster[0]
         found.extend(traces(inventory, run(inventory, selection), "cluster"))
         return found
-    from gpulint.engine.context import infer
-    from gpulint.engine.files import unit_inventory
-
-    built = built_units(args, settings, stderr)
-    if built is None:
+    assembly = assembled(args, settings, stderr)
+    if assembly is None:
         return None
     # Each unit with the platform its cluster lends it, as lint judges it.
-    for unit, context in zip(built[0], infer(built[0]), strict=True):
-        inventory = unit_inventory(unit, settings, context)
+    for unit, _, inventory in assembly.judged(settings):
         if prepare is not None:
             prepare(inventory)
         found.extend(traces(inventory, run(inventory, selection), unit.name))

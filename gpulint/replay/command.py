@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from gpulint.engine.config import Settings
+    from gpulint.engine.registry import Selection
     from gpulint.inventory import Inventory
     from gpulint.live.client import PrometheusAPI
     from gpulint.replay.report import Replayed
@@ -25,7 +26,12 @@ MAX_POINTS = 100_000
 
 
 def add_replay_options(parser: argparse.ArgumentParser) -> None:
-    from gpulint.cli.options import add_cluster_options, add_input_options, add_render_options
+    from gpulint.cli.options import (
+        add_cluster_options,
+        add_input_options,
+        add_render_options,
+        add_selection_options,
+    )
 
     parser.add_argument(
         "paths",
@@ -92,6 +98,7 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         help="lowest severity of a replay finding (GL951-GL954) that fails the run (exit "
         "code 1; default: error)",
     )
+    add_selection_options(parser, "GL95")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     add_input_options(parser)
     add_render_options(parser)
@@ -111,7 +118,7 @@ def _time(text: str) -> float:
 
 def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.cli.extras import missing_extra
-    from gpulint.cli.inputs import read_settings
+    from gpulint.cli.inputs import read_selection, read_settings
     from gpulint.live.options import OptionError, parse_duration, parse_header, parse_url
 
     problem = missing_extra("live", "gpulint replay")
@@ -144,6 +151,9 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     settings = read_settings(args, stderr)
     if settings is None:
         return EXIT_USAGE
+    selection = read_selection(args, stderr)
+    if selection is None:
+        return EXIT_USAGE
     inventories = _inventories(args, settings, stderr)
     if inventories is None:
         return EXIT_USAGE
@@ -157,7 +167,7 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         for inventory in inventories:
             window = (start, end, step)
             found = _replay_inventory(
-                args, inventory, settings, api, window, ready_after, replays, stderr
+                args, inventory, selection, api, window, ready_after, replays, stderr
             )
             matched = found or matched
     except PrometheusError as error:
@@ -180,7 +190,7 @@ def _inventories(
 ) -> list[Inventory] | None:
     """The cluster's inventory, or one per unit of the paths; None after an error said on
     stderr."""
-    from gpulint.cli.inputs import built_units, prepared_cluster
+    from gpulint.cli.inputs import assembled, prepared_cluster
     from gpulint.engine.registry import Selection
 
     if args.cluster:
@@ -188,18 +198,17 @@ def _inventories(
         if cluster is None:
             return None
         return [cluster[0]]
-    from gpulint.engine.files import unit_inventory
-
-    built = built_units(args, settings, stderr)
-    if built is None:
+    assembly = assembled(args, settings, stderr)
+    if assembly is None:
         return None
-    return [unit_inventory(unit, settings) for unit in built[0]]
+    # Each unit with what its cluster lends it, as lint judges it.
+    return [judged.inventory for judged in assembly.judged(settings)]
 
 
 def _replay_inventory(
     args: argparse.Namespace,
     inventory: Inventory,
-    settings: Settings,
+    selection: Selection,
     api: PrometheusAPI,
     window: tuple[float, float, float],
     ready_after: float | None,
@@ -231,7 +240,7 @@ def _replay_inventory(
         except HistoryError as error:
             stderr.write(f"gpulint: {spec.kind} {spec.key} not replayed: {error}\n")
             continue
-        replays.append(replay_one(spec, history, inventory, settings, args.compare_fix))
+        replays.append(replay_one(spec, history, inventory, args.compare_fix, selection))
     return matched
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import TextIO
 
 from gpulint.core.message import split_message
-from gpulint.core.model import Finding, Severity
+from gpulint.core.model import Finding, NotChecked, Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.result import CONTEXT_CHANGE, OWN_OBJECTS, Result
+from gpulint.engine.result import CONTEXT_CHANGE, Result
 from gpulint.report.escape import escape_controls, safe_line, safe_lines
 from gpulint.report.wrap import code_lines, fill, output_width
 
@@ -36,6 +36,8 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     width = output_width(stream)
     for finding in result.findings:
         _write_finding(finding, stream, color, width)
+    for unchecked in result.not_checked:
+        _write_not_checked(unchecked, stream, width)
     for path, reason in result.skipped:
         shown = safe_line(escape_controls(display_path(path)))
         _write(stream, f"{shown}: skipped: ", escape_controls(reason), width)
@@ -52,19 +54,21 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
 
 
 def _write_contexts(result: Result, stream: TextIO, width: int) -> None:
-    """What each unit was judged with: the units judged with more than their own objects
-    by name, the others in one line, and how to change it."""
-    told = [u for u in result.units if u.context and u.context != OWN_OBJECTS]
-    for unit in told:
-        _write(stream, "context: ", escape_controls(f"{unit.name}: {unit.context}"), width)
-    if any(u.context for u in result.units):
-        others = "the other units" if told else "each unit"
-        _write(
-            stream,
-            "context: ",
-            f"{others}: {OWN_OBJECTS}; to change it, {CONTEXT_CHANGE}",
-            width,
-        )
+    """One line per cluster: its units, who lends them what; and how to change it."""
+    for cluster in result.clusters:
+        _write(stream, "cluster: ", escape_controls(cluster.describe()), width)
+    if any(cluster.lends or cluster.ambiguous for cluster in result.clusters):
+        _write(stream, "cluster: ", f"to change it, {CONTEXT_CHANGE}", width)
+
+
+def _write_not_checked(note: NotChecked, stream: TextIO, width: int) -> None:
+    """A check that could not run: where, which, why, on one line; what lets it below."""
+    location = note.location
+    where = escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
+    head = f"{safe_line(where)}: not checked ({note.checks}): "
+    _write(stream, head, escape_controls(f"{note.reason}; {note.remedy}"), width, INDENT)
+    if note.units:
+        _write(stream, f"{INDENT}in: ", escape_controls(", ".join(note.units)), width)
 
 
 def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) -> None:
@@ -116,6 +120,9 @@ def _summary(result: Result) -> str:
     )
     if result.skipped:
         summary += f", {len(result.skipped)} skipped"
+    if result.not_checked:
+        count = len(result.not_checked)
+        summary += f", {count} check{'s' * (count != 1)} not run"
     suppressed = sum(result.suppressed.values())
     if suppressed:
         most_first = sorted(result.suppressed.items(), key=lambda item: (-item[1], item[0]))
