@@ -191,7 +191,7 @@ def test_a_chart_is_judged_with_the_adapter_named_beside_it(
     assert finding.location.file == "charts/app/templates/hpa.yaml"
     # The finding names where the adapter config it was judged against came from.
     assert finding.message.endswith(
-        "HelmValues prometheus-adapter.yaml comes from monitoring, taken as this unit's "
+        "Helm values prometheus-adapter.yaml comes from monitoring, taken as this unit's "
         "prometheus-adapter config (the input is one cluster)."
     )
     assert _contexts(result) == {
@@ -428,7 +428,7 @@ def test_flux_clusters_lend_each_environment_its_own_platform(
     assert _rules(result) == [("GL401", "apps/staging/hpa.yaml")]
     (finding,) = result.findings
     assert finding.message.endswith(
-        "HelmValues prometheus-adapter.yaml comes from infrastructure/staging, taken as this "
+        "Helm values prometheus-adapter.yaml comes from infrastructure/staging, taken as this "
         "unit's prometheus-adapter config (cluster staging, declared by Kustomization apps "
         "(clusters/staging/sync.yaml))."
     )

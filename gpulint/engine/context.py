@@ -441,13 +441,13 @@ def named_sources(finding: Finding, context: Context, own: Iterable[str]) -> Fin
         source = by_file.get(related.location.file)
         if source is not None and related.location.file not in own_files:
             uses.append(
-                f"{related.ref.kind} {related.ref.name} comes from {source.provider}, "
+                f"{related.ref.described} comes from {source.provider}, "
                 f"taken as this unit's {source.category} ({source.why})"
             )
     if not uses:
         return finding
     message = finding.message.rstrip()
-    if not message.endswith("."):
+    if not message.endswith((".", "?", "!")):
         message += "."
     return finding._replace(message=f"{message} {'; '.join(dict.fromkeys(uses))}.")
 
