@@ -304,7 +304,7 @@ spec:
 """
 
 
-def test_two_providers_of_one_component_are_never_guessed_between(
+def test_two_different_providers_of_one_component_are_never_guessed_between(
     tmp_path: Path, kustomize: list[str]
 ) -> None:
     # Two monitoring directories, each with its own copy of the ServiceMonitor: two units,
@@ -324,11 +324,11 @@ def test_two_providers_of_one_component_are_never_guessed_between(
     options = RenderOptions(" ".join(kustomize))
     result = lint_result("app", "monitoring-a", "monitoring-b", options=options)
     assert "GL401" not in {f.rule for f in result.findings}
+    # The two ServiceMonitors are copies of one text: either says what the cluster runs.
     assert _contexts(result)["app"] == (
-        "cluster the input; its own objects only; prometheus-adapter config not taken: 2 "
-        "directories are equally near (monitoring-a, monitoring-b); dcgm-exporter not taken: "
-        "2 directories are equally near (monitoring-a, monitoring-b); Prometheus monitoring "
-        "objects not taken: 2 directories are equally near (monitoring-a, monitoring-b)"
+        "cluster the input; its own objects and dcgm-exporter from monitoring-a; Prometheus "
+        "monitoring objects from monitoring-a; prometheus-adapter config not taken: 2 "
+        "directories are equally near (monitoring-a, monitoring-b)"
     )
     # Named with one of them only, the application is judged with it.
     result = lint_result("app", "monitoring-a", options=options)

@@ -28,8 +28,9 @@ What a unit takes, per platform component (``CATEGORIES``) it does not hold itse
   directory. So one application never lends its Prometheus to another.
 
 Of several units that could lend a component, the nearest in the directory tree lends it
-(the one whose root shares the longest path with the unit's); two equally near are never
-guessed between, and the context says which were left.
+(the one whose root shares the longest path with the unit's). Two equally near are never
+guessed between, unless they are copies of one text (one adapter values file kept in several
+application directories), and the context says which were left.
 
 Application-to-application relations (two autoscalers on one workload, a query URL and the
 Prometheus objects beside it) are judged within a unit only: nothing of an application is
@@ -42,7 +43,7 @@ The context is in the report: one line per cluster (``ClusterSummary``), each un
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpulint.core.model import Finding
@@ -234,72 +235,104 @@ def infer(units: list[Unit], settings: Settings | None = None) -> RunContext:
         return RunContext([Context() for _ in units], [])
     roles = [_Role(unit) for unit in units]
     members = _memberships(units, roles, settings)
+    lenders = _Lenders(units, roles, members) if len(judged) > 1 else None
     contexts = []
     for i, (unit, role) in enumerate(zip(units, roles, strict=True)):
         member = tuple(sorted(members[i].clusters))
-        if unit.kind == STDIN or not role.consumer or len(judged) < 2:
+        if lenders is None or unit.kind == STDIN or not role.consumer:
             contexts.append(Context(clusters=member))
             continue
-        contexts.append(_context(i, units, roles, members))
+        contexts.append(lenders.context_of(i))
     return RunContext(contexts, _summaries(units, contexts, members))
 
 
-def _context(i: int, units: list[Unit], roles: list[_Role], members: list[_Membership]) -> Context:
-    """What unit ``i`` (a consumer) takes from the units of its clusters."""
-    role = roles[i]
-    borrowed, ambiguous = [], []
-    together = [
-        p
-        for p in range(len(units))
-        if p != i and units[p].kind != STDIN and members[i].clusters & members[p].clusters
-    ]
-    for category in CATEGORIES:
-        if category in role.documents:
-            continue
-        candidates = [
-            p
-            for p in together
-            if category in roles[p].documents
-            and (category in CLUSTER_WIDE or roles[p].platform or members[p].platform)
-        ]
-        if not candidates:
-            continue
-        nearest = _nearest(role.root, [(p, roles[p].root) for p in candidates])
-        if len(nearest) > 1:
-            ambiguous.append((category, tuple(units[p].name for p in nearest)))
-            continue
-        p = nearest[0]
-        shared = sorted(members[i].clusters & members[p].clusters)
-        why = ", ".join(members[i].why[c] for c in shared)
-        if len(candidates) > 1:
-            why += f"; the nearest of {len(candidates)} that hold one"
-        documents = tuple(roles[p].documents[category])
-        borrowed.append(
-            Borrowed(
-                category,
-                units[p].name,
-                why,
-                documents,
-                frozenset(d.file for d, _ in documents),
+class _Lenders:
+    """Who may lend each category, indexed once for the run, so that a unit's lender is found
+    by walking up its own directory (a run of 10,000 units costs 10,000 short walks, not
+    10,000 x 10,000 comparisons)."""
+
+    def __init__(self, units: list[Unit], roles: list[_Role], members: list[_Membership]) -> None:
+        self.units, self.roles, self.members = units, roles, members
+        # (category, cluster) -> directory -> the lenders whose roots are in it (or it)
+        self.under: dict[tuple[str, str], dict[str, list[int]]] = {}
+        for p, (unit, role) in enumerate(zip(units, roles, strict=True)):
+            if unit.kind == STDIN:
+                continue
+            for category in role.documents:
+                if category not in CLUSTER_WIDE and not (role.platform or members[p].platform):
+                    continue
+                for cluster in members[p].clusters:
+                    index = self.under.setdefault((category, cluster), {})
+                    for directory in _ancestors(role.root):
+                        index.setdefault(directory, []).append(p)
+        self._signatures: dict[tuple[int, str], int] = {}
+
+    def context_of(self, i: int) -> Context:
+        """What unit ``i`` (a consumer) takes from the units of its clusters."""
+        role, member = self.roles[i], self.members[i]
+        borrowed, ambiguous = [], []
+        for category in CATEGORIES:
+            if category in role.documents:
+                continue
+            nearest, count = self._nearest(i, category)
+            if not nearest:
+                continue
+            if len({self._signature(p, category) for p in nearest}) > 1:
+                ambiguous.append((category, tuple(self.units[p].name for p in nearest)))
+                continue
+            p = nearest[0]  # equally near and the same text: any of them says it
+            shared = sorted(member.clusters & self.members[p].clusters)
+            why = ", ".join(member.why[c] for c in shared)
+            if count > 1:
+                why += f"; the nearest of {count} that hold one"
+            documents = tuple(self.roles[p].documents[category])
+            borrowed.append(
+                Borrowed(
+                    category,
+                    self.units[p].name,
+                    why,
+                    documents,
+                    frozenset(d.file for d, _ in documents),
+                )
             )
-        )
-    return Context(tuple(borrowed), tuple(sorted(members[i].clusters)), tuple(ambiguous))
+        return Context(tuple(borrowed), tuple(sorted(member.clusters)), tuple(ambiguous))
+
+    def _nearest(self, i: int, category: str) -> tuple[list[int], int]:
+        """The lenders of ``category`` in unit ``i``'s clusters whose roots share the longest
+        path with its root, and how many lenders there are in all."""
+        indexes = [
+            self.under[(category, c)]
+            for c in sorted(self.members[i].clusters)
+            if (category, c) in self.under
+        ]
+        if not indexes:
+            return [], 0
+        count = len({p for index in indexes for p in index.get(os.sep, ()) if p != i})
+        for directory in _ancestors(self.roles[i].root):
+            found = {p for index in indexes for p in index.get(directory, ()) if p != i}
+            if found:
+                return sorted(found), count
+        return [], count
+
+    def _signature(self, p: int, category: str) -> int:
+        """What a lender's documents of a category say (their files' text), to tell copies of
+        one component from different ones."""
+        key = (p, category)
+        found = self._signatures.get(key)
+        if found is None:
+            texts = sorted({text or b"" for _, text in self.roles[p].documents[category]})
+            found = self._signatures[key] = hash(tuple(texts))
+        return found
 
 
-def _nearest(root: str, candidates: Sequence[tuple[int, str]]) -> list[int]:
-    """The candidates whose roots share the longest path with ``root``."""
-    scored = [(_shared_depth(root, other), p) for p, other in candidates]
-    best = max(score for score, _ in scored)
-    return [p for score, p in scored if score == best]
-
-
-def _shared_depth(a: str, b: str) -> int:
-    depth = 0
-    for x, y in zip(a.split(os.sep), b.split(os.sep), strict=False):
-        if x != y:
-            break
-        depth += 1
-    return depth
+def _ancestors(root: str) -> list[str]:
+    """``root`` and every directory above it, nearest first, ending with the top (``/``)."""
+    found = [root]
+    while True:
+        parent = os.path.dirname(found[-1])
+        if parent == found[-1]:
+            return found
+        found.append(parent)
 
 
 def _memberships(

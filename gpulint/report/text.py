@@ -36,8 +36,7 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     width = output_width(stream)
     for finding in result.findings:
         _write_finding(finding, stream, color, width)
-    for unchecked in result.not_checked:
-        _write_not_checked(unchecked, stream, width)
+    _write_not_checked(result.not_checked, stream, width)
     for path, reason in result.skipped:
         shown = safe_line(escape_controls(display_path(path)))
         _write(stream, f"{shown}: skipped: ", escape_controls(reason), width)
@@ -61,14 +60,37 @@ def _write_contexts(result: Result, stream: TextIO, width: int) -> None:
         _write(stream, "cluster: ", f"to change it, {CONTEXT_CHANGE}", width)
 
 
-def _write_not_checked(note: NotChecked, stream: TextIO, width: int) -> None:
-    """A check that could not run: where, which, why, on one line; what lets it below."""
+# Objects listed by place for one cause of a check that could not run; the JSON report lists
+# every one (a repository with no Prometheus in it has one such note per ScaledObject).
+NOT_CHECKED_LISTED = 3
+
+
+def _write_not_checked(notes: list[NotChecked], stream: TextIO, width: int) -> None:
+    """Each check that could not run: where, which, why and what lets it, on one line; a
+    cause shared by many objects once, with the first few places."""
+    causes: dict[tuple[str, str, str], list[NotChecked]] = {}
+    for note in notes:
+        causes.setdefault((note.checks, note.reason, note.remedy), []).append(note)
+    for (checks, reason, remedy), same in causes.items():
+        if len(same) <= NOT_CHECKED_LISTED + 1:
+            for note in same:
+                head = f"{safe_line(_place(note))}: not checked ({checks}): "
+                _write(stream, head, escape_controls(f"{reason}; {remedy}"), width, INDENT)
+                if note.units:
+                    _write(stream, f"{INDENT}in: ", escape_controls(", ".join(note.units)), width)
+            continue
+        shown = ", ".join(_place(n) for n in same[:NOT_CHECKED_LISTED])
+        more = len(same) - NOT_CHECKED_LISTED
+        text = (
+            f"{reason}; {remedy} (on {len(same):,} objects: {shown} and {more:,} more, all "
+            "of them in --format json)"
+        )
+        _write(stream, f"not checked ({checks}): ", escape_controls(text), width, INDENT)
+
+
+def _place(note: NotChecked) -> str:
     location = note.location
-    where = escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
-    head = f"{safe_line(where)}: not checked ({note.checks}): "
-    _write(stream, head, escape_controls(f"{note.reason}; {note.remedy}"), width, INDENT)
-    if note.units:
-        _write(stream, f"{INDENT}in: ", escape_controls(", ".join(note.units)), width)
+    return escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
 
 
 def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) -> None:
