@@ -433,6 +433,15 @@ spec:
       metric: {name: "vllm:num_requests_waiting"}
       target: {type: AverageValue, averageValue: "5"}
 """,
+    # The workload both scale: GL103 judges only workloads in the input.
+    "vllm.yaml": """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      containers: [{name: vllm, image: vllm/vllm-openai, resources: {limits: {nvidia.com/gpu: 1}}}]
+""",
 }
 
 
@@ -453,7 +462,7 @@ def test_a_file_whose_every_document_is_merged_away_is_deleted(tmp_path: Path) -
     done = _cli(*args, "--fix", ".", cwd=tmp_path / "fixed")
     assert "deleted queue.yaml" in done.stdout, done.stdout
     fixed = tmp_path / "fixed"
-    assert sorted(p.name for p in fixed.iterdir()) == ["gpu.yaml"]
+    assert sorted(p.name for p in fixed.iterdir()) == ["gpu.yaml", "vllm.yaml"]
     assert not (shown / "queue.yaml").exists()
     assert (shown / "gpu.yaml").read_text() == (fixed / "gpu.yaml").read_text()
     assert "vllm:num_requests_waiting" in (fixed / "gpu.yaml").read_text()
