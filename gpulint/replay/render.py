@@ -11,6 +11,7 @@ import base64
 import bisect
 import html
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -349,7 +350,11 @@ def _time_span(history: History) -> tuple[float, float]:
 def _metric_top(history: History, metric: ReplayMetric | None) -> float:
     """The top of the metric panel: a tenth above the highest value or the target."""
     values = [v for v in (history.values[0] if history.values else []) if v is not None]
-    return max([*values, metric.target if metric else 1.0]) * 1.1 or 1.0
+    top = max([*values, metric.target if metric else 1.0])
+    above = top * 1.1
+    if not math.isfinite(above):  # a value near the largest float has no tenth above it
+        return top
+    return above or 1.0
 
 
 def _panel(top: float, marks: list[Any], y: Callable[[float], float], label: str) -> list[str]:
