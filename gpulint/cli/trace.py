@@ -37,7 +37,11 @@ def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     found = select(found, args.autoscaler)
     if args.autoscaler and not found:
-        stderr.write(f"gpulint: error: --autoscaler {args.autoscaler}: no such autoscaler metric\n")
+        from gpulint.report.escape import escape_controls
+
+        # One line, whatever the name holds (gpulint.cli.main's stream makes it inert).
+        wanted = escape_controls(args.autoscaler)
+        stderr.write(f"gpulint: error: --autoscaler {wanted}: no such autoscaler metric\n")
         return EXIT_USAGE
     _write_traces(args, found, stdout)
     if isinstance(live, LiveCheck) and live.failed_required:
