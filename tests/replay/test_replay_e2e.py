@@ -386,8 +386,10 @@ def test_replay_judges_each_application_with_its_repository_platform(
     documents = (SCENARIOS / "workloads.yaml").read_text().split("---\n")
     step = [d for d in documents if "name: step," in d]
     assert len(step) == 2  # the Deployment and its HPA
-    unserved = step[1].replace("name: step,", "name: queue,").replace(
-        "{name: gpu_utilization}", "{name: gpu_utilisation}"
+    unserved = (
+        step[1]
+        .replace("name: step,", "name: queue,")
+        .replace("{name: gpu_utilization}", "{name: gpu_utilisation}")
     )
     (tmp_path / "apps" / "step").mkdir(parents=True)
     (tmp_path / "apps" / "step" / "step.yaml").write_text("---\n".join(step))
