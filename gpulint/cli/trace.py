@@ -37,9 +37,22 @@ def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     found = select(found, args.autoscaler)
     if args.autoscaler and not found:
-        stderr.write(f"gpulint: error: --autoscaler {args.autoscaler}: no such autoscaler metric\n")
+        from gpulint.report.escape import escape_controls
+
+        # One line, whatever the name holds (gpulint.cli.main's stream makes it inert).
+        wanted = escape_controls(args.autoscaler)
+        stderr.write(f"gpulint: error: --autoscaler {wanted}: no such autoscaler metric\n")
         return EXIT_USAGE
-    _write_traces(args, found, stdout)
+    try:
+        _write_traces(args, found, stdout)
+    except OSError as error:  # --output in a directory that is not there, or not writable
+        if not args.output or isinstance(error, BrokenPipeError):
+            raise  # stdout's reader went away: gpulint.cli.main says nothing more
+        from gpulint.report.escape import escape_controls
+
+        shown = escape_controls(f"{args.output}: {error.strerror or error}")
+        stderr.write(f"gpulint: error: cannot write {shown}\n")
+        return EXIT_USAGE
     if isinstance(live, LiveCheck) and live.failed_required:
         return EXIT_FINDINGS
     if args.fail_on == "never":

@@ -2,6 +2,9 @@
 
 Exit codes as for lint: 0 no replay finding at or above --fail-on, 1 some, 2 usage error,
 bad configuration, no readable input, an unusable Prometheus, or no autoscaler to replay.
+
+Every line it writes on stderr quotes names, queries or Prometheus's words: each is written
+through ``_say``, one line whatever it holds (``gpulint.report.escape``).
 """
 
 from __future__ import annotations
@@ -105,6 +108,14 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
     add_cluster_options(parser)
 
 
+def _say(stderr: TextIO, text: str) -> None:
+    """A line on stderr: its control characters shown as escapes (a newline in a name
+    included, so the line stays one), and no CI workflow command at its start."""
+    from gpulint.report.escape import escape_controls, safe_line
+
+    stderr.write(safe_line(escape_controls(text)) + "\n")
+
+
 def _time(text: str) -> float:
     try:
         return float(text)
@@ -123,7 +134,7 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     problem = missing_extra("live", "gpulint replay")
     if problem is not None:
-        stderr.write(f"gpulint: error: {problem}\n")
+        _say(stderr, f"gpulint: error: {problem}")
         return EXIT_USAGE
     try:
         url = parse_url(args.prometheus)
@@ -135,15 +146,16 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         )
         end = _time(args.end) if args.end else time.time()
     except (OptionError, ValueError) as error:
-        stderr.write(f"gpulint: error: {error}\n")
+        _say(stderr, f"gpulint: error: {error}")
         return EXIT_USAGE
     if step <= 0 or span <= 0 or not math.isfinite(end):
-        stderr.write("gpulint: error: --range and --step must be positive\n")
+        _say(stderr, "gpulint: error: --range and --step must be positive")
         return EXIT_USAGE
     if span / step + 1 > MAX_POINTS:
-        stderr.write(
+        _say(
+            stderr,
             f"gpulint: error: --range {args.range} at --step {args.step} is more than "
-            f"{MAX_POINTS} points; take a longer step\n"
+            f"{MAX_POINTS} points; take a longer step",
         )
         return EXIT_USAGE
     end = math.floor(end / step) * step  # on the step's grid, as Prometheus aligns nothing
@@ -171,17 +183,23 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             )
             matched = found or matched
     except PrometheusError as error:
-        stderr.write(f"gpulint: error: Prometheus at {url}: {error}\n")
+        _say(stderr, f"gpulint: error: Prometheus at {url}: {error}")
         return EXIT_USAGE
     finally:
         api.close()
     if wanted and not matched:
-        stderr.write(f"gpulint: error: --autoscaler {wanted}: no such HPA or ScaledObject\n")
+        _say(stderr, f"gpulint: error: --autoscaler {wanted}: no such HPA or ScaledObject")
         return EXIT_USAGE
     if not replays:
-        stderr.write("gpulint: error: no autoscaler could be replayed\n")
+        _say(stderr, "gpulint: error: no autoscaler could be replayed")
         return EXIT_USAGE
-    _write(args, replays, start, end, step, stdout, stderr)
+    try:
+        _write(args, replays, start, end, step, stdout, stderr)
+    except OSError as error:  # --output in a directory that is not there, or not writable
+        if not args.output or isinstance(error, BrokenPipeError):
+            raise  # stdout's reader went away: gpulint.cli.main says nothing more
+        _say(stderr, f"gpulint: error: cannot write {args.output}: {error.strerror or error}")
+        return EXIT_USAGE
     return _exit_code(args.fail_on, replays)
 
 
@@ -227,9 +245,10 @@ def _replay_inventory(
     for skipped in found.skipped:
         if _wanted(wanted, skipped.namespace, skipped.name):
             matched = True
-            stderr.write(
+            _say(
+                stderr,
                 f"gpulint: {skipped.kind} {skipped.namespace}/{skipped.name} not "
-                f"replayed: {skipped.reason}\n"
+                f"replayed: {skipped.reason}",
             )
     for spec in found.specs:
         if not _wanted(wanted, spec.namespace, spec.name):
@@ -238,7 +257,7 @@ def _replay_inventory(
         try:
             history = fetch(api, spec, *window)
         except HistoryError as error:
-            stderr.write(f"gpulint: {spec.kind} {spec.key} not replayed: {error}\n")
+            _say(stderr, f"gpulint: {spec.kind} {spec.key} not replayed: {error}")
             continue
         replays.append(replay_one(spec, history, inventory, args.compare_fix, selection))
     return matched
@@ -277,9 +296,10 @@ def _write(
             render.render_markdown(replays, start, end, step, out)
         elif args.format == "svg":
             if len(replays) > 1:
-                stderr.write(
+                _say(
+                    stderr,
                     f"gpulint: {len(replays)} autoscalers replayed; the SVG shows the first "
-                    f"({replays[0].spec.key}): pick one with --autoscaler, or use --format html\n"
+                    f"({replays[0].spec.key}): pick one with --autoscaler, or use --format html",
                 )
             out.write(render.render_svg(replays[0]))
         else:
