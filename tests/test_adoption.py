@@ -110,7 +110,7 @@ def test_baseline_survives_a_rename_and_a_moved_block_and_reports_what_is_new(
     write(repo, {"apps/serving.yaml": "# serving\n\n" + hpa + "---\n" + deployment})
     code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", ".")
     assert (code, report["findings"]) == (0, [])
-    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0}
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0, "notEvaluated": 0}
 
     # A second app brings two new findings; the run fails on them alone.
     write(repo, {"apps/llm.yaml": app("llm")})
@@ -120,7 +120,7 @@ def test_baseline_survives_a_rename_and_a_moved_block_and_reports_what_is_new(
         ("GL101", "llm", "apps/llm.yaml"),
         ("GL102", "llm", "apps/llm.yaml"),
     ]
-    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0}
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0, "notEvaluated": 0}
 
     # Fixing old findings leaves their entries stale, said in the text summary too.
     (repo / "apps/llm.yaml").unlink()
@@ -128,12 +128,98 @@ def test_baseline_survives_a_rename_and_a_moved_block_and_reports_what_is_new(
     write(repo, {"apps/serving.yaml": hpa + "---\n" + cpu_only})
     code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", ".")
     assert (code, report["findings"]) == (0, [])
-    assert report["summary"]["baseline"] == {"baselined": 0, "stale": 2}
+    assert report["summary"]["baseline"] == {"baselined": 0, "stale": 2, "notEvaluated": 0}
     capsys.readouterr()
     main(["lint", "--baseline", "baseline.json", "."])
     out = capsys.readouterr().out
     summary = " ".join(out[out.rindex("gpulint: ") :].split())  # wrapped at 80 columns
     assert "0 baselined (2 baseline entries fixed since)" in summary
+
+
+def test_the_baseline_file_is_never_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Committed at the top level as the README advises, under its default name or any
+    other: the run reads the same files, cut into the same units, as without it."""
+    repo = make_repo(
+        tmp_path,
+        {f"apps/{name}/app.yaml": app(name) for name in ("triton", "llm", "bert")},
+    )
+    _, alone = lint_json(repo, monkeypatch, capsys, ".")
+    units = [(u["name"], u["objects"]) for u in alone["summary"]["units"]]
+    assert len(units) == 3
+    for name in (".gpulint-baseline.json", "ci/known-findings.json"):
+        (repo / "ci").mkdir(exist_ok=True)
+        code, written = lint_json(repo, monkeypatch, capsys, "--write-baseline", name, ".")
+        assert code == 0 and written["summary"]["files"] == alone["summary"]["files"]
+        # Rewritten over the old one, and read back: never a file of the run.
+        for args in (("--write-baseline", name), ("--baseline", name)):
+            _, report = lint_json(repo, monkeypatch, capsys, *args, ".")
+            assert report["summary"]["files"] == alone["summary"]["files"], (name, args)
+            assert [(u["name"], u["objects"]) for u in report["summary"]["units"]] == units
+            assert report["summary"]["skipped"] == []
+        assert report["summary"]["baseline"] == {"baselined": 6, "stale": 0, "notEvaluated": 0}
+
+
+def test_entries_whose_files_the_run_did_not_read_are_not_fixed_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path, {"a/triton.yaml": app("triton"), "b/llm.yaml": app("llm")})
+    lint_json(repo, monkeypatch, capsys, "--write-baseline", "baseline.json", "a", "b")
+    entries = json.loads((repo / "baseline.json").read_text())["entries"]
+    assert sorted(file for e in entries for file in e["files"]) == [
+        "a/triton.yaml",
+        "a/triton.yaml",
+        "b/llm.yaml",
+        "b/llm.yaml",
+    ]
+    # A run over a alone never judged b's findings: not fixed, not evaluated.
+    code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", "a")
+    assert (code, report["findings"]) == (0, [])
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0, "notEvaluated": 2}
+    capsys.readouterr()
+    main(["lint", "--baseline", "baseline.json", "a"])
+    out = capsys.readouterr().out
+    summary = " ".join(out[out.rindex("gpulint: ") :].split())
+    assert (
+        "2 baselined (2 baseline entries not evaluated: none of their files was in this "
+        "run's input)" in summary
+    )
+    # One of a's fixed: fixed since, and b's still not evaluated.
+    write(repo, {"a/triton.yaml": app("triton").replace("nvidia.com/gpu: 1", "cpu: 1")})
+    _, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", "a")
+    assert report["summary"]["baseline"] == {"baselined": 0, "stale": 2, "notEvaluated": 2}
+    capsys.readouterr()
+    main(["lint", "--baseline", "baseline.json", "a"])
+    out = capsys.readouterr().out
+    summary = " ".join(out[out.rindex("gpulint: ") :].split())
+    assert (
+        "0 baselined (2 baseline entries fixed since; 2 not evaluated: none of their files "
+        "was in this run's input)" in summary
+    )
+    # A file deleted took its findings with it: fixed since.
+    (repo / "b/llm.yaml").unlink()
+    _, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", "a")
+    assert report["summary"]["baseline"] == {"baselined": 0, "stale": 4, "notEvaluated": 0}
+
+
+def test_a_version_1_baseline_is_still_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Written before entries named their files: read as before, an entry that matches
+    nothing counted stale whatever the run read."""
+    repo = make_repo(tmp_path, {"a/triton.yaml": app("triton"), "b/llm.yaml": app("llm")})
+    lint_json(repo, monkeypatch, capsys, "--write-baseline", "baseline.json", ".")
+    data = json.loads((repo / "baseline.json").read_text())
+    data["version"] = 1
+    for entry in data["entries"]:
+        del entry["files"]
+    (repo / "baseline.json").write_text(json.dumps(data))
+    code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", "a")
+    assert (code, report["summary"]["baseline"]) == (
+        0,
+        {"baselined": 2, "stale": 2, "notEvaluated": 0},
+    )
 
 
 def test_baseline_file_is_sorted_versioned_and_counts_identical_findings(tmp_path: Path) -> None:
@@ -153,7 +239,7 @@ def test_baseline_file_is_sorted_versioned_and_counts_identical_findings(tmp_pat
     path = tmp_path / "baseline.json"
     Baseline.of([at(30), at(9, "GL102"), at(10)]).write(str(path))
     data = json.loads(path.read_text())
-    assert data["version"] == 1
+    assert data["version"] == 2
     assert [(e["rule"], e["count"], e["path"]) for e in data["entries"]] == [
         ("GL101", 2, "spec.metrics[0].resource.name"),
         ("GL102", 1, "spec.metrics[0].resource.name"),
@@ -188,6 +274,13 @@ def test_findings_about_no_object_fall_back_to_file_rule_and_message() -> None:
         ('{\n  "version": 1,\n  oops\n}\n', "baseline.json:3:3: not valid JSON"),
         ('{"version": 1, "entries": []}', "not a gpulint baseline"),
         ('{"tool": "gpulint", "version": 7, "entries": []}', "version 7 is not supported"),
+        ('{"tool": "gpulint", "version": true, "entries": []}', "version True is not"),
+        (
+            '{"tool": "gpulint", "version": 2, "entries": [{"rule": "GL101", "count": 1, '
+            '"kind": "HPA", "namespace": null, "name": "a", "units": [], "path": "spec", '
+            '"files": "a.yaml"}]}',
+            "entries[0]: files must be a list of strings",
+        ),
         ('{"tool": "gpulint", "version": 1, "entries": [{"rule": "GL101"}]}', "entries[0]: count"),
         (
             '{"tool": "gpulint", "version": 1, "entries": [{"rule": "GL101", "count": 1, '
@@ -269,7 +362,7 @@ def test_changed_since_and_baseline_together(
     # triton's HPA changed, but its findings are baselined; llm's are new and changed.
     assert code == 1
     assert {f["object"]["name"] for f in report["findings"]} == {"llm"}
-    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0}
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0, "notEvaluated": 0}
 
 
 def test_changed_since_outside_git_or_with_an_unknown_ref_is_a_usage_error(

@@ -201,6 +201,7 @@ def lint_units(
     result = Result(findings, len(files), objects, _unique(skipped), units=summaries)
     result.clusters = run_context.clusters
     result.not_checked = merged(unchecked)
+    result.inputs = frozenset(files)
     for unit in units:
         if unit.kind == STDIN:  # edits are placed in what was piped, not in a file on disk
             for loaded in unit.loaded:

@@ -171,10 +171,7 @@ def _summary(result: Result) -> str:
         by_rule = ", ".join(f"{rule} {count}" for rule, count in most_first)
         summary += f", {suppressed} suppressed ({by_rule})"
     if result.baseline is not None:
-        baselined, stale = result.baseline
-        summary += f", {baselined} baselined"
-        if stale:
-            summary += f" ({stale} baseline entr{'ies' if stale != 1 else 'y'} fixed since)"
+        summary += _baseline_counts(*result.baseline)
     if len(result.units) > 1:
         summary += f"; {len(result.units)} units"
     if any(unit.rendered_by for unit in result.units):
@@ -182,6 +179,19 @@ def _summary(result: Result) -> str:
     if result.config:
         summary += f"; config {escape_controls(display_path(result.config))}"
     return summary
+
+
+def _baseline_counts(baselined: int, stale: int, not_evaluated: int) -> str:
+    """``, 3 baselined (1 baseline entry fixed since; 2 not evaluated: ...)``."""
+    spare = []
+    if stale:
+        spare.append(f"{stale} baseline entr{'ies' if stale != 1 else 'y'} fixed since")
+    if not_evaluated:
+        entries = "" if stale else f" baseline entr{'ies' if not_evaluated != 1 else 'y'}"
+        spare.append(
+            f"{not_evaluated}{entries} not evaluated: none of their files was in this run's input"
+        )
+    return f", {baselined} baselined" + (f" ({'; '.join(spare)})" if spare else "")
 
 
 def _write(stream: TextIO, first: str, text: str, width: int, rest: str | None = None) -> None:
