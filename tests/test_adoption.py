@@ -443,6 +443,221 @@ def test_changed_since_counts_an_overlay_edit_for_the_objects_it_renders(
     }
 
 
+HPA_PATCH = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: llm}}
+spec:
+  maxReplicas: {replicas}
+"""
+SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata: {{name: llm}}
+spec:
+  selector: {{app: llm}}
+  ports: [{{port: {port}}}]
+"""
+
+
+def overlays(staging: str = "", prod: str = "") -> dict[str, str]:
+    """apps/llm: a base (the GPU Deployment and its CPU HPA, a Service) under a staging
+    overlay that patches the HPA and the Service, and a prod overlay."""
+    return {
+        "apps/llm/base/app.yaml": app("llm"),
+        "apps/llm/base/service.yaml": SERVICE.format(port=80),
+        "apps/llm/base/kustomization.yaml": "resources: [app.yaml, service.yaml]\n",
+        "apps/llm/overlays/staging/kustomization.yaml": (
+            f"resources: [../../base]\n{staging}"
+            "patches: [{path: hpa-patch.yaml}, {path: service-patch.yaml}]\n"
+        ),
+        "apps/llm/overlays/staging/hpa-patch.yaml": HPA_PATCH.format(replicas=4),
+        "apps/llm/overlays/staging/service-patch.yaml": SERVICE.format(port=8080),
+        "apps/llm/overlays/prod/kustomization.yaml": f"resources: [../../base]\n{prod}",
+    }
+
+
+def changed_findings(
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tool: list[str],
+    edits: dict[str, str],
+    *args: str,
+) -> set[tuple[str, str | None, tuple[str, ...]]]:
+    """(rule, namespace, units) of what --changed-since HEAD reports after ``edits``; the
+    edits are undone after."""
+    before = {name: (repo / name).read_text() for name in edits}
+    write(repo, edits)
+    try:
+        code, report = lint_json(repo, monkeypatch, capsys, *tool, "--changed-since", "HEAD", *args)
+    finally:
+        write(repo, before)
+    assert code in (0, 1)
+    return {
+        (f["rule"], f["object"]["namespace"], tuple(f.get("units", ()))) for f in report["findings"]
+    }
+
+
+def test_changed_since_a_patch_in_one_overlay_reports_the_base_object_it_patches(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kustomize: list[str],
+) -> None:
+    """The base HPA renders into both overlays alike: its findings are one, naming both,
+    and a change to the patch of it in one overlay is a change to them."""
+    repo = make_repo(tmp_path, overlays())
+    tool = ["--kustomize", " ".join(kustomize)]
+    both = ("apps/llm/overlays/prod", "apps/llm/overlays/staging")
+    edit = {"apps/llm/overlays/staging/hpa-patch.yaml": HPA_PATCH.format(replicas=5)}
+    assert changed_findings(repo, monkeypatch, capsys, tool, edit) == {
+        ("GL101", None, both),
+        ("GL102", None, both),
+    }
+    # A patch of the Service produced nothing of the HPA.
+    edit = {"apps/llm/overlays/staging/service-patch.yaml": SERVICE.format(port=9090)}
+    assert changed_findings(repo, monkeypatch, capsys, tool, edit) == set()
+
+
+@pytest.mark.slow
+def test_changed_since_counts_only_the_files_that_produced_an_objects_findings(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kustomize: list[str],
+) -> None:
+    """Each overlay its own namespace: each has its own findings, and a change counts for
+    the objects it builds, not for every object under the overlay."""
+    staging, prod = "namespace: staging\n", "namespace: prod\n"
+    repo = make_repo(tmp_path, overlays(staging, prod))
+    tool = ["--kustomize", " ".join(kustomize)]
+    rules = ("GL101", "GL102")
+    cases: list[tuple[dict[str, str], set[str]]] = [
+        # The patch of the HPA: staging's HPA.
+        ({"apps/llm/overlays/staging/hpa-patch.yaml": HPA_PATCH.format(replicas=5)}, {"staging"}),
+        # The overlay's kustomization: every object it builds.
+        (
+            {
+                "apps/llm/overlays/staging/kustomization.yaml": overlays(staging)[
+                    "apps/llm/overlays/staging/kustomization.yaml"
+                ].replace("namespace: staging", "namespace: staging\nnameSuffix: -s")
+            },
+            {"staging"},
+        ),
+        # The base's kustomization and the base's document of the HPA: both overlays.
+        (
+            {"apps/llm/base/kustomization.yaml": "resources: [service.yaml, app.yaml]\n"},
+            {"staging", "prod"},
+        ),
+        ({"apps/llm/base/app.yaml": app("llm", replicas=6)}, {"staging", "prod"}),
+        # What produced nothing of the HPA or the Deployment it names: nothing.
+        ({"apps/llm/overlays/staging/service-patch.yaml": SERVICE.format(port=9090)}, set()),
+        ({"apps/llm/base/service.yaml": SERVICE.format(port=81)}, set()),
+    ]
+    for edit, namespaces in cases:
+        found = changed_findings(repo, monkeypatch, capsys, tool, edit)
+        # The base is read by both overlays: each finding names the one it is found in.
+        expected = {(rule, ns, (f"apps/llm/overlays/{ns}",)) for rule in rules for ns in namespaces}
+        assert found == expected, edit
+
+
+def test_the_kustomizations_that_build_an_object(tmp_path: Path) -> None:
+    """Those that read its file, every one above them and the components they include; not
+    a sibling base; all of them for a file none reads."""
+    from gpulint.input.units.kustomize import Kustomization
+    from gpulint.input.units.kustomize_origins import Lineage
+
+    write(
+        tmp_path,
+        {
+            "base/kustomization.yaml": "resources: [app.yaml]\n",
+            "base/app.yaml": app("llm"),
+            "other/kustomization.yaml": "resources: [svc.yaml]\n",
+            "other/svc.yaml": SERVICE.format(port=80),
+            "gpu/kustomization.yaml": (
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+            ),
+            "overlay/kustomization.yaml": (
+                "resources: [../base, ../other]\ncomponents: [../gpu]\n"
+            ),
+        },
+    )
+    bounds = (str(tmp_path),)
+    chain = [Kustomization(str(tmp_path / d), bounds) for d in ("overlay", "base", "other", "gpu")]
+    lineage = Lineage(chain)
+
+    def names(file: str | None) -> set[str]:
+        found = lineage.building(file)
+        return {Path(source.file).parent.name for source in found if source.line == 0}
+
+    assert names(str(tmp_path / "base/app.yaml")) == {"base", "overlay", "gpu"}
+    assert names(str(tmp_path / "other/svc.yaml")) == {"other", "overlay", "gpu"}
+    assert names(None) == {"base", "other", "overlay", "gpu"}
+    # Every file the same kustomizations build shares one tuple.
+    assert lineage.building(str(tmp_path / "base/app.yaml")) is lineage.building(
+        str(tmp_path / "base/./app.yaml")
+    )
+
+
+CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: llm\nversion: 0.1.0\n",
+    "values.yaml": "maxReplicas: 4\nport: 80\n",
+    "templates/_helpers.tpl": '{{- define "llm.name" -}}llm{{- end -}}\n',
+    "templates/deployment.yaml": (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n"
+        '  name: {{ include "llm.name" . }}\n'
+        + "spec:\n"
+        + DEPLOYMENT.format(name="llm").split("spec:\n", 1)[1]
+    ),
+    "templates/hpa.yaml": CPU_HPA.format(name="llm", replicas="{{ .Values.maxReplicas }}"),
+    "templates/service.yaml": SERVICE.format(port="{{ .Values.port }}"),
+}
+
+
+@pytest.mark.slow
+def test_changed_since_a_chart_counts_its_values_helpers_and_the_objects_template(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    helm: list[str],
+) -> None:
+    files = {f"charts/llm/{name}": text for name, text in CHART.items()}
+    files["env/prod.yaml"] = "maxReplicas: 8\n"
+    repo = make_repo(tmp_path, files)
+    tool = ["--helm", " ".join(helm), "--helm-values", "env/prod.yaml"]
+    rules = {("GL101", None, ()), ("GL102", None, ())}
+    cases: list[tuple[dict[str, str], set[tuple[str, str | None, tuple[str, ...]]]]] = [
+        ({"charts/llm/values.yaml": "maxReplicas: 5\nport: 80\n"}, rules),
+        ({"env/prod.yaml": "maxReplicas: 9\n"}, rules),  # the values it was rendered with
+        ({"charts/llm/templates/_helpers.tpl": '{{- define "llm.name" -}}llm{{- end }}\n'}, rules),
+        ({"charts/llm/templates/hpa.yaml": CPU_HPA.format(name="llm", replicas=3)}, rules),
+        # Another template: it rendered neither the HPA nor the Deployment.
+        ({"charts/llm/templates/service.yaml": SERVICE.format(port=81)}, set()),
+    ]
+    for edit, expected in cases:
+        assert changed_findings(repo, monkeypatch, capsys, tool, edit, "charts") == expected, edit
+
+
+def test_report_only_counts_a_patch_of_the_object(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kustomize: list[str],
+) -> None:
+    """pre-commit's --report-only asks the same: a staged patch of the HPA reports the base
+    HPA's findings; a staged patch of another object reports nothing."""
+    repo = make_repo(tmp_path, overlays())
+    tool = ["--kustomize", " ".join(kustomize)]
+    patch = "apps/llm/overlays/staging/hpa-patch.yaml"
+    code, report = lint_json(repo, monkeypatch, capsys, *tool, "--report-only", ".", patch)
+    assert code == 1
+    assert {f["rule"] for f in report["findings"]} == {"GL101", "GL102"}
+    other = "apps/llm/overlays/staging/service-patch.yaml"
+    code, report = lint_json(repo, monkeypatch, capsys, *tool, "--report-only", ".", other)
+    assert (code, report["findings"]) == (0, [])
+
+
 def _readme_adoption_commands() -> list[list[str]]:
     """The commands of the README's "In one pull request" block, as argument lists."""
     import re
