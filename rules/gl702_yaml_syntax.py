@@ -4,7 +4,10 @@
 Files that do not parse, and prometheus-adapter configurations embedded in a ConfigMap that
 do not parse. The parser's line and column are reported; the documents before the error and
 after the next ``---`` are still linted. Files full of Helm/Go or Terraform template syntax
-are not reported here: they are skipped with advice to render them first. A document whose
+are not reported here: they are skipped with advice to render them first. Nor are files
+whose name says another tool reads them (``tsconfig.json`` with comments, ``.vscode/``,
+``package.json``, GitHub workflows, Compose files ...): they are no Kubernetes input, and are
+skipped unread and listed. A document whose
 aliases would expand to millions of nodes ("billion laughs"), or that is nested too deeply,
 is refused here too, as is a file or directory that cannot be read (permissions) and a file
 over the size limit (``--max-file-size``, 64 MiB by default).

@@ -110,7 +110,7 @@ def test_baseline_survives_a_rename_and_a_moved_block_and_reports_what_is_new(
     write(repo, {"apps/serving.yaml": "# serving\n\n" + hpa + "---\n" + deployment})
     code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", ".")
     assert (code, report["findings"]) == (0, [])
-    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0}
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0, "notEvaluated": 0}
 
     # A second app brings two new findings; the run fails on them alone.
     write(repo, {"apps/llm.yaml": app("llm")})
@@ -120,7 +120,7 @@ def test_baseline_survives_a_rename_and_a_moved_block_and_reports_what_is_new(
         ("GL101", "llm", "apps/llm.yaml"),
         ("GL102", "llm", "apps/llm.yaml"),
     ]
-    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0}
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0, "notEvaluated": 0}
 
     # Fixing old findings leaves their entries stale, said in the text summary too.
     (repo / "apps/llm.yaml").unlink()
@@ -128,12 +128,98 @@ def test_baseline_survives_a_rename_and_a_moved_block_and_reports_what_is_new(
     write(repo, {"apps/serving.yaml": hpa + "---\n" + cpu_only})
     code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", ".")
     assert (code, report["findings"]) == (0, [])
-    assert report["summary"]["baseline"] == {"baselined": 0, "stale": 2}
+    assert report["summary"]["baseline"] == {"baselined": 0, "stale": 2, "notEvaluated": 0}
     capsys.readouterr()
     main(["lint", "--baseline", "baseline.json", "."])
     out = capsys.readouterr().out
     summary = " ".join(out[out.rindex("gpulint: ") :].split())  # wrapped at 80 columns
     assert "0 baselined (2 baseline entries fixed since)" in summary
+
+
+def test_the_baseline_file_is_never_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Committed at the top level as the README advises, under its default name or any
+    other: the run reads the same files, cut into the same units, as without it."""
+    repo = make_repo(
+        tmp_path,
+        {f"apps/{name}/app.yaml": app(name) for name in ("triton", "llm", "bert")},
+    )
+    _, alone = lint_json(repo, monkeypatch, capsys, ".")
+    units = [(u["name"], u["objects"]) for u in alone["summary"]["units"]]
+    assert len(units) == 3
+    for name in (".gpulint-baseline.json", "ci/known-findings.json"):
+        (repo / "ci").mkdir(exist_ok=True)
+        code, written = lint_json(repo, monkeypatch, capsys, "--write-baseline", name, ".")
+        assert code == 0 and written["summary"]["files"] == alone["summary"]["files"]
+        # Rewritten over the old one, and read back: never a file of the run.
+        for args in (("--write-baseline", name), ("--baseline", name)):
+            _, report = lint_json(repo, monkeypatch, capsys, *args, ".")
+            assert report["summary"]["files"] == alone["summary"]["files"], (name, args)
+            assert [(u["name"], u["objects"]) for u in report["summary"]["units"]] == units
+            assert report["summary"]["skipped"] == []
+        assert report["summary"]["baseline"] == {"baselined": 6, "stale": 0, "notEvaluated": 0}
+
+
+def test_entries_whose_files_the_run_did_not_read_are_not_fixed_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path, {"a/triton.yaml": app("triton"), "b/llm.yaml": app("llm")})
+    lint_json(repo, monkeypatch, capsys, "--write-baseline", "baseline.json", "a", "b")
+    entries = json.loads((repo / "baseline.json").read_text())["entries"]
+    assert sorted(file for e in entries for file in e["files"]) == [
+        "a/triton.yaml",
+        "a/triton.yaml",
+        "b/llm.yaml",
+        "b/llm.yaml",
+    ]
+    # A run over a alone never judged b's findings: not fixed, not evaluated.
+    code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", "a")
+    assert (code, report["findings"]) == (0, [])
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0, "notEvaluated": 2}
+    capsys.readouterr()
+    main(["lint", "--baseline", "baseline.json", "a"])
+    out = capsys.readouterr().out
+    summary = " ".join(out[out.rindex("gpulint: ") :].split())
+    assert (
+        "2 baselined (2 baseline entries not evaluated: none of their files was in this "
+        "run's input)" in summary
+    )
+    # One of a's fixed: fixed since, and b's still not evaluated.
+    write(repo, {"a/triton.yaml": app("triton").replace("nvidia.com/gpu: 1", "cpu: 1")})
+    _, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", "a")
+    assert report["summary"]["baseline"] == {"baselined": 0, "stale": 2, "notEvaluated": 2}
+    capsys.readouterr()
+    main(["lint", "--baseline", "baseline.json", "a"])
+    out = capsys.readouterr().out
+    summary = " ".join(out[out.rindex("gpulint: ") :].split())
+    assert (
+        "0 baselined (2 baseline entries fixed since; 2 not evaluated: none of their files "
+        "was in this run's input)" in summary
+    )
+    # A file deleted took its findings with it: fixed since.
+    (repo / "b/llm.yaml").unlink()
+    _, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", "a")
+    assert report["summary"]["baseline"] == {"baselined": 0, "stale": 4, "notEvaluated": 0}
+
+
+def test_a_version_1_baseline_is_still_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Written before entries named their files: read as before, an entry that matches
+    nothing counted stale whatever the run read."""
+    repo = make_repo(tmp_path, {"a/triton.yaml": app("triton"), "b/llm.yaml": app("llm")})
+    lint_json(repo, monkeypatch, capsys, "--write-baseline", "baseline.json", ".")
+    data = json.loads((repo / "baseline.json").read_text())
+    data["version"] = 1
+    for entry in data["entries"]:
+        del entry["files"]
+    (repo / "baseline.json").write_text(json.dumps(data))
+    code, report = lint_json(repo, monkeypatch, capsys, "--baseline", "baseline.json", "a")
+    assert (code, report["summary"]["baseline"]) == (
+        0,
+        {"baselined": 2, "stale": 2, "notEvaluated": 0},
+    )
 
 
 def test_baseline_file_is_sorted_versioned_and_counts_identical_findings(tmp_path: Path) -> None:
@@ -153,7 +239,7 @@ def test_baseline_file_is_sorted_versioned_and_counts_identical_findings(tmp_pat
     path = tmp_path / "baseline.json"
     Baseline.of([at(30), at(9, "GL102"), at(10)]).write(str(path))
     data = json.loads(path.read_text())
-    assert data["version"] == 1
+    assert data["version"] == 2
     assert [(e["rule"], e["count"], e["path"]) for e in data["entries"]] == [
         ("GL101", 2, "spec.metrics[0].resource.name"),
         ("GL102", 1, "spec.metrics[0].resource.name"),
@@ -188,6 +274,13 @@ def test_findings_about_no_object_fall_back_to_file_rule_and_message() -> None:
         ('{\n  "version": 1,\n  oops\n}\n', "baseline.json:3:3: not valid JSON"),
         ('{"version": 1, "entries": []}', "not a gpulint baseline"),
         ('{"tool": "gpulint", "version": 7, "entries": []}', "version 7 is not supported"),
+        ('{"tool": "gpulint", "version": true, "entries": []}', "version True is not"),
+        (
+            '{"tool": "gpulint", "version": 2, "entries": [{"rule": "GL101", "count": 1, '
+            '"kind": "HPA", "namespace": null, "name": "a", "units": [], "path": "spec", '
+            '"files": "a.yaml"}]}',
+            "entries[0]: files must be a list of strings",
+        ),
         ('{"tool": "gpulint", "version": 1, "entries": [{"rule": "GL101"}]}', "entries[0]: count"),
         (
             '{"tool": "gpulint", "version": 1, "entries": [{"rule": "GL101", "count": 1, '
@@ -269,7 +362,7 @@ def test_changed_since_and_baseline_together(
     # triton's HPA changed, but its findings are baselined; llm's are new and changed.
     assert code == 1
     assert {f["object"]["name"] for f in report["findings"]} == {"llm"}
-    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0}
+    assert report["summary"]["baseline"] == {"baselined": 2, "stale": 0, "notEvaluated": 0}
 
 
 def test_changed_since_outside_git_or_with_an_unknown_ref_is_a_usage_error(
@@ -348,6 +441,221 @@ def test_changed_since_counts_an_overlay_edit_for_the_objects_it_renders(
         ("GL101", "p"),
         ("GL102", "p"),
     }
+
+
+HPA_PATCH = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: llm}}
+spec:
+  maxReplicas: {replicas}
+"""
+SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata: {{name: llm}}
+spec:
+  selector: {{app: llm}}
+  ports: [{{port: {port}}}]
+"""
+
+
+def overlays(staging: str = "", prod: str = "") -> dict[str, str]:
+    """apps/llm: a base (the GPU Deployment and its CPU HPA, a Service) under a staging
+    overlay that patches the HPA and the Service, and a prod overlay."""
+    return {
+        "apps/llm/base/app.yaml": app("llm"),
+        "apps/llm/base/service.yaml": SERVICE.format(port=80),
+        "apps/llm/base/kustomization.yaml": "resources: [app.yaml, service.yaml]\n",
+        "apps/llm/overlays/staging/kustomization.yaml": (
+            f"resources: [../../base]\n{staging}"
+            "patches: [{path: hpa-patch.yaml}, {path: service-patch.yaml}]\n"
+        ),
+        "apps/llm/overlays/staging/hpa-patch.yaml": HPA_PATCH.format(replicas=4),
+        "apps/llm/overlays/staging/service-patch.yaml": SERVICE.format(port=8080),
+        "apps/llm/overlays/prod/kustomization.yaml": f"resources: [../../base]\n{prod}",
+    }
+
+
+def changed_findings(
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tool: list[str],
+    edits: dict[str, str],
+    *args: str,
+) -> set[tuple[str, str | None, tuple[str, ...]]]:
+    """(rule, namespace, units) of what --changed-since HEAD reports after ``edits``; the
+    edits are undone after."""
+    before = {name: (repo / name).read_text() for name in edits}
+    write(repo, edits)
+    try:
+        code, report = lint_json(repo, monkeypatch, capsys, *tool, "--changed-since", "HEAD", *args)
+    finally:
+        write(repo, before)
+    assert code in (0, 1)
+    return {
+        (f["rule"], f["object"]["namespace"], tuple(f.get("units", ()))) for f in report["findings"]
+    }
+
+
+def test_changed_since_a_patch_in_one_overlay_reports_the_base_object_it_patches(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kustomize: list[str],
+) -> None:
+    """The base HPA renders into both overlays alike: its findings are one, naming both,
+    and a change to the patch of it in one overlay is a change to them."""
+    repo = make_repo(tmp_path, overlays())
+    tool = ["--kustomize", " ".join(kustomize)]
+    both = ("apps/llm/overlays/prod", "apps/llm/overlays/staging")
+    edit = {"apps/llm/overlays/staging/hpa-patch.yaml": HPA_PATCH.format(replicas=5)}
+    assert changed_findings(repo, monkeypatch, capsys, tool, edit) == {
+        ("GL101", None, both),
+        ("GL102", None, both),
+    }
+    # A patch of the Service produced nothing of the HPA.
+    edit = {"apps/llm/overlays/staging/service-patch.yaml": SERVICE.format(port=9090)}
+    assert changed_findings(repo, monkeypatch, capsys, tool, edit) == set()
+
+
+@pytest.mark.slow
+def test_changed_since_counts_only_the_files_that_produced_an_objects_findings(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kustomize: list[str],
+) -> None:
+    """Each overlay its own namespace: each has its own findings, and a change counts for
+    the objects it builds, not for every object under the overlay."""
+    staging, prod = "namespace: staging\n", "namespace: prod\n"
+    repo = make_repo(tmp_path, overlays(staging, prod))
+    tool = ["--kustomize", " ".join(kustomize)]
+    rules = ("GL101", "GL102")
+    cases: list[tuple[dict[str, str], set[str]]] = [
+        # The patch of the HPA: staging's HPA.
+        ({"apps/llm/overlays/staging/hpa-patch.yaml": HPA_PATCH.format(replicas=5)}, {"staging"}),
+        # The overlay's kustomization: every object it builds.
+        (
+            {
+                "apps/llm/overlays/staging/kustomization.yaml": overlays(staging)[
+                    "apps/llm/overlays/staging/kustomization.yaml"
+                ].replace("namespace: staging", "namespace: staging\nnameSuffix: -s")
+            },
+            {"staging"},
+        ),
+        # The base's kustomization and the base's document of the HPA: both overlays.
+        (
+            {"apps/llm/base/kustomization.yaml": "resources: [service.yaml, app.yaml]\n"},
+            {"staging", "prod"},
+        ),
+        ({"apps/llm/base/app.yaml": app("llm", replicas=6)}, {"staging", "prod"}),
+        # What produced nothing of the HPA or the Deployment it names: nothing.
+        ({"apps/llm/overlays/staging/service-patch.yaml": SERVICE.format(port=9090)}, set()),
+        ({"apps/llm/base/service.yaml": SERVICE.format(port=81)}, set()),
+    ]
+    for edit, namespaces in cases:
+        found = changed_findings(repo, monkeypatch, capsys, tool, edit)
+        # The base is read by both overlays: each finding names the one it is found in.
+        expected = {(rule, ns, (f"apps/llm/overlays/{ns}",)) for rule in rules for ns in namespaces}
+        assert found == expected, edit
+
+
+def test_the_kustomizations_that_build_an_object(tmp_path: Path) -> None:
+    """Those that read its file, every one above them and the components they include; not
+    a sibling base; all of them for a file none reads."""
+    from gpulint.input.units.kustomize import Kustomization
+    from gpulint.input.units.kustomize_origins import Lineage
+
+    write(
+        tmp_path,
+        {
+            "base/kustomization.yaml": "resources: [app.yaml]\n",
+            "base/app.yaml": app("llm"),
+            "other/kustomization.yaml": "resources: [svc.yaml]\n",
+            "other/svc.yaml": SERVICE.format(port=80),
+            "gpu/kustomization.yaml": (
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+            ),
+            "overlay/kustomization.yaml": (
+                "resources: [../base, ../other]\ncomponents: [../gpu]\n"
+            ),
+        },
+    )
+    bounds = (str(tmp_path),)
+    chain = [Kustomization(str(tmp_path / d), bounds) for d in ("overlay", "base", "other", "gpu")]
+    lineage = Lineage(chain)
+
+    def names(file: str | None) -> set[str]:
+        found = lineage.building(file)
+        return {Path(source.file).parent.name for source in found if source.line == 0}
+
+    assert names(str(tmp_path / "base/app.yaml")) == {"base", "overlay", "gpu"}
+    assert names(str(tmp_path / "other/svc.yaml")) == {"other", "overlay", "gpu"}
+    assert names(None) == {"base", "other", "overlay", "gpu"}
+    # Every file the same kustomizations build shares one tuple.
+    assert lineage.building(str(tmp_path / "base/app.yaml")) is lineage.building(
+        str(tmp_path / "base/./app.yaml")
+    )
+
+
+CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: llm\nversion: 0.1.0\n",
+    "values.yaml": "maxReplicas: 4\nport: 80\n",
+    "templates/_helpers.tpl": '{{- define "llm.name" -}}llm{{- end -}}\n',
+    "templates/deployment.yaml": (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n"
+        '  name: {{ include "llm.name" . }}\n'
+        + "spec:\n"
+        + DEPLOYMENT.format(name="llm").split("spec:\n", 1)[1]
+    ),
+    "templates/hpa.yaml": CPU_HPA.format(name="llm", replicas="{{ .Values.maxReplicas }}"),
+    "templates/service.yaml": SERVICE.format(port="{{ .Values.port }}"),
+}
+
+
+@pytest.mark.slow
+def test_changed_since_a_chart_counts_its_values_helpers_and_the_objects_template(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    helm: list[str],
+) -> None:
+    files = {f"charts/llm/{name}": text for name, text in CHART.items()}
+    files["env/prod.yaml"] = "maxReplicas: 8\n"
+    repo = make_repo(tmp_path, files)
+    tool = ["--helm", " ".join(helm), "--helm-values", "env/prod.yaml"]
+    rules = {("GL101", None, ()), ("GL102", None, ())}
+    cases: list[tuple[dict[str, str], set[tuple[str, str | None, tuple[str, ...]]]]] = [
+        ({"charts/llm/values.yaml": "maxReplicas: 5\nport: 80\n"}, rules),
+        ({"env/prod.yaml": "maxReplicas: 9\n"}, rules),  # the values it was rendered with
+        ({"charts/llm/templates/_helpers.tpl": '{{- define "llm.name" -}}llm{{- end }}\n'}, rules),
+        ({"charts/llm/templates/hpa.yaml": CPU_HPA.format(name="llm", replicas=3)}, rules),
+        # Another template: it rendered neither the HPA nor the Deployment.
+        ({"charts/llm/templates/service.yaml": SERVICE.format(port=81)}, set()),
+    ]
+    for edit, expected in cases:
+        assert changed_findings(repo, monkeypatch, capsys, tool, edit, "charts") == expected, edit
+
+
+def test_report_only_counts_a_patch_of_the_object(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kustomize: list[str],
+) -> None:
+    """pre-commit's --report-only asks the same: a staged patch of the HPA reports the base
+    HPA's findings; a staged patch of another object reports nothing."""
+    repo = make_repo(tmp_path, overlays())
+    tool = ["--kustomize", " ".join(kustomize)]
+    patch = "apps/llm/overlays/staging/hpa-patch.yaml"
+    code, report = lint_json(repo, monkeypatch, capsys, *tool, "--report-only", ".", patch)
+    assert code == 1
+    assert {f["rule"] for f in report["findings"]} == {"GL101", "GL102"}
+    other = "apps/llm/overlays/staging/service-patch.yaml"
+    code, report = lint_json(repo, monkeypatch, capsys, *tool, "--report-only", ".", other)
+    assert (code, report["findings"]) == (0, [])
 
 
 def _readme_adoption_commands() -> list[list[str]]:

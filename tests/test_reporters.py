@@ -195,6 +195,34 @@ def test_text_colours_only_when_asked() -> None:
     assert "\033[31merror" in out.getvalue()
 
 
+def test_baseline_counts_say_fixed_since_apart_from_not_evaluated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    result = _result()
+    result.baseline = (3, 1, 2)
+    summary = _render(result, "text").splitlines()[-1]
+    assert summary.endswith(
+        ", 3 baselined (1 baseline entry fixed since; 2 not evaluated: none of their files "
+        "was in this run's input)"
+    )
+    result.baseline = (3, 0, 1)
+    assert (
+        _render(result, "text")
+        .splitlines()[-1]
+        .endswith(
+            ", 3 baselined (1 baseline entry not evaluated: none of their files was in this "
+            "run's input)"
+        )
+    )
+    assert "; 3 baselined, 0 stale baseline entries, 1 not evaluated" in _render(result, "markdown")
+    assert json.loads(_render(result, "json"))["summary"]["baseline"] == {
+        "baselined": 3,
+        "stale": 0,
+        "notEvaluated": 1,
+    }
+
+
 def test_json_contract() -> None:
     data = json.loads(_render(_result(_finding()), "json"))
     assert data["version"] == 1

@@ -23,11 +23,16 @@ message are re-spelled so before it is hashed (``gpulint.core.paths.repository_p
 from the top level must match a run from a subdirectory.
 
 Identical fingerprints are counted: a baseline with two findings of one fingerprint absorbs
-two, and a third is reported. Entries that matched nothing in a run are *stale*: their
-finding was fixed, and the baseline can be rewritten.
+two, and a third is reported. Each entry also says which files its findings were in
+(``files``, relative to the top level as well), which is not part of what it matches: it tells
+an entry that matched nothing because its finding was fixed (*stale*: the baseline can be
+rewritten) from one that matched nothing because none of its files was in the run's input
+(*not evaluated*: a run over part of the repository, or a file gpulint no longer reads). A
+file that no longer exists counts as evaluated: its findings are gone with it.
 
-The file is JSON (``version: 1``), one entry per fingerprint with its count, sorted, so that
-rewriting it after a fix shows as a small diff.
+The file is JSON (``version: 2``), one entry per fingerprint with its count, sorted, so that
+rewriting it after a fix shows as a small diff. Version 1 (the same without ``files``) is
+still read; its entries that match nothing are all counted stale, as before.
 """
 
 from __future__ import annotations
@@ -36,15 +41,17 @@ import hashlib
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from gpulint.core.model import Finding
-from gpulint.core.paths import repository_path, stable_words
+from gpulint.core.paths import git_root, is_file_path, repository_path, stable_words
 
-VERSION = 1
+VERSION = 2
+READS = (1, 2)  # the versions load_baseline accepts
 
 _OBJECT_FIELDS = ("rule", "kind", "namespace", "name", "units", "path")
+_OPTIONAL_FIELDS = ("files",)
 _FILE_FIELDS = ("rule", "file", "message")
 
 
@@ -122,22 +129,41 @@ def fingerprint(finding: Finding) -> Fingerprint:
 
 
 class Baseline:
-    """Fingerprints and how many findings of each the baseline holds."""
+    """Fingerprints, how many findings of each the baseline holds, and the files they were
+    in (repository paths; none known for a version 1 entry)."""
 
-    def __init__(self, counts: Counter[Fingerprint] | None = None) -> None:
+    def __init__(
+        self,
+        counts: Counter[Fingerprint] | None = None,
+        files: dict[Fingerprint, tuple[str, ...]] | None = None,
+    ) -> None:
         self.counts: Counter[Fingerprint] = Counter() if counts is None else counts
+        self.files: dict[Fingerprint, tuple[str, ...]] = {} if files is None else files
 
     @classmethod
     def of(cls, findings: Iterable[Finding]) -> Baseline:
-        return cls(Counter(fingerprint(f) for f in findings))
+        counts: Counter[Fingerprint] = Counter()
+        files: dict[Fingerprint, set[str]] = {}
+        for finding in findings:
+            key = fingerprint(finding)
+            counts[key] += 1
+            if key.file is None and is_file_path(finding.location.file):
+                files.setdefault(key, set()).add(repository_path(finding.location.file))
+        return cls(counts, {key: tuple(sorted(found)) for key, found in files.items()})
 
     def to_dict(self) -> dict[str, Any]:
         ordered = sorted(self.counts.items(), key=lambda item: item[0].sort_key())
-        return {
-            "version": VERSION,
-            "tool": "gpulint",
-            "entries": [fp.to_entry(count) for fp, count in ordered],
-        }
+        entries = []
+        for fp, count in ordered:
+            entry = fp.to_entry(count)
+            if fp.file is None:
+                entry["files"] = list(self.files.get(fp, ()))
+            entries.append(entry)
+        return {"version": VERSION, "tool": "gpulint", "entries": entries}
+
+    def files_of(self, key: Fingerprint) -> tuple[str, ...]:
+        """The files an entry's findings were in (repository paths); () when not known."""
+        return (key.file,) if key.file is not None else self.files.get(key, ())
 
     def write(self, path: str) -> None:
         """Write the baseline next to its final name, then rename: an interrupted run never
@@ -151,8 +177,12 @@ class Baseline:
         except OSError as error:
             raise BaselineError(f"cannot write baseline {path}: {error.strerror}") from None
 
-    def split(self, findings: Iterable[Finding]) -> Comparison:
-        """The findings the baseline does not absorb, and how many entries it had to spare."""
+    def split(
+        self, findings: Iterable[Finding], unevaluated: Callable[[str], bool] | None = None
+    ) -> Comparison:
+        """The findings the baseline does not absorb, and how many entries it had to spare:
+        fixed since, or not evaluated (``unevaluated`` says so of a repository path; an entry
+        is not evaluated when it says so of every file the entry names)."""
         left = Counter(self.counts)
         new: list[Finding] = []
         baselined = 0
@@ -163,13 +193,39 @@ class Baseline:
                 baselined += 1
             else:
                 new.append(finding)
-        return Comparison(new, baselined, sum(left.values()))
+        stale = not_evaluated = 0
+        for key, count in left.items():
+            files = self.files_of(key) if unevaluated is not None else ()
+            if files and unevaluated is not None and all(unevaluated(f) for f in files):
+                not_evaluated += count
+            else:
+                stale += count
+        return Comparison(new, baselined, stale, not_evaluated)
 
 
 class Comparison(NamedTuple):
     new: list[Finding]
     baselined: int  # findings the baseline absorbed
     stale: int  # baseline entries (counted) that matched no finding: fixed since
+    # Entries (counted) that matched no finding because none of their files was read.
+    not_evaluated: int = 0
+
+
+def unread_by(inputs: Iterable[str] | None, baseline: str) -> Callable[[str], bool] | None:
+    """Whether a file a baseline entry names (a repository path) was left out of a run that
+    read ``inputs``: it still exists, under the top level of the repository holding the
+    ``baseline`` file (else the working directory, as ``repository_path`` keys it), and the
+    run did not read it. None when the run read no files (cluster mode): nothing can tell."""
+    if inputs is None:
+        return None
+    read = {repository_path(file) for file in inputs if is_file_path(file)}
+    home = os.path.dirname(os.path.abspath(baseline))
+    root = git_root(home) or os.getcwd()
+
+    def unread(file: str) -> bool:
+        return file not in read and os.path.exists(os.path.join(root, file))
+
+    return unread
 
 
 def load_baseline(path: str) -> Baseline:
@@ -191,20 +247,33 @@ def load_baseline(path: str) -> Baseline:
         raise BaselineError(
             f"baseline {path}: not a gpulint baseline (write one with --write-baseline)"
         )
-    if data.get("version") != VERSION:
+    version = data.get("version")
+    if version not in READS or isinstance(version, bool):
         raise BaselineError(
-            f"baseline {path}: version {data.get('version')!r} is not supported "
-            f"(this gpulint reads version {VERSION}; rewrite it with --write-baseline)"
+            f"baseline {path}: version {version!r} is not supported "
+            f"(this gpulint reads versions {READS[0]} to {READS[-1]}; rewrite it with "
+            "--write-baseline)"
         )
     entries = data.get("entries")
     if not isinstance(entries, list):
         raise BaselineError(f"baseline {path}: entries must be a list")
     counts: Counter[Fingerprint] = Counter()
+    files: dict[Fingerprint, set[str]] = {}
     for index, entry in enumerate(entries):
         where = f"baseline {path}: entries[{index}]"
         key, count = _entry(entry, where)
         counts[key] += count
-    return Baseline(counts)
+        found = _files(entry, where) if key.file is None else []
+        if found:
+            files.setdefault(key, set()).update(found)
+    return Baseline(counts, {key: tuple(sorted(found)) for key, found in files.items()})
+
+
+def _files(entry: dict[str, Any], where: str) -> list[str]:
+    found = entry.get("files", [])
+    if not isinstance(found, list) or not all(isinstance(f, str) for f in found):
+        raise BaselineError(f"{where}: files must be a list of strings")
+    return found
 
 
 def _entry(entry: Any, where: str) -> tuple[Fingerprint, int]:
@@ -214,7 +283,8 @@ def _entry(entry: Any, where: str) -> tuple[Fingerprint, int]:
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise BaselineError(f"{where}: count must be a whole number of at least 1")
     fields = _FILE_FIELDS if "file" in entry else _OBJECT_FIELDS
-    unknown = sorted(set(entry) - {*fields, "count"})
+    optional = _OPTIONAL_FIELDS if fields is _OBJECT_FIELDS else ()
+    unknown = sorted(set(entry) - {*fields, *optional, "count"})
     if unknown:
         raise BaselineError(f"{where}: unknown key {unknown[0]!r}")
     for field in fields:

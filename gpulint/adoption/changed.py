@@ -12,9 +12,13 @@ say what changed:
 A finding counts as changed when a changed line falls in the YAML document (``---`` to
 ``---``) that holds the finding, or one that holds an object it names (the Deployment of an
 HPA finding), or when the file is new. A finding about a rendered object (a kustomize overlay,
-a Helm chart) also counts when any file under the overlay or chart directory changed: a patch,
-``values.yaml`` or a helper template changes what every object of it renders to. A file
-moved without edits changes no line, so its findings are not reported.
+a Helm chart) also counts when a source file that produced that object or an object it names
+changed, in any unit it was found in (``Finding.made_from``): the document of a base that
+holds it, a patch that targets it (its document), a kustomization of the chain that built it,
+a generator's input; the chart template's document that wrote it, the chart's helpers,
+values files and Chart.yaml. A file that produced nothing for those objects (a patch of
+another object, a template of another) does not count. A file moved without edits changes
+no line, so its findings are not reported.
 
 File names are read from git's NUL-separated output (``-z``) as bytes, never from a quoted
 diff header: a pull request cannot hide a file's findings behind a name with a tab, a
@@ -30,7 +34,7 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from gpulint.core.model import Finding, Location
+from gpulint.core.model import Finding, Location, SourceFile
 from gpulint.core.paths import display_path, is_file_path
 
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
@@ -62,6 +66,10 @@ class Changes:
         locations = [finding.location, *(r.location for r in finding.related if r.location)]
         if any(self._in_changed_document(location) for location in locations):
             return True
+        if finding.made_from:
+            return any(self._in_changed_source(source) for source in finding.made_from)
+        # A rendered finding whose sources are not known (piped output gpulint could not map
+        # back): any change under its chart or kustomization counts.
         return any(self._in_changed_render(location) for location in locations)
 
     def narrow(self, findings: Iterable[Finding]) -> tuple[list[Finding], int]:
@@ -75,16 +83,23 @@ class Changes:
         return kept, outside
 
     def _in_changed_document(self, location: Location) -> bool:
-        if not is_file_path(location.file):
+        return self._changed(location.file, location.line)
+
+    def _in_changed_source(self, source: SourceFile) -> bool:
+        return self._changed(source.file, source.line)
+
+    def _changed(self, file: str, line: int) -> bool:
+        """Did a line of ``file`` change in the document holding ``line`` (0: anywhere)?"""
+        if not is_file_path(file):
             return False
-        path = _absolute(location.file)
+        path = _absolute(file)
         if path not in self.lines:
             return False
         changed = self.lines[path]
-        if changed is None:
+        if changed is None or (line == 0 and changed):
             return True
-        start, end = self._document_span(path, location.line)
-        return any(start <= line <= end for line in changed)
+        start, end = self._document_span(path, line)
+        return any(start <= number <= end for number in changed)
 
     def _in_changed_render(self, location: Location) -> bool:
         if not location.rendered_from or not is_file_path(location.file):

@@ -291,7 +291,9 @@ class AdapterRule:
         if key is None:
             key = "name" if "name" in self.data else "seriesQuery"
         ref = self.config.ref or describe_document(self.document)
-        return Related(ref, self.document.location(self.path_for(key)), role)
+        source = self.document.source
+        made_from = source.made_from(self.document) if source is not None else ()
+        return Related(ref, self.document.location(self.path_for(key)), role, made_from)
 
 
 def requested_metric_name(metric: str, api: str) -> str:

@@ -24,6 +24,7 @@ class Adoption:
         self.baseline: Baseline | None = None
         self.changes: Changes | None = None
         path = getattr(args, "baseline", None)
+        self.baseline_path: str = path or ""
         if path:
             from gpulint.adoption.baseline import load_baseline
 
@@ -65,9 +66,12 @@ class Adoption:
             )
         findings = result.findings
         if self.baseline is not None:
-            comparison = self.baseline.split(findings)
+            from gpulint.adoption.baseline import unread_by
+
+            unread = unread_by(result.inputs, self.baseline_path)
+            comparison = self.baseline.split(findings, unread)
             findings = comparison.new
-            result.baseline = (comparison.baselined, comparison.stale)
+            result.baseline = (comparison.baselined, comparison.stale, comparison.not_evaluated)
         if self.changes is not None:
             findings, outside = self.changes.narrow(findings)
             if outside:

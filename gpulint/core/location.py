@@ -56,3 +56,12 @@ class Location(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
+
+
+class SourceFile(NamedTuple):
+    """A file that produced a rendered object, and the first line of the YAML document in it
+    that did (a kustomize base's object, a patch, a chart template's object); 0 when any line
+    of the file counts (a kustomization, a values file, a chart's helpers)."""
+
+    file: str
+    line: int = 0

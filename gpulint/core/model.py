@@ -6,10 +6,10 @@ import enum
 from typing import NamedTuple
 
 from gpulint.adoption.operations import FixPlan
-from gpulint.core.location import Location, ObjectRef
+from gpulint.core.location import Location, ObjectRef, SourceFile
 from gpulint.core.message import split_message
 
-__all__ = ["Finding", "Location", "ObjectRef", "Related", "Severity"]
+__all__ = ["Finding", "Location", "ObjectRef", "Related", "Severity", "SourceFile", "joined"]
 
 
 class Severity(enum.IntEnum):
@@ -36,6 +36,8 @@ class Related(NamedTuple):
     ref: ObjectRef
     location: Location | None
     role: str = ""
+    # The files that produced the object when it was rendered (see Finding.made_from).
+    made_from: tuple[SourceFile, ...] = ()
 
 
 class Finding(NamedTuple):
@@ -54,6 +56,12 @@ class Finding(NamedTuple):
     # The offending node inside the object (("spec", "metrics", 0)): where it is, whatever
     # line it moves to; () for findings placed at a location without a document.
     path: tuple[str | int, ...] = ()
+    # The files that produced its object and the objects it names when they were rendered (a
+    # kustomize base, the patches and kustomizations that built it; a chart's template, its
+    # helpers and values), in every unit it was found in: a change to any of them changes
+    # the finding (--changed-since). () for objects read from their own files. One tuple
+    # per object, shared by its findings: a large lint keeps no copy per finding.
+    made_from: tuple[SourceFile, ...] = ()
 
     @property
     def headline(self) -> str:
@@ -83,3 +91,14 @@ class NotChecked(NamedTuple):
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.location.file, self.location.line, self.location.column, self.checks)
+
+
+def joined(*groups: tuple[SourceFile, ...]) -> tuple[SourceFile, ...]:
+    """The source files of several groups, each once, in the order first met; the first
+    group itself when the others add nothing (no new tuple for the common case)."""
+    if not groups:
+        return ()
+    first = groups[0]
+    if all(not group or group == first for group in groups[1:]):
+        return first
+    return tuple(dict.fromkeys(source for group in groups for source in group))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gpulint.core.model import Finding, NotChecked
+from gpulint.core.model import Finding, NotChecked, joined
 from gpulint.engine.config import Settings
 from gpulint.engine.context import (
     Context,
@@ -201,6 +201,7 @@ def lint_units(
     result = Result(findings, len(files), objects, _unique(skipped), units=summaries)
     result.clusters = run_context.clusters
     result.not_checked = merged(unchecked)
+    result.inputs = frozenset(files)
     for unit in units:
         if unit.kind == STDIN:  # edits are placed in what was piped, not in a file on disk
             for loaded in unit.loaded:
@@ -227,8 +228,12 @@ def merge(per_unit: list[tuple[Unit, list[Finding], set[str]]]) -> list[Finding]
             entry = merged.get(key)
             if entry is None:
                 merged[key] = (finding, [unit.name])
-            elif unit.name not in entry[1]:
+                continue
+            if unit.name not in entry[1]:
                 entry[1].append(unit.name)
+            if finding.made_from != entry[0].made_from:  # each unit rendered it from its own
+                made_from = joined(entry[0].made_from, finding.made_from)
+                merged[key] = (entry[0]._replace(made_from=made_from), entry[1])
     found = []
     for finding, names in merged.values():
         file = finding.location.file

@@ -78,6 +78,7 @@ class Result:
         "config",
         "files",
         "findings",
+        "inputs",
         "lint_seconds",
         "not_checked",
         "notes",
@@ -112,8 +113,12 @@ class Result:
         self.suppressed: dict[str, int] = {}  # rule -> findings silenced by suppressions
         self.lint_seconds = 0.0
         self.render_wall: float | None = None
-        # With --baseline: (findings it absorbed, its entries that matched nothing).
-        self.baseline: tuple[int, int] | None = None
+        # The files the run read (as given), or None where it read objects (cluster mode):
+        # a baseline entry none of whose files was read was not evaluated.
+        self.inputs: frozenset[str] | None = None
+        # With --baseline: (findings it absorbed, its entries that matched nothing because
+        # their findings were fixed, its entries whose files the run did not read).
+        self.baseline: tuple[int, int, int] | None = None
         # The texts edits are placed in (files are read when first asked; stdin is given).
         self.sources = Sources()
         self._edits: dict[int, list[Edit] | None] = {}

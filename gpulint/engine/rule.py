@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from gpulint.adoption.edits import FixPlan
 from gpulint.chain.adapter import describe_document
 from gpulint.core.message import as_sentence
-from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity
+from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity, SourceFile, joined
 from gpulint.input.document import Document, Path
 from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.workload import ClaimedGpu, GpuRequest
@@ -191,6 +191,7 @@ class Context:
         if plan is not None and plan.applicability not in self.spec.fixes:
             raise ValueError(f"{self.spec.id} declares no {plan.applicability} fixes (FIXES)")
         location = document.location(tuple(path), key=key)
+        related = tuple(related)
         finding = Finding(
             self.spec.id,
             self.spec.name,
@@ -199,9 +200,10 @@ class Context:
             location,
             fix,
             obj or describe_document(document),
-            tuple(related),
+            related,
             plan=plan,
             path=tuple(path),
+            made_from=joined(made_from(document), *(r.made_from for r in related)),
         )
         self.anchors[id(finding)] = Anchor(document, tuple(path))
         return finding
@@ -229,7 +231,16 @@ class Context:
 
 
 def related(document: Document, path: Sequence[str | int] = (), role: str = "") -> Related:
-    return Related(describe_document(document), document.location(tuple(path)), role)
+    return Related(
+        describe_document(document), document.location(tuple(path)), role, made_from(document)
+    )
+
+
+def made_from(document: Document) -> tuple[SourceFile, ...]:
+    """The files a rendered document was made from (``SourceMap.made_from``); () for one
+    read from its own file."""
+    source = document.source
+    return source.made_from(document) if source is not None else ()
 
 
 def claim_links(gpus: Iterable[GpuRequest]) -> list[Related]:

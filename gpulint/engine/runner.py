@@ -21,6 +21,7 @@ from gpulint.engine.scopes import scope_items_of
 from gpulint.engine.twocores import Unplaceable, document_index, pickled, unpickled
 from gpulint.input.document import Document, Manifest, Path, has_step
 from gpulint.input.loader import IgnoreComment, load_file
+from gpulint.input.units.scope import OWN_FILE, not_input, not_input_by_name
 from gpulint.input.units.walk import walk
 from gpulint.inventory import Inventory
 from gpulint.kinds.workload import pod_templates
@@ -531,6 +532,15 @@ def inventory_from_paths(paths: Iterable[str], settings: Settings) -> Inventory:
         inventory.problems.extend(walked.problems)
         inventory.skipped.extend(walked.skipped)
         for file in walked.files:
-            if not settings.excluded(file):
-                inventory.add_file(load_file(file))
+            if settings.excluded(file):
+                continue
+            reason = not_input_by_name(file)
+            if reason is None:
+                loaded = load_file(file)
+                reason = not_input(loaded)
+                if reason is None:
+                    inventory.add_file(loaded)
+                    continue
+            if reason != OWN_FILE:
+                inventory.skipped.append((file, reason))
     return inventory

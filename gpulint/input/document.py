@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gpulint.core.location import Location, ObjectRef
+from gpulint.core.location import Location, ObjectRef, SourceFile
 from gpulint.input.yamlparse import YList, YMap
 
 Path = tuple[str | int, ...]
@@ -20,6 +20,12 @@ class SourceMap(Protocol):
     def embedded(self, document: Document, path: Path, line: int, column: int) -> SourceMap | None:
         """The map for YAML embedded in the string at ``path`` (a ConfigMap's config), which
         starts at ``line``/``column`` offsets of the rendered text; None: not known."""
+
+    def made_from(self, document: Document) -> tuple[SourceFile, ...]:
+        """The files whose change changes what was rendered into ``document``: the file and
+        document it was written in, and whatever else the renderer applied to it (patches,
+        the kustomizations of the chain that built it, a generator's inputs; a chart's
+        helpers, values and Chart.yaml). () when not known. The same tuple each time."""
 
 
 def position_of(

@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from gpulint.core.model import Location
+from gpulint.core.model import Location, SourceFile
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 
 FLUX_GROUP = "helm.toolkit.fluxcd.io"
@@ -202,3 +202,7 @@ class NestedSource:
 
     def embedded(self, document: Document, path: Path, line: int, column: int) -> None:
         return None
+
+    def made_from(self, document: Document) -> tuple[SourceFile, ...]:
+        source = self.parent.source
+        return source.made_from(self.parent) if source is not None else ()

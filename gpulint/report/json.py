@@ -127,8 +127,12 @@ def result_to_dict(result: Result) -> dict[str, Any]:
     if any(unit.context for unit in result.units):
         report["summary"]["contextChange"] = CONTEXT_CHANGE
     if result.baseline is not None:
-        baselined, stale = result.baseline
-        report["summary"]["baseline"] = {"baselined": baselined, "stale": stale}
+        baselined, stale, not_evaluated = result.baseline
+        report["summary"]["baseline"] = {
+            "baselined": baselined,
+            "stale": stale,
+            "notEvaluated": not_evaluated,
+        }
     return report
 
 

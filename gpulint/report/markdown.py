@@ -40,9 +40,11 @@ def render_markdown(result: Result, stream: TextIO) -> None:
         f"{'s' * (result.objects != 1)})"
     )
     if result.baseline is not None:
-        baselined, stale = result.baseline
+        baselined, stale, not_evaluated = result.baseline
         counts += f"; {baselined} baselined, {stale} stale baseline entr"
         counts += "y" if stale == 1 else "ies"
+        if not_evaluated:
+            counts += f", {not_evaluated} not evaluated (their files were not in the input)"
     suppressed = sum(result.suppressed.values())
     if suppressed:
         counts += f"; {suppressed} suppressed"

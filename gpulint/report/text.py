@@ -37,9 +37,7 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     for finding in result.findings:
         _write_finding(finding, stream, color, width)
     _write_not_checked(result.not_checked, stream, width)
-    for path, reason in result.skipped:
-        shown = safe_line(escape_controls(display_path(path)))
-        _write(stream, f"{shown}: skipped: ", escape_controls(reason), width)
+    _write_skipped(result.skipped, stream, width)
     for note in result.notes:
         _write(stream, "note: ", escape_controls(note), width)
     _write(stream, "", _summary(result), width, INDENT)
@@ -50,6 +48,28 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         more = f" and {len(result.units) - 20} more" if len(result.units) > 20 else ""
         _write(stream, "units: ", shown + more, width, INDENT)
         _write_contexts(result, stream, width)
+
+
+# A reason shared by more files than this is one line naming the first few (a monorepo's
+# package.json files); the JSON report lists every file.
+_SKIPPED_ONE_BY_ONE = 3
+
+
+def _write_skipped(skipped: list[tuple[str, str]], stream: TextIO, width: int) -> None:
+    """Each skipped file with its reason, in the order found; a reason many files share,
+    once, where its first file was."""
+    by_reason: dict[str, list[str]] = {}
+    for path, reason in skipped:
+        by_reason.setdefault(reason, []).append(path)
+    for reason, paths in by_reason.items():
+        names = [safe_line(escape_controls(display_path(p))) for p in paths]
+        if len(names) <= _SKIPPED_ONE_BY_ONE:
+            for shown in names:
+                _write(stream, f"{shown}: skipped: ", escape_controls(reason), width)
+            continue
+        listed = ", ".join(names[:_SKIPPED_ONE_BY_ONE])
+        text = f"{escape_controls(reason)} ({listed} and {len(names) - _SKIPPED_ONE_BY_ONE} more)"
+        _write(stream, f"skipped: {len(names)} files: ", text, width, INDENT)
 
 
 def _write_contexts(result: Result, stream: TextIO, width: int) -> None:
@@ -151,10 +171,7 @@ def _summary(result: Result) -> str:
         by_rule = ", ".join(f"{rule} {count}" for rule, count in most_first)
         summary += f", {suppressed} suppressed ({by_rule})"
     if result.baseline is not None:
-        baselined, stale = result.baseline
-        summary += f", {baselined} baselined"
-        if stale:
-            summary += f" ({stale} baseline entr{'ies' if stale != 1 else 'y'} fixed since)"
+        summary += _baseline_counts(*result.baseline)
     if len(result.units) > 1:
         summary += f"; {len(result.units)} units"
     if any(unit.rendered_by for unit in result.units):
@@ -162,6 +179,19 @@ def _summary(result: Result) -> str:
     if result.config:
         summary += f"; config {escape_controls(display_path(result.config))}"
     return summary
+
+
+def _baseline_counts(baselined: int, stale: int, not_evaluated: int) -> str:
+    """``, 3 baselined (1 baseline entry fixed since; 2 not evaluated: ...)``."""
+    spare = []
+    if stale:
+        spare.append(f"{stale} baseline entr{'ies' if stale != 1 else 'y'} fixed since")
+    if not_evaluated:
+        entries = "" if stale else f" baseline entr{'ies' if not_evaluated != 1 else 'y'}"
+        spare.append(
+            f"{not_evaluated}{entries} not evaluated: none of their files was in this run's input"
+        )
+    return f", {baselined} baselined" + (f" ({'; '.join(spare)})" if spare else "")
 
 
 def _write(stream: TextIO, first: str, text: str, width: int, rest: str | None = None) -> None:

@@ -3,7 +3,7 @@ source that wrote the string (a ConfigMap's config in a kustomize patch or a Hel
 
 from __future__ import annotations
 
-from gpulint.core.model import Location
+from gpulint.core.model import Location, SourceFile
 from gpulint.input.document import Document, Path
 
 
@@ -18,11 +18,13 @@ class EmbeddedSource:
         source_line: int,
         source_column: int,
         unit: str,
+        made_from: tuple[SourceFile, ...] = (),
     ) -> None:
         self.line, self.column = line, column
         self.file = file
         self.source_line, self.source_column = source_line, source_column
         self.unit = unit
+        self._made_from = made_from  # the object's whose string holds the YAML
 
     def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
         raw = document.location(path, key=key, raw=True)
@@ -34,3 +36,6 @@ class EmbeddedSource:
         self, document: Document, path: Path, line: int, column: int
     ) -> EmbeddedSource | None:
         return None
+
+    def made_from(self, document: Document) -> tuple[SourceFile, ...]:
+        return self._made_from

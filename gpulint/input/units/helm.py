@@ -7,6 +7,12 @@ and column that write it, as in a plain file; else at the line that writes the o
 when the template spells it out (``maxReplicas: {{ .Values.max }}``); else at the object's
 first line in the template, with a note that the value comes from a template expression.
 The JSON report keeps the rendered template path as ``renderedFrom``.
+
+What made an object (``HelmSource.made_from``, what ``--changed-since`` asks) is its template
+document and what every template of the chart reads: the helpers (``templates/_*``, whose
+named templates any template may include), the values files it was rendered with and
+Chart.yaml (``.Chart``), the chart's and its subcharts' (``chart_inputs``). A file a template
+reads with ``.Files.Get`` is not followed.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import os
 import re
 from typing import Any
 
-from gpulint.core.model import Location
+from gpulint.core.model import Location, SourceFile
 from gpulint.core.paths import within
 from gpulint.input.document import Document, Path, dig, position_of
 from gpulint.input.units.boundary import real
@@ -188,17 +194,56 @@ def _identity(data: dict[Any, Any]) -> tuple[Any, Any, Any]:
     return data.get("apiVersion"), data.get("kind"), name
 
 
+# A chart's directory is walked for its helpers, values and Chart.yaml files up to this many
+# entries (a chart is a few dozen files; a directory of data beside the templates is not).
+_CHART_WALK_LIMIT = 10_000
+
+
+def chart_inputs(
+    chart: str, values: tuple[str, ...] = (), vendored: dict[str, str] | None = None
+) -> tuple[SourceFile, ...]:
+    """The files every object of a chart is rendered from, each as a whole: Chart.yaml and
+    values.yaml of the chart and of its subcharts (``charts/``, and the ``file://``
+    dependencies gpulint vendored), their helpers (``_*`` under ``templates/``: Helm renders
+    no file whose name starts with an underscore, and any template may include the named
+    templates they define), and ``values`` (``--helm-values``)."""
+    found: dict[str, None] = {}
+    entries = 0
+    for home in (chart, *sorted((vendored or {}).values())):
+        for directory, subdirectories, files in os.walk(home):
+            subdirectories.sort()
+            entries += len(files) + len(subdirectories)
+            if entries > _CHART_WALK_LIMIT:
+                break
+            in_templates = "templates" in os.path.relpath(directory, home).split(os.sep)
+            for name in sorted(files):
+                if (in_templates and name.startswith("_")) or (
+                    not in_templates and name in ("Chart.yaml", "values.yaml")
+                ):
+                    found[os.path.join(directory, name)] = None
+    found.update(dict.fromkeys(values))
+    return tuple(SourceFile(file) for file in found)
+
+
 class HelmSource:
     """Where a rendered object's nodes are written in its chart."""
 
     def __init__(
-        self, data: Any, template: TemplateText, index: int, rendered_from: str, unit: str
+        self,
+        data: Any,
+        template: TemplateText,
+        index: int,
+        rendered_from: str,
+        unit: str,
+        chart_files: tuple[SourceFile, ...] = (),
     ) -> None:
         self.data = data
         self.template = template
         self.start = template.object_start(index)
         self.rendered_from = rendered_from
         self.unit = unit
+        self.chart_files = chart_files  # chart_inputs(), one tuple for the chart
+        self._made_from: tuple[SourceFile, ...] | None = None
         # The template's own document for this object, when its text is YAML: the one Helm
         # rendered unchanged, else the one of the same kind and name (its values templated).
         self.written: Any = None
@@ -247,6 +292,15 @@ class HelmSource:
             )
         return Location(self.template.file, self.start + 1, 1, self.rendered_from, note)
 
+    def made_from(self, document: Document) -> tuple[SourceFile, ...]:
+        """The template's document that wrote the object, and ``chart_files``."""
+        if document.data is not self.data:
+            return ()
+        if self._made_from is None:
+            own = SourceFile(self.template.file, self.start + 1)
+            self._made_from = (own, *self.chart_files)
+        return self._made_from
+
     def embedded(
         self, document: Document, path: Path, line: int, column: int
     ) -> EmbeddedSource | None:
@@ -259,5 +313,11 @@ class HelmSource:
             return None
         source_line, source_column = self.template.string_start(self.written, path)
         return EmbeddedSource(
-            line, column, self.template.file, source_line, source_column, self.unit
+            line,
+            column,
+            self.template.file,
+            source_line,
+            source_column,
+            self.unit,
+            self.made_from(document),
         )

@@ -5,9 +5,10 @@ it came from (``config.kubernetes.io/origin`` and the transformer annotations of
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Any
 
-from gpulint.core.model import Location
+from gpulint.core.model import Location, SourceFile
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list, has_step
 from gpulint.input.loader import (
     LoadedFile,
@@ -48,6 +49,7 @@ def map_kustomize_output(
         chain = kustomization_chain(kustomization, sources)
     comment_files: dict[str, None] = {}
     fallback = kustomization.location()
+    lineage = Lineage(chain)
     for document in rendered.documents:
         data = document.data
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
@@ -58,7 +60,17 @@ def map_kustomize_output(
         origin, configured = build_annotations(data)
         strip_build_annotations(manifest)
         document.source = _kustomize_source(
-            manifest, origin, configured, base, root, unit, sources, fallback, comment_files, chain
+            manifest,
+            origin,
+            configured,
+            base,
+            root,
+            unit,
+            sources,
+            fallback,
+            comment_files,
+            chain,
+            lineage,
         )
     for file in comment_files:
         loaded = sources.load(file)
@@ -80,6 +92,7 @@ def _kustomize_source(
     fallback: Location,
     comment_files: dict[str, None],
     chain: list[Kustomization],
+    lineage: Lineage,
 ) -> KustomizeSource:
     generated: dict[str, str] = {}
     candidates = _origin_candidates(origin, base, root, chain)
@@ -98,8 +111,14 @@ def _kustomize_source(
         # kustomization of the unit, bases first; the patches' targets pick the object.
         kustomizations = list(reversed(chain))
     generator = _generator_origin(manifest, origin, base, root, sources, comment_files)
+    # The file the kustomizations that built the object read it from (a generator's: its
+    # kustomization), when known.
+    read_from = origin_doc.file if origin_doc is not None else None
+    if read_from is None and candidates and isinstance(origin.get("path"), str):
+        read_from = candidates[0]
     if generator is not None:
         fallback, generated = generator
+        read_from = fallback.file
     patches: list[Patch] = []
     for owner in kustomizations:
         for patch in owner.patches():
@@ -107,7 +126,15 @@ def _kustomize_source(
                 patches.append(patch)
                 comment_files[patch.document.file] = None
     return KustomizeSource(
-        manifest, origin_doc, origin_text, patches, fallback, unit.name, generated
+        manifest,
+        origin_doc,
+        origin_text,
+        patches,
+        fallback,
+        unit.name,
+        generated,
+        lineage,
+        read_from,
     )
 
 
@@ -214,6 +241,20 @@ class KustomizeSource:
     """Where a rendered object's nodes are written: its origin file, or the patches of the
     kustomizations that ran on it (see the module docstring)."""
 
+    # One per rendered object, alive for the whole run: no per-instance dictionary.
+    __slots__ = (
+        "_made_from",
+        "fallback",
+        "generated_files",
+        "lineage",
+        "origin",
+        "origin_text",
+        "patches",
+        "read_from",
+        "rendered",
+        "unit",
+    )
+
     def __init__(
         self,
         rendered: Manifest,
@@ -223,6 +264,8 @@ class KustomizeSource:
         fallback: Location,
         unit: str,
         generated_files: dict[str, str] | None = None,
+        lineage: Lineage | None = None,
+        read_from: str | None = None,
     ) -> None:
         self.rendered = rendered
         self.origin = origin
@@ -232,6 +275,29 @@ class KustomizeSource:
         self.unit = unit
         # For a ConfigMap a generator made: data key -> the file its value was read from.
         self.generated_files = generated_files or {}
+        # The unit's kustomizations, and the file they read the object from (None: not
+        # known), for made_from.
+        self.lineage = lineage
+        self.read_from = read_from
+        self._made_from: tuple[SourceFile, ...] | None = None
+
+    def made_from(self, document: Document) -> tuple[SourceFile, ...]:
+        """The object's document in its origin file, the patches that apply to it, a
+        generator's inputs, and the kustomizations that built it (``Lineage``)."""
+        if document.data is not self.rendered.data:
+            return ()
+        if self._made_from is None:
+            found: dict[SourceFile, None] = {}
+            if self.origin is not None:
+                found[SourceFile(self.origin.file, self.origin.line)] = None
+            for patch in self.patches:
+                found[SourceFile(patch.document.file, patch.document.line)] = None
+            for file in self.generated_files.values():
+                found[SourceFile(file)] = None
+            if self.lineage is not None:
+                found.update(dict.fromkeys(self.lineage.building(self.read_from)))
+            self._made_from = tuple(found)
+        return self._made_from
 
     def locate(self, document: Document, path: Path, key: bool | None) -> Location | None:
         if document.data is not self.rendered.data:
@@ -314,16 +380,101 @@ class KustomizeSource:
         if document.data is not self.rendered.data or len(path) != 2 or path[0] != "data":
             return None
         key = path[1]
+        made_from = self.made_from(document)
         generated = self.generated_files.get(str(key))
         if generated is not None:
-            return EmbeddedSource(line, column, generated, 0, 0, self.unit)
+            return EmbeddedSource(line, column, generated, 0, 0, self.unit, made_from)
         if self.origin is None:
             return None
         value = self.rendered.get(path)
         if not isinstance(value, str) or self.origin.get(path) != value:
             return None
         origin_line, origin_column = embedded_origin(self.origin, path, self.origin_text)
-        return EmbeddedSource(line, column, self.origin.file, origin_line, origin_column, self.unit)
+        return EmbeddedSource(
+            line, column, self.origin.file, origin_line, origin_column, self.unit, made_from
+        )
+
+
+class Lineage:
+    """The kustomizations of one unit's chain, and for a file they read, the ones whose
+    change changes what it renders to: those that read it, every kustomization above them
+    (an overlay's namespace, name prefix or suffix, labels, replacements and patches apply to
+    everything below it) and the components any of those include. A file none of them reads
+    (an object whose origin is not known) is built by any of them.
+
+    It keeps what it needs of the chain, not the kustomizations themselves: the rendered
+    objects' source maps hold it for the rest of the run."""
+
+    def __init__(self, chain: list[Kustomization]) -> None:
+        self._files: dict[str, str] = {}  # directory -> its kustomization file
+        self._reads: list[tuple[str, frozenset[str]]] = []  # directory -> what it reads
+        self._parents: dict[str, list[str]] = {}
+        self._components: dict[str, list[str]] = {}
+        self._building: dict[str | None, tuple[SourceFile, ...]] = {}
+        self._interned: dict[tuple[SourceFile, ...], tuple[SourceFile, ...]] = {}
+        for kustomization in chain:
+            directory = _key(kustomization.directory)
+            self._files[directory] = kustomization.file
+            self._reads.append((directory, _owned(kustomization)))
+        for kustomization in chain:
+            directory = _key(kustomization.directory)
+            for reference in kustomization.directories:
+                child = _key(reference.resolved)
+                if child not in self._files:
+                    continue
+                self._parents.setdefault(child, []).append(directory)
+                if reference.field[0] == "components":
+                    self._components.setdefault(directory, []).append(child)
+
+    def building(self, file: str | None) -> tuple[SourceFile, ...]:
+        """The kustomization files that build what ``file`` holds, each as a whole; one
+        tuple for every file built by the same kustomizations."""
+        found = self._building.get(file)
+        if found is None:
+            key = _key(file) if file is not None else None
+            kustomizations = self._kustomizations(key)
+            # Kept under the name as given (the origin document's own string), and the same
+            # tuple for every file the same kustomizations build.
+            found = self._interned.setdefault(kustomizations, kustomizations)
+            self._building[file] = found
+        return found
+
+    def _kustomizations(self, key: str | None) -> tuple[SourceFile, ...]:
+        readers = [directory for directory, reads in self._reads if key in reads] if key else []
+        if not readers:
+            return tuple(SourceFile(file) for file in self._files.values())
+        seen = self._closure(readers, self._parents)
+        seen |= self._closure(list(seen), self._components)
+        return tuple(SourceFile(self._files[d]) for d in self._files if d in seen)
+
+    @staticmethod
+    def _closure(start: list[str], edges: dict[str, list[str]]) -> set[str]:
+        seen: set[str] = set()
+        stack = list(start)
+        while stack:
+            directory = stack.pop()
+            if directory not in seen:
+                seen.add(directory)
+                stack.extend(edges.get(directory, ()))
+        return seen
+
+
+# The files each kustomization reads, as keys: a base under a hundred overlays is one
+# Kustomization object (SourceFiles reads each once), indexed once, not once per overlay.
+_owned_keys: weakref.WeakKeyDictionary[Kustomization, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _owned(kustomization: Kustomization) -> frozenset[str]:
+    found = _owned_keys.get(kustomization)
+    if found is None:
+        found = _owned_keys[kustomization] = frozenset(
+            _key(file) for file in kustomization.owned_files()
+        )
+    return found
+
+
+def _key(path: str) -> str:
+    return os.path.abspath(path)
 
 
 def _rendered_depth(data: Any, path: Path) -> int:

@@ -26,6 +26,7 @@ from gpulint.input.units.boundary import boundaries_of
 from gpulint.input.units.clusters import declaration
 from gpulint.input.units.parallel import load_all
 from gpulint.input.units.roots import DirectoryTree, application_roots
+from gpulint.input.units.scope import OWN_FILE, not_input, not_input_by_name
 from gpulint.input.units.walk import walk
 
 if TYPE_CHECKING:
@@ -140,7 +141,8 @@ def plan(
         if chart_dirs.holding(directory) is None
     }
     referenced, owned = _referenced_and_owned(kustomizations)
-    loose = _loose_files(found.files, owned, chart_dirs)
+    given = {normalized(p) for p in paths}
+    loose = _input_by_name(_loose_files(found.files, owned, chart_dirs), found, given)
     roots = [
         k for d, k in kustomizations.items() if _key(d) not in referenced and not k.is_component
     ]
@@ -165,6 +167,12 @@ def plan(
     remaining: list[LoadedFile] = []
     for loaded in load_all(loose, lambda file: _load(file, max_file_size)):
         file = loaded.path
+        reason = not_input(loaded)
+        if reason is not None:
+            # Before units are cut: a file nothing judges neither joins nor splits one.
+            if reason != OWN_FILE or file in given:
+                found.skipped.append((file, reason))
+            continue
         target = declared_plan(file)
         if target is not None:
             target.loaded.append(loaded)
@@ -187,6 +195,20 @@ def _origin(root: str, paths: list[str]) -> str:
         return "-"
     holding = [p for p in paths if p != "-" and (_under(root, p) or _under(p, root))]
     return max(holding, key=lambda p: len(_key(p)), default="")
+
+
+def _input_by_name(files: list[str], found: Input, given: set[str]) -> list[str]:
+    """The loose files whose name does not say another tool reads them (``scope``); the
+    others skipped unread, and listed but for gpulint's own files in a directory walked (one
+    named on the command line is listed: pre-commit passes every staged file)."""
+    kept = []
+    for file in files:
+        reason = not_input_by_name(file)
+        if reason is None:
+            kept.append(file)
+        elif reason != OWN_FILE or file in given:
+            found.skipped.append((file, reason))
+    return kept
 
 
 def _loose_files(files: Iterable[str], owned: set[str], chart_dirs: _Directories) -> list[str]:

@@ -8,6 +8,7 @@ import re
 import shutil
 import tempfile
 
+from gpulint.core.model import SourceFile
 from gpulint.core.paths import display_path
 from gpulint.input.loader import (
     LoadedFile,
@@ -25,7 +26,7 @@ from gpulint.input.units.charts import (
     required_value,
     stand_in_values,
 )
-from gpulint.input.units.helm import HelmSource, chart_name, template_file
+from gpulint.input.units.helm import HelmSource, chart_inputs, chart_name, template_file
 from gpulint.input.units.sources import (
     RENDER_FAILED,
     RENDER_UNAVAILABLE,
@@ -200,7 +201,8 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
     if left_out is not None:
         unit.notes.append(left_out)
     rendered = load_file(f"<helm template {display_path(chart)}>", output.stdout)
-    _map_helm_output(unit, rendered, chart, sources, prepared.vendored)
+    inputs = chart_inputs(chart, tuple(options.helm_values), prepared.vendored)
+    _map_helm_output(unit, rendered, chart, sources, prepared.vendored, inputs)
     unit.loaded.append(rendered)
 
 
@@ -238,6 +240,7 @@ def _map_helm_output(
     chart: str,
     sources: SourceFiles,
     vendored: dict[str, str] | None = None,
+    inputs: tuple[SourceFile, ...] = (),
 ) -> None:
     name = chart_name(chart)
     counts: dict[str, int] = {}
@@ -255,7 +258,7 @@ def _map_helm_output(
             continue
         index = counts.get(source, 0)
         counts[source] = index + 1
-        document.source = HelmSource(document.data, template, index, source, unit.name)
+        document.source = HelmSource(document.data, template, index, source, unit.name, inputs)
         if file not in unit.files:
             unit.files.add(file)
             template_comments(unit, file, sources)

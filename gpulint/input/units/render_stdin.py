@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from gpulint.core.model import SourceFile
 from gpulint.core.paths import display_path
 from gpulint.input.document import Document, as_dict
 from gpulint.input.loader import (
@@ -15,7 +16,7 @@ from gpulint.input.loader import (
 )
 from gpulint.input.units import RenderOptions, Unit
 from gpulint.input.units.buildmetadata import build_annotations
-from gpulint.input.units.helm import HelmSource, chart_name, template_file
+from gpulint.input.units.helm import HelmSource, chart_inputs, chart_name, template_file
 from gpulint.input.units.kustomize import (
     KUSTOMIZATION_NAMES,
     kustomization_file,
@@ -110,6 +111,7 @@ def _map_helmed(
     its ``# Source:`` comment is found."""
     counts: dict[str, int] = {}
     charts: dict[str, str | None] = {}
+    inputs: dict[str, tuple[SourceFile, ...]] = {}
     for document in helmed:
         source = document.rendered_from or ""
         chart_name_in = source.partition("/")[0]
@@ -124,7 +126,12 @@ def _map_helmed(
             continue
         index = counts.get(source, 0)
         counts[source] = index + 1
-        document.source = HelmSource(document.data, template, index, source, unit.name)
+        if chart not in inputs:
+            # The values the output was rendered with are not known: the chart's own.
+            inputs[chart] = chart_inputs(chart)
+        document.source = HelmSource(
+            document.data, template, index, source, unit.name, inputs[chart]
+        )
         if file not in unit.files:
             unit.files.add(file)
             template_comments(unit, file, sources)

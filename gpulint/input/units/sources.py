@@ -20,6 +20,7 @@ from gpulint.input.units.kustomize import (
     Kustomization,
     kustomization_file,
 )
+from gpulint.input.units.scope import GENERATOR_FIELDS, generator_data_not_input
 from gpulint.input.units.tools import ToolOutput
 
 RENDER_FAILED, RENDER_UNAVAILABLE = "GL704", "GL705"
@@ -105,12 +106,16 @@ def kustomization_chain(kustomization: Kustomization, sources: SourceFiles) -> l
 
 def fallback_files(unit: Unit, chain: list[Kustomization], sources: SourceFiles) -> None:
     """A kustomization that could not be built: its files, linted as plain files (never one
-    outside the repository: ``SourceFiles.load`` refuses them)."""
+    outside the repository: ``SourceFiles.load`` refuses them). A generator's data is judged
+    only as far as ``scope.generator_data_not_input`` says."""
     for kustomization in chain:
+        data = {r.resolved for r in kustomization.files if r.field[0] in GENERATOR_FIELDS}
         for file in kustomization.owned_files():
             if os.path.basename(file) in KUSTOMIZATION_NAMES or file in unit.files:
                 continue
             loaded = sources.load(file)
+            if loaded is not None and file in data and generator_data_not_input(loaded):
+                continue
             if loaded is not None:
                 unit.loaded.append(loaded)
                 unit.files.add(file)
