@@ -325,3 +325,29 @@ def test_context_shows_each_cluster_and_what_each_unit_takes(
     text = capsys.readouterr().out
     assert text.startswith("cluster the input (")
     assert "  apps/triton (files, 2 files)\n    takes prometheus-adapter config" in text
+
+
+def test_a_scaled_object_added_in_one_overlay_conflicts_there_alone(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kustomize: list[str],
+) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(PLATFORM_APPS, root)
+    prod = root / "apps" / "llm" / "overlays" / "prod"
+    (prod / "scaledobject.yaml").write_text(SCALED_OBJECT.format(name="llm-keda", target="llm"))
+    kustomization = (prod / "kustomization.yaml").read_text()
+    (prod / "kustomization.yaml").write_text(
+        kustomization.replace("- ../../base\n", "- ../../base\n- scaledobject.yaml\n")
+    )
+    monkeypatch.chdir(root)
+    main(["lint", "--no-config", "--format", "json", "--select", "GL103", "."])
+    report = json.loads(capsys.readouterr().out)
+    found = [(f["file"], tuple(f.get("units", ()))) for f in report["findings"]]
+    # The base HPA and the overlay's ScaledObject, each once, in prod alone: the base file is
+    # read by staging too, so its finding names the unit it was found in.
+    assert sorted(found) == [
+        ("apps/llm/base/hpa.yaml", ("apps/llm/overlays/prod",)),
+        ("apps/llm/overlays/prod/scaledobject.yaml", ()),
+    ]
