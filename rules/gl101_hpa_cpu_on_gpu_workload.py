@@ -65,10 +65,13 @@ from gpulint.ruleapi import (
     Context,
     Finding,
     Inventory,
+    PodLabels,
     ScaledObject,
     Severity,
     claim_links,
+    dcgm_labels,
     is_generated,
+    prometheus_address,
     related,
 )
 
@@ -80,16 +83,31 @@ STAGES = ("autoscaler",)
 
 CPU_TRIGGERS = ("cpu", "memory")
 
-FIX = """\
-metrics:
-- type: Pods
-  pods:
-    metric:
-      name: DCGM_FI_DEV_GPU_UTIL   # or the name your prometheus-adapter rule exposes
-    target:
-      type: AverageValue
-      averageValue: "70"\
-"""
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+# Where KEDA's prometheus triggers query when the repository names no Prometheus of its own:
+# the Service prometheus-operator makes for every Prometheus (kube-prometheus-stack's).
+DEFAULT_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
+
+
+def _metrics_fix(inventory: Inventory, hpa: HPA) -> str:
+    """A GPU Pods metric under the name the HPA's prometheus-adapter serves it (GL401 judges
+    the name the fix writes as it judges any other)."""
+    served = inventory.served_name(GPU_UTIL, hpa.manifest)
+    name = (
+        f"{served}   # {GPU_UTIL}, as your prometheus-adapter serves it"
+        if served
+        else f"{GPU_UTIL}   # or the name your prometheus-adapter rule exposes"
+    )
+    return (
+        "metrics:\n"
+        "- type: Pods\n"
+        "  pods:\n"
+        "    metric:\n"
+        f"      name: {name}\n"
+        "    target:\n"
+        "      type: AverageValue\n"
+        '      averageValue: "70"'
+    )
 
 
 def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -130,7 +148,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         f"HPA {hpa.name} {what}, but its target {target.describe()} asks for GPUs. "
         f"{why} load does not follow GPU load, so it will not scale when the GPU saturates "
         f"({target.describe()}{via} asks for {resources}).",
-        FIX,
+        _metrics_fix(inventory, hpa),
         related=links,
     )
 
@@ -151,13 +169,20 @@ def _check_scaled_object(
     owner = target.owner or target.manifest
     names = " and ".join(sorted({str(t.get("type")) for t in scaled.triggers}))
     namespace = scaled.namespace or "<namespace>"
+    address = prometheus_address(inventory, scaled.manifest)
+    labels = dcgm_labels(inventory, scaled.manifest)
+    note = ""
+    if labels is None or labels.pod is None:
+        # dcgm-exporter scraped as its ServiceMonitor does by default (honorLabels: false)
+        labels = PodLabels("exported_namespace", "exported_pod")
+        note = "   # namespace/pod with honorLabels: true"
     fix = (
         "triggers:\n"
         "- type: prometheus\n"
         "  metadata:\n"
-        "    serverAddress: http://prometheus-operated.monitoring.svc:9090\n"
-        f'    query: avg(DCGM_FI_DEV_GPU_UTIL{{exported_namespace="{namespace}",'
-        f'exported_pod=~"{target.key[2]}-.*"}})   # namespace/pod with honorLabels: true\n'
+        f"    serverAddress: {address or DEFAULT_ADDRESS}\n"
+        f'    query: avg({GPU_UTIL}{{{labels.namespace}="{namespace}",'
+        f'{labels.pod}=~"{target.key[2]}-.*"}}){note}\n'
         '    threshold: "70"'
     )
     yield ctx.finding(

@@ -54,6 +54,10 @@ class Finding(NamedTuple):
     # The offending node inside the object (("spec", "metrics", 0)): where it is, whatever
     # line it moves to; () for findings placed at a location without a document.
     path: tuple[str | int, ...] = ()
+    # What applying the fix does to objects (gpulint.engine.fixes): the objects it deletes
+    # (or replaces with others), and those it changes and keeps.
+    deletes: tuple[ObjectRef, ...] = ()
+    writes: tuple[ObjectRef, ...] = ()
 
     @property
     def headline(self) -> str:
