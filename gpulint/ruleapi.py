@@ -132,6 +132,7 @@ from gpulint.kinds.kserve import (
     STANDARD,
     Component,
     InferenceService,
+    external_class_fix,
     generated_hpa_metrics,
     mode_note,
     mode_spelling,
@@ -148,7 +149,7 @@ from gpulint.kinds.revisions import (
 from gpulint.kinds.scaledjob import ScaledJob
 from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.triggers import PrometheusTrigger
-from gpulint.kinds.view import generated_by, generator_of, is_generated
+from gpulint.kinds.view import AdapterMetric, KindView, generated_by, generator_of, is_generated
 from gpulint.kinds.vpa import PDB_KIND, RESIZABLE, UPDATER_MIN_REPLICAS, VPA, budgets_covering
 from gpulint.kinds.workload import (
     Container,
@@ -397,6 +398,7 @@ __all__ = [
     "UPDATER_MIN_REPLICAS",
     "VPA",
     "AdapterConfig",
+    "AdapterMetric",
     "AdapterRule",
     "Answer",
     "Autoscaler",
@@ -416,6 +418,7 @@ __all__ = [
     "HpaMetric",
     "InferenceService",
     "Inventory",
+    "KindView",
     "KnativeService",
     "LiveSnapshot",
     "Location",
@@ -479,6 +482,7 @@ __all__ = [
     "enough_history",
     "exporter_of_series",
     "exporter_pods",
+    "external_class_fix",
     "failing_poll",
     "float_text",
     "format_duration",

@@ -43,6 +43,9 @@ from gpulint.kinds.workload import ClaimedGpu, GpuRequest
 SCOPES = (
     *VIEW_SCOPES,
     "autoscaler",  # HPA and ScaledObject alike: what sets a workload's replicas through an HPA
+    # What reads the custom and external metrics APIs through prometheus-adapter: HPAs, and a
+    # Knative Service on the HPA class for the HPA Knative makes (KindView.adapter_reads)
+    "metrics-reader",
     "pod-owner",  # gpulint.engine.scopes.PodOwner: anything with pod templates
     "adapter-rule",  # gpulint.chain.adapter.AdapterRule
     "adapter-config",  # gpulint.chain.adapter.AdapterConfig
