@@ -183,14 +183,18 @@ if TYPE_CHECKING:
     )
     from gpulint.chain.targetscale import metric_scale, off_scale
     from gpulint.chain.written import (
+        EXTERNAL_LINE,
         MetricChoice,
         PodLabels,
         dcgm_labels,
         hpa_class_fix,
+        kserve_gpu_hpa,
+        own_autoscaler,
         prometheus_address,
         revision_autoscalers,
         revision_metric,
         series_labels,
+        standard_mode_fix,
     )
     from gpulint.cluster.snapshot import (
         NO_API,
@@ -336,6 +340,10 @@ _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
     "hpa_class_fix": ("gpulint.chain.written", "hpa_class_fix"),
     "revision_autoscalers": ("gpulint.chain.written", "revision_autoscalers"),
     "revision_metric": ("gpulint.chain.written", "revision_metric"),
+    "EXTERNAL_LINE": ("gpulint.chain.written", "EXTERNAL_LINE"),
+    "kserve_gpu_hpa": ("gpulint.chain.written", "kserve_gpu_hpa"),
+    "own_autoscaler": ("gpulint.chain.written", "own_autoscaler"),
+    "standard_mode_fix": ("gpulint.chain.written", "standard_mode_fix"),
 }
 
 
@@ -358,6 +366,7 @@ __all__ = [
     "CUSTOM_METRIC_TYPES",
     "DEPRECATED_MODES",
     "EXTERNAL",
+    "EXTERNAL_LINE",
     "FILTER_KEYS",
     "HPA",
     "HPA_CLASS",
@@ -503,6 +512,7 @@ __all__ = [
     "is_unknown",
     "judge",
     "key_of",
+    "kserve_gpu_hpa",
     "labels_carried",
     "listing",
     "looks_like_gpu_metric",
@@ -519,6 +529,7 @@ __all__ = [
     "number",
     "off_scale",
     "outermost_aggregations",
+    "own_autoscaler",
     "owning_revision",
     "parse_quantity",
     "paste_quantity",
@@ -548,6 +559,7 @@ __all__ = [
     "shown_value",
     "singular",
     "stamp",
+    "standard_mode_fix",
     "stats",
     "summed_gpu_series",
     "target_of",

@@ -92,6 +92,7 @@ from gpulint.ruleapi import (
     as_list,
     dcgm_labels,
     edits,
+    external_class_fix,
     is_dcgm_field,
     mentions,
     plain_data,
@@ -308,6 +309,7 @@ def _finding(
         plan=fix.plan,
         deletes=fix.dropped,
         writes=fix.kept,
+        fix_at_path=False,
     )
 
 
@@ -372,11 +374,7 @@ def _group_roles(
 def _kserve_fix(claims: list[Autoscaler], kserve: list[Autoscaler]) -> str:
     """KServe's own autoscaler steps aside (and a user's HPA of the name it uses is renamed)."""
     isvc = kserve[0].manifest
-    text = (
-        f"# on InferenceService {isvc.name}: KServe deletes its own autoscaler and leaves "
-        "scaling to yours\n"
-        "metadata:\n  annotations:\n    serving.kserve.io/autoscalerClass: external"
-    )
+    text = external_class_fix(isvc.name)
     taken = {k.hpa_name for k in kserve}
     for claim in claims:
         if claim.kind != "KServe" and claim.manifest.name in taken:

@@ -182,6 +182,7 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
         related=links,
         deletes=[a.manifest for a in fighting],
         writes=[written] if written is not None else [],
+        fix_at_path=False,
     )
 
 

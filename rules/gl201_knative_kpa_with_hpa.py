@@ -131,6 +131,7 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             related=links,
             deletes=[a.manifest for a in fighting],
             writes=[found.owner],
+            fix_at_path=False,
         )
 
 

@@ -122,6 +122,7 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
         _fix(ksvc, inventory, fighting),
         related=claim_links(gpus),
         deletes=[a.manifest for a in fighting],
+        fix_at_path=False,
     )
 
 

@@ -22,10 +22,12 @@ from gpulint.chain.address import PrometheusUrl
 from gpulint.chain.urltarget import url_problem
 from gpulint.core.quantity import format_number, try_quantity
 from gpulint.input.document import Document, Manifest
-from gpulint.inventory import Autoscaler, Inventory
-from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES
+from gpulint.inventory import Autoscaler, Inventory, key_of
+from gpulint.kinds.hpa import CUSTOM_METRIC_TYPES, HPA, RESOURCE_METRIC_TYPES, behavior_fix
 from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import MIN_SCALE
+from gpulint.kinds.kserve import CLASS_ANNOTATION as KSERVE_CLASS
+from gpulint.kinds.kserve import Component, InferenceService
 from gpulint.kinds.revisions import (
     CLASS_ANNOTATION,
     HPA_CLASS,
@@ -226,15 +228,113 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
+# --- KServe's Standard mode, as the fixes of GL203, GL301, GL302 and GL303 write it ---------
+
+# DCGM reports GPU utilization per physical GPU, not per MIG instance; the graphics engine's
+# activity is reported per instance, as a ratio (GL408; NVIDIA dcgm-exporter
+# etc/default-counters.csv).
+MIG_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+
+
+def kserve_gpu_hpa(isvc: InferenceService, component: Component, inventory: Inventory) -> str:
+    """An HPA of the user's for a GPU component, on the GPU metric its adapter serves, under a
+    name KServe does not rewrite; for KServe's ``autoscalerClass: external``."""
+    hpa_name = isvc.component_name(component.name)
+    minimum = component.get("minReplicas")
+    maximum = component.get("maxReplicas")
+    low = minimum if isinstance(minimum, int) and minimum >= 1 else 1
+    high = maximum if isinstance(maximum, int) and maximum > low else max(low, 4)
+    namespace = f"\n  namespace: {isvc.namespace}" if isvc.namespace else ""
+    mig = any(g.is_mig for g in component.template.gpu_requests(inventory.gpu_names))
+    series, target = (MIG_ACTIVITY, "0.7") if mig else (GPU_UTIL, "70")
+    served = inventory.served_name(series, isvc.manifest)
+    metric = (
+        f"{{name: {served}}}   # {series}, as your prometheus-adapter serves it"
+        if served
+        else f"{{name: {series}}}   # the name your prometheus-adapter serves it under"
+    )
+    return f"""\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {hpa_name}-gpu   # not {hpa_name}: KServe would rewrite an HPA of that name{namespace}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: {hpa_name}}}
+  minReplicas: {low}
+  maxReplicas: {high}
+  metrics:
+  - type: Pods
+    pods:
+      metric: {metric}
+      target: {{type: AverageValue, averageValue: "{target}"}}
+{behavior_fix("  ")}\
+"""
+
+
+def own_autoscaler(isvc: InferenceService, component: Component, inventory: Inventory) -> bool:
+    """Does an autoscaler of the user's already scale the component's Deployment?"""
+    target = key_of("Deployment", isvc.namespace, isvc.component_name(component.name))
+    return any(not a.implicit for a in inventory.autoscalers_for(target))
+
+
+EXTERNAL_LINE = f"{KSERVE_CLASS}: external   # KServe deletes its HPA and leaves scaling to you"
+
+
+def standard_mode_fix(isvc: InferenceService, inventory: Inventory, mode_line: str) -> str:
+    """``mode_line`` (the deployment mode annotation, as the rule writes it) in
+    metadata.annotations, with what Standard mode then needs of the InferenceService so that
+    the switch makes no finding of its own: its GPU components handed to HPAs of the user's
+    (``autoscalerClass: external``, GL303), the range of KServe's HPA for the others
+    (GL304)."""
+    annotations = [mode_line]
+    ranges: list[str] = []
+    added: list[str] = []
+    scaled = [
+        c
+        for c in isvc.components
+        if not isinstance(c.get("workerSpec"), dict)
+        and isvc.component_autoscaler_class(c)[0] == "hpa"
+    ]
+    gpus = [c for c in scaled if c.template.gpu_requests(inventory.gpu_names)]
+    if gpus:
+        annotations.append(EXTERNAL_LINE)
+        added = [
+            kserve_gpu_hpa(isvc, c, inventory)
+            for c in gpus
+            if not own_autoscaler(isvc, c, inventory)
+        ]
+    else:
+        for component in scaled:
+            if component.get("maxReplicas") not in (None, 0):
+                continue
+            minimum = component.get("minReplicas")
+            pinned = minimum if isinstance(minimum, int) and minimum > 1 else 1
+            ranges.append(
+                f"  {component.name}:\n    minReplicas: {pinned}\n"
+                f"    maxReplicas: {max(pinned * 2, 4)}   # KServe's HPA needs a range"
+            )
+    text = "metadata:\n  annotations:\n" + "\n".join(f"    {line}" for line in annotations)
+    if ranges:
+        text += "\nspec:\n" + "\n".join(ranges)
+    for document in added:
+        text += "\n---\n" + document.rstrip("\n")
+    return text
+
+
 __all__ = [
+    "EXTERNAL_LINE",
     "GPU_UTIL",
+    "MIG_ACTIVITY",
     "PROMETHEUS_QUERY_ANNOTATION",
     "MetricChoice",
     "PodLabels",
     "dcgm_labels",
     "hpa_class_fix",
+    "kserve_gpu_hpa",
+    "own_autoscaler",
     "prometheus_address",
     "revision_autoscalers",
     "revision_metric",
     "series_labels",
+    "standard_mode_fix",
 ]

@@ -58,6 +58,10 @@ class Finding(NamedTuple):
     # (or replaces with others), and those it changes and keeps.
     deletes: tuple[ObjectRef, ...] = ()
     writes: tuple[ObjectRef, ...] = ()
+    # Whether the fix is written for the node at ``path`` (``type: AverageValue`` for one
+    # metric), or for the whole objects it names, wherever the finding is (one fix that
+    # several findings of a cause print: GL103's merge, the Knative HPA class).
+    fix_at_path: bool = True
 
     @property
     def headline(self) -> str:

@@ -21,14 +21,25 @@ import os
 from typing import NamedTuple
 
 from gpulint.core.model import Finding, ObjectRef
+from gpulint.kinds.knative import KNATIVE_SERVING_GROUP
+
+# An object as the cluster knows it: its API group, kind, namespace and name (an HPA written
+# in autoscaling/v1 and in v2 is one object).
+_Object = tuple[str, str, str | None, str]
 
 
 class _Fix(NamedTuple):
-    """What makes two findings' fixes one fix."""
+    """What makes two findings' fixes one fix: the same text doing the same to the same
+    objects, and, for a fix written for the node a finding is at, that node."""
 
     text: str
-    deletes: tuple[ObjectRef, ...]
-    writes: frozenset[ObjectRef]
+    deletes: frozenset[_Object]
+    writes: frozenset[_Object]
+    at: tuple[_Object, tuple[str | int, ...]] | None
+
+
+def _object(ref: ObjectRef) -> _Object:
+    return (ref.group, ref.kind, ref.namespace, ref.name)
 
 
 def settle(findings: list[Finding]) -> list[Finding]:
@@ -37,7 +48,15 @@ def settle(findings: list[Finding]) -> list[Finding]:
     groups: dict[_Fix, list[int]] = {}
     for index, finding in enumerate(findings):
         if finding.fix:
-            key = _Fix(finding.fix, finding.deletes, frozenset(finding.writes))
+            at = None
+            if finding.fix_at_path and finding.object is not None:
+                at = (_object(finding.object), finding.path)
+            key = _Fix(
+                finding.fix,
+                frozenset(map(_object, finding.deletes)),
+                frozenset(map(_object, finding.writes)),
+                at,
+            )
             groups.setdefault(key, []).append(index)
     if len(groups) < 2 and all(len(members) < 2 for members in groups.values()):
         return findings
@@ -66,28 +85,28 @@ def _withheld(
     meet on, and whether that fix deletes it (else it changes it)."""
     # Fixes that delete first, then in the order of the report.
     order = sorted(groups, key=lambda members: (not findings[members[0]].deletes, members[0]))
-    deleted: dict[ObjectRef, Finding] = {}
-    written: dict[ObjectRef, Finding] = {}
+    deleted: dict[_Object, Finding] = {}
+    written: dict[_Object, Finding] = {}
     given_way = []
     for members in order:
         finding = findings[members[0]]
         blocker: tuple[Finding, ObjectRef, bool] | None = None
         for ref in finding.writes:
-            if ref in deleted:
-                blocker = (deleted[ref], ref, True)
+            if _object(ref) in deleted:
+                blocker = (deleted[_object(ref)], ref, True)
                 break
         if blocker is None:
             for ref in finding.deletes:
-                if ref in written:
-                    blocker = (written[ref], ref, False)
+                if _object(ref) in written:
+                    blocker = (written[_object(ref)], ref, False)
                     break
         if blocker is not None:
             given_way.append((members, blocker))
             continue
         for ref in finding.deletes:
-            deleted.setdefault(ref, finding)
+            deleted.setdefault(_object(ref), finding)
         for ref in finding.writes:
-            written.setdefault(ref, finding)
+            written.setdefault(_object(ref), finding)
     return given_way
 
 
@@ -98,13 +117,20 @@ def _pointer(first: Finding) -> str:
 
 
 def _fix_of(finding: Finding) -> str:
-    where = finding.object if finding.object is not None else f"line {finding.location.line}"
+    ref = finding.object
+    where = _named(ref) if ref is not None else f"line {finding.location.line}"
     return f"the fix of {finding.rule} on {where}"
+
+
+def _named(ref: ObjectRef) -> str:
+    """An object as a sentence names it (a Knative Service is not a core Service)."""
+    return f"Knative {ref}" if ref.group == KNATIVE_SERVING_GROUP else str(ref)
 
 
 def _with_note(message: str, blocker: tuple[Finding, ObjectRef, bool], own: Finding) -> str:
     """The message, with why its fix is left out."""
     other, ref, deletes = blocker
     what = "deletes" if deletes else "changes"
-    subject = "it" if ref == own.object else str(ref)
+    same = own.object is not None and _object(ref) == _object(own.object)
+    subject = "it" if same else _named(ref)
     return f"{message} Its own fix is left out: {_fix_of(other)} {what} {subject}."

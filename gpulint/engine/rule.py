@@ -188,6 +188,7 @@ class Context:
         plan: FixPlan | None = None,
         deletes: Sequence[Document] = (),
         writes: Sequence[Document] | None = None,
+        fix_at_path: bool = True,
     ) -> Finding:
         """A finding at ``path`` of ``document``; ``severity`` defaults to the rule's (a
         ``severity`` in ``.gpulint.yaml`` still replaces it for every finding of the rule).
@@ -198,7 +199,9 @@ class Context:
         findings' fixes: ``deletes``, the objects it deletes or replaces (the plan's deleted
         documents count without being named); ``writes``, those it changes and keeps (by
         default the finding's own object, unless the fix deletes it, and every document the
-        plan edits)."""
+        plan edits); ``fix_at_path=False``: the fix is written for the whole objects it
+        names, not for the node at ``path``, so that findings of one cause elsewhere that
+        print the same text share it."""
         if plan is not None and plan.applicability not in self.spec.fixes:
             raise ValueError(f"{self.spec.id} declares no {plan.applicability} fixes (FIXES)")
         location = document.location(tuple(path), key=key)
@@ -224,6 +227,7 @@ class Context:
             path=tuple(path),
             deletes=gone if fix else (),
             writes=kept if fix else (),
+            fix_at_path=fix_at_path,
         )
         self.anchors[id(finding)] = Anchor(document, tuple(path))
         return finding
