@@ -115,19 +115,21 @@ def _key(finding: Finding) -> tuple[str, Any]:
 @pytest.mark.parametrize(("rule", "path"), _fixtures(), ids=lambda v: str(v)[-60:])
 def test_every_printed_fix_lints_clean(rule: str, path: Path, tmp_path: Path) -> None:
     settings = _settings(path) or Settings()
-    copy = tmp_path / "original" / path.name
-    _copy(path, copy)
-    before = lint_result(copy, settings=settings)
+    before = lint_result(path, settings=settings)
     assert before.findings, f"{path} finds nothing"
-    documents = _documents(copy, settings)
+    documents = _documents(path, settings)
     known = {_key(f) for f in before.findings}
     for number, finding in enumerate(before.findings):
         assert finding.fix, f"{finding.rule} at {finding.location} has no fix"
         if finding.fix.startswith(POINTER) or _prose(finding):
             continue
         fixed = tmp_path / f"fix{number}" / path.name
-        _copy(path, fixed)
-        _apply(finding, before, documents, copy, fixed)
+        fixed.parent.mkdir()
+        if path.is_dir():
+            shutil.copytree(path, fixed)
+        _apply(finding, before, documents, path, fixed)
+        if not fixed.exists():
+            shutil.copy(path, fixed)
         after = lint_result(fixed, settings=settings)
         new = [f for f in after.findings if _key(f) not in known]
         assert not new, (
@@ -151,18 +153,11 @@ def _documents(path: Path, settings: Settings) -> list[Document]:
     return list({id(d): d for d in found}.values())
 
 
-def _copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if source.is_dir():
-        shutil.copytree(source, target)
-    else:
-        shutil.copy(source, target)
-
-
 def _apply(
     finding: Finding, result: Result, documents: list[Document], base: Path, to: Path
 ) -> None:
-    """Write ``finding``'s fix into the copy at ``to`` (``base`` is the copy linted)."""
+    """Write the files ``finding``'s fix changes into the copy at ``to`` (``base`` is the
+    fixture linted)."""
     edits = result.edits_of(finding)
     added = ""
     if edits is None:
@@ -186,7 +181,7 @@ def _apply(
         text = apply(lines, file_edits)
         if file == finding.location.file and added:
             text = text.rstrip("\n") + "\n---\n" + added
-        target = to / Path(file).relative_to(base) if base.is_dir() else to
+        target = to / Path(file).resolve().relative_to(base) if base.is_dir() else to
         target.write_text(text)
 
 
