@@ -134,6 +134,8 @@ def check(hpa: KindView, inventory: Inventory, ctx: Context) -> Iterator[Finding
         return
     if not isinstance(hpa, HPA) and hpa.generator() is not None:
         return  # a Knative Service KServe made: its InferenceService is the object written
+    if _made_for_a_service_judged(hpa, inventory):
+        return
     if any(not _complete(config, inventory) for config in configs):
         return
     for metric in hpa.adapter_reads():
@@ -515,6 +517,22 @@ def _or_in(view: KindView) -> str:
         if isinstance(view, HPA)
         else f"# or on Knative {view.manifest.kind} {view.name}:"
     )
+
+
+# Knative names a revision <configuration>-NNNNN, and the PodAutoscaler and HPA after it
+# (knative/serving pkg/reconciler/autoscaling/hpa/resources/hpa.go).
+_REVISION = re.compile(r"^(?P<configuration>.+)-\d{5}$")
+
+
+def _made_for_a_service_judged(hpa: KindView, inventory: Inventory) -> bool:
+    """An HPA Knative made for a revision (a cluster's) of a Knative Service in the input,
+    whose metric is judged on the Service, where it is written."""
+    generator = hpa.generator()
+    if generator is None or generator.kind != "PodAutoscaler":
+        return False
+    match = _REVISION.match(generator.name)
+    service = inventory.knative_service(hpa.namespace, match["configuration"]) if match else None
+    return service is not None and service.reads_metrics_api
 
 
 def _made_by_keda(hpa: KindView) -> bool:
