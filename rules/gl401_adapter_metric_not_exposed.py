@@ -24,12 +24,13 @@ warning, when it is a GPU device metric's name (``gpu_util``, ``gpu_memory_used`
 exporter gpulint knows writes. Application metrics with GPU in their name
 (``gpu_cache_usage_perc``) may be any pod's own and are not judged so.
 
-Not judged: HPAs made by KEDA, Knative Services made by KServe (the InferenceService is the
-object written), Knative Services handed to Knative's autoscaler-keda extension (its
-``autoscaling.knative.dev/prometheus-query`` and sibling annotations: KEDA queries Prometheus
-itself), names of other adapters (``a|b|c``, the Stackdriver adapter's form), External metrics
-when no config has external rules and no custom rule has the name either, and configs whose
-rules live elsewhere (``rules.existing``).
+Not judged: HPAs made by KEDA, HPAs Knative made for a revision of a Knative Service in the
+input (the Service's metric is judged, where it is written), Knative Services made by KServe
+(the InferenceService is the object written), Knative Services handed to Knative's
+autoscaler-keda extension (its ``autoscaling.knative.dev/prometheus-query`` and sibling
+annotations: KEDA queries Prometheus itself), names of other adapters (``a|b|c``, the
+Stackdriver adapter's form), External metrics when no config has external rules and no custom
+rule has the name either, and configs whose rules live elsewhere (``rules.existing``).
 
 ## Why is this bad?
 The HPA asks the metrics API for the name it was given and the adapter answers only for the
