@@ -184,9 +184,11 @@ if TYPE_CHECKING:
     from gpulint.chain.targetscale import metric_scale, off_scale
     from gpulint.chain.written import (
         EXTERNAL_LINE,
+        MIG_ACTIVITY,
         MetricChoice,
         PodLabels,
         dcgm_labels,
+        gpu_pods_metric,
         hpa_class_fix,
         kserve_gpu_hpa,
         own_autoscaler,
@@ -344,6 +346,8 @@ _ON_FIRST_USE: dict[str, tuple[str, str | None]] = {
     "kserve_gpu_hpa": ("gpulint.chain.written", "kserve_gpu_hpa"),
     "own_autoscaler": ("gpulint.chain.written", "own_autoscaler"),
     "standard_mode_fix": ("gpulint.chain.written", "standard_mode_fix"),
+    "gpu_pods_metric": ("gpulint.chain.written", "gpu_pods_metric"),
+    "MIG_ACTIVITY": ("gpulint.chain.written", "MIG_ACTIVITY"),
 }
 
 
@@ -380,6 +384,7 @@ __all__ = [
     "LEGACY_AUTOSCALING_ANNOTATIONS",
     "MAX_QUERY_CHARS",
     "METRIC_ANNOTATION",
+    "MIG_ACTIVITY",
     "MIN_SCALE",
     "MODE_ANNOTATION",
     "MODE_VALUES",
@@ -500,6 +505,7 @@ __all__ = [
     "generated_hpa_metrics",
     "generator_of",
     "go_regex_problem",
+    "gpu_pods_metric",
     "gpumetrics",
     "gpus_per_pod",
     "gpus_summed",

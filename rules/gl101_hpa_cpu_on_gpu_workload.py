@@ -62,14 +62,17 @@ from collections.abc import Iterator
 
 from gpulint.ruleapi import (
     HPA,
+    MIG_ACTIVITY,
     Context,
     Finding,
+    GpuRequest,
     Inventory,
     PodLabels,
     ScaledObject,
     Severity,
     claim_links,
     dcgm_labels,
+    gpu_pods_metric,
     is_generated,
     prometheus_address,
     related,
@@ -83,30 +86,26 @@ STAGES = ("autoscaler",)
 
 CPU_TRIGGERS = ("cpu", "memory")
 
-GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"  # what a KEDA trigger written for GPU pods queries
 # Where KEDA's prometheus triggers query when the repository names no Prometheus of its own:
 # the Service prometheus-operator makes for every Prometheus (kube-prometheus-stack's).
 DEFAULT_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
 
 
-def _metrics_fix(inventory: Inventory, hpa: HPA) -> str:
+def _metrics_fix(inventory: Inventory, hpa: HPA, gpus: list[GpuRequest]) -> str:
     """A GPU Pods metric under the name the HPA's prometheus-adapter serves it (GL401 judges
-    the name the fix writes as it judges any other)."""
-    served = inventory.served_name(GPU_UTIL, hpa.manifest)
-    name = (
-        f"{served}   # {GPU_UTIL}, as your prometheus-adapter serves it"
-        if served
-        else f"{GPU_UTIL}   # or the name your prometheus-adapter rule exposes"
-    )
+    the name the fix writes as it judges any other); on MIG slices, the engine's activity,
+    which DCGM reports per instance (GL408)."""
+    metric = gpu_pods_metric(inventory, hpa.manifest, any(g.is_mig for g in gpus))
     return (
         "metrics:\n"
         "- type: Pods\n"
         "  pods:\n"
         "    metric:\n"
-        f"      name: {name}\n"
+        f"      name: {metric.name}   # {metric.comment}\n"
         "    target:\n"
         "      type: AverageValue\n"
-        '      averageValue: "70"'
+        f'      averageValue: "{metric.target}"'
     )
 
 
@@ -148,7 +147,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         f"HPA {hpa.name} {what}, but its target {target.describe()} asks for GPUs. "
         f"{why} load does not follow GPU load, so it will not scale when the GPU saturates "
         f"({target.describe()}{via} asks for {resources}).",
-        _metrics_fix(inventory, hpa),
+        _metrics_fix(inventory, hpa, gpus),
         related=links,
     )
 
@@ -176,14 +175,16 @@ def _check_scaled_object(
         # dcgm-exporter scraped as its ServiceMonitor does by default (honorLabels: false)
         labels = PodLabels("exported_namespace", "exported_pod")
         note = "   # namespace/pod with honorLabels: true"
+    # DCGM reports no GPU utilization per MIG slice: the engine's activity instead (GL408)
+    series, threshold = (MIG_ACTIVITY, "0.7") if any(g.is_mig for g in gpus) else (GPU_UTIL, "70")
     fix = (
         "triggers:\n"
         "- type: prometheus\n"
         "  metadata:\n"
         f"    serverAddress: {address or DEFAULT_ADDRESS}\n"
-        f'    query: avg({GPU_UTIL}{{{labels.namespace}="{namespace}",'
+        f'    query: avg({series}{{{labels.namespace}="{namespace}",'
         f'{labels.pod}=~"{target.key[2]}-.*"}}){note}\n'
-        '    threshold: "70"'
+        f'    threshold: "{threshold}"'
     )
     yield ctx.finding(
         scaled.manifest,

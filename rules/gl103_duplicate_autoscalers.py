@@ -334,8 +334,7 @@ def _group_fix(claims: list[Autoscaler], inventory: Inventory) -> str:
     kserve = [a for a in claims if a.kind == "KServe"]
     if kserve:
         return _kserve_fix(claims, kserve)
-    hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
-    scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
+    hpas, scaled = _members(claims, inventory)
     if not scaled:
         return _merged_hpa_fix(hpas)
     return _merged_scaled_object_fix(hpas, scaled, inventory)
@@ -352,6 +351,20 @@ class _Fix(NamedTuple):
     dropped: list[Manifest]
 
 
+def _members(
+    claims: list[Autoscaler], inventory: Inventory
+) -> tuple[list[HPA], list[ScaledObject]]:
+    """The group's HPAs and ScaledObjects, the one to keep first: an HPA written in
+    autoscaling/v2 before one that must be converted, one that reads a custom metric (a GPU's)
+    before one on CPU alone, then by name; ScaledObjects by name. The same order however the
+    objects are laid out (a file, a kustomize build), so that the same one is kept."""
+    hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
+    scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
+    hpas.sort(key=lambda h: (h.version != "v2", not any(m.is_custom for m in h.metrics), h.name))
+    scaled.sort(key=lambda s: s.name)
+    return hpas, scaled
+
+
 def _group_roles(
     claims: list[Autoscaler], inventory: Inventory
 ) -> tuple[list[Manifest], list[Manifest]]:
@@ -362,10 +375,9 @@ def _group_roles(
         taken = {k.hpa_name for k in kserve}
         renamed = [c.manifest for c in claims if c.kind != "KServe" and c.manifest.name in taken]
         return [k.manifest for k in kserve] + renamed, []
-    hpas = [h.manifest for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
-    scaled = [
-        s.manifest for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None
-    ]
+    views, objects = _members(claims, inventory)
+    hpas = [h.manifest for h in views]
+    scaled = [s.manifest for s in objects]
     if scaled:
         return scaled[:1], hpas + scaled[1:]
     return hpas[:1], hpas[1:]
@@ -469,8 +481,7 @@ def _group_plan(claims: list[Autoscaler], inventory: Inventory) -> edits.FixPlan
     kserve = [a for a in claims if a.kind == "KServe"]
     if kserve:
         return _kserve_plan(claims, kserve)
-    hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
-    scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
+    hpas, scaled = _members(claims, inventory)
     if len(hpas) + len(scaled) != len(claims) or not claims:
         return None
     if scaled and hpas:

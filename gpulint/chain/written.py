@@ -236,6 +236,25 @@ def _and(items: list[str]) -> str:
 MIG_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 
 
+class GpuMetric(NamedTuple):
+    """The Pods metric a fix has an HPA read for GPU pods: its name, what the comment beside
+    it says, and a target on its scale."""
+
+    name: str
+    comment: str
+    target: str
+
+
+def gpu_pods_metric(inventory: Inventory, near: Document, mig: bool) -> GpuMetric:
+    """GPU utilization (the graphics engine's activity on MIG slices, GL408) under the name
+    the adapter nearest to ``near`` serves it, else under the series' own name."""
+    series, target = (MIG_ACTIVITY, "0.7") if mig else (GPU_UTIL, "70")
+    served = inventory.served_name(series, near)
+    if served:
+        return GpuMetric(served, f"{series}, as your prometheus-adapter serves it", target)
+    return GpuMetric(series, "the name your prometheus-adapter serves it under", target)
+
+
 def kserve_gpu_hpa(isvc: InferenceService, component: Component, inventory: Inventory) -> str:
     """An HPA of the user's for a GPU component, on the GPU metric its adapter serves, under a
     name KServe does not rewrite; for KServe's ``autoscalerClass: external``."""
@@ -246,13 +265,9 @@ def kserve_gpu_hpa(isvc: InferenceService, component: Component, inventory: Inve
     high = maximum if isinstance(maximum, int) and maximum > low else max(low, 4)
     namespace = f"\n  namespace: {isvc.namespace}" if isvc.namespace else ""
     mig = any(g.is_mig for g in component.template.gpu_requests(inventory.gpu_names))
-    series, target = (MIG_ACTIVITY, "0.7") if mig else (GPU_UTIL, "70")
-    served = inventory.served_name(series, isvc.manifest)
-    metric = (
-        f"{{name: {served}}}   # {series}, as your prometheus-adapter serves it"
-        if served
-        else f"{{name: {series}}}   # the name your prometheus-adapter serves it under"
-    )
+    found = gpu_pods_metric(inventory, isvc.manifest, mig)
+    metric = f"{{name: {found.name}}}   # {found.comment}"
+    target = found.target
     return f"""\
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
@@ -326,9 +341,11 @@ __all__ = [
     "GPU_UTIL",
     "MIG_ACTIVITY",
     "PROMETHEUS_QUERY_ANNOTATION",
+    "GpuMetric",
     "MetricChoice",
     "PodLabels",
     "dcgm_labels",
+    "gpu_pods_metric",
     "hpa_class_fix",
     "kserve_gpu_hpa",
     "own_autoscaler",
