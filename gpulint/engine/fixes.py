@@ -124,6 +124,8 @@ def _fix_of(finding: Finding) -> str:
 
 def _named(ref: ObjectRef) -> str:
     """An object as a sentence names it (a Knative Service is not a core Service)."""
+    if not ref.api_version:
+        return ref.described  # a file, not an object: "prometheus-adapter config x.yaml"
     return f"Knative {ref}" if ref.group == KNATIVE_SERVING_GROUP else str(ref)
 
 
