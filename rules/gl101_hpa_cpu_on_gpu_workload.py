@@ -62,13 +62,19 @@ from collections.abc import Iterator
 
 from gpulint.ruleapi import (
     HPA,
+    MIG_ACTIVITY,
     Context,
     Finding,
+    GpuRequest,
     Inventory,
+    PodLabels,
     ScaledObject,
     Severity,
     claim_links,
+    dcgm_labels,
+    gpu_pods_metric,
     is_generated,
+    prometheus_address,
     related,
 )
 
@@ -80,16 +86,27 @@ STAGES = ("autoscaler",)
 
 CPU_TRIGGERS = ("cpu", "memory")
 
-FIX = """\
-metrics:
-- type: Pods
-  pods:
-    metric:
-      name: DCGM_FI_DEV_GPU_UTIL   # or the name your prometheus-adapter rule exposes
-    target:
-      type: AverageValue
-      averageValue: "70"\
-"""
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"  # what a KEDA trigger written for GPU pods queries
+# Where KEDA's prometheus triggers query when the repository names no Prometheus of its own:
+# the Service prometheus-operator makes for every Prometheus (kube-prometheus-stack's).
+DEFAULT_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
+
+
+def _metrics_fix(inventory: Inventory, hpa: HPA, gpus: list[GpuRequest]) -> str:
+    """A GPU Pods metric under the name the HPA's prometheus-adapter serves it (GL401 judges
+    the name the fix writes as it judges any other); on MIG slices, the engine's activity,
+    which DCGM reports per instance (GL408)."""
+    metric = gpu_pods_metric(inventory, hpa.manifest, any(g.is_mig for g in gpus))
+    return (
+        "metrics:\n"
+        "- type: Pods\n"
+        "  pods:\n"
+        "    metric:\n"
+        f"      name: {metric.name}   # {metric.comment}\n"
+        "    target:\n"
+        "      type: AverageValue\n"
+        f'      averageValue: "{metric.target}"'
+    )
 
 
 def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -130,7 +147,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         f"HPA {hpa.name} {what}, but its target {target.describe()} asks for GPUs. "
         f"{why} load does not follow GPU load, so it will not scale when the GPU saturates "
         f"({target.describe()}{via} asks for {resources}).",
-        FIX,
+        _metrics_fix(inventory, hpa, gpus),
         related=links,
     )
 
@@ -151,14 +168,23 @@ def _check_scaled_object(
     owner = target.owner or target.manifest
     names = " and ".join(sorted({str(t.get("type")) for t in scaled.triggers}))
     namespace = scaled.namespace or "<namespace>"
+    address = prometheus_address(inventory, scaled.manifest)
+    labels = dcgm_labels(inventory, scaled.manifest)
+    note = ""
+    if labels is None or labels.pod is None:
+        # dcgm-exporter scraped as its ServiceMonitor does by default (honorLabels: false)
+        labels = PodLabels("exported_namespace", "exported_pod")
+        note = "   # namespace/pod with honorLabels: true"
+    # DCGM reports no GPU utilization per MIG slice: the engine's activity instead (GL408)
+    series, threshold = (MIG_ACTIVITY, "0.7") if any(g.is_mig for g in gpus) else (GPU_UTIL, "70")
     fix = (
         "triggers:\n"
         "- type: prometheus\n"
         "  metadata:\n"
-        "    serverAddress: http://prometheus-operated.monitoring.svc:9090\n"
-        f'    query: avg(DCGM_FI_DEV_GPU_UTIL{{exported_namespace="{namespace}",'
-        f'exported_pod=~"{target.key[2]}-.*"}})   # namespace/pod with honorLabels: true\n'
-        '    threshold: "70"'
+        f"    serverAddress: {address or DEFAULT_ADDRESS}\n"
+        f'    query: avg({series}{{{labels.namespace}="{namespace}",'
+        f'{labels.pod}=~"{target.key[2]}-.*"}}){note}\n'
+        f'    threshold: "{threshold}"'
     )
     yield ctx.finding(
         scaled.manifest,

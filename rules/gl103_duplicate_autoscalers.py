@@ -71,7 +71,7 @@ written, and deletes the others (a file left with no document is deleted).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.ruleapi import (
     HPA,
@@ -80,18 +80,25 @@ from gpulint.ruleapi import (
     Autoscaler,
     Context,
     Finding,
+    HpaMetric,
     Inventory,
     Manifest,
+    PodLabels,
     Related,
     ScaledObject,
     Severity,
     TargetGroup,
     as_dict,
     as_list,
+    dcgm_labels,
     edits,
+    external_class_fix,
+    is_dcgm_field,
     mentions,
     plain_data,
+    prometheus_address,
     related,
+    series_labels,
     yaml_text,
 )
 
@@ -103,6 +110,9 @@ FIXES = ("unsafe",)
 STAGES = ("autoscaler",)
 
 HPA_KIND = "HorizontalPodAutoscaler"
+# Where the triggers a fix writes query when the repository names no Prometheus of its own:
+# the Service prometheus-operator makes for every Prometheus (kube-prometheus-stack's).
+DEFAULT_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
 # A group of thousands of autoscalers on one workload gets a finding per member, each naming
 # this many of the others (and how many more), so that the report grows with the group, not
 # with its square.
@@ -186,8 +196,7 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
     # Worked out at the group's first finding, once for all of them (most groups have none).
     names: list[str] = []
     links: list[tuple[Autoscaler, Related]] = []
-    fix: str | None = None
-    plan: edits.FixPlan | None = None
+    fix: _Fix | None = None
     for index, unit in enumerate(order):
         for autoscaler in unit.claims:
             if autoscaler.implicit:
@@ -200,11 +209,12 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
                 # The other end of each member's finding: LINKED of them, and one more to
                 # skip itself.
                 links = [(claim, _link(claim)) for claim in claims[: LINKED + 1]]
-                fix = _group_fix(claims, inventory)
-                plan = _group_plan(claims, inventory)
-            yield _finding(
-                group, ctx, autoscaler, unit, index, order, names, claims, links, fix, plan
-            )
+                fix = _Fix(
+                    _group_fix(claims, inventory),
+                    _group_plan(claims, inventory),
+                    *_group_roles(claims, inventory),
+                )
+            yield _finding(group, ctx, autoscaler, unit, index, order, names, claims, links, fix)
 
 
 def _target_in_input(claims: list[Autoscaler], inventory: Inventory) -> bool:
@@ -249,8 +259,7 @@ def _finding(
     names: list[str],
     claims: list[Autoscaler],
     links: list[tuple[Autoscaler, Related]],
-    fix: str,
-    plan: edits.FixPlan | None,
+    fix: _Fix,
 ) -> Finding:
     target = _describe_target(group, claims)
     parts = []
@@ -292,7 +301,15 @@ def _finding(
         )
     shown_links = [link for other, link in links if other is not autoscaler][:LINKED]
     return ctx.finding(
-        autoscaler.manifest, autoscaler.path, " ".join(parts), fix, related=shown_links, plan=plan
+        autoscaler.manifest,
+        autoscaler.path,
+        " ".join(parts),
+        fix.text,
+        related=shown_links,
+        plan=fix.plan,
+        deletes=fix.dropped,
+        writes=fix.kept,
+        fix_at_path=False,
     )
 
 
@@ -317,21 +334,59 @@ def _group_fix(claims: list[Autoscaler], inventory: Inventory) -> str:
     kserve = [a for a in claims if a.kind == "KServe"]
     if kserve:
         return _kserve_fix(claims, kserve)
-    hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
-    scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
+    hpas, scaled = _members(claims, inventory)
     if not scaled:
         return _merged_hpa_fix(hpas)
     return _merged_scaled_object_fix(hpas, scaled, inventory)
 
 
+class _Fix(NamedTuple):
+    """The group's one fix, the same in each member's finding: its text, its edits, the
+    objects it keeps and changes and those it deletes (so that it is printed once:
+    gpulint.engine.fixes)."""
+
+    text: str
+    plan: edits.FixPlan | None
+    kept: list[Manifest]
+    dropped: list[Manifest]
+
+
+def _members(
+    claims: list[Autoscaler], inventory: Inventory
+) -> tuple[list[HPA], list[ScaledObject]]:
+    """The group's HPAs and ScaledObjects, the one to keep first: an HPA written in
+    autoscaling/v2 before one that must be converted, one that reads a custom metric (a GPU's)
+    before one on CPU alone, then by name; ScaledObjects by name. The same order however the
+    objects are laid out (a file, a kustomize build), so that the same one is kept."""
+    hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
+    scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
+    hpas.sort(key=lambda h: (h.version != "v2", not any(m.is_custom for m in h.metrics), h.name))
+    scaled.sort(key=lambda s: s.name)
+    return hpas, scaled
+
+
+def _group_roles(
+    claims: list[Autoscaler], inventory: Inventory
+) -> tuple[list[Manifest], list[Manifest]]:
+    """The objects ``_group_fix`` keeps and changes, and those it deletes."""
+    kserve = [a for a in claims if a.kind == "KServe"]
+    if kserve:
+        # KServe's own autoscaler steps aside; a user's HPA of its name is renamed
+        taken = {k.hpa_name for k in kserve}
+        renamed = [c.manifest for c in claims if c.kind != "KServe" and c.manifest.name in taken]
+        return [k.manifest for k in kserve] + renamed, []
+    views, objects = _members(claims, inventory)
+    hpas = [h.manifest for h in views]
+    scaled = [s.manifest for s in objects]
+    if scaled:
+        return scaled[:1], hpas + scaled[1:]
+    return hpas[:1], hpas[1:]
+
+
 def _kserve_fix(claims: list[Autoscaler], kserve: list[Autoscaler]) -> str:
     """KServe's own autoscaler steps aside (and a user's HPA of the name it uses is renamed)."""
     isvc = kserve[0].manifest
-    text = (
-        f"# on InferenceService {isvc.name}: KServe deletes its own autoscaler and leaves "
-        "scaling to yours\n"
-        "metadata:\n  annotations:\n    serving.kserve.io/autoscalerClass: external"
-    )
+    text = external_class_fix(isvc.name)
     taken = {k.hpa_name for k in kserve}
     for claim in claims:
         if claim.kind != "KServe" and claim.manifest.name in taken:
@@ -378,22 +433,23 @@ def _merged_scaled_object_fix(
     dropped += [f"ScaledObject {s.name}" for s in scaled if s is not keep_so]
     triggers = _merged_triggers(scaled)
     seen = {_canonical(t) for t in triggers}
-    queries = False
+    unsure = False
+    address = prometheus_address(inventory, keep_so.manifest) or DEFAULT_ADDRESS
     for hpa in hpas:
-        for trigger, series in _triggers_for(hpa, inventory, keep_so.namespace or "default"):
-            if series is not None:
-                if any(_queries_series(t, series) for t in triggers):
+        for converted in _triggers_for(hpa, inventory, keep_so.namespace or "default", address):
+            if converted.series is not None:
+                if any(_queries_series(t, converted.series) for t in triggers):
                     continue  # the ScaledObject already scales on that series
-                queries = True
-            if _canonical(trigger) not in seen:
-                seen.add(_canonical(trigger))
-                triggers.append(trigger)
+                unsure = unsure or converted.unsure
+            if _canonical(converted.trigger) not in seen:
+                seen.add(_canonical(converted.trigger))
+                triggers.append(converted.trigger)
     text = (
         f"# keep ScaledObject {keep_so.name} with every trigger (KEDA's HPA acts on the largest) "
         f"and delete {_capped(dropped) or 'the others'}:\n"
         + yaml_text({"spec": {"triggers": triggers}})
     )
-    if queries:
+    if unsure:
         text += (
             "\n# check the labels of each query: dcgm-exporter series scraped with "
             "honorLabels: false carry exported_namespace and exported_pod"
@@ -425,8 +481,7 @@ def _group_plan(claims: list[Autoscaler], inventory: Inventory) -> edits.FixPlan
     kserve = [a for a in claims if a.kind == "KServe"]
     if kserve:
         return _kserve_plan(claims, kserve)
-    hpas = [h for a in claims if (h := _hpa(a.manifest, inventory)) is not None]
-    scaled = [s for a in claims if (s := _scaled_object(a.manifest, inventory)) is not None]
+    hpas, scaled = _members(claims, inventory)
     if len(hpas) + len(scaled) != len(claims) or not claims:
         return None
     if scaled and hpas:
@@ -585,15 +640,22 @@ def _merged_metrics(hpas: list[HPA]) -> list[Any]:
     return merged
 
 
-def _triggers_for(
-    hpa: HPA, inventory: Inventory, namespace: str
-) -> list[tuple[dict[str, Any], str | None]]:
-    """KEDA triggers that stand for an HPA's metrics, each with the Prometheus series its
-    query reads (None for cpu and memory triggers)."""
-    triggers: list[tuple[dict[str, Any], str | None]] = []
+class _Converted(NamedTuple):
+    """A KEDA trigger standing for an HPA metric: the Prometheus series its query reads (None
+    for cpu and memory), and whether its labels are gpulint's guess (a dcgm-exporter series
+    whose scrape the repository does not show)."""
+
+    trigger: dict[str, Any]
+    series: str | None = None
+    unsure: bool = False
+
+
+def _triggers_for(hpa: HPA, inventory: Inventory, namespace: str, address: str) -> list[_Converted]:
+    """KEDA triggers that stand for an HPA's metrics, querying ``address``."""
+    triggers: list[_Converted] = []
     if hpa.defaults_to_cpu:
         cpu = {"type": "cpu", "metricType": "Utilization", "metadata": {"value": "80"}}
-        triggers.append((cpu, None))
+        triggers.append(_Converted(cpu))
     for metric in hpa.metrics:
         target = metric.target
         if metric.type in RESOURCE_METRIC_TYPES and metric.name in ("cpu", "memory") and target:
@@ -611,36 +673,52 @@ def _triggers_for(
                 name = as_dict(entry.get("containerResource")).get("container")
                 if isinstance(name, str):
                     trigger["metadata"]["containerName"] = name
-            triggers.append((trigger, None))
+            triggers.append(_Converted(trigger))
         elif metric.is_custom and metric.name:
             per_pod = target is None or target.value is None or metric.type == "Pods"
             threshold = (target.average_value if per_pod else target.value) if target else None
-            series = _series_behind(metric.name, metric.api, inventory, hpa)
+            query, series, unsure = _query_for(hpa, metric, inventory, namespace)
             converted: dict[str, Any] = {"type": "prometheus"}
             if not per_pod:
                 converted["metricType"] = "Value"  # KEDA's default is AverageValue (per pod)
             converted["metadata"] = {
-                "serverAddress": "http://prometheus-operated.monitoring.svc:9090",
-                "query": f'sum({series}{{namespace="{hpa.namespace or namespace}"}})',
+                "serverAddress": address,
+                "query": query,
                 "threshold": str(threshold if threshold is not None else 1),
             }
-            triggers.append((converted, series))
+            triggers.append(_Converted(converted, series, unsure))
     return triggers
+
+
+def _query_for(
+    hpa: HPA, metric: HpaMetric, inventory: Inventory, namespace: str
+) -> tuple[str, str, bool]:
+    """The query that reads what the adapter serves the HPA: the series behind the metric's
+    name, summed over the HPA's namespace (and over its target's pods, for a Pods metric), with
+    the labels the adapter's rule maps to them; whether those labels are a guess."""
+    name = metric.name or ""
+    series = inventory.series_behind(name, metric.api, hpa.manifest) or name
+    rule = next(iter(inventory.rules_exposing(name, metric.api, hpa.manifest)), None)
+    labels = series_labels(rule) if rule is not None else None
+    unsure = False
+    if is_dcgm_field(series):
+        found = dcgm_labels(inventory, hpa.manifest)
+        if found is not None:
+            labels = found
+        elif labels is None:
+            labels, unsure = PodLabels("exported_namespace", "exported_pod"), True
+    if labels is None:
+        labels = PodLabels("namespace", "pod")
+    matchers = f'{labels.namespace}="{hpa.namespace or namespace}"'
+    if metric.type == "Pods" and labels.pod is not None and hpa.target_ref is not None:
+        matchers += f',{labels.pod}=~"{hpa.target_ref.name}-.*"'
+    return f"sum({series}{{{matchers}}})", series, unsure
 
 
 def _queries_series(trigger: Any, series: str) -> bool:
     """A trigger whose query already reads ``series``."""
     query = as_dict(as_dict(trigger).get("metadata")).get("query")
     return isinstance(query, str) and mentions(query, series)
-
-
-def _series_behind(metric: str, api: str, inventory: Inventory, hpa: HPA) -> str:
-    """The Prometheus series an adapter rule serves ``metric`` from, when it names one."""
-    for rule in inventory.rules_exposing(metric, api, near=hpa.manifest):
-        for series in rule.series_names() or []:
-            if rule.name_for_series(series) == metric:
-                return series
-    return metric
 
 
 def _hpa(manifest: Manifest, inventory: Inventory) -> HPA | None:

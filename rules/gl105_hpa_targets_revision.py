@@ -58,9 +58,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
-    CUSTOM_METRIC_TYPES,
-    HPA,
     HPA_CLASS,
+    MIN_SCALE,
     REVISION_LABEL,
     Autoscaler,
     Context,
@@ -73,12 +72,13 @@ from gpulint.ruleapi import (
     ResolvedTarget,
     Severity,
     TargetGroup,
-    format_number,
+    hpa_class_fix,
     is_knative_owned,
     owning_revision,
     related,
+    revision_autoscalers,
     revision_deployment_parent,
-    try_quantity,
+    revision_metric,
 )
 
 ID = "GL105"
@@ -160,21 +160,37 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
         "makes a new revision and Deployment and leaves this autoscaler on one that is scaled "
         f"to zero and deleted, and while it serves, {fight}."
     )
-    metric, value = _knative_metric(autoscaler, inventory)
-    fix = (
-        f"# delete {autoscaler.describe()} and let Knative scale every revision; {where}:\n"
-        f"autoscaling.knative.dev/class: {HPA_CLASS}\n"
-        f"autoscaling.knative.dev/metric: {metric}\n"
-        f'autoscaling.knative.dev/target: "{value}"'
+    namespace = autoscaler.manifest.namespace
+    fighting = (
+        revision_autoscalers(inventory, namespace, configuration, autoscaler)
+        if configuration is not None
+        else [autoscaler]
     )
-    return ctx.finding(autoscaler.manifest, (*ref.path, "name"), message, fix, related=links)
+    written = ksvc.manifest if ksvc is not None else (isvc.manifest if isvc is not None else None)
+    fix = hpa_class_fix(
+        where,
+        ksvc is None and isvc is not None,
+        revision_metric(inventory, [a.manifest for a in fighting], written or autoscaler.manifest),
+        [a.describe() for a in fighting],
+        ksvc is not None and not any(key in ksvc.template_annotations for key in MIN_SCALE),
+    )
+    return ctx.finding(
+        autoscaler.manifest,
+        (*ref.path, "name"),
+        message,
+        fix,
+        related=links,
+        deletes=[a.manifest for a in fighting],
+        writes=[written] if written is not None else [],
+        fix_at_path=False,
+    )
 
 
 def _generator(
     ksvc: KnativeService | None, isvc: InferenceService | None, configuration: str | None
 ) -> tuple[str, str, str]:
-    """What made the revision, how its autoscaler fights the user's, and where to set
-    Knative's autoscaling instead."""
+    """What made the revision, how its autoscaler fights the user's, and the object whose
+    revisions Knative's autoscaling is set on instead."""
     if ksvc is not None:
         parent = f"Knative {ksvc.manifest.kind} {ksvc.name}"
         if ksvc.autoscaler_class == HPA_CLASS:
@@ -189,15 +205,15 @@ def _generator(
                 f"Knative's autoscaler (class {ksvc.autoscaler_class}) scales it too, so the "
                 "two overwrite each other"
             )
-        where = f"on Knative {ksvc.manifest.kind} {ksvc.name}, spec.template.metadata.annotations"
+        where = parent
     elif isvc is not None:
         parent = f"InferenceService {isvc.name} (KServe Knative mode)"
         fight = "Knative's autoscaler writes its replicas too, so the two overwrite each other"
-        where = f"on InferenceService {isvc.name}, metadata.annotations"
+        where = f"InferenceService {isvc.name}"
     elif configuration is None:
         parent = "its Knative Service"
         fight = "Knative's autoscaler writes its replicas too, so the two overwrite each other"
-        where = "on the Knative Service, spec.template.metadata.annotations"
+        where = "the Knative Service"
     else:
         generator = (
             f"Knative Service {configuration}"
@@ -207,28 +223,7 @@ def _generator(
         )
         parent = generator
         fight = "Knative's autoscaler writes its replicas too, so the two overwrite each other"
-        where = (
-            f"on Knative Service {configuration}, spec.template.metadata.annotations "
-            "(for KServe, on the InferenceService's metadata.annotations)"
-        )
+        where = f"Knative Service {configuration}"
+        if configuration.endswith(KSERVE_COMPONENT_SUFFIXES):
+            where += " (for KServe, the InferenceService's metadata.annotations)"
     return parent, fight, where
-
-
-def _knative_metric(autoscaler: Autoscaler, inventory: Inventory) -> tuple[str, str]:
-    """The metric and target to hand Knative's HPA class: the autoscaler's own custom metric
-    when it has one with a whole-number target (Knative truncates the target to an integer)."""
-    hpa = _hpa_of(autoscaler.manifest, inventory)
-    if hpa is not None:
-        for metric in hpa.metrics:
-            if metric.type not in CUSTOM_METRIC_TYPES or not metric.name or not metric.target:
-                continue
-            written = metric.target.average_value or metric.target.value
-            quantity = try_quantity(written)
-            if quantity is not None and quantity.is_integer and quantity.value > 0:
-                return metric.name, format_number(quantity.value)
-    return "DCGM_FI_DEV_GPU_UTIL   # the GPU metric your prometheus-adapter exposes", "70"
-
-
-def _hpa_of(manifest: Manifest, inventory: Inventory) -> HPA | None:
-    view = inventory.view_of(manifest)
-    return view if isinstance(view, HPA) else None

@@ -44,7 +44,9 @@ import re
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
+    EXTERNAL_LINE,
     KNATIVE,
+    MODE_ANNOTATION,
     STANDARD,
     Autoscaler,
     Context,
@@ -54,6 +56,7 @@ from gpulint.ruleapi import (
     Related,
     Severity,
     TargetGroup,
+    mode_spelling,
     related,
 )
 
@@ -98,22 +101,28 @@ def _check_one(autoscaler: Autoscaler, inventory: Inventory, ctx: Context) -> Fi
         "autoscaler never scales"
     )
     fix = f"scaleTargetRef:\n  name: {new_name}"
+    writes = [autoscaler.manifest]
     if isvc is not None and isvc.mode == KNATIVE:
         message += (
             f". InferenceService {isvc.name} runs in Knative mode, where KServe creates no "
             f"Deployment {new_name} either (its revisions are {new_name}-NNNNN-deployment)"
         )
+        mode = mode_spelling(STANDARD, inventory.settings.kserve_version)
         fix += (
-            "\n# a Deployment of that name exists only in Standard mode; on InferenceService "
-            f"{isvc.name}:\n# metadata:\n#   annotations:\n"
-            "#     serving.kserve.io/deploymentMode: Standard\n"
-            "#     serving.kserve.io/autoscalerClass: external"
+            f"\n---\n# on InferenceService {isvc.name}: a Deployment of that name exists only in "
+            "Standard mode, scaled by yours\n"
+            f"metadata:\n  annotations:\n    {MODE_ANNOTATION}: {mode}\n"
+            f"    {EXTERNAL_LINE}"
         )
+        writes.append(isvc.manifest)
     elif isvc is not None and isvc.mode == STANDARD and isvc.autoscaler_class in ("hpa", "keda"):
         fix += (
-            f"\n# KServe's own autoscaler (class {isvc.autoscaler_class}) claims that Deployment "
-            f"too; on InferenceService {isvc.name}:\n# metadata:\n#   annotations:\n"
-            "#     serving.kserve.io/autoscalerClass: external"
+            f"\n---\n# on InferenceService {isvc.name}: KServe's own autoscaler (class "
+            f"{isvc.autoscaler_class}) claims that Deployment too\n"
+            f"metadata:\n  annotations:\n    {EXTERNAL_LINE}"
         )
+        writes.append(isvc.manifest)
     message += "."
-    return ctx.finding(autoscaler.manifest, (*ref.path, "name"), message, fix, related=links)
+    return ctx.finding(
+        autoscaler.manifest, (*ref.path, "name"), message, fix, related=links, writes=writes
+    )

@@ -56,20 +56,13 @@ For a KServe InferenceService put the same annotations on its ``metadata.annotat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from gpulint.ruleapi import (
     CONFIGURATION_LABEL,
-    CUSTOM_METRIC_TYPES,
-    HPA,
-    HPA_CLASS,
     KNATIVE,
-    KNATIVE_CLASS_ANNOTATION,
-    METRIC_ANNOTATION,
-    RESOURCE_METRIC_TYPES,
-    TARGET_ANNOTATION,
-    Autoscaler,
+    MIN_SCALE,
     Context,
     Finding,
     Inventory,
@@ -77,15 +70,15 @@ from gpulint.ruleapi import (
     Path,
     Related,
     RevisionAutoscaling,
-    ScaledObject,
     Severity,
     TargetGroup,
     TargetRef,
-    format_number,
+    hpa_class_fix,
     is_knative_owned,
     related,
+    revision_autoscalers,
     revision_deployment_parent,
-    try_quantity,
+    revision_metric,
 )
 
 ID = "GL201"
@@ -93,8 +86,6 @@ NAME = "knative-kpa-with-hpa"
 SEVERITY = Severity.ERROR
 SCOPE = "target-group"
 STAGES = ("workload",)
-
-PROMETHEUS_QUERY_ANNOTATION = "autoscaling.knative.dev/prometheus-query"
 
 
 def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -105,39 +96,61 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
         found = _revision_owner(autoscaler.manifest.namespace, ref, inventory)
         if found is None:
             continue
-        settings, parent, owner_path, on_isvc, gpu = found
-        if not settings.uses_kpa:
+        if not found.settings.uses_kpa:
             continue
+        settings = found.settings
         links: list[Related] = [
             related(
                 settings.document,
-                settings.autoscaler_class.path or owner_path,
+                settings.autoscaler_class.path or found.path,
                 "autoscaler class",
             )
         ]
         kind = "HPA" if autoscaler.kind == "HorizontalPodAutoscaler" else "ScaledObject"
         metric = settings.metric.value if settings.metric is not None else "concurrency"
-        pods = "GPU pods, each loading its model," if gpu else "pods"
+        pods = "GPU pods, each loading its model," if found.gpu else "pods"
+        fighting = revision_autoscalers(
+            inventory, autoscaler.manifest.namespace, found.configuration, autoscaler
+        )
         yield ctx.finding(
             autoscaler.manifest,
             ref.path,
             f"{autoscaler.describe()} scales Deployment {ref.name}, which Knative's KPA scales "
-            f"too. The Deployment is a revision of {parent}, whose revisions are scaled by the "
-            f"{settings.describe_class()}: the KPA patches the Deployment's spec.replicas itself "
-            f"every 2 seconds from {metric}, the {kind} sets it from its own metric every 15 "
-            f"seconds, so the replica count flaps between the two and {pods} are started and "
-            "killed over and over.",
-            _fix(autoscaler, inventory, on_isvc),
+            f"too. The Deployment is a revision of {found.description}, whose revisions are "
+            f"scaled by the {settings.describe_class()}: the KPA patches the Deployment's "
+            f"spec.replicas itself every 2 seconds from {metric}, the {kind} sets it from its "
+            f"own metric every 15 seconds, so the replica count flaps between the two and "
+            f"{pods} are started and killed over and over.",
+            hpa_class_fix(
+                found.owner_name,
+                found.on_isvc,
+                revision_metric(inventory, [a.manifest for a in fighting], found.owner),
+                [a.describe() for a in fighting],
+                found.min_scale,
+            ),
             related=links,
+            deletes=[a.manifest for a in fighting],
+            writes=[found.owner],
+            fix_at_path=False,
         )
 
 
-def _revision_owner(
-    namespace: str | None, ref: TargetRef, inventory: Inventory
-) -> tuple[RevisionAutoscaling, str, Path, bool, bool] | None:
-    """The autoscaling of whatever made the revision Deployment ``ref`` names: (settings,
-    description, path of its template or metadata, whether it is an InferenceService,
-    whether the pods ask for GPUs)."""
+class _Owner(NamedTuple):
+    """What made a revision Deployment, and how its revisions are autoscaled."""
+
+    settings: RevisionAutoscaling
+    description: str  # for messages: Knative Service llm, the predictor of ...
+    path: Path  # its revision template, or metadata
+    owner: Manifest  # where the autoscaling annotations are written
+    owner_name: str  # Knative Service llm, InferenceService llm
+    on_isvc: bool
+    configuration: str  # the name its revision Deployments start with
+    gpu: bool  # the pods ask for GPUs
+    min_scale: bool  # no min-scale is written (the fix says the HPA class keeps one pod)
+
+
+def _revision_owner(namespace: str | None, ref: TargetRef, inventory: Inventory) -> _Owner | None:
+    """The autoscaling of whatever made the revision Deployment ``ref`` names."""
     target = inventory.resolve_target(namespace, ref)
     gpu = bool(target.gpu_requests(inventory.gpu_names))
     parent: str | None = None
@@ -156,7 +169,17 @@ def _revision_owner(
             description = f"Knative {ksvc.manifest.kind} {ksvc.name}"
             if ksvc.template is not None:
                 gpu = gpu or bool(ksvc.template.gpu_requests(inventory.gpu_names))
-            return ksvc.revision_autoscaling(), description, ksvc.template_path, False, gpu
+            return _Owner(
+                ksvc.revision_autoscaling(),
+                description,
+                ksvc.template_path,
+                ksvc.manifest,
+                description,
+                False,
+                candidate,
+                gpu,
+                not any(key in ksvc.template_annotations for key in MIN_SCALE),
+            )
         found = inventory.isvc_for_component(namespace, candidate)
         if found is not None:
             isvc, component_name = found
@@ -168,77 +191,15 @@ def _revision_owner(
                 f"{isvc.mode_source(inventory.kserve_mode_source())})"
             )
             gpu = gpu or bool(component.template.gpu_requests(inventory.gpu_names))
-            settings = isvc.revision_autoscaling(component)
-            return settings, description, ("metadata",), True, gpu
-    return None
-
-
-def _fix(autoscaler: Autoscaler, inventory: Inventory, on_isvc: bool) -> str:
-    metric, target, query = _metric_of(autoscaler.manifest, inventory)
-    indent = "    " if on_isvc else "        "
-    head = (
-        "metadata:\n  annotations:\n"
-        if on_isvc
-        else "spec:\n  template:\n    metadata:\n      annotations:\n"
-    )
-    lines = [
-        f"# delete {autoscaler.describe()}; Knative then creates and owns one HPA per revision",
-        head.rstrip("\n"),
-        f"{indent}{KNATIVE_CLASS_ANNOTATION}: {HPA_CLASS}",
-        f"{indent}{METRIC_ANNOTATION}: {metric}",
-        f'{indent}{TARGET_ANNOTATION}: "{target}"',
-    ]
-    if query is not None:
-        lines.append(
-            f"{indent}{PROMETHEUS_QUERY_ANNOTATION}: {json.dumps(query)}"
-            "   # read by Knative's autoscaler-keda extension"
-        )
-    return "\n".join(lines)
-
-
-def _metric_of(manifest: Manifest, inventory: Inventory) -> tuple[str, str, str | None]:
-    """Metric, whole-number target and (for KEDA) Prometheus query to hand the HPA class:
-    the autoscaler's own when it has them (Knative truncates the target to an integer)."""
-    view = inventory.view_of(manifest)
-    found = None
-    if isinstance(view, HPA):
-        found = _hpa_metric(view)
-    elif isinstance(view, ScaledObject):
-        found = _trigger_metric(view)
-    return found or (
-        "DCGM_FI_DEV_GPU_UTIL   # the name your prometheus-adapter exposes",
-        "70",
-        None,
-    )
-
-
-def _hpa_metric(hpa: HPA) -> tuple[str, str, str | None] | None:
-    """The HPA's first custom metric with a whole-number target, or its cpu utilization."""
-    for metric in hpa.metrics:
-        if not metric.name or metric.target is None:
-            continue
-        if metric.type in CUSTOM_METRIC_TYPES:
-            written = metric.target.average_value or metric.target.value
-            quantity = try_quantity(written)
-            if quantity is not None and quantity.is_integer and quantity.value > 0:
-                return metric.name, format_number(quantity.value), None
-        elif metric.type in RESOURCE_METRIC_TYPES and metric.name == "cpu":
-            utilization = metric.target.average_utilization
-            if isinstance(utilization, int) and utilization > 0:
-                return "cpu", str(utilization), None
-    return None
-
-
-def _trigger_metric(scaled: ScaledObject) -> tuple[str, str, str | None] | None:
-    """The ScaledObject's first prometheus trigger with a whole-number threshold."""
-    for trigger in scaled.triggers:
-        metadata = trigger.get("metadata")
-        if trigger.get("type") != "prometheus" or not isinstance(metadata, dict):
-            continue
-        query, threshold = metadata.get("query"), metadata.get("threshold")
-        quantity = try_quantity(threshold)
-        name = metadata.get("metricName")
-        if isinstance(query, str) and quantity is not None and quantity.is_integer:
-            name = name if isinstance(name, str) and name else scaled.name
-            return name, format_number(quantity.value), query
+            return _Owner(
+                isvc.revision_autoscaling(component),
+                description,
+                ("metadata",),
+                isvc.manifest,
+                f"InferenceService {isvc.name}",
+                True,
+                candidate,
+                gpu,
+                False,
+            )
     return None

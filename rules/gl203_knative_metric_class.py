@@ -86,6 +86,7 @@ from gpulint.ruleapi import (
     Severity,
     abbreviated,
     generated_by,
+    standard_mode_fix,
 )
 
 ID = "GL203"
@@ -105,7 +106,7 @@ def check(owner: PodOwner, inventory: Inventory, ctx: Context) -> Iterator[Findi
             subject = f"Knative {manifest.kind} {abbreviated(_name(manifest))}"
             settings = ksvc.revision_autoscaling()
             for problem in _problems(settings):
-                yield from _emit(problem, settings, subject, "It", None, ctx)
+                yield from _emit(problem, settings, subject, "It", None, inventory, ctx)
         return
     isvc = inventory.inference_service_of(manifest)
     if isvc is None or isvc.mode != KNATIVE:
@@ -121,7 +122,7 @@ def check(owner: PodOwner, inventory: Inventory, ctx: Context) -> Iterator[Findi
     for problem, settings, components in found.values():
         subject = f"InferenceService {abbreviated(_name(manifest))}"
         who = f"The InferenceService (Knative mode, {' and '.join(components)})"
-        yield from _emit(problem, settings, subject, who, isvc, ctx)
+        yield from _emit(problem, settings, subject, who, isvc, inventory, ctx)
 
 
 class _Problem(NamedTuple):
@@ -159,6 +160,7 @@ def _emit(
     subject: str,
     who: str,
     isvc: InferenceService | None,
+    inventory: Inventory,
     ctx: Context,
 ) -> Iterator[Finding]:
     """One finding: ``subject`` names the object in the headline, ``who`` opens the detail."""
@@ -178,11 +180,12 @@ def _emit(
                 "KServe creates from it, so the InferenceService never becomes ready"
             )
         if metric.value in RESOURCE_METRICS and isvc is not None:
-            fix = (
-                "metadata:\n  annotations:\n"
-                "    serving.kserve.io/deploymentMode: Standard   # KServe's own HPA scales "
+            fix = standard_mode_fix(
+                isvc,
+                inventory,
+                "serving.kserve.io/deploymentMode: Standard   # KServe's own HPA scales "
                 f"on {metric.value} (RawDeployment before KServe 0.16; recreate the "
-                "InferenceService: the mode cannot change on update)"
+                "InferenceService: the mode cannot change on update)",
             )
         else:
             fix = _hpa_class_fix(where, metric.value, "70")

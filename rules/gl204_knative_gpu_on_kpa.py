@@ -58,11 +58,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
-    HPA_CLASS,
     KNATIVE_CLASS_ANNOTATION,
     KPA_METRICS,
-    METRIC_ANNOTATION,
-    TARGET_ANNOTATION,
+    MIN_SCALE,
+    Autoscaler,
     Context,
     Finding,
     Inventory,
@@ -71,6 +70,9 @@ from gpulint.ruleapi import (
     annotation_text,
     claim_links,
     generated_by,
+    hpa_class_fix,
+    revision_autoscalers,
+    revision_metric,
 )
 
 ID = "GL204"
@@ -78,20 +80,6 @@ NAME = "knative-gpu-on-kpa"
 SEVERITY = Severity.WARNING
 SCOPE = "knative"
 STAGES = ("workload",)
-
-MIN_SCALE_KEYS = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale")
-
-FIX = f"""\
-spec:
-  template:
-    metadata:
-      annotations:
-        {KNATIVE_CLASS_ANNOTATION}: {HPA_CLASS}   # needs Knative's serving-hpa extension
-        {METRIC_ANNOTATION}: DCGM_FI_DEV_GPU_UTIL   # the name your prometheus-adapter exposes
-        {TARGET_ANNOTATION}: "70"
-        autoscaling.knative.dev/min-scale: "1"   # the HPA class does not scale to zero
-# or: a KServe InferenceService in Standard mode with your own GPU HPA\
-"""
 
 
 def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -112,7 +100,7 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
     min_scale = next(
         (
             annotation_text(ksvc.template_annotations[key])
-            for key in MIN_SCALE_KEYS
+            for key in MIN_SCALE
             if key in ksvc.template_annotations
         ),
         None,
@@ -123,6 +111,7 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
             "; with min-scale 0 (the default) it also scales to zero when idle, so the next "
             "request waits for a GPU pod to start and load its model"
         )
+    fighting = revision_autoscalers(inventory, ksvc.namespace, ksvc.name)
     yield ctx.finding(
         ksvc.manifest,
         ksvc.annotation_path(KNATIVE_CLASS_ANNOTATION),
@@ -130,6 +119,23 @@ def check(ksvc: KnativeService, inventory: Inventory, ctx: Context) -> Iterator[
         f"are scaled on requests, not GPU load. The {settings.describe_class()} scales them on "
         f"{settings.describe_metric()}: it adds GPU pods when requests per pod pass the target, "
         f"never on GPU load{idle}.",
-        FIX,
+        _fix(ksvc, inventory, fighting),
         related=claim_links(gpus),
+        deletes=[a.manifest for a in fighting],
+        fix_at_path=False,
     )
+
+
+def _fix(ksvc: KnativeService, inventory: Inventory, fighting: list[Autoscaler]) -> str:
+    """The revisions on Knative's HPA class, as GL201 and GL105 write it when autoscalers of
+    the user's fight the KPA on them (then those are deleted, and the fix is printed once)."""
+    fix = hpa_class_fix(
+        f"Knative {ksvc.manifest.kind} {ksvc.name}",
+        False,
+        revision_metric(inventory, [a.manifest for a in fighting], ksvc.manifest),
+        [a.describe() for a in fighting],
+        min_scale=not any(key in ksvc.template_annotations for key in MIN_SCALE),
+    )
+    if fighting:
+        return fix
+    return f"{fix}\n# or: a KServe InferenceService in Standard mode with your own GPU HPA"

@@ -69,6 +69,7 @@ from gpulint.ruleapi import (
     mode_note,
     mode_spelling,
     related,
+    standard_mode_fix,
 )
 
 ID = "GL301"
@@ -92,6 +93,11 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
     misplaced.extend(_keys(data.get("spec"), ("spec",), MODE_ANNOTATION))
     source = isvc.mode_source(inventory.kserve_mode_source())
     plan = _plan(isvc, misplaced, inventory)
+    needs = _switch(isvc, misplaced)
+    if needs and plan is not None:
+        bare = standard_mode_fix(isvc, inventory, MODE_ANNOTATION)
+        if bare != f"metadata:\n  annotations:\n    {MODE_ANNOTATION}":
+            plan = None  # Standard mode needs more of it than the annotation: by hand
     for path, value in sorted(misplaced, key=lambda item: isvc.manifest.location(item[0]).line):
         written = _dotted(path)
         status_note = (
@@ -112,7 +118,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             f"InferenceService {isvc.name} sets {written}, which KServe never reads. The mode "
             f"comes only from the {MODE_ANNOTATION} annotation in metadata.annotations"
             f"{status_note}; {outcome}.",
-            _fix(value, written, inventory.settings.kserve_version),
+            _fix(isvc, inventory, value, written, needs),
             related=links,
             plan=plan,
         )
@@ -167,8 +173,22 @@ def _dotted(path: Path) -> str:
     return text
 
 
-def _fix(value: Any, written: str, version: tuple[int, int] | None) -> str:
+def _switch(isvc: InferenceService, misplaced: list[tuple[Path, Any]]) -> bool:
+    """Does writing the mode the misplaced keys name switch the InferenceService to Standard
+    mode?"""
+    named = {MODE_VALUES[v] for _, v in misplaced if isinstance(v, str) and v in MODE_VALUES}
+    meant = next(iter(named)) if len(named) == 1 else STANDARD
+    return not isvc.mode_is_explicit and meant == STANDARD and isvc.mode != STANDARD
+
+
+def _fix(
+    isvc: InferenceService, inventory: Inventory, value: Any, written: str, switch: bool
+) -> str:
+    version = inventory.settings.kserve_version
     meant = value if isinstance(value, str) and value in MODE_VALUES else STANDARD
     mode = mode_spelling(meant, version)
     note = f"   # {mode_note(version)}"
-    return f"metadata:\n  annotations:\n    {MODE_ANNOTATION}: {mode}{note}\n# and delete {written}"
+    line = f"{MODE_ANNOTATION}: {mode}{note}"
+    if switch:
+        return f"{standard_mode_fix(isvc, inventory, line)}\n# and delete {written}"
+    return f"metadata:\n  annotations:\n    {line}\n# and delete {written}"

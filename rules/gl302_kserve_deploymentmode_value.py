@@ -64,6 +64,7 @@ from gpulint.ruleapi import (
     mode_note,
     mode_spelling,
     related,
+    standard_mode_fix,
 )
 
 ID = "GL302"
@@ -107,7 +108,12 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             f"release does not know. The name exists from KServe 0.16, and the clusters run "
             f"{mode_note(version)}: KServe ignores it without a warning and {source}, so it "
             f"runs in {isvc.mode} mode.",
-            f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
+            _fix(
+                isvc,
+                inventory,
+                MODE_VALUES[value],
+                f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
+            ),
             related=links,
         )
         return
@@ -125,9 +131,22 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
         f"InferenceService {isvc.name} sets {MODE_ANNOTATION} to {value!r}, which KServe does "
         f"not know. Values are case-sensitive ({_KNOWN}); KServe ignores it without a "
         f"warning and {source}, so it runs in {isvc.mode} mode{meant or '.'}",
-        f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
+        _fix(
+            isvc,
+            inventory,
+            MODE_VALUES.get(suggestion or STANDARD, suggestion or STANDARD),
+            f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
+        ),
         related=links,
     )
+
+
+def _fix(isvc: InferenceService, inventory: Inventory, meant: str, line: str) -> str:
+    """The annotation as KServe reads it; when that switches the InferenceService to
+    Standard mode, with what Standard mode needs of it (``standard_mode_fix``)."""
+    if meant == STANDARD and isvc.mode != STANDARD:
+        return standard_mode_fix(isvc, inventory, line)
+    return line
 
 
 def _suggest(value: str) -> str | None:

@@ -74,7 +74,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
-    KSERVE_CLASS_ANNOTATION,
+    EXTERNAL_LINE,
     LEGACY_AUTOSCALING_ANNOTATIONS,
     Component,
     Context,
@@ -83,12 +83,12 @@ from gpulint.ruleapi import (
     Inventory,
     Path,
     Severity,
-    behavior_fix,
     claim_links,
+    external_class_fix,
     generated_hpa_metrics,
+    kserve_gpu_hpa,
+    own_autoscaler,
 )
-
-GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 
 ID = "GL303"
 NAME = "kserve-cpu-autoscaler-on-gpu"
@@ -124,8 +124,9 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             f"for its {component.name}, which asks for GPUs ({asks}); CPU and memory do not "
             f"follow GPU load, so it will not scale out when the GPU saturates"
             f"{_legacy_note(isvc)}.",
-            _fix(isvc, component, hpa_name, inventory),
+            _fix(isvc, component, inventory),
             related=claim_links(gpus),
+            fix_at_path=False,
         )
 
 
@@ -138,35 +139,10 @@ def _legacy_note(isvc: InferenceService) -> str:
     return f" ({' and '.join(legacy)} change nothing: KServe 0.15 and later do not read them)"
 
 
-def _fix(isvc: InferenceService, component: Component, hpa_name: str, inventory: Inventory) -> str:
-    minimum = component.get("minReplicas")
-    maximum = component.get("maxReplicas")
-    low = minimum if isinstance(minimum, int) and minimum >= 1 else 1
-    high = maximum if isinstance(maximum, int) and maximum > low else max(low, 4)
-    namespace = f"\n  namespace: {isvc.namespace}" if isvc.namespace else ""
-    served = inventory.served_name(GPU_UTIL, isvc.manifest)
-    metric = (
-        f"{{name: {served}}}   # {GPU_UTIL}, as your prometheus-adapter serves it"
-        if served
-        else f"{{name: {GPU_UTIL}}}   # the name your prometheus-adapter serves it under"
+def _fix(isvc: InferenceService, component: Component, inventory: Inventory) -> str:
+    if own_autoscaler(isvc, component, inventory):
+        # an autoscaler of the user's scales the component already (GL103 says the same)
+        return external_class_fix(isvc.name)
+    return f"metadata:\n  annotations:\n    {EXTERNAL_LINE}\n---\n" + kserve_gpu_hpa(
+        isvc, component, inventory
     )
-    return f"""\
-metadata:
-  annotations:
-    {KSERVE_CLASS_ANNOTATION}: external   # KServe deletes its HPA and leaves scaling to you
----
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata:
-  name: {hpa_name}-gpu   # not {hpa_name}: KServe would rewrite an HPA of that name{namespace}
-spec:
-  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: {hpa_name}}}
-  minReplicas: {low}
-  maxReplicas: {high}
-  metrics:
-  - type: Pods
-    pods:
-      metric: {metric}
-      target: {{type: AverageValue, averageValue: "70"}}
-{behavior_fix("  ")}\
-"""

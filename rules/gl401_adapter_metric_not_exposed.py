@@ -2,13 +2,18 @@
 
 ## What it checks
 Each ``Pods``, ``Object`` and ``External`` metric of an HPA, when prometheus-adapter configs
-are part of the input. gpulint derives the names each rule exposes exactly as the adapter
-does: a rule without ``name`` exposes each series under its own name; ``name.matches``
-(default ``.*``) with ``as`` (default ``$0``, or ``$1`` with one capture group) renames it.
-Pods and Object metrics are looked up in the custom rules (``rules``, ``rules.custom``),
-External metrics in the external rules. A metric is also reported when the only rules that
-expose it map no label to the resource the HPA asks about (a Pods metric from a rule that
-maps only namespaces), or when it is exposed on the other metrics API only.
+are part of the input; and the metric of a Knative Service on the HPA class
+(``autoscaling.knative.dev/class: hpa.autoscaling.knative.dev``), which Knative's serving-hpa
+turns into a Pods metric of that name in the HPA it makes for each revision, whenever it is not
+``cpu``, ``memory``, ``concurrency`` or ``rps`` and a numeric
+``autoscaling.knative.dev/target`` is set (serving's
+``pkg/reconciler/autoscaling/hpa/resources/hpa.go``). gpulint derives the names each rule
+exposes exactly as the adapter does: a rule without ``name`` exposes each series under its own
+name; ``name.matches`` (default ``.*``) with ``as`` (default ``$0``, or ``$1`` with one capture
+group) renames it. Pods and Object metrics are looked up in the custom rules (``rules``,
+``rules.custom``), External metrics in the external rules. A metric is also reported when the
+only rules that expose it map no label to the resource the HPA asks about (a Pods metric from a
+rule that maps only namespaces), or when it is exposed on the other metrics API only.
 
 With the chart's default rules (``rules.default: true``) every series with a ``namespace``
 label is exposed under its own name; then a name is reported when those rules cannot
@@ -19,10 +24,13 @@ warning, when it is a GPU device metric's name (``gpu_util``, ``gpu_memory_used`
 exporter gpulint knows writes. Application metrics with GPU in their name
 (``gpu_cache_usage_perc``) may be any pod's own and are not judged so.
 
-Not judged: HPAs made by KEDA, names of other adapters (``a|b|c``, the
-Stackdriver adapter's form), External metrics when no config has external rules and no
-custom rule has the name either, and configs whose rules live elsewhere
-(``rules.existing``).
+Not judged: HPAs made by KEDA, HPAs Knative made for a revision of a Knative Service in the
+input (the Service's metric is judged, where it is written), Knative Services made by KServe
+(the InferenceService is the object written), Knative Services handed to Knative's
+autoscaler-keda extension (its ``autoscaling.knative.dev/prometheus-query`` and sibling
+annotations: KEDA queries Prometheus itself), names of other adapters (``a|b|c``, the
+Stackdriver adapter's form), External metrics when no config has external rules and no custom
+rule has the name either, and configs whose rules live elsewhere (``rules.existing``).
 
 ## Why is this bad?
 The HPA asks the metrics API for the name it was given and the adapter answers only for the
@@ -79,13 +87,15 @@ from gpulint.ruleapi import (
     CUSTOM,
     EXTERNAL,
     HPA,
+    METRIC_ANNOTATION,
     SERIES_NAME,
     AdapterConfig,
+    AdapterMetric,
     AdapterRule,
     Context,
     Finding,
-    HpaMetric,
     Inventory,
+    KindView,
     Related,
     Severity,
     abbreviated,
@@ -101,7 +111,7 @@ from gpulint.ruleapi import (
 ID = "GL401"
 NAME = "adapter-metric-not-exposed"
 SEVERITY = Severity.ERROR
-SCOPE = "hpa"
+SCOPE = "metrics-reader"
 FIXES = ("unsafe",)
 STAGES = ("adapter-rule",)
 # HPA and metric names in a headline are cut at this many characters.
@@ -118,22 +128,26 @@ _DEVICE_METRIC = re.compile(
 _KEDA_METRIC = re.compile(r"^s\d+-")
 
 
-def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+def check(hpa: KindView, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     # In a repository with one directory per cluster, the config next to the HPA is its own.
     configs = inventory.adapter_configs_near(hpa.manifest)
     if not configs or _made_by_keda(hpa):
         return
+    if not isinstance(hpa, HPA) and hpa.generator() is not None:
+        return  # a Knative Service KServe made: its InferenceService is the object written
+    if _made_for_a_service_judged(hpa, inventory):
+        return
     if any(not _complete(config, inventory) for config in configs):
         return
-    for metric in hpa.metrics:
+    for metric in hpa.adapter_reads():
         name = metric.name
-        if not metric.is_custom or not name or "|" in name or _KEDA_METRIC.match(name):
+        if not name or "|" in name or _KEDA_METRIC.match(name):
             continue
         yield from _check_metric(hpa, metric, name, configs, ctx)
 
 
 def _check_metric(
-    hpa: HPA, metric: HpaMetric, name: str, configs: list[AdapterConfig], ctx: Context
+    hpa: KindView, metric: AdapterMetric, name: str, configs: list[AdapterConfig], ctx: Context
 ) -> Iterator[Finding]:
     api = metric.api
     other_api = CUSTOM if api == EXTERNAL else EXTERNAL
@@ -142,8 +156,7 @@ def _check_metric(
     exposing = [r for r in rules if r.could_expose(wanted)]
     # The headline's subject: names cut so that it stays one short line (the detail and the
     # fix name them whole).
-    head = f"HPA {abbreviated(hpa.name, NAME_CHARS)} reads {metric.type} metric "
-    head += abbreviated(name, NAME_CHARS)
+    head = f"{_reader(hpa)} reads {metric.type} metric {abbreviated(name, NAME_CHARS)}"
     if exposing and all(r.generated for r in exposing):
         only_defaults = _only_default_rules(hpa, metric, name, wanted, rules, exposing, head, ctx)
         if only_defaults is not None:
@@ -166,8 +179,8 @@ def _check_metric(
 
 
 def _not_exposed(
-    hpa: HPA,
-    metric: HpaMetric,
+    hpa: KindView,
+    metric: AdapterMetric,
     name: str,
     wanted: str,
     rules: list[AdapterRule],
@@ -185,8 +198,8 @@ def _not_exposed(
     fix_lines = list(nearest.fix)
     if not fix_lines and any(r.generated for r in rules) and not SERIES_NAME.match(wanted):
         fix_lines.append(
-            f"metric:\n  name: {re.sub(r'[^a-zA-Z0-9_:]', '_', wanted)}"
-            "   # the series' name, as the default rules expose it"
+            _name_fix(hpa, re.sub(r"[^a-zA-Z0-9_:]", "_", wanted))
+            + "   # the series' name, as the default rules expose it"
         )
     if not fix_lines:
         fix_lines.append(_new_rule_fix(api, wanted))
@@ -244,8 +257,8 @@ class _Nearest(NamedTuple):
 
 
 def _nearest(
-    hpa: HPA,
-    metric: HpaMetric,
+    hpa: KindView,
+    metric: AdapterMetric,
     wanted: str,
     rules: list[AdapterRule],
     exposed: dict[str, AdapterRule],
@@ -270,7 +283,7 @@ def _nearest(
             )
         return _Nearest(
             [f"{rule.describe()} exposes {case_twin}: metric names are case-sensitive"],
-            [f"metric:\n  name: {case_twin}"],
+            [_name_fix(hpa, case_twin)],
             _ask_for(hpa, metric, case_twin),
             (rule.related(),),
         )
@@ -278,7 +291,7 @@ def _nearest(
         rule = exposed[nearest[0]]
         return _Nearest(
             [],
-            [f"metric:\n  name: {nearest[0]}"],
+            [_name_fix(hpa, nearest[0])],
             _ask_for(hpa, metric, nearest[0]),
             (rule.related(),),
             f" Did you mean {nearest[0]}, which {rule.describe()} exposes?",
@@ -295,20 +308,18 @@ def _nearest(
                 f"{rule.describe()} has no `name` block, so it exposes its series under their "
                 f"own name: {own}"
             ],
-            [*_rename_fix(rule, series, wanted), f"# or in the HPA:\nmetric:\n  name: {series}"],
+            [*_rename_fix(rule, series, wanted), f"{_or_in(hpa)}\n{_name_fix(hpa, series)}"],
             _rename_plan(rule, series, wanted),
             (rule.related(),),
         )
     shown = sorted(exposed)[:5]
     more = " ..." if len(exposed) > 5 else ""
-    return _Nearest(
-        ["the rules expose " + ", ".join(shown) + more], [f"metric:\n  name: {shown[0]}"]
-    )
+    return _Nearest(["the rules expose " + ", ".join(shown) + more], [_name_fix(hpa, shown[0])])
 
 
 def _only_default_rules(
-    hpa: HPA,
-    metric: HpaMetric,
+    hpa: KindView,
+    metric: AdapterMetric,
     name: str,
     wanted: str,
     rules: list[AdapterRule],
@@ -354,7 +365,7 @@ def _only_default_rules(
             f"not as {wanted}"
         )
         fix_lines += _rename_fix(rule, own, wanted)
-        fix_lines.append(f"# or in the HPA:\nmetric:\n  name: {own}")
+        fix_lines.append(f"{_or_in(hpa)}\n{_name_fix(hpa, own)}")
         links.append(rule.related())
     else:
         fix_lines.append(_new_rule_fix(metric.api, wanted))
@@ -397,8 +408,8 @@ def _unnamed_gpu_rules(rules: list[AdapterRule]) -> list[AdapterRule]:
 
 
 def _check_resource(
-    hpa: HPA,
-    metric: HpaMetric,
+    hpa: KindView,
+    metric: AdapterMetric,
     name: str,
     exposing: list[AdapterRule],
     head: str,
@@ -428,8 +439,8 @@ def _check_resource(
 
 
 def _wrong_api(
-    hpa: HPA,
-    metric: HpaMetric,
+    hpa: KindView,
+    metric: AdapterMetric,
     name: str,
     rules: list[AdapterRule],
     head: str,
@@ -469,6 +480,9 @@ def _wrong_api(
             f"    metric:\n      name: {name.lower()}"
             "\n# or move the rule to rules (rules.custom in chart values)"
         )
+        if not isinstance(hpa, HPA):
+            # Knative's HPA class writes a Pods metric, never an External one (hpa.go)
+            fix = "move the rule to rules (rules.custom in chart values)"
     return ctx.finding(
         hpa.manifest,
         metric.name_path,
@@ -482,7 +496,47 @@ def _wrong_api(
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _made_by_keda(hpa: HPA) -> bool:
+def _reader(view: KindView) -> str:
+    """Who reads the metric, for the headline: the HPA, or the HPA Knative makes."""
+    name = abbreviated(view.name, NAME_CHARS)
+    if isinstance(view, HPA):
+        return f"HPA {name}"
+    return f"The HPA Knative makes for each revision of Knative {view.manifest.kind} {name}"
+
+
+def _name_fix(view: KindView, name: str) -> str:
+    """The metric name written where the reader names it: the HPA's ``metric.name``, a
+    Knative Service's metric annotation."""
+    if isinstance(view, HPA):
+        return f"metric:\n  name: {name}"
+    return f"{METRIC_ANNOTATION}: {name}"
+
+
+def _or_in(view: KindView) -> str:
+    return (
+        "# or in the HPA:"
+        if isinstance(view, HPA)
+        else f"# or on Knative {view.manifest.kind} {view.name}:"
+    )
+
+
+# Knative names a revision <configuration>-NNNNN, and the PodAutoscaler and HPA after it
+# (knative/serving pkg/reconciler/autoscaling/hpa/resources/hpa.go).
+_REVISION = re.compile(r"^(?P<configuration>.+)-\d{5}$")
+
+
+def _made_for_a_service_judged(hpa: KindView, inventory: Inventory) -> bool:
+    """An HPA Knative made for a revision (a cluster's) of a Knative Service in the input,
+    whose metric is judged on the Service, where it is written."""
+    generator = hpa.generator()
+    if generator is None or generator.kind != "PodAutoscaler":
+        return False
+    match = _REVISION.match(generator.name)
+    service = inventory.knative_service(hpa.namespace, match["configuration"]) if match else None
+    return service is not None and service.reads_metrics_api
+
+
+def _made_by_keda(hpa: KindView) -> bool:
     return generated_by(hpa.manifest, "ScaledObject") is not None or hpa.name.startswith(
         "keda-hpa-"
     )
@@ -499,14 +553,14 @@ def _complete(config: AdapterConfig, inventory: Inventory) -> bool:
     )
 
 
-def _resource_asked(metric: HpaMetric) -> str | None:
+def _resource_asked(metric: AdapterMetric) -> str | None:
     if metric.type == "Pods":
         return "pods"
     kind = (metric.described_object or {}).get("kind")
     return canonical_resource(kind) if isinstance(kind, str) and kind else None
 
 
-def _ask_for(hpa: HPA, metric: HpaMetric, name: str) -> edits.FixPlan | None:
+def _ask_for(hpa: KindView, metric: AdapterMetric, name: str) -> edits.FixPlan | None:
     """The HPA asks for the name the adapter serves (unsafe: gpulint guessed which)."""
     if metric.name_path is None or not SERIES_NAME.match(name):
         return None

@@ -84,7 +84,9 @@ from gpulint.ruleapi import (
     Severity,
     abbreviated,
     as_dict,
+    canonical_resource,
     compile_go_regex,
+    edits,
     go_regex_problem,
 )
 
@@ -92,6 +94,7 @@ ID = "GL405"
 NAME = "adapter-config-schema"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-config"
+FIXES = ("unsafe",)
 STAGES = ("adapter-rule",)
 
 STRICT = (
@@ -158,8 +161,12 @@ class _Schema:
     def fatal(self) -> str:
         return f"The adapter exits at start-up while building its rules: {FATAL[self.api]}"
 
-    def finding(self, path: Path, message: str, fix: str) -> Finding:
-        return self.ctx.finding(self.config.document, path, message, fix, obj=self.config.ref)
+    def finding(
+        self, path: Path, message: str, fix: str, plan: edits.FixPlan | None = None
+    ) -> Finding:
+        return self.ctx.finding(
+            self.config.document, path, message, fix, obj=self.config.ref, plan=plan
+        )
 
     def where(self) -> str:
         """The config, for a headline: its name cut when very long."""
@@ -187,16 +194,21 @@ class _Schema:
             import difflib  # only for an unknown key: difflib costs start-up
 
             close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+            plan = None
             if home:
                 detail = f"{shown} belongs in {home[0]}, not in {level}."
                 fix = _move_fix(str(key), home[0], data[key])
             elif close:
                 detail = f"{shown} is not a key of {level} (did you mean `{close[0]}`?)."
                 fix = f"rename `{key}` to `{close[0]}`"
+                if close[0] not in data:
+                    # unsafe: the key takes effect once spelled right
+                    plan = edits.unsafe(edits.Rename(self.config.document, (*path, key), close[0]))
             else:
                 detail = f"{shown} is not a key of {level}. It has {', '.join(allowed)}."
                 fix = f"delete `{key}`"
-            yield self.finding((*path, key), f"{self.where()}: {detail} {STRICT}.", fix)
+                plan = edits.unsafe(edits.Delete(self.config.document, (*path, key)))
+            yield self.finding((*path, key), f"{self.where()}: {detail} {STRICT}.", fix, plan)
 
     def wrong_shape(self, path: Path, what: str, wanted: str, value: Any, fix: str) -> Finding:
         got = _yaml_kind(value)
@@ -292,7 +304,8 @@ class _Schema:
                         f"{self.where()}: the override for label `{abbreviated(label_name, 32)}` "
                         f"names no `resource`. An empty resource cannot be mapped. "
                         f"{self.fatal()}.",
-                        f"{label_name}: {{resource: pod}}",
+                        f"{label_name}: {{resource: pod}}"
+                        + _namespace_line(str(label_name), "pod", overrides),
                     )
                 continue
             resource = target if isinstance(target, str) and target else "pod"
@@ -301,7 +314,8 @@ class _Schema:
                 f"the override for label `{abbreviated(label_name, 32)}`",
                 "a mapping {group, resource}",
                 target,
-                f"{label_name}: {{resource: {resource}}}",
+                f"{label_name}: {{resource: {resource}}}"
+                + _namespace_line(str(label_name), resource, overrides),
             )
 
     def name(self, data: Any, path: Path, label: str, series_query: Any) -> Iterator[Finding]:
@@ -464,3 +478,16 @@ def _move_fix(key: str, home: str, value: Any) -> str:
     if home == "a rule":
         return f"move `{key}` up to the rule itself"
     return f"move `{key}` to {home}"
+
+
+def _namespace_line(label: str, resource: str, overrides: dict[Any, Any]) -> str:
+    """For a label mapped to pods in overrides that map no namespace, the namespace's line:
+    pods live in a namespace, and once the config loads GL403 asks for it."""
+    if canonical_resource(resource) != "pods":
+        return ""
+    for target in overrides.values():
+        named = target.get("resource") if isinstance(target, dict) else target
+        if isinstance(named, str) and canonical_resource(named) == "namespaces":
+            return ""
+    namespace = f"{label[: -len('pod')]}namespace" if label.endswith("pod") else "namespace"
+    return f"\n{namespace}: {{resource: namespace}}   # pods live in a namespace"

@@ -134,7 +134,18 @@ def test_could_expose_rebuilds_the_series_of_a_pattern() -> None:
         """
     )
     assert rule.exposed_names() is None
-    assert rule.could_expose("vllm_requests") is True  # gpulint cannot tell: yes
+    # ``as`` wraps the group in text: the series is rebuilt from what lies between.
+    assert rule.could_expose("vllm_requests") is True
+    assert rule.series_for("vllm_requests") == ["vllm:requests_total"]
+    assert rule.series_for("tgi_requests") is None  # not the text ``as`` writes: cannot tell
+    # Go's Expand reads $1_x as the group named 1_x: not the first group, so no series.
+    named = rule_of(
+        """
+        seriesQuery: '{__name__=~"^vllm:.*",namespace!=""}'
+        name: {matches: "^vllm:(.*)$", as: "$1_x"}
+        """
+    )
+    assert named.series_for("requests_x") is None
     counter = rule_of(
         """
         seriesQuery: '{__name__=~"^vllm:.*",namespace!=""}'

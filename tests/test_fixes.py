@@ -477,3 +477,61 @@ def test_a_file_whose_every_document_is_merged_away_is_deleted(tmp_path: Path) -
     assert (fixed / "gpu.yaml").read_text().startswith("# the GPU autoscaler\n")
     # the kept HPA's own metrics stay as written; the other's follow them
     assert 'averageValue: "70"}   # per GPU\n  - type: Pods\n' in (fixed / "gpu.yaml").read_text()
+
+
+def test_no_fix_is_planned_for_an_object_another_fix_deletes() -> None:
+    """GL102's behavior block for an HPA that GL201 and GL105 say to delete is left out: not
+    printed, not among --fix's edits; its message says which fix deletes the HPA."""
+    from gpulint.adoption.edits import plan_edits
+
+    path = Path(__file__).parent / "fixtures" / "GL102" / "fail_hpa_another_fix_deletes.yaml"
+    result = lint_result(path)
+    (behavior,) = [f for f in result.findings if f.rule == "GL102"]
+    assert behavior.plan is None and result.edits_of(behavior) is None
+    assert behavior.fix.startswith("the fix of GL204 on Knative Service ml/llm, printed there")
+    assert behavior.message.endswith(
+        "Its own fix is left out: the fix of GL204 on Knative Service ml/llm deletes it."
+    )
+    applied = plan_edits(result.findings, result.sources, unsafe_too=True)
+    assert behavior not in applied.fixed
+
+
+def test_one_fix_per_cause_is_printed_once() -> None:
+    """The members of a GL103 group share one fix: the first prints it, the other points at
+    it and carries no edits of its own (--fix applies the group's once)."""
+    path = FIXTURES_GL103 / "fail_two_hpas.yaml"
+    result = lint_result(path)
+    first, second = [f for f in result.findings if f.rule == "GL103"]
+    assert first.fix.startswith("# keep HorizontalPodAutoscaler")
+    assert second.fix.startswith(f"the fix of GL103 on {first.object}, printed there (")
+    assert second.plan is None and first.plan is not None
+
+
+def test_fixes_that_delete_are_weighed_first_and_a_cycle_keeps_one() -> None:
+    """Two fixes each deleting what the other changes: the first that deletes stands, the
+    other gives way; a fix that only changes a deleted object gives way too."""
+    from gpulint.core.model import Location, ObjectRef, Severity
+    from gpulint.engine.fixes import settle
+
+    hpa = ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", "ml", "a")
+    scaled = ObjectRef("keda.sh/v1alpha1", "ScaledObject", "ml", "a")
+
+    def finding(rule: str, line: int, fix: str, **what: tuple[ObjectRef, ...]) -> Finding:
+        location = Location("x.yaml", line, 1)
+        return Finding(rule, rule, Severity.ERROR, "M.", location, fix, hpa, **what)
+
+    tune = finding("GL102", 1, "behavior: {}", writes=(hpa,))
+    merge = finding("GL103", 2, "merge", deletes=(hpa,), writes=(scaled,))
+    drop = finding("GL201", 3, "drop", deletes=(scaled,), writes=(hpa,))
+    settled = settle([tune, merge, drop])
+    assert settled[1] == merge  # deletes, and came first
+    assert settled[0].fix.startswith("the fix of GL103 on ") and settled[0].plan is None
+    assert "the fix of GL103 on HorizontalPodAutoscaler ml/a deletes it." in settled[0].message
+    assert settled[2].fix.startswith("the fix of GL103 on ") and settled[2].plan is None
+    # It writes the HPA the merge deletes (and deletes the ScaledObject the merge changes).
+    assert settled[2].message.endswith("deletes it.")
+    only_deletes = finding("GL201", 3, "drop", deletes=(scaled,))
+    (kept, gave_way) = settle([merge, only_deletes])
+    assert kept == merge and "changes ScaledObject ml/a." in gave_way.message
+    alone = [finding("GL102", 1, "behavior: {}", writes=(hpa,))]
+    assert settle(alone) == alone

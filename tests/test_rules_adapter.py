@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import lint_paths, lint_text
+from .conftest import FIXTURES, lint_paths, lint_text
 
 SERIES_QUERY = "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
 # The seed's Helm values, without its `name` block: DCGM_FI_DEV_GPU_UTIL with exported_* labels.
@@ -244,3 +244,31 @@ def test_missing_label_matchers_is_an_error_only_where_the_label_is_lost(
     (matchers,) = [f for f in findings if "never uses <<.LabelMatchers>>" in f.message]
     kept = severities == ["warning"]
     assert ("so HPAs get values" in matchers.message) is kept
+
+
+def test_gl401_judges_a_knative_metric_on_the_service_not_on_the_hpa_knative_made() -> None:
+    """In a cluster both the Knative Service on the HPA class and the HPA Knative made for its
+    revision are read: the metric is reported once, on the Service, where it is written."""
+    fixture = FIXTURES / "GL401" / "fail_knative_hpa_class_metric.yaml"
+    made = """\
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: llm-00001
+  namespace: ml
+  ownerReferences:
+  - {apiVersion: autoscaling.internal.knative.dev/v1alpha1, kind: PodAutoscaler, name: llm-00001}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm-00001-deployment}
+  maxReplicas: 4
+  metrics:
+  - type: Pods
+    pods:
+      metric: {name: DCGM_FI_DEV_GPU_UTIL}
+      target: {type: AverageValue, averageValue: "70"}
+"""
+    findings = lint_text(fixture.read_text() + made, select=["GL401"])
+    assert [(f.rule, f.object.kind if f.object else None) for f in findings] == [
+        ("GL401", "Service")
+    ]

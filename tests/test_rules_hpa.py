@@ -297,7 +297,9 @@ spec:
         "Deployment flowers-predictor either (its revisions are "
         "flowers-predictor-NNNNN-deployment)."
     )
-    assert "#     serving.kserve.io/deploymentMode: Standard" in finding.fix
+    # The InferenceService's part of the fix, addressed to it (the name every release reads).
+    assert "\n---\n# on InferenceService flowers: " in finding.fix
+    assert "\n    serving.kserve.io/deploymentMode: RawDeployment\n" in finding.fix
 
 
 # --- GL107 ----------------------------------------------------------------------------------
@@ -592,7 +594,8 @@ spec:
     scaleDown: {stabilizationWindowSeconds: 900}
 """
     findings = _only(lint_text(text + _deployment("w"), select=["GL103"]), "GL103")
-    assert len(findings) == 2 and findings[0].fix == findings[1].fix
+    # One fix for the group, printed on the first member; the other points at it.
+    assert len(findings) == 2 and findings[1].fix.startswith("the fix of GL103 on ")
     fix = findings[0].fix
     assert fix.startswith(
         "# keep HorizontalPodAutoscaler a with every metric (it acts on the largest proposal), "
@@ -638,3 +641,56 @@ def test_gl102_writes_lists_as_the_file_indents_them() -> None:
         if f.rule == "GL102"
     ]
     assert "\n    policies:\n    - type: Pods\n      value: 2 " in finding.fix
+
+
+def test_gl101_keda_fix_queries_the_repository_s_prometheus_with_its_labels() -> None:
+    """The trigger GL101 writes for a ScaledObject queries the Prometheus the repository's
+    other triggers query, with the labels its dcgm-exporter scrape stores (honorLabels: true
+    keeps the exporter's namespace and pod), and needs no label note then."""
+    text = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: asr}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: asr, image: asr, resources: {limits: {nvidia.com/gpu: 1}}}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: asr}
+spec:
+  scaleTargetRef: {name: asr}
+  minReplicaCount: 1
+  maxReplicaCount: 4
+  triggers:
+  - type: cpu
+    metricType: Utilization
+    metadata: {value: "80"}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: other}
+spec:
+  scaleTargetRef: {name: other}
+  triggers:
+  - type: prometheus
+    metadata:
+      serverAddress: http://kps-prometheus.observability.svc:9090
+      query: sum(queue_depth)
+      threshold: "5"
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: dcgm-exporter, labels: {app: dcgm-exporter}}
+spec:
+  selector: {matchLabels: {app: dcgm-exporter}}
+  endpoints:
+  - port: metrics
+    honorLabels: true
+"""
+    (finding,) = _only(lint_text(text, select=["GL101"]), "GL101")
+    assert "serverAddress: http://kps-prometheus.observability.svc:9090" in finding.fix
+    assert 'query: avg(DCGM_FI_DEV_GPU_UTIL{namespace="' in finding.fix
+    assert 'pod=~"asr-.*"})\n' in finding.fix and "honorLabels" not in finding.fix

@@ -286,6 +286,19 @@ spec:
     assert code == 0
 
 
+def test_a_knative_metric_no_adapter_rule_serves_breaks_the_adapter_link(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The HPA class makes a Pods metric of the annotation's name (serving-hpa): a name the
+    adapter does not serve breaks the chain there, as it does for a plain HPA (GL401)."""
+    fixture = ROOT / "tests" / "fixtures" / "GL401" / "fail_knative_hpa_class_metric.yaml"
+    code, data = trace_json(str(fixture), capsys=capsys)
+    (traced,) = data["traces"]  # type: ignore[misc]
+    assert traced["metric"] == "DCGM_FI_DEV_GPU_UTIL"
+    assert statuses(data)["adapter-rule"] == ("broken", ["GL401"])
+    assert code == 1
+
+
 def test_text_lines_wrap_at_the_width_under_their_link(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -162,7 +162,10 @@ class _Collector:
                     if m.api == api and m.name == name
                 }
                 if any(taken.get(way, 0) < READERS_PER_METRIC for way in ways):
-                    self.add("hpa", hpa)
+                    self.add("metrics-reader", hpa)
+                    spec = spec_for(hpa.manifest)
+                    if spec is not None and spec.scope == "hpa":
+                        self.add("hpa", hpa)
                     for way in ways:
                         taken[way] = taken.get(way, 0) + 1
 

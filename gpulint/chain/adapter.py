@@ -316,7 +316,18 @@ def _series_candidate(matches: str, template: str, metric: str) -> str | None:
         body = body[:-1]
     if template in ("$0", "${0}"):
         return metric
-    if template not in ("$1", "${1}"):
+    # ``as`` is text around one reference to the first group (``vllm_${1}``): the metric
+    # must carry that text, and what lies between is what the group matched. Go's Expand
+    # reads ``$1_total`` as the group named ``1_total`` (regexp.go, Regexp.Expand), so a bare
+    # ``$1`` counts only before a character that cannot continue a name.
+    reference = re.fullmatch(r"([^$]*)(?:\$1(?![A-Za-z0-9_])|\$\{1\})([^$]*)", template)
+    if reference is None:
+        return None
+    before, after = reference.groups()
+    if not metric.startswith(before) or not metric.endswith(after):
+        return None
+    captured = metric[len(before) : len(metric) - len(after)]
+    if not captured:
         return None
     group = re.search(r"\((?!\?)[^()]*\)", body)
     if group is None:
@@ -325,7 +336,7 @@ def _series_candidate(matches: str, template: str, metric: str) -> str | None:
     rest = rest.replace("\\.", ".").replace("\\_", "_")
     if re.search(r"[\\^$.|?*+()\[\]{}]", rest):
         return None
-    return rest.replace("\0", metric)
+    return rest.replace("\0", captured)
 
 
 class AdapterConfig:

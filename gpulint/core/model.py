@@ -62,6 +62,14 @@ class Finding(NamedTuple):
     # the finding (--changed-since). () for objects read from their own files. One tuple
     # per object, shared by its findings: a large lint keeps no copy per finding.
     made_from: tuple[SourceFile, ...] = ()
+    # What applying the fix does to objects (gpulint.engine.fixes): the objects it deletes
+    # (or replaces with others), and those it changes and keeps.
+    deletes: tuple[ObjectRef, ...] = ()
+    writes: tuple[ObjectRef, ...] = ()
+    # Whether the fix is written for the node at ``path`` (``type: AverageValue`` for one
+    # metric), or for the whole objects it names, wherever the finding is (one fix that
+    # several findings of a cause print: GL103's merge, the Knative HPA class).
+    fix_at_path: bool = True
 
     @property
     def headline(self) -> str:

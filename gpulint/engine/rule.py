@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from gpulint.adoption.edits import FixPlan
+from gpulint.adoption.edits import DeleteDocument, FixPlan
 from gpulint.chain.adapter import describe_document
 from gpulint.core.message import as_sentence
 from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity, SourceFile, joined
@@ -43,6 +43,9 @@ from gpulint.kinds.workload import ClaimedGpu, GpuRequest
 SCOPES = (
     *VIEW_SCOPES,
     "autoscaler",  # HPA and ScaledObject alike: what sets a workload's replicas through an HPA
+    # What reads the custom and external metrics APIs through prometheus-adapter: HPAs, and a
+    # Knative Service on the HPA class for the HPA Knative makes (KindView.adapter_reads)
+    "metrics-reader",
     "pod-owner",  # gpulint.engine.scopes.PodOwner: anything with pod templates
     "adapter-rule",  # gpulint.chain.adapter.AdapterRule
     "adapter-config",  # gpulint.chain.adapter.AdapterConfig
@@ -183,15 +186,35 @@ class Context:
         obj: ObjectRef | None = None,
         severity: Severity | None = None,
         plan: FixPlan | None = None,
+        deletes: Sequence[Document] = (),
+        writes: Sequence[Document] | None = None,
+        fix_at_path: bool = True,
     ) -> Finding:
         """A finding at ``path`` of ``document``; ``severity`` defaults to the rule's (a
         ``severity`` in ``.gpulint.yaml`` still replaces it for every finding of the rule).
         ``plan``: the fix as edits (adoption.edits), when it can be applied mechanically; its
-        kind must be one the rule declares in ``FIXES``."""
+        kind must be one the rule declares in ``FIXES``.
+
+        What the fix does to objects, which ``gpulint.engine.fixes`` weighs against the other
+        findings' fixes: ``deletes``, the objects it deletes or replaces (the plan's deleted
+        documents count without being named); ``writes``, those it changes and keeps (by
+        default the finding's own object, unless the fix deletes it, and every document the
+        plan edits); ``fix_at_path=False``: the fix is written for the whole objects it
+        names, not for the node at ``path``, so that findings of one cause elsewhere that
+        print the same text share it."""
         if plan is not None and plan.applicability not in self.spec.fixes:
             raise ValueError(f"{self.spec.id} declares no {plan.applicability} fixes (FIXES)")
         location = document.location(tuple(path), key=key)
         related = tuple(related)
+        subject = obj or describe_document(document)
+        removed = [describe_document(d) for d in deletes]
+        changed = [subject] if writes is None else [describe_document(d) for d in writes]
+        if plan is not None:
+            for op in plan.ops:
+                ref = describe_document(op.document)
+                (removed if isinstance(op, DeleteDocument) else changed).append(ref)
+        gone = tuple(dict.fromkeys(removed))
+        kept = tuple(ref for ref in dict.fromkeys(changed) if ref not in gone)
         finding = Finding(
             self.spec.id,
             self.spec.name,
@@ -199,11 +222,14 @@ class Context:
             as_sentence(message),
             location,
             fix,
-            obj or describe_document(document),
+            subject,
             related,
             plan=plan,
             path=tuple(path),
             made_from=joined(made_from(document), *(r.made_from for r in related)),
+            deletes=gone if fix else (),
+            writes=kept if fix else (),
+            fix_at_path=fix_at_path,
         )
         self.anchors[id(finding)] = Anchor(document, tuple(path))
         return finding

@@ -15,6 +15,7 @@ from gpulint.core.deadline import DeadlineExceeded
 from gpulint.core.forked import forked
 from gpulint.core.model import Finding, Location
 from gpulint.engine.config import RuleSettings, Settings
+from gpulint.engine.fixes import settle
 from gpulint.engine.registry import RuleInfo, Selection, load_rule, rule_by_id, rule_index
 from gpulint.engine.rule import Anchor, Context, RuleSpec
 from gpulint.engine.scopes import scope_items_of
@@ -44,7 +45,8 @@ def run(
     split: bool = False,
     requires: str | None = None,
 ) -> list[Finding]:
-    """Run every enabled rule; return findings after suppression, sorted.
+    """Run every enabled rule; return findings after suppression, sorted, their fixes
+    weighed against each other (``gpulint.engine.fixes``).
 
     ``requires`` runs only the rules that need what a front door collected under that name
     (``"replay"``: ``gpulint replay`` hands each replayed autoscaler to them through
@@ -90,7 +92,7 @@ def run(
     manifests = getattr(items_for, "manifests", None)
     findings = _suppress(raw, inventory, plan.ids, selection, manifests, suppressed)
     findings.sort(key=Finding.sort_key)
-    return _dedupe(findings)
+    return settle(_dedupe(findings))
 
 
 class _Planned:

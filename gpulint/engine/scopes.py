@@ -31,7 +31,7 @@ class PodOwner:
 def scope_items(inventory: Inventory, scope: str) -> Iterable[Any]:
     if scope in VIEW_SCOPES:
         return inventory.items_of(scope)
-    if scope == "autoscaler":
+    if scope in ("autoscaler", "metrics-reader"):
         return _view_scope_items(inventory, scope)
     if scope == "pod-owner":
         return pod_owners(inventory)

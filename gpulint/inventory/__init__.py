@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from gpulint.chain.adapter import AdapterConfig, AdapterRule
+from gpulint.chain.adapter import AdapterConfig, AdapterRule, requested_metric_name
 from gpulint.chain.address import PrometheusUrl
 from gpulint.chain.exporter import DcgmExporter
 from gpulint.chain.monitors import Monitor
@@ -401,6 +401,13 @@ class Inventory:
         """The name under which the adapter config nearest to ``near`` serves ``series`` for
         ``resource`` (``gpu_utilization`` for ``DCGM_FI_DEV_GPU_UTIL``), for fixes that
         write a metric name; None when no config of the input serves it."""
+        return next((name for _, name in self.serving(series, near, resource)), None)
+
+    def serving(
+        self, series: str, near: Document, resource: str = "pods"
+    ) -> Iterator[tuple[AdapterRule, str]]:
+        """The custom rules of the adapter configs nearest to ``near`` that serve ``series``
+        for ``resource``, each with the name it serves it under, in the configs' order."""
         for config in self.adapter_configs_near(near):
             for rule in config.rules:
                 if rule.resources.label_for(resource) is None:
@@ -414,7 +421,16 @@ class Inventory:
                     continue
                 name = rule.name_for_series(series)
                 if name:
-                    return name
+                    yield rule, name
+
+    def series_behind(self, metric: str, api: str, near: Document) -> str | None:
+        """The Prometheus series the adapter serves ``metric`` from to objects near ``near``
+        (``vllm:num_requests_waiting`` behind ``vllm_requests_waiting``), when its rule
+        tells without Prometheus; None otherwise."""
+        for rule in self.rules_exposing(metric, api, near):
+            series = rule.series_for(requested_metric_name(metric, api))
+            if series:
+                return series[0]
         return None
 
     def asked_of(self, rule: AdapterRule) -> dict[str | None, Consumer]:

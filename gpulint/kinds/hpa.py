@@ -169,6 +169,7 @@ class HPA(KindView):
 
     def scope_items(self) -> Iterator[tuple[str, Any]]:
         yield "autoscaler", self
+        yield "metrics-reader", self
 
     def trace_sources(self) -> list[TraceSource]:
         return [

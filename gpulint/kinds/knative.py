@@ -12,6 +12,7 @@ Facts (knative/serving v1.23):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from gpulint.input.document import Manifest, Path, as_dict
@@ -23,11 +24,13 @@ from gpulint.kinds.revisions import (
     TARGET_ANNOTATION,
     AutoscalingSetting,
     RevisionAutoscaling,
+    RevisionMetric,
     annotation_text,
+    revision_adapter_reads,
     revision_trace,
 )
 from gpulint.kinds.scaling import ScalingRange, replica_count
-from gpulint.kinds.view import KindView, TraceSource
+from gpulint.kinds.view import AdapterMetric, KindView, TraceSource
 from gpulint.kinds.workload import PodTemplate, pod_template_at
 
 KNATIVE_SERVING_GROUP = "serving.knative.dev"
@@ -77,6 +80,12 @@ class KnativeService(KindView):
             as_dict(as_dict(manifest.data.get("spec")).get("template")).get("metadata")
         )
         self.template_annotations: dict[str, Any] = as_dict(template_meta.get("annotations"))
+        self._reads: list[RevisionMetric] = revision_adapter_reads(
+            self.revision_autoscaling(), self.template_annotations
+        )
+        # On the HPA class, serving-hpa makes each revision an HPA that reads the metric
+        # (gpulint.kinds.revisions).
+        self.reads_metrics_api = bool(self._reads)
 
     def scaling_range(self) -> ScalingRange:
         """The replicas the revisions can have (``gpulint.kinds.scaling``)."""
@@ -114,6 +123,14 @@ class KnativeService(KindView):
     def generated_names(self) -> list[str]:
         """Revisions are ``<name>-NNNNN`` with Deployments ``<name>-NNNNN-deployment``."""
         return [self.name]
+
+    def adapter_reads(self) -> list[AdapterMetric]:
+        """The Pods metric of the HPA Knative makes for each revision, on the HPA class."""
+        return list(self._reads)
+
+    def scope_items(self) -> Iterator[tuple[str, Any]]:
+        if self.reads_metrics_api:
+            yield "metrics-reader", self
 
     def trace_sources(self) -> list[TraceSource]:
         return [*revision_trace(self.revision_autoscaling())]

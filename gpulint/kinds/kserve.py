@@ -406,6 +406,16 @@ class GeneratedHpaMetric(NamedTuple):
     path: Path | None  # what in the InferenceService asked for it; None for a default
 
 
+def external_class_fix(isvc: str) -> str:
+    """KServe's own autoscaler stepping aside for the user's (the fix of GL103 and GL303 when
+    an autoscaler of the user's already scales the component: the same text, printed once)."""
+    return (
+        f"# on InferenceService {isvc}: KServe deletes its own autoscaler and leaves "
+        "scaling to yours\n"
+        f"metadata:\n  annotations:\n    {CLASS_ANNOTATION}: external"
+    )
+
+
 def generated_hpa_metrics(component: Component) -> list[GeneratedHpaMetric]:
     """The metrics of the HPA KServe makes for a component with autoscalerClass hpa.
 

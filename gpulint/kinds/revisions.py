@@ -6,10 +6,20 @@ Facts (knative/serving v1.23): the autoscaler class is ``autoscaling.knative.dev
 revision template's annotations, ``kpa.autoscaling.knative.dev`` (the default) or
 ``hpa.autoscaling.knative.dev``; the metric and target are ``autoscaling.knative.dev/metric``
 and ``autoscaling.knative.dev/target`` beside it.
+
+On the HPA class, serving-hpa makes one HPA per revision, named after it
+(pkg/reconciler/autoscaling/hpa/resources/hpa.go ``MakeHPA``): ``cpu`` becomes a Resource
+metric, ``memory`` a Resource metric in MiB, and any other metric name a Pods metric of that
+name with an ``AverageValue`` target of the target annotation cut to a whole number, which
+the HPA controller reads from the custom metrics API, that is from prometheus-adapter. Without
+a target annotation that parses as a number (``PodAutoscaler.Target``) it writes no metric at
+all. Knative's autoscaler-keda extension takes the same class and makes a KEDA ScaledObject
+that queries Prometheus itself instead; its annotations say it is in use.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from gpulint.input.document import Manifest, Path
@@ -26,6 +36,15 @@ CLASS_NAMES = {KPA_CLASS: "KPA", HPA_CLASS: "HPA"}
 # Metrics the HPA class reads from the resource metrics API or Knative itself: only other
 # metric names go through prometheus-adapter (pkg/reconciler/autoscaling/hpa/resources).
 BUILT_IN_METRICS = ("cpu", "memory", "concurrency", "rps")
+# The annotations of Knative's autoscaler-keda extension, which queries Prometheus through
+# KEDA instead of reading the metric from prometheus-adapter (knative-extensions/
+# autoscaler-keda pkg/reconciler/autoscaling/hpa/resources/keda.go).
+KEDA_ANNOTATIONS = (
+    "autoscaling.knative.dev/prometheus-query",
+    "autoscaling.knative.dev/prometheus-address",
+    "autoscaling.knative.dev/extra-prometheus-triggers",
+    "autoscaling.knative.dev/scaled-object-override",
+)
 
 
 class AutoscalingSetting(NamedTuple):
@@ -107,3 +126,60 @@ def revision_trace(autoscaling: RevisionAutoscaling) -> list[RevisionTrace]:
     if not autoscaling.uses_hpa_class or metric is None or metric.value in BUILT_IN_METRICS:
         return []
     return [RevisionTrace(metric.value, metric.path or ())]
+
+
+class RevisionTarget(NamedTuple):
+    """The AverageValue target of the Pods metric Knative's HPA class writes."""
+
+    average_value: str
+    value: None = None
+    average_utilization: None = None
+
+
+class RevisionMetric:
+    """The Pods metric the HPA Knative makes for each revision reads from prometheus-adapter
+    (an ``AdapterMetric``, judged as an HPA's is)."""
+
+    __slots__ = ("name", "name_path", "target")
+
+    index = 0  # the one metric of the HPA Knative makes
+    type = "Pods"
+    api = "custom"
+    described_object = None
+
+    def __init__(self, name: str, name_path: Path, target: RevisionTarget) -> None:
+        self.name = name
+        self.name_path = name_path  # where the metric annotation is written
+        self.target = target
+
+    def __repr__(self) -> str:
+        return f"RevisionMetric({self.name!r})"
+
+
+def revision_adapter_reads(
+    autoscaling: RevisionAutoscaling, annotations: dict[str, Any]
+) -> list[RevisionMetric]:
+    """The Pods metric the revisions' HPA reads through prometheus-adapter, if any: on the HPA
+    class, a metric Knative does not serve itself, with a target it can read, and not
+    handed to autoscaler-keda (see the module docstring)."""
+    metric, target = autoscaling.metric, autoscaling.target
+    if not autoscaling.uses_hpa_class or metric is None or metric.value in BUILT_IN_METRICS:
+        return []
+    if metric.path is None or target is None or _whole_number(target.value) is None:
+        return []
+    if any(key in annotations for key in KEDA_ANNOTATIONS):
+        return []
+    return [
+        RevisionMetric(metric.value, metric.path, RevisionTarget(str(_whole_number(target.value))))
+    ]
+
+
+def _whole_number(text: str) -> int | None:
+    """The target as Knative hands it to the HPA: a decimal number as Go's ParseFloat reads
+    it, cut to an integer (``resource.NewQuantity(int64(target))``)."""
+    if not _DECIMAL.fullmatch(text):
+        return None
+    return int(float(text))
+
+
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")

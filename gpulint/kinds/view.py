@@ -21,13 +21,15 @@ HPA). Readers never ask which view class they hold:
   names it gives them, with their pod templates (KServe's ``<isvc>-predictor`` Deployment of
   each component), to which a scaleTargetRef naming one resolves;
 * ``reads_metrics_api``: whether it reads the Kubernetes metrics APIs itself, as the HPA
-  controller does for an HPA (KEDA and KServe's KEDA class query Prometheus themselves,
-  Knative's HPA class makes an HPA of its own): the adapter configs nearest to it serve it,
-  and where it is written counts in which configs each directory of a repository sees;
+  controller does for an HPA, or through the HPA its controller makes from it and nothing
+  else (a Knative Service on the HPA class); KEDA and KServe's KEDA class query Prometheus
+  themselves: the adapter configs nearest to it serve it, and where it is written counts in
+  which configs each directory of a repository sees;
 * ``adapter_reads()``: the metrics it reads through prometheus-adapter (``AdapterMetric``), and
   ``adapter_metrics()`` their names and APIs, whose adapter rules admission re-checks with it;
-* ``scope_items()``: what it adds to rule scopes besides its own (``autoscaler``; the
-  ``prometheus-query`` of a trigger that queries Prometheus itself);
+* ``scope_items()``: what it adds to rule scopes besides its own (``autoscaler``;
+  ``metrics-reader`` when it reads through prometheus-adapter; the ``prometheus-query`` of a
+  trigger that queries Prometheus itself);
 * ``prometheus_urls()``: the Prometheus addresses it queries (the scrape chain checks them);
 * ``trace_sources()``: the metrics ``gpulint trace`` follows from it, each one of three shapes
   (``AdapterTrace``, ``QueryTrace``, ``RevisionTrace``) whose stages the trace knows;
@@ -43,7 +45,7 @@ module imports no view and no registry, so every view can import it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, ManifestView, Path
@@ -165,7 +167,8 @@ class KindView(ManifestView):
     """The protocol of a kind's view (see the module docstring); empty answers by default."""
 
     manifest: Manifest
-    reads_metrics_api: ClassVar[bool] = False
+    # A view may decide it per object (a Knative Service reads only on the HPA class).
+    reads_metrics_api: bool = False
 
     def pod_templates(self) -> list[PodTemplate]:
         """The pod templates the object makes pods from (with their GPU claims)."""
