@@ -72,6 +72,7 @@ class ServeOptions(NamedTuple):
     adapter_configmap_selector: str | None = None
     configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES
     tls_check_interval: float = 5.0
+    client_ca: str | None = None
     shutdown_delay: float = 0.0
     shutdown_timeout: float = 20.0
     prometheus: str | None = None
@@ -88,11 +89,21 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--tls-cert", required=True, metavar="FILE", help="PEM certificate chain")
     tls.add_argument("--tls-key", required=True, metavar="FILE", help="PEM private key")
     tls.add_argument(
+        "--client-ca",
+        metavar="FILE",
+        help="PEM bundle of the CAs whose client certificates may call /validate (the API "
+        "server presents one when its AdmissionConfiguration names it): a client with none "
+        "gets HTTP 401 before its body is read, one with a certificate these CAs did not "
+        "issue fails the TLS handshake; /healthz, /readyz and /metrics need none (default: "
+        "any client may call /validate)",
+    )
+    tls.add_argument(
         "--tls-check-interval",
         type=float,
         default=5.0,
         metavar="S",
-        help="seconds between checks for a rotated certificate or key (default: 5)",
+        help="seconds between checks for a rotated certificate, key or client CA bundle "
+        "(default: 5)",
     )
     listen = parser.add_argument_group("listening")
     listen.add_argument(
@@ -321,6 +332,7 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
     options = ServeOptions(
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
+        client_ca=args.client_ca,
         port=args.port,
         bind=args.bind,
         config=args.config,
