@@ -202,11 +202,12 @@ class _Attacker(threading.Thread):
 def test_reviews_of_a_denied_object_are_denied_under_the_body_pool_attack(
     certificates: Certificates, tmp_path: Path
 ) -> None:
-    """Idle connections that announce 6 MiB bodies and send none, reopened as they are
+    """Idle connections that announce 5.3 MiB bodies and send none, reopened as they are
     closed, from one client, and connections that announce a body and send none up to
     the connection cap from another, while a Deployment that must be refused is reviewed
     every 0.2 s on a new connection each time: every review is refused."""
-    size = 6 * 1024 * 1024
+    # Six of these fill the default 32 MiB pool but for 2 bytes.
+    size = 32 * 1024 * 1024 // 6
     # The defaults (6 MiB bodies, a 32 MiB pool, a 2 s deadline), with a connection cap low
     # enough for the test to fill: each attacker at its per-client cap, the two at the cap.
     args = ["--no-cluster", "--max-connections=40", "--max-client-connections=20"]
