@@ -222,8 +222,8 @@ def test_reviews_of_a_denied_object_are_denied_under_the_body_pool_attack(
             attacker.start()
         verdicts = []
         try:
-            time.sleep(1.5)  # every attacking connection open
-            for index in range(20):
+            time.sleep(1.2)  # every attacking connection open, the first ones closed
+            for index in range(10):
                 review = admission_review(objects.half_gpu_deployment(), uid=f"r{index}")
                 status, answer = served.post_raw(json.dumps(review).encode())
                 verdicts.append((status, answer.get("response", {}).get("allowed")))
@@ -232,10 +232,10 @@ def test_reviews_of_a_denied_object_are_denied_under_the_body_pool_attack(
             stop.set()
             for attacker in attackers:
                 attacker.join(10)
-        assert verdicts == [(200, False)] * 20, verdicts
+        assert verdicts == [(200, False)] * 10, verdicts
         metrics = served.metrics()
     # the attack was under way: connections were closed for their silence and reopened
     assert all(attacker.opened > attacker.count for attacker in attackers)
-    assert metrics.value("gpulint_webhook_possible_fail_open_total", reason="no-body") > 20
+    assert metrics.value("gpulint_webhook_possible_fail_open_total", reason="no-body") > 10
     assert metrics.value("gpulint_webhook_fail_open_total") == 0
     assert metrics.value("gpulint_webhook_possible_fail_open_total", reason="busy") == 0
