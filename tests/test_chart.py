@@ -122,6 +122,10 @@ VALUES: dict[str, dict[str, Any]] = {
     },
     "all-namespaces": {"adapter": {"configMapNamespaces": ["*"]}},
     "no-cluster": {"serve": {"noCluster": True}},
+    "client-auth": {
+        "clientAuth": {"enabled": True, "caSecret": "apiserver-client-ca", "caKey": "ca.pem"},
+        "networkPolicy": {"apiServer": {"cidrs": ["10.0.0.0/28", "fd00::/120"]}},
+    },
     "open-network": {
         "networkPolicy": {
             "egress": {"enabled": False},
@@ -870,7 +874,17 @@ def test_network_policies_admit_only_the_webhook_port_and_limit_egress(rendered:
     ingress = [p["spec"] for p in policies if "Ingress" in p["spec"]["policyTypes"]]
     (rule,) = ingress[0]["ingress"]
     assert rule["ports"] == [{"protocol": "TCP", "port": serve_options(rendered).port}]
-    assert rule.get("from", []) == rendered.value("networkPolicy", "ingressFrom")
+    cidrs = rendered.value("networkPolicy", "apiServer", "cidrs")
+    ingress_from = rendered.value("networkPolicy", "ingressFrom")
+    if cidrs or ingress_from:
+        # the API server named (or peers given): only it, Prometheus and the peers
+        assert rule["from"] == [
+            *({"ipBlock": {"cidr": cidr}} for cidr in cidrs),
+            *rendered.value("networkPolicy", "metricsFrom"),
+            *ingress_from,
+        ]
+    else:  # `helm template` reads no cluster: the API server is not named, and anyone may
+        assert "from" not in rule
     egress = [p["spec"] for p in policies if "Egress" in p["spec"]["policyTypes"]]
     if not rendered.value("networkPolicy", "egress", "enabled"):
         assert egress == []
@@ -1066,6 +1080,67 @@ def test_an_upgrade_keeps_the_self_signed_certificate_the_cluster_holds(
     assert self_signed_pair(upgraded)[3] == base64.b64decode(installed["data"]["ca.crt"])
     again = render(helm_home, "again", {})
     assert again.one("Secret")["data"]["ca.crt"] != installed["data"]["ca.crt"]
+
+
+def _ingress_from(rendered: Rendered) -> Any:
+    (policy,) = [p for p in rendered.all("NetworkPolicy") if "Ingress" in p["spec"]["policyTypes"]]
+    (rule,) = policy["spec"]["ingress"]
+    return rule.get("from")
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "narrowed"),
+    [
+        (["172.18.0.2"], ["172.18.0.2/32"]),  # a control plane on its own nodes (kind)
+        (["172.18.0.2", "fd00:10::2"], ["172.18.0.2/32", "fd00:10::2/128"]),
+        (["172.18.0.2", "10.100.0.9"], None),  # one address is no node's: a managed one
+        ([], None),
+    ],
+)
+def test_the_api_server_on_the_clusters_nodes_is_named_at_install(
+    helm_home: Path, tmp_path: Path, endpoints: list[str], narrowed: list[str] | None
+) -> None:
+    """Rendered against an API server (helm's lookup, as on install and upgrade), the
+    ingress policy admits the addresses of the `kubernetes` Endpoints when every one is a
+    node's, besides Prometheus; otherwise the port stays open."""
+    cluster = FakeCluster()
+    nodes = Resource("", "v1", "Node", "nodes", namespaced=False)
+    cluster.resources[nodes.key] = nodes
+    cluster.objects[nodes.key] = {}
+    for index, address in enumerate(["172.18.0.2", "172.18.0.3", "fd00:10::2"]):
+        cluster.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"node-{index}"},
+                "status": {"addresses": [{"type": "InternalIP", "address": address}]},
+            }
+        )
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": "kubernetes", "namespace": "default"},
+            "subsets": [{"addresses": [{"ip": ip} for ip in endpoints]}] if endpoints else [],
+        }
+    )
+    server = _ApiServer(cluster).start()
+    try:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        against = ("--dry-run=server", "--kubeconfig", str(kubeconfig))
+        installed = render(helm_home, "install", {}, *against)
+        off = {"networkPolicy": {"apiServer": {"lookup": False}}}
+        not_looked_up = render(helm_home, "no-lookup", off, *against)
+    finally:
+        server.stop()
+    if narrowed is None:
+        assert _ingress_from(installed) is None
+    else:
+        assert _ingress_from(installed) == [
+            *({"ipBlock": {"cidr": cidr}} for cidr in narrowed),
+            *DEFAULTS["networkPolicy"]["metricsFrom"],
+        ]
+    assert _ingress_from(not_looked_up) is None
 
 
 # --- the chart and the kustomize install say the same thing -----------------------------------
