@@ -356,8 +356,8 @@ class WebhookApp:
         self.metrics.invalid.labels("busy").inc()
         message = (
             f"request bodies of {self._pool_bytes} bytes are being read or answered "
-            f"(--max-buffered-bytes) and no room came free within {waited:g} s (the "
-            "--deadline or --read-timeout, whichever is shorter)"
+            f"(--max-buffered-bytes) and no room came free within {waited:g} s, the time a "
+            "body has to arrive (--deadline, at least a second, or --read-timeout if shorter)"
         )
         self._possible_fail_open("busy", 429, message, request)
         return await _answer_and_close(request, _status(429, "TooManyRequests", message))
