@@ -123,7 +123,12 @@ VALUES: dict[str, dict[str, Any]] = {
     "all-namespaces": {"adapter": {"configMapNamespaces": ["*"]}},
     "no-cluster": {"serve": {"noCluster": True}},
     "client-auth": {
-        "clientAuth": {"enabled": True, "caSecret": "apiserver-client-ca", "caKey": "ca.pem"},
+        "clientAuth": {
+            "enabled": True,
+            "caSecret": "apiserver-client-ca",
+            "caKey": "ca.pem",
+            "commonName": "kube-apiserver",
+        },
         "networkPolicy": {"apiServer": {"cidrs": ["10.0.0.0/28", "fd00::/120"]}},
     },
     "open-network": {
@@ -864,6 +869,21 @@ def test_the_arguments_are_what_the_values_say(renders: dict[str, Rendered]) -> 
         "name": "GPULINT_PROMETHEUS_HEADER_0",
         "valueFrom": {"secretKeyRef": {"name": "prometheus-token", "key": "header"}},
     }
+    # With clientAuth, --client-ca reads the bundle of the Secret, mounted where it says.
+    client_auth = renders["client-auth"]
+    options = serve_options(client_auth)
+    assert options.client_cn == "kube-apiserver"
+    assert options.client_ca is not None
+    directory, _, key = options.client_ca.rpartition("/")
+    assert key == "ca.pem"
+    (mount,) = [m for m in client_auth.container["volumeMounts"] if m["mountPath"] == directory]
+    (volume,) = [
+        v
+        for v in client_auth.one("Deployment")["spec"]["template"]["spec"]["volumes"]
+        if v["name"] == mount["name"]
+    ]
+    assert volume == {"name": mount["name"], "secret": {"secretName": "apiserver-client-ca"}}
+    assert serve_options(renders["defaults"]).client_ca is None
 
 
 def test_network_policies_admit_only_the_webhook_port_and_limit_egress(rendered: Rendered) -> None:
@@ -1278,13 +1298,15 @@ def test_gpulint_lint_of_deploy_renders_the_chart_and_the_overlays_and_finds_not
         "chart": "helm",
         "cert-manager": "kustomize",
         "without-cert-manager": "kustomize",
-        # A component no kustomization here uses: judged through the overlays that use it.
+        # Components no kustomization here uses: judged through the overlays that use them.
+        "components/client-certificates": "kustomize",
         "components/ingress-from-apiserver": "kustomize",
     }
     used = {name: u for name, u in units.items() if not name.startswith("components/")}
     assert all(u["objects"] > 0 for u in used.values())
-    assert [s["file"].rpartition("deploy/")[2] for s in report["summary"]["skipped"]] == [
-        "components/ingress-from-apiserver/kustomization.yaml"
+    assert sorted(s["file"].rpartition("deploy/")[2] for s in report["summary"]["skipped"]) == [
+        "components/client-certificates/kustomization.yaml",
+        "components/ingress-from-apiserver/kustomization.yaml",
     ]
 
 

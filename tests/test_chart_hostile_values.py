@@ -58,6 +58,7 @@ SHAPED = [
     "adapter.configMapNamespaces[0]",
     "adapter.configMapLabels.team",
     "clientAuth.caKey",
+    "clientAuth.commonName",
     "prometheus.url",
 ]
 

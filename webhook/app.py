@@ -123,13 +123,19 @@ async def _answer_and_close(request: web.Request, response: web.Response) -> web
     return response
 
 
-def _client_certified(request: web.Request) -> bool:
-    """Did the client present a certificate? With --client-ca, TLS asks for one and refuses
-    the handshake of a client whose certificate its CAs did not issue, so one presented is
-    one verified."""
+def _client_names(request: web.Request, names: bool) -> tuple[str, ...] | None:
+    """None when the client presented no certificate; else, with ``names``, the commonNames
+    of its subject (an empty tuple without). With --client-ca, TLS asks for a certificate and
+    refuses the handshake of a client whose certificate its CAs did not issue, so one
+    presented is one verified."""
     transport = request.transport
     tls = transport.get_extra_info("ssl_object") if transport is not None else None
-    return tls is not None and tls.getpeercert(binary_form=True) is not None
+    if tls is None or tls.getpeercert(binary_form=True) is None:
+        return None
+    if not names:
+        return ()
+    subject = tls.getpeercert().get("subject", ())
+    return tuple(value for part in subject for key, value in part if key == "commonName")
 
 
 def _status(status: int, reason: str, message: str) -> web.Response:
@@ -195,6 +201,7 @@ class WebhookApp:
         deny_undecodable: bool = False,
         max_buffered_bytes: int | None = None,
         client_certificates: bool = False,
+        client_name: str | None = None,
     ) -> None:
         from gpulint.core.model import Severity
 
@@ -218,6 +225,9 @@ class WebhookApp:
         # --client-ca: /validate answers only clients that presented a certificate (TLS has
         # verified it against the CAs by then; webhook.tls).
         self.client_certificates = client_certificates
+        # --client-cn: and only the one whose subject has this commonName (as Gatekeeper's
+        # --client-cn-name, whose default is kube-apiserver).
+        self.client_name = client_name
         # Made on the event loop at the first request (asyncio.Condition binds to it).
         self._pool_bytes = max_buffered_bytes or 8 * max_body_bytes
         self._pool: BodyPool | None = None
@@ -307,8 +317,12 @@ class WebhookApp:
         return response
 
     async def _validate(self, request: web.Request, started: float) -> web.Response:
-        if self.client_certificates and not _client_certified(request):
-            return await self._unauthenticated(request)
+        if self.client_certificates:
+            names = _client_names(request, self.client_name is not None)
+            if names is None:
+                return await self._unauthenticated(request)
+            if self.client_name is not None and self.client_name not in names:
+                return await self._forbidden(request, names)
         length = request.content_length
         if length is not None and length > self.max_body_bytes:
             return self._bad_request(
@@ -334,6 +348,18 @@ class WebhookApp:
         )
         self.log.warning("bad-request", reason="unauthenticated", message=message)
         return await _answer_and_close(request, _status(401, "Unauthorized", message))
+
+    async def _forbidden(self, request: web.Request, names: tuple[str, ...]) -> web.Response:
+        """/validate with a client certificate for another name than --client-cn: 403,
+        before any of the body is read, and the connection closes."""
+        self.metrics.invalid.labels("forbidden").inc()
+        shown = ", ".join(f"CN={name}" for name in names) or "no commonName"
+        message = (
+            f"this webhook answers only the client certificate of CN={self.client_name} "
+            f"(--client-cn), not one of {shown}"
+        )
+        self.log.warning("bad-request", reason="forbidden", message=message)
+        return await _answer_and_close(request, _status(403, "Forbidden", message))
 
     def _possible_fail_open(
         self, reason: str, status: int, message: str, request: web.Request

@@ -209,7 +209,8 @@ class WebhookMetrics:
         self.invalid = Counter(
             "gpulint_webhook_invalid_requests",
             "Requests answered HTTP 400 (not an AdmissionReview gpulint can answer), 401 "
-            "(reason unauthenticated: no client certificate with --client-ca) or 429 (reason "
+            "(reason unauthenticated: no client certificate with --client-ca), 403 (reason "
+            "forbidden: a client certificate for another name than --client-cn) or 429 (reason "
             "busy: no room among the bodies being read), by reason",
             ["reason"],
             registry=self.registry,

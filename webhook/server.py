@@ -274,6 +274,7 @@ async def _serve(
         embedded=embedded,
         max_buffered_bytes=options.max_buffered_bytes,
         client_certificates=options.client_ca is not None,
+        client_name=options.client_cn,
     )
     guard = ConnectionGuard(
         metrics,

@@ -7,6 +7,7 @@ probes and /metrics need none; a rotated bundle replaces the old one.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import trustme
+from gpulint.webhook.options import OptionError, add_serve_options, options_from_args
 
 from . import objects
 from .harness import Certificates, Webhook, admission_review, running
@@ -39,9 +41,11 @@ class ClientCA:
         os.replace(staging, self.path)
 
 
-def _with_certificate(hook: Webhook, ca: trustme.CA) -> ssl.SSLContext:
+def _with_certificate(
+    hook: Webhook, ca: trustme.CA, common_name: str = "kube-apiserver"
+) -> ssl.SSLContext:
     context = hook.certificates.client_context()
-    ca.issue_cert("kube-apiserver").configure_cert(context)
+    ca.issue_cert("kube-apiserver.example", common_name=common_name).configure_cert(context)
     return context
 
 
@@ -123,6 +127,22 @@ def test_a_rotated_bundle_trusts_the_new_ca_and_no_longer_the_old(
         _review(guarded, _with_certificate(guarded, old))
 
 
+def test_with_a_client_name_only_its_certificate_is_served(
+    certificates: Certificates, client_ca: ClientCA, tmp_path: Path
+) -> None:
+    args = ["--no-cluster", f"--client-ca={client_ca.path}", "--client-cn=kube-apiserver"]
+    with running(certificates, tmp_path / "serve.log", args) as hook:
+        assert _review(hook, _with_certificate(hook, client_ca.ca))[0] == 200
+        status, answer = _review(hook, _with_certificate(hook, client_ca.ca, "kubelet"))
+        metrics = hook.metrics()
+    assert status == 403
+    assert answer["message"] == (
+        "this webhook answers only the client certificate of CN=kube-apiserver (--client-cn), "
+        "not one of CN=kubelet"
+    )
+    assert metrics.value("gpulint_webhook_invalid_requests_total", reason="forbidden") == 1
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -144,3 +164,11 @@ def test_a_bundle_without_a_usable_certificate_is_a_start_up_error(
     assert hook.process.wait(15) == 2
     hook.stop()
     assert f"the client CA bundle {bundle} {message}" in hook.log_text(), hook.log_text()
+
+
+def test_a_client_name_without_the_cas_is_a_usage_error() -> None:
+    parser = argparse.ArgumentParser()
+    add_serve_options(parser)
+    args = parser.parse_args(["--tls-cert=c", "--tls-key=k", "--client-cn=kube-apiserver"])
+    with pytest.raises(OptionError, match="--client-cn needs --client-ca"):
+        options_from_args(args)

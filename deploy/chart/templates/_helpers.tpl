@@ -183,6 +183,9 @@ schema bounds the values besides.
 - "--tls-key=/etc/gpulint/tls/tls.key"
 {{- if .Values.clientAuth.enabled }}
 - {{ printf "--client-ca=/etc/gpulint/client-ca/%s" .Values.clientAuth.caKey | quote }}
+{{- with .Values.clientAuth.commonName }}
+- {{ printf "--client-cn=%s" . | quote }}
+{{- end }}
 {{- end }}
 - {{ printf "--port=%v" $serve.port | quote }}
 - {{ printf "--deny-on=%v" $serve.denyOn | quote }}
