@@ -28,11 +28,10 @@ Used from the event loop only: with room, a reservation is a sum, with no lock.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import cast
 
-from aiohttp import web
+from aiohttp import StreamReader, web
 
 # An announced body at most this long is a small one: reviews, and what gpulint answers.
 SMALL_BODY_BYTES = 512 * 1024
@@ -81,14 +80,9 @@ class BodyPool:
         self.large_used = 0
         self._waiters: set[asyncio.Future[None]] = set()
 
-    @contextlib.asynccontextmanager
-    async def room(self, small: bool) -> AsyncIterator[BodyRoom]:
-        """The room of one body, given back when the block ends."""
-        held = BodyRoom(self, small)
-        try:
-            yield held
-        finally:
-            self._give_back(held)
+    def room(self, small: bool) -> BodyRoom:
+        """The room of one body (``async with``), given back when the block ends."""
+        return BodyRoom(self, small)
 
     def _fits(self, size: int, small: bool) -> bool:
         if self.used + size > self.capacity:
@@ -138,6 +132,12 @@ class BodyRoom:
         self.small = small
         self.size = 0
 
+    async def __aenter__(self) -> BodyRoom:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.pool._give_back(self)
+
     async def take(self, size: int, end: float) -> bool:
         """Hold ``size`` more bytes; False when no room came for them by ``end`` (the event
         loop's time)."""
@@ -173,14 +173,17 @@ async def _read(request: web.Request, room: BodyRoom, limit: int, within: float)
     chunks: list[bytes] = []
     size = 0
     while True:
-        by = start + first_byte if not chunks else end
-        try:
-            async with asyncio.timeout_at(by):
-                chunk = await content.readany()
-        except TimeoutError:
-            if chunks:
-                raise BodyTimeout("body", within) from None
-            raise BodyTimeout("first-byte", first_byte) from None
+        if content.is_eof():
+            # What is left of the body is all here (a review usually arrives whole with its
+            # headers): taken without a timer.
+            chunk = content.read_nowait()
+        else:
+            try:
+                chunk = await _next_part(content, end if chunks else start + first_byte)
+            except TimeoutError:
+                if chunks:
+                    raise BodyTimeout("body", within) from None
+                raise BodyTimeout("first-byte", first_byte) from None
         if not chunk:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
         size += len(chunk)
@@ -189,3 +192,10 @@ async def _read(request: web.Request, room: BodyRoom, limit: int, within: float)
         if not await room.take(len(chunk), end):
             raise NoRoom
         chunks.append(chunk)
+
+
+async def _next_part(content: StreamReader, by: float) -> bytes:
+    """The next bytes of the body, waited for until ``by`` (the event loop's time; then
+    TimeoutError)."""
+    async with asyncio.timeout_at(by):
+        return await content.readany()

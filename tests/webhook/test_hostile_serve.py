@@ -209,28 +209,34 @@ def test_connections_beyond_the_cap_are_closed_when_none_is_idle(guarded: Webhoo
 
 
 @pytest.mark.slow
-def test_connections_waiting_on_a_body_make_room_for_a_new_one(guarded: Webhook) -> None:
-    """Requests that announce a body and send none hold no connection the API server needs:
-    at the cap, the one that has waited longest on its body is closed for a new one."""
-    time.sleep(READ_TIMEOUT + 0.5)
-    before = guarded.metrics().value("gpulint_webhook_evicted_connections_total")
-    waiting = []
-    for _ in range(4):
-        sock = _tls(guarded)
-        sock.sendall(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99\r\n\r\n")
-        waiting.append(sock)
-        time.sleep(0.05)  # an order of waiting
-    try:
-        response = guarded.review(admission_review(objects.half_gpu_deployment()))
-        assert response["allowed"] is False
-        assert _is_closed(waiting[0], wait=0.05)
-        assert not _is_closed(waiting[3], wait=0.05)
-    finally:
-        for sock in waiting:
-            sock.close()
-    time.sleep(0.2)
-    assert guarded.metrics().value("gpulint_webhook_evicted_connections_total") >= before + 1
-    (record,) = [r for r in guarded.log_records() if r["event"] == "waiting-connection-closed"]
+def test_connections_waiting_on_a_body_make_room_for_a_new_one(
+    certificates: Certificates, tmp_path: Path
+) -> None:
+    """Requests whose body stalls hold no connection the API server needs: at the cap, the
+    one that has waited longest on its body is closed for a new one. (A deadline and read
+    timeout of 10 s keep the stalled bodies from being cut while the test runs.)"""
+    args = ["--no-cluster", "--max-connections=4", "--deadline=10", "--read-timeout=10"]
+    with running(certificates, tmp_path / "serve.log", args) as hook:
+        waiting = []
+        for _ in range(4):
+            sock = _tls(hook)
+            sock.sendall(
+                b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99\r\n\r\n{"
+            )
+            waiting.append(sock)
+            time.sleep(0.05)  # an order of waiting
+        try:
+            response = hook.review(admission_review(objects.half_gpu_deployment()))
+            assert response["allowed"] is False
+            assert _is_closed(waiting[0], wait=0.05)
+            assert not _is_closed(waiting[3], wait=0.05)
+        finally:
+            for sock in waiting:
+                sock.close()
+        time.sleep(0.2)
+        assert hook.metrics().value("gpulint_webhook_evicted_connections_total") >= 1
+        records = hook.log_records()
+    (record,) = [r for r in records if r["event"] == "waiting-connection-closed"]
     assert "whose request waited longest on its body" in record["message"]
 
 
