@@ -138,6 +138,13 @@ class BodyRoom:
     async def __aexit__(self, *exc: object) -> None:
         self.pool._give_back(self)
 
+    def take_now(self, size: int) -> bool:
+        """Hold ``size`` more bytes if there is room for them now."""
+        if self.pool._fits(size, self.small):
+            self.pool._take(self, size)
+            return True
+        return False
+
     async def take(self, size: int, end: float) -> bool:
         """Hold ``size`` more bytes; False when no room came for them by ``end`` (the event
         loop's time)."""
@@ -189,9 +196,25 @@ async def _read(request: web.Request, room: BodyRoom, limit: int, within: float)
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
-        if not await room.take(len(chunk), end):
+        if not room.take_now(len(chunk)) and not await _wait_for_room(request, room, chunk, end):
             raise NoRoom
         chunks.append(chunk)
+
+
+async def _wait_for_room(request: web.Request, room: BodyRoom, chunk: bytes, end: float) -> bool:
+    """Wait for room for ``chunk`` with the connection's reading paused: aiohttp reads ahead
+    again (up to its 128 KiB high-water mark) as soon as a part is taken from its buffer, so a
+    body waiting here would otherwise hold that much more besides the part in hand."""
+    if request.content.is_eof():  # the body is here whole: nothing more of it to read
+        return await room.take(len(chunk), end)
+    # Reading is not paused here: taking the part emptied aiohttp's buffer, which resumed it.
+    protocol = request.protocol
+    protocol.pause_reading()
+    try:
+        return await room.take(len(chunk), end)
+    finally:
+        if protocol.transport is not None:
+            protocol.resume_reading()
 
 
 async def _next_part(content: StreamReader, by: float) -> bytes:
