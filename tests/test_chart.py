@@ -122,6 +122,15 @@ VALUES: dict[str, dict[str, Any]] = {
     },
     "all-namespaces": {"adapter": {"configMapNamespaces": ["*"]}},
     "no-cluster": {"serve": {"noCluster": True}},
+    "client-auth": {
+        "clientAuth": {
+            "enabled": True,
+            "caSecret": "apiserver-client-ca",
+            "caKey": "ca.pem",
+            "commonName": "kube-apiserver",
+        },
+        "networkPolicy": {"apiServer": {"cidrs": ["10.0.0.0/28", "fd00::/120"]}},
+    },
     "open-network": {
         "networkPolicy": {
             "egress": {"enabled": False},
@@ -860,6 +869,21 @@ def test_the_arguments_are_what_the_values_say(renders: dict[str, Rendered]) -> 
         "name": "GPULINT_PROMETHEUS_HEADER_0",
         "valueFrom": {"secretKeyRef": {"name": "prometheus-token", "key": "header"}},
     }
+    # With clientAuth, --client-ca reads the bundle of the Secret, mounted where it says.
+    client_auth = renders["client-auth"]
+    options = serve_options(client_auth)
+    assert options.client_cn == "kube-apiserver"
+    assert options.client_ca is not None
+    directory, _, key = options.client_ca.rpartition("/")
+    assert key == "ca.pem"
+    (mount,) = [m for m in client_auth.container["volumeMounts"] if m["mountPath"] == directory]
+    (volume,) = [
+        v
+        for v in client_auth.one("Deployment")["spec"]["template"]["spec"]["volumes"]
+        if v["name"] == mount["name"]
+    ]
+    assert volume == {"name": mount["name"], "secret": {"secretName": "apiserver-client-ca"}}
+    assert serve_options(renders["defaults"]).client_ca is None
 
 
 def test_network_policies_admit_only_the_webhook_port_and_limit_egress(rendered: Rendered) -> None:
@@ -870,7 +894,17 @@ def test_network_policies_admit_only_the_webhook_port_and_limit_egress(rendered:
     ingress = [p["spec"] for p in policies if "Ingress" in p["spec"]["policyTypes"]]
     (rule,) = ingress[0]["ingress"]
     assert rule["ports"] == [{"protocol": "TCP", "port": serve_options(rendered).port}]
-    assert rule.get("from", []) == rendered.value("networkPolicy", "ingressFrom")
+    cidrs = rendered.value("networkPolicy", "apiServer", "cidrs")
+    ingress_from = rendered.value("networkPolicy", "ingressFrom")
+    if cidrs or ingress_from:
+        # the API server named (or peers given): only it, Prometheus and the peers
+        assert rule["from"] == [
+            *({"ipBlock": {"cidr": cidr}} for cidr in cidrs),
+            *rendered.value("networkPolicy", "metricsFrom"),
+            *ingress_from,
+        ]
+    else:  # `helm template` reads no cluster: the API server is not named, and anyone may
+        assert "from" not in rule
     egress = [p["spec"] for p in policies if "Egress" in p["spec"]["policyTypes"]]
     if not rendered.value("networkPolicy", "egress", "enabled"):
         assert egress == []
@@ -1068,6 +1102,67 @@ def test_an_upgrade_keeps_the_self_signed_certificate_the_cluster_holds(
     assert again.one("Secret")["data"]["ca.crt"] != installed["data"]["ca.crt"]
 
 
+def _ingress_from(rendered: Rendered) -> Any:
+    (policy,) = [p for p in rendered.all("NetworkPolicy") if "Ingress" in p["spec"]["policyTypes"]]
+    (rule,) = policy["spec"]["ingress"]
+    return rule.get("from")
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "narrowed"),
+    [
+        (["172.18.0.2"], ["172.18.0.2/32"]),  # a control plane on its own nodes (kind)
+        (["172.18.0.2", "fd00:10::2"], ["172.18.0.2/32", "fd00:10::2/128"]),
+        (["172.18.0.2", "10.100.0.9"], None),  # one address is no node's: a managed one
+        ([], None),
+    ],
+)
+def test_the_api_server_on_the_clusters_nodes_is_named_at_install(
+    helm_home: Path, tmp_path: Path, endpoints: list[str], narrowed: list[str] | None
+) -> None:
+    """Rendered against an API server (helm's lookup, as on install and upgrade), the
+    ingress policy admits the addresses of the `kubernetes` Endpoints when every one is a
+    node's, besides Prometheus; otherwise the port stays open."""
+    cluster = FakeCluster()
+    nodes = Resource("", "v1", "Node", "nodes", namespaced=False)
+    cluster.resources[nodes.key] = nodes
+    cluster.objects[nodes.key] = {}
+    for index, address in enumerate(["172.18.0.2", "172.18.0.3", "fd00:10::2"]):
+        cluster.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"node-{index}"},
+                "status": {"addresses": [{"type": "InternalIP", "address": address}]},
+            }
+        )
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": "kubernetes", "namespace": "default"},
+            "subsets": [{"addresses": [{"ip": ip} for ip in endpoints]}] if endpoints else [],
+        }
+    )
+    server = _ApiServer(cluster).start()
+    try:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        against = ("--dry-run=server", "--kubeconfig", str(kubeconfig))
+        installed = render(helm_home, "install", {}, *against)
+        off = {"networkPolicy": {"apiServer": {"lookup": False}}}
+        not_looked_up = render(helm_home, "no-lookup", off, *against)
+    finally:
+        server.stop()
+    if narrowed is None:
+        assert _ingress_from(installed) is None
+    else:
+        assert _ingress_from(installed) == [
+            *({"ipBlock": {"cidr": cidr}} for cidr in narrowed),
+            *DEFAULTS["networkPolicy"]["metricsFrom"],
+        ]
+    assert _ingress_from(not_looked_up) is None
+
+
 # --- the chart and the kustomize install say the same thing -----------------------------------
 
 
@@ -1203,13 +1298,15 @@ def test_gpulint_lint_of_deploy_renders_the_chart_and_the_overlays_and_finds_not
         "chart": "helm",
         "cert-manager": "kustomize",
         "without-cert-manager": "kustomize",
-        # A component no kustomization here uses: judged through the overlays that use it.
+        # Components no kustomization here uses: judged through the overlays that use them.
+        "components/client-certificates": "kustomize",
         "components/ingress-from-apiserver": "kustomize",
     }
     used = {name: u for name, u in units.items() if not name.startswith("components/")}
     assert all(u["objects"] > 0 for u in used.values())
-    assert [s["file"].rpartition("deploy/")[2] for s in report["summary"]["skipped"]] == [
-        "components/ingress-from-apiserver/kustomization.yaml"
+    assert sorted(s["file"].rpartition("deploy/")[2] for s in report["summary"]["skipped"]) == [
+        "components/client-certificates/kustomization.yaml",
+        "components/ingress-from-apiserver/kustomization.yaml",
     ]
 
 

@@ -5,9 +5,14 @@ deadline. When gpulint cannot evaluate (caches not synced, deadline passed, an i
 error) the answer is ``allowed: true`` with a warning saying so, counted in
 ``gpulint_webhook_fail_open_total``. A body gpulint cannot answer is an HTTP 400 with a JSON
 message. Nothing answers 500: an error outside any review is a 400 too, logged as an error.
-A body that finds no room among the bodies being read (``--max-buffered-bytes``,
-``webhook.connections.BodyPool``) within ``--deadline`` (``--read-timeout`` if shorter) is a
-429, counted (``invalid_requests_total{reason="busy"}``) and logged.
+A body is read as its bytes arrive, each part with room among the bodies being read
+(``--max-buffered-bytes``, ``webhook.bodies``); one that finds no room within ``--deadline``
+(``--read-timeout`` if shorter) is a 429. One that does not start within a second of its
+headers, or end by then, is a 400, and the connection closes. The API server treats either as
+a failed call and applies the webhook's failurePolicy (``Ignore`` admits the object
+unjudged), so each is counted in ``gpulint_webhook_possible_fail_open_total`` by reason and
+logged as ``possible-fail-open``. With ``--client-ca``, a client that presented no
+certificate is answered 401 before any of its body is read.
 
 An object nested deeper than gpulint reads (``gpulint.cluster.decoding.MAX_OBJECT_DEPTH``
 levels; the API server passes on 10,000) is never a 400, which ``failurePolicy: Ignore`` would
@@ -20,8 +25,8 @@ review is counted in ``gpulint_webhook_undecodable_objects_total`` and logged
 they come from something else, and no uid can be trusted from them to answer.
 
 A request chooses what it sends, so nothing it sends becomes a metric label: kinds outside
-the evaluated ones are counted as ``other``. Its body must arrive within ``--read-timeout``
-(its headers too: ``webhook.connections``); a slower one is a 400 and the connection closes.
+the evaluated ones are counted as ``other``. Its headers must arrive within ``--read-timeout``
+(``webhook.connections``).
 
 Where a review is answered depends on what it costs (``review_route``), decided on the event
 loop once the body is decoded:
@@ -60,7 +65,17 @@ from aiohttp.web_protocol import RequestPayloadError
 from gpulint.cluster.decoding import MAX_OBJECT_DEPTH
 from gpulint.core.deadline import DeadlineExceeded
 
-from .connections import BodyPool
+from .bodies import (
+    FIRST_BYTE_TIMEOUT,
+    SMALL_BODY_BYTES,
+    BodyPool,
+    BodyRoom,
+    BodyTimeout,
+    BodyTooLarge,
+    NoRoom,
+    read_body,
+    small_reserve,
+)
 from .evaluator import (
     EVALUATED_KINDS,
     Decider,
@@ -95,6 +110,32 @@ def _json(data: Any, status: int = 200) -> web.Response:
     except UnicodeEncodeError:  # a lone surrogate (a uid sent as "\ud800"), kept as its escape
         body = json.dumps(data, separators=(",", ":")).encode()
     return web.Response(body=body, status=status, content_type="application/json")
+
+
+async def _answer_and_close(request: web.Request, response: web.Response) -> web.Response:
+    """Send ``response`` and close the connection now, the rest of the request's body
+    unread: aiohttp would otherwise linger, reading it for seconds more."""
+    response.force_close()
+    await response.prepare(request)
+    await response.write_eof()
+    if request.transport is not None:
+        request.transport.close()
+    return response
+
+
+def _client_names(request: web.Request, names: bool) -> tuple[str, ...] | None:
+    """None when the client presented no certificate; else, with ``names``, the commonNames
+    of its subject (an empty tuple without). With --client-ca, TLS asks for a certificate and
+    refuses the handshake of a client whose certificate its CAs did not issue, so one
+    presented is one verified."""
+    transport = request.transport
+    tls = transport.get_extra_info("ssl_object") if transport is not None else None
+    if tls is None or tls.getpeercert(binary_form=True) is None:
+        return None
+    if not names:
+        return ()
+    subject = tls.getpeercert().get("subject", ())
+    return tuple(value for part in subject for key, value in part if key == "commonName")
 
 
 def _status(status: int, reason: str, message: str) -> web.Response:
@@ -159,6 +200,8 @@ class WebhookApp:
         embedded: EmbeddedWorker | None = None,
         deny_undecodable: bool = False,
         max_buffered_bytes: int | None = None,
+        client_certificates: bool = False,
+        client_name: str | None = None,
     ) -> None:
         from gpulint.core.model import Severity
 
@@ -179,6 +222,12 @@ class WebhookApp:
         self.metrics = metrics
         self.shutting_down = False
         self.deny_undecodable = deny_undecodable
+        # --client-ca: /validate answers only clients that presented a certificate (TLS has
+        # verified it against the CAs by then; webhook.tls).
+        self.client_certificates = client_certificates
+        # --client-cn: and only the one whose subject has this commonName (as Gatekeeper's
+        # --client-cn-name, whose default is kube-apiserver).
+        self.client_name = client_name
         # Made on the event loop at the first request (asyncio.Condition binds to it).
         self._pool_bytes = max_buffered_bytes or 8 * max_body_bytes
         self._pool: BodyPool | None = None
@@ -268,6 +317,12 @@ class WebhookApp:
         return response
 
     async def _validate(self, request: web.Request, started: float) -> web.Response:
+        if self.client_certificates:
+            names = _client_names(request, self.client_name is not None)
+            if names is None:
+                return await self._unauthenticated(request)
+            if self.client_name is not None and self.client_name not in names:
+                return await self._forbidden(request, names)
         length = request.content_length
         if length is not None and length > self.max_body_bytes:
             return self._bad_request(
@@ -276,52 +331,100 @@ class WebhookApp:
                 "(--max-body-bytes)",
             )
         if self._pool is None:
-            self._pool = BodyPool(self._pool_bytes)
-        reserved = self.max_body_bytes if length is None else length
-        # Past the deadline an answer is of no use: the API server stops waiting soon after.
-        wait = min(self.read_timeout, self.deadline)
-        async with self._pool.reserve(reserved, wait) as granted:
-            if not granted:
-                return self._busy(wait)
-            return await self._read_and_answer(request, started)
+            self._pool = BodyPool(
+                self._pool_bytes, small_reserve(self._pool_bytes, self.max_body_bytes)
+            )
+        small = length is not None and length <= SMALL_BODY_BYTES
+        async with self._pool.room(small) as room:
+            return await self._read_and_answer(request, room, started)
 
-    def _busy(self, waited: float) -> web.Response:
-        """No room in the body pool in time: 429, and the connection closes (its body was
-        never read)."""
+    async def _unauthenticated(self, request: web.Request) -> web.Response:
+        """/validate without a client certificate while --client-ca is set: 401, before any
+        of the body is read, and the connection closes."""
+        self.metrics.invalid.labels("unauthenticated").inc()
+        message = (
+            "this webhook answers only clients with a certificate issued by its --client-ca: "
+            "the API server presents one when its AdmissionConfiguration names it"
+        )
+        self.log.warning("bad-request", reason="unauthenticated", message=message)
+        return await _answer_and_close(request, _status(401, "Unauthorized", message))
+
+    async def _forbidden(self, request: web.Request, names: tuple[str, ...]) -> web.Response:
+        """/validate with a client certificate for another name than --client-cn: 403,
+        before any of the body is read, and the connection closes."""
+        self.metrics.invalid.labels("forbidden").inc()
+        shown = ", ".join(f"CN={name}" for name in names) or "no commonName"
+        message = (
+            f"this webhook answers only the client certificate of CN={self.client_name} "
+            f"(--client-cn), not one of {shown}"
+        )
+        self.log.warning("bad-request", reason="forbidden", message=message)
+        return await _answer_and_close(request, _status(403, "Forbidden", message))
+
+    def _possible_fail_open(
+        self, reason: str, status: int, message: str, request: web.Request
+    ) -> None:
+        """A request to /validate answered with an error it may have been a review for: the
+        API server applies the webhook's failurePolicy to it, and Ignore admits the object
+        unjudged."""
+        self.metrics.possible_fail_open.labels(reason).inc()
+        self.log.warning(
+            "possible-fail-open",
+            reason=reason,
+            status=status,
+            message=message,
+            client=request.remote,
+        )
+
+    async def _busy(self, request: web.Request, waited: float) -> web.Response:
+        """No room in the body pool in time: 429, and the connection closes (the rest of its
+        body is not read)."""
         self.metrics.invalid.labels("busy").inc()
         message = (
             f"request bodies of {self._pool_bytes} bytes are being read or answered "
-            f"(--max-buffered-bytes) and no room came free within {waited:g} s (the "
-            "--deadline or --read-timeout, whichever is shorter)"
+            f"(--max-buffered-bytes) and no room came free within {waited:g} s, the time a "
+            "body has to arrive (--deadline, at least a second, or --read-timeout if shorter)"
         )
-        self.log.warning("bad-request", reason="busy", message=message)
-        response = _status(429, "TooManyRequests", message)
-        response.force_close()
-        return response
+        self._possible_fail_open("busy", 429, message, request)
+        return await _answer_and_close(request, _status(429, "TooManyRequests", message))
 
-    async def _read_and_answer(self, request: web.Request, started: float) -> web.Response:
-        try:
-            async with asyncio.timeout(self.read_timeout):
-                body = await request.read()
-        except TimeoutError:
-            self.metrics.slow_requests.labels("body").inc()
-            response = self._bad_request(
-                "slow",
-                f"the request body did not arrive within {self.read_timeout:g} s (--read-timeout)",
-                close=True,
+    async def _too_slow(
+        self, request: web.Request, error: BodyTimeout, within: float
+    ) -> web.Response:
+        """A body that did not start or end in time: 400, answered and closed at once."""
+        if error.part == "first-byte":
+            reason = "no-body"
+            message = (
+                f"no byte of the request body arrived within {error.seconds:g} s of its headers"
             )
-            # Answer and close now: aiohttp would otherwise linger, reading the rest of the
-            # body for as long again.
-            await response.prepare(request)
-            await response.write_eof()
-            if request.transport is not None:
-                request.transport.close()
-            return response
-        except web.HTTPRequestEntityTooLarge:
+        else:
+            reason = "slow-body"
+            flag = "--read-timeout" if within == self.read_timeout else "--deadline"
+            message = f"the request body did not arrive within {within:g} s ({flag})"
+        self.metrics.slow_requests.labels("body").inc()
+        self.metrics.invalid.labels("slow").inc()
+        self._possible_fail_open(reason, 400, message, request)
+        return await _answer_and_close(request, _json(bad_request_body(message), 400))
+
+    async def _read_and_answer(
+        self, request: web.Request, room: BodyRoom, started: float
+    ) -> web.Response:
+        # Past the deadline an answer is of no use: the API server stops waiting soon after.
+        # A body still has the time its first byte has, so that a very short --deadline
+        # fails the review open as usual instead of refusing its body.
+        within = min(self.read_timeout, max(self.deadline, FIRST_BYTE_TIMEOUT))
+        try:
+            body = await read_body(request, room, limit=self.max_body_bytes, within=within)
+        except BodyTimeout as error:
+            return await self._too_slow(request, error, within)
+        except NoRoom:
+            return await self._busy(request, within)
+        except BodyTooLarge:
             return self._bad_request(
                 "too-large",
                 f"the request body is over the limit of {self.max_body_bytes} bytes "
                 "(--max-body-bytes)",
+                close=True,
             )
         except (RequestPayloadError, HttpProcessingError) as error:
             # A Content-Encoding that does not decode, a body cut short.

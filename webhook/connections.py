@@ -30,12 +30,12 @@ gpulint accepts connections itself (``GuardedSite``) and hands each to the event
   (libuv) would otherwise accept and close them without a word, asyncio log a traceback for
   each.
 
-Request bodies are read only with room in a pool of ``--max-buffered-bytes`` (``BodyPool``):
-each reserves its Content-Length (``--max-body-bytes`` when it has none) until it is answered,
-so that many slow or large bodies at once cannot take the process's memory; a body that finds
-no room within the review's deadline is answered 429. Until then its bytes wait in the kernel:
-aiohttp stops reading a connection once 128 KiB of it are unread (its StreamReader's high
-water mark, twice its 64 KiB limit).
+Request bodies are read only as their bytes arrive, with room in a pool of
+``--max-buffered-bytes`` (``webhook.bodies``). A request whose body has not arrived whole is
+no more use to the server than an idle connection: at a limit, when no connection is idle,
+the one whose request has waited longest on its body is closed to make room. So connections
+that announce bodies and send none, however many and from however many clients, cannot keep
+the API server's new connection out.
 
 Each kind of trouble is logged when it starts and then at most once a minute, so that a flood
 of them cannot flood the log.
@@ -44,17 +44,17 @@ of them cannot flood the log.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import socket
 import ssl
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from aiohttp import web
 
+from .bodies import BODY_SETTLED
 from .logs import JsonLog
 from .metrics import WebhookMetrics
 
@@ -115,6 +115,7 @@ class ConnectionGuard:
         self._opened_by: dict[asyncio.Task[None], asyncio.BaseTransport] = {}
         self._full = _Throttled(log, "connection-limit-reached")
         self._evicted = _Throttled(log, "idle-connection-closed")
+        self._evicted_waiting = _Throttled(log, "waiting-connection-closed")
         self._slow = _Throttled(log, "slow-request-headers")
         self._descriptors = _Throttled(log, "out-of-file-descriptors")
         self._accept_error = _Throttled(log, "accept-failed")
@@ -135,7 +136,8 @@ class ConnectionGuard:
         connection = self._open.get(request.transport) if request.transport else None
         if connection is None:
             return await handler(request)
-        connection.request_started()
+        connection.request_started(request.body_exists)
+        request[BODY_SETTLED] = connection.body_settled
         try:
             return await handler(request)
         finally:
@@ -186,21 +188,32 @@ class ConnectionGuard:
         return False
 
     def _make_room(self, client: str | None) -> bool:
-        """Close the connection (of ``client``, or of anyone) idle the longest; False when
-        none is idle. A scan of the open connections, made only at a limit."""
+        """Close the connection (of ``client``, or of anyone) idle the longest, or else the
+        one whose request has waited longest on its body; False when there is neither. A
+        scan of the open connections, made only at a limit."""
         oldest: tuple[float, object, str] | None = None
+        waiting: tuple[float, object, str] | None = None
         for transport, connection in self._open.items():
-            if connection.busy or transport in self._leaving:
+            if transport in self._leaving:
                 continue
             if client is not None and connection.client != client:
                 continue
-            if oldest is None or connection.idle_since < oldest[0]:
-                oldest = (connection.idle_since, transport, connection.client)
+            if not connection.busy:
+                if oldest is None or connection.idle_since < oldest[0]:
+                    oldest = (connection.idle_since, transport, connection.client)
+            elif connection.body_pending_since is not None and (
+                waiting is None or connection.body_pending_since < waiting[0]
+            ):
+                waiting = (connection.body_pending_since, transport, connection.client)
         for task, (owner, started) in self._handshakes.items():
             if task in self._leaving or (client is not None and owner != client):
                 continue
             if oldest is None or started < oldest[0]:
                 oldest = (started, task, owner)
+        log, what = self._evicted, "idle the longest"
+        if oldest is None:
+            log, oldest = self._evicted_waiting, waiting
+            what = "whose request waited longest on its body"
         if oldest is None:
             return False
         _, victim, owner = oldest
@@ -211,10 +224,7 @@ class ConnectionGuard:
             cast(asyncio.Transport, victim).abort()
         self.metrics.evicted_connections.inc()
         limit = "--max-client-connections" if client is not None else "--max-connections"
-        self._evicted(
-            message=f"the connection idle the longest was closed to make room for a new one "
-            f"({limit})"
-        )
+        log(message=f"the connection {what} was closed to make room for a new one ({limit})")
         return True
 
     def handshake_started(self, task: asyncio.Task[None], client: str) -> None:
@@ -263,50 +273,6 @@ class ConnectionGuard:
         )
 
 
-class BodyPool:
-    """Bytes of request bodies held at once, at most ``capacity``: a body reserves its size
-    before it is read and gives it back once answered. Any waiting body that fits goes in
-    (not only the first in line), so that small reviews are not held up behind a large one.
-    Used from the event loop only: with room, a reservation is a sum, with no lock."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.used = 0
-        self._waiters: set[asyncio.Future[None]] = set()
-
-    @contextlib.asynccontextmanager
-    async def reserve(self, size: int, timeout: float) -> AsyncIterator[bool]:
-        """Hold ``size`` bytes (the capacity at most) while the block runs; yields False
-        when there was no room for them within ``timeout`` seconds."""
-        size = min(size, self.capacity)
-        if self.used + size > self.capacity and not await self._room_for(size, timeout):
-            yield False
-            return
-        self.used += size
-        try:
-            yield True
-        finally:
-            self.used -= size
-            for waiter in self._waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
-
-    async def _room_for(self, size: int, timeout: float) -> bool:
-        loop = asyncio.get_running_loop()
-        end = loop.time() + timeout
-        while self.used + size > self.capacity:
-            waiter = loop.create_future()
-            self._waiters.add(waiter)
-            try:
-                async with asyncio.timeout_at(end):
-                    await waiter
-            except TimeoutError:
-                return False
-            finally:
-                self._waiters.discard(waiter)
-        return True
-
-
 class GuardedConnection(asyncio.Protocol):
     """aiohttp's protocol for one connection, behind the guard's limits."""
 
@@ -324,6 +290,9 @@ class GuardedConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.busy = False
         self.idle_since = time.monotonic()  # its last bytes or answer: room is made by it
+        # When its request began to wait on a body that has not arrived whole; None once it
+        # has, and for a request without one.
+        self.body_pending_since: float | None = None
         self._timer: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol ------------------------------------------------------------------
@@ -362,13 +331,19 @@ class GuardedConnection(asyncio.Protocol):
 
     # --- requests --------------------------------------------------------------------------
 
-    def request_started(self) -> None:
+    def request_started(self, has_body: bool) -> None:
         self.busy = True
+        self.body_pending_since = time.monotonic() if has_body else None
         self._disarm()
+
+    def body_settled(self) -> None:
+        """The request's body has arrived whole, or will not be read."""
+        self.body_pending_since = None
 
     def request_ended(self) -> None:
         # Idle now: aiohttp's keep-alive timeout governs until bytes of another request come.
         self.busy = False
+        self.body_pending_since = None
         self.idle_since = time.monotonic()
 
     def _arm(self) -> None:
@@ -396,12 +371,12 @@ class _Listener:
         self,
         sock: socket.socket,
         guard: ConnectionGuard,
-        ssl_context: ssl.SSLContext | None,
+        contexts: Callable[[], ssl.SSLContext | None],
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         self.sock = sock
         self.guard = guard
-        self.ssl_context = ssl_context
+        self.contexts = contexts
         self.loop = loop
         self._handshakes: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -434,12 +409,13 @@ class _Listener:
     async def _handshake(self, connection: socket.socket, client: str) -> None:
         task = asyncio.current_task()
         assert task is not None
+        context = self.contexts()
         try:
             await self.loop.connect_accepted_socket(
                 self.guard.protocol(client, task),
                 connection,
-                ssl=self.ssl_context,
-                ssl_handshake_timeout=self.guard.read_timeout if self.ssl_context else None,
+                ssl=context,
+                ssl_handshake_timeout=self.guard.read_timeout if context else None,
             )
         except (Exception, asyncio.CancelledError):
             # A client that went away or spoke no TLS, a handshake that took too long, room
@@ -497,9 +473,10 @@ def listening_sockets(bind: str | None, port: int, backlog: int) -> list[socket.
 
 class GuardedSite(web.BaseSite):
     """A TCP site that accepts through a ``ConnectionGuard``, with the TLS handshake held to
-    the guard's read timeout."""
+    the guard's read timeout. With ``contexts``, each new connection's TLS context is asked
+    of it (a certificate reload may replace the context), else ``ssl_context`` serves all."""
 
-    __slots__ = ("_bind", "_listeners", "_port", "guard")
+    __slots__ = ("_bind", "_contexts", "_listeners", "_port", "guard")
 
     def __init__(
         self,
@@ -509,10 +486,12 @@ class GuardedSite(web.BaseSite):
         port: int,
         *,
         ssl_context: ssl.SSLContext | None = None,
+        contexts: Callable[[], ssl.SSLContext | None] | None = None,
         backlog: int = 128,
     ) -> None:
         super().__init__(runner, ssl_context=ssl_context, backlog=backlog)
         self.guard = guard
+        self._contexts = contexts or (lambda: ssl_context)
         self._bind = bind
         self._port = port
         self._listeners: list[_Listener] = []
@@ -529,7 +508,7 @@ class GuardedSite(web.BaseSite):
         sockets = listening_sockets(self._bind, self._port, self._backlog)
         for sock in sockets:
             sock.setblocking(False)
-        self._listeners = [_Listener(s, self.guard, self._ssl_context, loop) for s in sockets]
+        self._listeners = [_Listener(s, self.guard, self._contexts, loop) for s in sockets]
 
     async def stop(self) -> None:
         for listener in self._listeners:

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 # CONNECT, another kind, a subresource, an object being deleted).
 VERDICTS = ("allowed", "warned", "denied", "fail-open", "skipped")
 FAIL_OPEN_REASONS = ("not-synced", "deadline", "error")
+# Why a request to /validate got an error the API server would turn into its failurePolicy:
+# busy (429, no room among the bodies being read), no-body (no byte of its body came in
+# time), slow-body (its body did not end in time).
+POSSIBLE_FAIL_OPEN_REASONS = ("busy", "no-body", "slow-body")
 ROUTES = ("skipped", "inline", "worker")
 # The ``kind`` of a review that gpulint does not evaluate, whatever it names.
 OTHER_KIND = "other"
@@ -204,8 +208,20 @@ class WebhookMetrics:
         )
         self.invalid = Counter(
             "gpulint_webhook_invalid_requests",
-            "Requests answered HTTP 400 (not an AdmissionReview gpulint can answer), or 429 "
-            "(reason busy: no room among the bodies being read), by reason",
+            "Requests answered HTTP 400 (not an AdmissionReview gpulint can answer), 401 "
+            "(reason unauthenticated: no client certificate with --client-ca), 403 (reason "
+            "forbidden: a client certificate for another name than --client-cn) or 429 (reason "
+            "busy: no room among the bodies being read), by reason",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.possible_fail_open = Counter(
+            "gpulint_webhook_possible_fail_open",
+            "Requests to /validate answered with an error before their body was read whole, "
+            "which the API server treats as a failed call (failurePolicy Ignore then admits "
+            "the object unjudged), by reason: busy (HTTP 429: no room among the bodies being "
+            "read), no-body (no byte of the body came in time), slow-body (the body did not "
+            "end in time)",
             ["reason"],
             registry=self.registry,
         )
@@ -277,6 +293,8 @@ class WebhookMetrics:
         )
         for reason in FAIL_OPEN_REASONS:
             self.fail_open.labels(reason)
+        for reason in POSSIBLE_FAIL_OPEN_REASONS:
+            self.possible_fail_open.labels(reason)
         for verdict in ("warned", "denied", "fail-open"):
             self.undecodable.labels("too-deep", verdict)
         for part in SLOW_PARTS:

@@ -72,6 +72,8 @@ class ServeOptions(NamedTuple):
     adapter_configmap_selector: str | None = None
     configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES
     tls_check_interval: float = 5.0
+    client_ca: str | None = None
+    client_cn: str | None = None
     shutdown_delay: float = 0.0
     shutdown_timeout: float = 20.0
     prometheus: str | None = None
@@ -88,11 +90,28 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--tls-cert", required=True, metavar="FILE", help="PEM certificate chain")
     tls.add_argument("--tls-key", required=True, metavar="FILE", help="PEM private key")
     tls.add_argument(
+        "--client-ca",
+        metavar="FILE",
+        help="PEM bundle of the CAs whose client certificates may call /validate (the API "
+        "server presents one when its AdmissionConfiguration names it): a client with none "
+        "gets HTTP 401 before its body is read, one with a certificate these CAs did not "
+        "issue fails the TLS handshake; /healthz, /readyz and /metrics need none (default: "
+        "any client may call /validate)",
+    )
+    tls.add_argument(
+        "--client-cn",
+        metavar="NAME",
+        help="with --client-ca: answer /validate only for a client certificate whose subject's "
+        "commonName is NAME (the API server's, e.g. kube-apiserver); another gets HTTP 403 "
+        "before its body is read (default: any certificate the CAs issued)",
+    )
+    tls.add_argument(
         "--tls-check-interval",
         type=float,
         default=5.0,
         metavar="S",
-        help="seconds between checks for a rotated certificate or key (default: 5)",
+        help="seconds between checks for a rotated certificate, key or client CA bundle "
+        "(default: 5)",
     )
     listen = parser.add_argument_group("listening")
     listen.add_argument(
@@ -291,6 +310,8 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         raise OptionError("--max-connections must be at least 1")
     if args.max_client_connections < 1:
         raise OptionError("--max-client-connections must be at least 1")
+    if args.client_cn is not None and args.client_ca is None:
+        raise OptionError("--client-cn needs --client-ca (the CAs that issue client certificates)")
     if args.max_buffered_bytes < args.max_body_bytes:
         raise OptionError(
             "--max-buffered-bytes must be at least --max-body-bytes "
@@ -321,6 +342,8 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
     options = ServeOptions(
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
+        client_ca=args.client_ca,
+        client_cn=args.client_cn,
         port=args.port,
         bind=args.bind,
         config=args.config,

@@ -64,7 +64,7 @@ def run_serve(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     embedded.start()
     try:
         settings = _settings(options.config)
-        certificate = ServingCertificate(options.tls_cert, options.tls_key)
+        certificate = ServingCertificate(options.tls_cert, options.tls_key, options.client_ca)
         evaluator, adapter_configmaps = _evaluator(options, settings, log, embedded)
     except (StartError, CertificateError) as error:
         embedded.stop()
@@ -273,6 +273,8 @@ async def _serve(
         read_timeout=options.read_timeout,
         embedded=embedded,
         max_buffered_bytes=options.max_buffered_bytes,
+        client_certificates=options.client_ca is not None,
+        client_name=options.client_cn,
     )
     guard = ConnectionGuard(
         metrics,
@@ -293,7 +295,13 @@ async def _serve(
     )
     await runner.setup()
     site = GuardedSite(
-        runner, guard, options.bind, options.port, ssl_context=certificate.context, backlog=1024
+        runner,
+        guard,
+        options.bind,
+        options.port,
+        ssl_context=certificate.context,
+        contexts=lambda: certificate.context,
+        backlog=1024,
     )
     try:
         await site.start()
@@ -322,6 +330,7 @@ async def _serve(
         else _shown_scopes(options, adapter_configmaps),
         denyOn=options.deny_on,
         deadlineSeconds=options.deadline,
+        clientCertificates=options.client_ca is not None,
         prometheus=shown_url(options.prometheus) if options.prometheus else None,
         prometheusRefreshSeconds=options.prometheus_refresh if options.prometheus else None,
     )

@@ -1,13 +1,23 @@
 """The serving certificate: TLS 1.2 or newer, reloaded when cert-manager rotates the files.
 
-The server keeps one ``ssl.SSLContext`` for its whole life. When the certificate or key file
-changes, gpulint reads both once, checks that they form a pair in a scratch context, and only
-then loads the same bytes into the server's context, so new handshakes use the new pair and
-connections already open keep theirs. A half-written or mismatched pair (the files are
-replaced one after the other) is not loaded; the next check tries again.
+Without ``--client-ca`` the server keeps one ``ssl.SSLContext`` for its whole life. When the
+certificate or key file changes, gpulint reads both once, checks that they form a pair in a
+scratch context, and only then loads the same bytes into the server's context, so new
+handshakes use the new pair and connections already open keep theirs. A half-written or
+mismatched pair (the files are replaced one after the other) is not loaded; the next check
+tries again.
 
 The bytes are handed to OpenSSL through anonymous in-memory files (``memfd``), so that
 nothing is written to disk: the image runs with a read-only root filesystem.
+
+With ``--client-ca``, the server asks each client for a certificate and verifies one that is
+presented against the CAs of that bundle: a certificate they did not issue fails the
+handshake. One that presents none still completes it, so that the kubelet's probes (which
+present none) reach ``/healthz`` and ``/readyz``; ``/validate`` answers such a client 401
+before reading its body (``webhook.app``). The bundle is reloaded as the pair is; since the
+CAs a context trusts can be added to but never taken out, a changed bundle is loaded into a
+new context, which new connections get (``ServingCertificate.context``), while open ones keep
+theirs.
 
 Only regular files are read (through symlinks, as a Secret volume has them), at most
 ``MAX_FILE_BYTES`` of them: a FIFO would block the start (or a reload) until someone wrote to
@@ -139,6 +149,21 @@ def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
             raise CertificateError(f"cannot load the certificate: {error}") from None
 
 
+def _load_client_cas(context: ssl.SSLContext, bundle: bytes, path: str) -> None:
+    if b"-----BEGIN CERTIFICATE-----" not in bundle:
+        raise CertificateError(
+            f"the client CA bundle {path} holds no certificate (PEM, -----BEGIN CERTIFICATE-----)"
+        )
+    try:
+        context.load_verify_locations(cadata=bundle.decode("ascii"))
+    except (UnicodeDecodeError, ssl.SSLError) as error:
+        reason = getattr(error, "reason", None) or type(error).__name__
+        raise CertificateError(
+            f"the client CA bundle {path} does not load as PEM certificates ({reason})"
+        ) from None
+    context.verify_mode = ssl.CERT_OPTIONAL
+
+
 def server_context() -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -149,14 +174,18 @@ def server_context() -> ssl.SSLContext:
 
 
 class ServingCertificate:
-    """The certificate and key files, and the server context they are loaded into."""
+    """The certificate and key files (and the client CA bundle, with ``--client-ca``), and
+    the server context they are loaded into."""
 
-    def __init__(self, cert_path: str, key_path: str) -> None:
+    def __init__(self, cert_path: str, key_path: str, client_ca_path: str | None = None) -> None:
         self.cert_path = cert_path
         self.key_path = key_path
+        self.client_ca_path = client_ca_path
+        self._paths = (cert_path, key_path, *((client_ca_path,) if client_ca_path else ()))
         self.context = server_context()
-        self._signature = _signature((cert_path, key_path))
+        self._signature = _signature(self._paths)
         self._digest = ""
+        self._ca_digest = ""
         self._load()
 
     @property
@@ -167,21 +196,32 @@ class ServingCertificate:
     def _load(self) -> bool:
         cert = _read(self.cert_path, "certificate")
         key = _read(self.key_path, "key")
+        bundle = b""
+        if self.client_ca_path is not None:
+            bundle = _read(self.client_ca_path, "client CA bundle")
         digest = hashlib.sha256(cert + b"\0" + key).hexdigest()
-        if digest == self._digest:
+        ca_digest = hashlib.sha256(bundle).hexdigest() if bundle else ""
+        if digest == self._digest and ca_digest == self._ca_digest:
             return False
-        _load_pair(server_context(), cert, key)  # a pair that fails here never reaches the server
-        _load_pair(self.context, cert, key)
+        scratch = server_context()
+        _load_pair(scratch, cert, key)  # a pair that fails here never reaches the server
+        if self.client_ca_path is not None:
+            _load_client_cas(scratch, bundle, self.client_ca_path)
+        if ca_digest != self._ca_digest:
+            self.context = scratch  # for new handshakes; open connections keep the old one
+        else:
+            _load_pair(self.context, cert, key)
         self._digest = digest
+        self._ca_digest = ca_digest
         return True
 
     def reload_if_changed(self) -> bool:
-        """Load the files again if either changed; True when a new pair is in use.
+        """Load the files again if any changed; True when a new pair or bundle is in use.
 
-        Raises CertificateError when the files changed but cannot be loaded; the old pair
-        stays in use and the next call tries again.
+        Raises CertificateError when the files changed but cannot be loaded; what was loaded
+        before stays in use and the next call tries again.
         """
-        signature = _signature((self.cert_path, self.key_path))
+        signature = _signature(self._paths)
         if signature == self._signature:
             return False
         loaded = self._load()

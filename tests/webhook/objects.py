@@ -174,3 +174,30 @@ def isvc_knative(name: str = "llm", namespace: str = "default") -> dict[str, Any
             }
         },
     }
+
+
+def half_gpu_deployment(name: str = "half-gpu", namespace: str = "llm") -> dict[str, Any]:
+    """A Deployment that asks for half a GPU: GL501 refuses it on its own."""
+    obj = deployment(name, namespace)
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = (
+        "0.5"
+    )
+    return obj
+
+
+def slow_adapter_configmap() -> dict[str, Any]:
+    """A prometheus-adapter ConfigMap whose embedded YAML takes seconds to parse: about 0.9 MB
+    with a quarter of a million scalars, far more than the worker's limit (half the
+    --deadline) allows, so its review is answered only at its deadline."""
+    lines = "".join(f"k{i}: [{', '.join(str(j) for j in range(20))}]\n" for i in range(12000))
+    config = "rules:\n- seriesQuery: DCGM_FI_DEV_GPU_UTIL\n  metricsQuery: x\n" + lines
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "prometheus-adapter",
+            "namespace": "monitoring",
+            "labels": {"app.kubernetes.io/name": "prometheus-adapter"},
+        },
+        "data": {"config.yaml": config},
+    }

@@ -514,6 +514,38 @@ def test_the_apiserver_component_narrows_ingress_to_the_addresses_an_overlay_giv
     assert {(o["kind"], o["metadata"]["name"]) for o in rendered.objects} == base
 
 
+def test_the_client_certificates_component_runs_gpulint_with_the_overlays_ca_bundle(
+    tmp_path: Path,
+) -> None:
+    """deploy/components/client-certificates, used as its kustomization.yaml shows: the
+    Deployment passes --client-ca with the bundle of the overlay's ConfigMap mounted there,
+    and gpulint serve accepts the arguments."""
+    shutil.copytree(DEPLOY, tmp_path / "deploy")
+    overlay = tmp_path / "mine"
+    overlay.mkdir()
+    usage = (DEPLOY / "components/client-certificates/kustomization.yaml").read_text()
+    example = [line.removeprefix("#   ") for line in usage.splitlines() if line.startswith("#   ")]
+    (overlay / "kustomization.yaml").write_text("\n".join(example[1:]) + "\n")
+    (overlay / "ca.crt").write_bytes(trustme.CA().cert_pem.bytes())
+    rendered = build(overlay)
+    deployment = rendered.one("Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_serve_options(parser)
+    options = options_from_args(parser.parse_args(container["args"]))
+    assert options.client_ca is not None
+    directory, _, key = options.client_ca.rpartition("/")
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == directory]
+    (volume,) = [
+        v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"]
+    ]
+    (configmap,) = [
+        c for c in rendered.all("ConfigMap") if c["metadata"]["name"] == volume["configMap"]["name"]
+    ]
+    assert configmap["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert configmap["data"][key].startswith("-----BEGIN CERTIFICATE-----")
+
+
 # --- the serving certificate -----------------------------------------------------------------
 
 

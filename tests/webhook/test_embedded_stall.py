@@ -15,29 +15,12 @@ from . import objects
 from .harness import Certificates, admission_review, running
 
 
-def _slow_configmap() -> dict[str, Any]:
-    # About 0.9 MB of YAML with a quarter of a million scalars: far more than the worker's
-    # limit (half the --deadline of 0.4 s) to parse.
-    lines = "".join(f"k{i}: [{', '.join(str(j) for j in range(20))}]\n" for i in range(12000))
-    config = "rules:\n- seriesQuery: DCGM_FI_DEV_GPU_UTIL\n  metricsQuery: x\n" + lines
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": "prometheus-adapter",
-            "namespace": "monitoring",
-            "labels": {"app.kubernetes.io/name": "prometheus-adapter"},
-        },
-        "data": {"config.yaml": config},
-    }
-
-
 @pytest.mark.slow
 def test_a_slow_adapter_config_answers_in_time_and_stalls_nothing(
     certificates: Certificates, tmp_path: Path
 ) -> None:
     with running(certificates, tmp_path / "serve.log", ["--no-cluster", "--deadline=0.4"]) as hook:
-        hostile = admission_review(_slow_configmap(), uid="hostile")
+        hostile = admission_review(objects.slow_adapter_configmap(), uid="hostile")
         answers: dict[str, Any] = {}
 
         def send() -> None:

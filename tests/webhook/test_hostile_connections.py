@@ -1,6 +1,8 @@
 """Many connections and many large bodies against ``gpulint serve`` over TLS: 1,000 idle
-connections from one client do not keep another from being answered, and 150 slow 6 MiB
-bodies do not take the process's memory (``webhook.connections``)."""
+connections from one client do not keep another from being answered, 150 slow 6 MiB bodies
+do not take the process's memory, and connections that announce bodies and send none, from
+two clients up to the connection cap, never make a review fail open (``webhook.connections``,
+``webhook.bodies``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import contextlib
 import json
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,17 +78,18 @@ def test_150_slow_large_bodies_are_read_a_few_at_a_time(
         head = f"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\n\r\n".encode()
         chunk = b" " * (1024 * 1024)
 
-        def slow_body() -> ssl.SSLSocket:
-            sock = _tls_from(served, ATTACKER)
-            sock.setblocking(False)
+        def slow_body() -> ssl.SSLSocket | None:
+            sock = None
             with contextlib.suppress(ssl.SSLWantWriteError, BlockingIOError, OSError):
+                sock = _tls_from(served, ATTACKER)
+                sock.setblocking(False)
                 sock.sendall(head)
                 for _ in range(5):  # 5 MiB of the 6, as fast as the server takes them
                     sock.sendall(chunk)
             return sock
 
         with concurrent.futures.ThreadPoolExecutor(16) as pool:
-            slow = list(pool.map(lambda _: slow_body(), range(150)))
+            slow = [s for s in pool.map(lambda _: slow_body(), range(150)) if s is not None]
         try:
             peak = 0
             end = time.monotonic() + 2
@@ -108,23 +112,94 @@ def test_150_slow_large_bodies_are_read_a_few_at_a_time(
         assert used <= 32 * 1024 * 1024
 
 
-def test_a_body_that_finds_no_room_is_a_429(certificates: Certificates, tmp_path: Path) -> None:
-    args = [
-        "--no-cluster",
-        "--read-timeout=3",
-        "--deadline=0.5",
-        "--max-body-bytes=4096",
-        "--max-buffered-bytes=4096",
-    ]
-    with running(certificates, tmp_path / "serve.log", args) as served:
-        holder = _tls_from(served, ATTACKER)  # reserves the whole pool and sends no body
-        holder.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n{")
-        time.sleep(0.2)
-        status, body, _ = served.request(
-            "POST", "/validate", json.dumps(admission_review(objects.deployment())).encode()
+class _Attacker(threading.Thread):
+    """Keeps ``count`` TLS connections from ``source`` open, each having sent ``opening`` and
+    nothing more, and opens a new one as soon as the server closes one; stops at ``stop``."""
+
+    def __init__(
+        self, hook: Webhook, source: str, count: int, opening: bytes, stop: threading.Event
+    ) -> None:
+        super().__init__(daemon=True)
+        self.hook, self.source, self.count, self.opening, self.stop = (
+            hook,
+            source,
+            count,
+            opening,
+            stop,
         )
-        holder.close()
-        assert status == 429
-        message = json.loads(body)["message"]
-        assert "(--max-buffered-bytes)" in message and "within 0.5 s (the --deadline" in message
-        assert served.metrics().value("gpulint_webhook_invalid_requests_total", reason="busy") == 1
+        self.opened = 0
+
+    def _open(self) -> ssl.SSLSocket | None:
+        try:
+            sock = _tls_from(self.hook, self.source)
+            sock.sendall(self.opening)
+        except OSError:
+            return None
+        sock.setblocking(False)
+        self.opened += 1
+        return sock
+
+    def run(self) -> None:
+        socks: list[ssl.SSLSocket | None] = [None] * self.count
+        try:
+            while not self.stop.is_set():
+                for index, sock in enumerate(socks):
+                    if sock is not None:
+                        try:
+                            if sock.recv(65536) != b"":
+                                continue  # an answer: the close follows
+                        except (ssl.SSLWantReadError, BlockingIOError):
+                            continue  # still open
+                        except OSError:
+                            pass
+                        sock.close()
+                    if self.stop.is_set():
+                        break
+                    socks[index] = self._open()
+                self.stop.wait(0.02)
+        finally:
+            for sock in socks:
+                if sock is not None:
+                    sock.close()
+
+
+def test_reviews_of_a_denied_object_are_denied_under_the_body_pool_attack(
+    certificates: Certificates, tmp_path: Path
+) -> None:
+    """Idle connections that announce 5.3 MiB bodies and send none, reopened as they are
+    closed, from one client, and connections that announce a body and send none up to
+    the connection cap from another, while a Deployment that must be refused is reviewed
+    every 0.2 s on a new connection each time: every review is refused."""
+    # Six of these fill the default 32 MiB pool but for 2 bytes.
+    size = 32 * 1024 * 1024 // 6
+    # The defaults (6 MiB bodies, a 32 MiB pool, a 2 s deadline), with a connection cap low
+    # enough for the test to fill: each attacker at its per-client cap, the two at the cap.
+    args = ["--no-cluster", "--max-connections=40", "--max-client-connections=20"]
+    opening = f"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\n\r\n".encode()
+    with running(certificates, tmp_path / "serve.log", args) as served:
+        stop = threading.Event()
+        attackers = [
+            _Attacker(served, ATTACKER, 20, opening, stop),
+            _Attacker(served, "127.0.0.3", 20, opening.replace(str(size).encode(), b"2000"), stop),
+        ]
+        for attacker in attackers:
+            attacker.start()
+        verdicts = []
+        try:
+            time.sleep(1.2)  # every attacking connection open, the first ones closed
+            for index in range(10):
+                review = admission_review(objects.half_gpu_deployment(), uid=f"r{index}")
+                status, answer = served.post_raw(json.dumps(review).encode())
+                verdicts.append((status, answer.get("response", {}).get("allowed")))
+                time.sleep(0.2)
+        finally:
+            stop.set()
+            for attacker in attackers:
+                attacker.join(10)
+        assert verdicts == [(200, False)] * 10, verdicts
+        metrics = served.metrics()
+    # the attack was under way: connections were closed for their silence and reopened
+    assert all(attacker.opened > attacker.count for attacker in attackers)
+    assert metrics.value("gpulint_webhook_possible_fail_open_total", reason="no-body") > 10
+    assert metrics.value("gpulint_webhook_fail_open_total") == 0
+    assert metrics.value("gpulint_webhook_possible_fail_open_total", reason="busy") == 0

@@ -184,13 +184,16 @@ def test_a_connection_beyond_the_cap_takes_the_place_of_the_longest_idle(
 def test_connections_beyond_the_cap_are_closed_when_none_is_idle(guarded: Webhook) -> None:
     time.sleep(READ_TIMEOUT + 0.5)
     before = guarded.metrics().value("gpulint_webhook_refused_connections_total")
+    review = _body(admission_review(objects.slow_adapter_configmap()))
     busy = [_tls(guarded) for _ in range(4)]
     try:
-        for sock in busy:  # each in the middle of a request's body
+        for sock in busy:  # each with a whole review that takes until its deadline to judge
             sock.sendall(
-                b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99\r\n\r\n{"
+                b"POST /validate HTTP/1.1\r\nHost: localhost\r\n"
+                + f"Content-Length: {len(review)}\r\n\r\n".encode()
+                + review
             )
-        time.sleep(0.2)
+        time.sleep(0.3)
         raw = socket.create_connection(("127.0.0.1", guarded.port), timeout=5)
         with pytest.raises((ConnectionError, ssl.SSLError)):
             guarded.certificates.client_context().wrap_socket(raw, server_hostname="localhost")
@@ -203,6 +206,38 @@ def test_connections_beyond_the_cap_are_closed_when_none_is_idle(guarded: Webhoo
     assert guarded.metrics().value("gpulint_webhook_refused_connections_total") == before + 1
     (record,) = [r for r in guarded.log_records() if r["event"] == "connection-limit-reached"]
     assert "4 connections are open (--max-connections) and none is idle" in record["message"]
+
+
+@pytest.mark.slow
+def test_connections_waiting_on_a_body_make_room_for_a_new_one(
+    certificates: Certificates, tmp_path: Path
+) -> None:
+    """Requests whose body stalls hold no connection the API server needs: at the cap, the
+    one that has waited longest on its body is closed for a new one. (A deadline and read
+    timeout of 10 s keep the stalled bodies from being cut while the test runs.)"""
+    args = ["--no-cluster", "--max-connections=4", "--deadline=10", "--read-timeout=10"]
+    with running(certificates, tmp_path / "serve.log", args) as hook:
+        waiting = []
+        for _ in range(4):
+            sock = _tls(hook)
+            sock.sendall(
+                b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99\r\n\r\n{"
+            )
+            waiting.append(sock)
+            time.sleep(0.05)  # an order of waiting
+        try:
+            response = hook.review(admission_review(objects.half_gpu_deployment()))
+            assert response["allowed"] is False
+            assert _is_closed(waiting[0], wait=0.05)
+            assert not _is_closed(waiting[3], wait=0.05)
+        finally:
+            for sock in waiting:
+                sock.close()
+        time.sleep(0.2)
+        assert hook.metrics().value("gpulint_webhook_evicted_connections_total") >= 1
+        records = hook.log_records()
+    (record,) = [r for r in records if r["event"] == "waiting-connection-closed"]
+    assert "whose request waited longest on its body" in record["message"]
 
 
 _LIMITED = (

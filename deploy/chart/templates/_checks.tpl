@@ -30,6 +30,11 @@ the value to change.
 {{- if and $serve.noCluster .Values.prometheus.url }}
 {{- fail "prometheus.url needs the cluster caches (the live check reads the cluster's adapter ConfigMaps and HPAs): set serve.noCluster=false, or leave prometheus.url empty" }}
 {{- end }}
+{{- with .Values.clientAuth }}
+{{- if and .enabled (eq (empty .caConfigMap) (empty .caSecret)) }}
+{{- fail "clientAuth.enabled needs the CA bundle in exactly one of clientAuth.caConfigMap and clientAuth.caSecret (a ConfigMap or Secret of the release namespace)" }}
+{{- end }}
+{{- end }}
 {{- if not (has .Values.tls.mode (list "self-signed" "cert-manager")) }}
 {{- fail (printf "tls.mode must be self-signed or cert-manager, not %v" .Values.tls.mode) }}
 {{- end }}

@@ -171,73 +171,84 @@ called (extended resources cannot be overcommitted; kubernetes pkg/apis/core/val
 {{- end }}
 {{- end }}
 
-{{/* The container's arguments: the flags of `gpulint serve` (the image's entry point). */}}
+{{/*
+The container's arguments: the flags of `gpulint serve` (the image's entry point). Every one
+is written quoted (Go's %q, a YAML double-quoted scalar), so that no value, whatever it holds
+(a newline, "- --deny-on=never", quotes), can end its list item and start another; the
+schema bounds the values besides.
+*/}}
 {{- define "gpulint.args" -}}
 {{- $serve := .Values.serve -}}
-- --tls-cert=/etc/gpulint/tls/tls.crt
-- --tls-key=/etc/gpulint/tls/tls.key
-- --port={{ $serve.port }}
-- --deny-on={{ $serve.denyOn }}
-- --deadline={{ $serve.deadline }}
-- --shutdown-delay={{ $serve.shutdownDelay }}
+- "--tls-cert=/etc/gpulint/tls/tls.crt"
+- "--tls-key=/etc/gpulint/tls/tls.key"
+{{- if .Values.clientAuth.enabled }}
+- {{ printf "--client-ca=/etc/gpulint/client-ca/%s" .Values.clientAuth.caKey | quote }}
+{{- with .Values.clientAuth.commonName }}
+- {{ printf "--client-cn=%s" . | quote }}
+{{- end }}
+{{- end }}
+- {{ printf "--port=%v" $serve.port | quote }}
+- {{ printf "--deny-on=%v" $serve.denyOn | quote }}
+- {{ printf "--deadline=%v" $serve.deadline | quote }}
+- {{ printf "--shutdown-delay=%v" $serve.shutdownDelay | quote }}
 {{- if ne (float64 $serve.shutdownTimeout) 20.0 }}
-- --shutdown-timeout={{ $serve.shutdownTimeout }}
+- {{ printf "--shutdown-timeout=%v" $serve.shutdownTimeout | quote }}
 {{- end }}
 {{- if .Values.config }}
-- --config=/etc/gpulint/config/gpulint.yaml
+- "--config=/etc/gpulint/config/gpulint.yaml"
 {{- end }}
 {{- with $serve.select }}
-- --select={{ join "," . }}
+- {{ printf "--select=%s" (join "," .) | quote }}
 {{- end }}
 {{- with $serve.ignore }}
-- --ignore={{ join "," . }}
+- {{ printf "--ignore=%s" (join "," .) | quote }}
 {{- end }}
 {{- if $serve.noCluster }}
-- --no-cluster
+- "--no-cluster"
 {{- else }}
 {{- with $serve.namespace }}
-- --namespace={{ . }}
+- {{ printf "--namespace=%s" . | quote }}
 {{- end }}
-- --configmap-namespaces={{ join "," .Values.adapter.configMapNamespaces }}
+- {{ printf "--configmap-namespaces=%s" (join "," .Values.adapter.configMapNamespaces) | quote }}
 {{- with .Values.adapter.configMap }}
-- --adapter-configmap={{ . }}
+- {{ printf "--adapter-configmap=%s" . | quote }}
 {{- end }}
 {{- with include "gpulint.adapterSelector" . }}
-- --adapter-configmap-selector={{ . }}
+- {{ printf "--adapter-configmap-selector=%s" . | quote }}
 {{- end }}
 {{- end }}
 {{- with $serve.maxBodyBytes }}
-- --max-body-bytes={{ . | int64 }}
+- {{ printf "--max-body-bytes=%d" (. | int64) | quote }}
 {{- end }}
 {{- with $serve.readTimeout }}
-- --read-timeout={{ . }}
+- {{ printf "--read-timeout=%v" . | quote }}
 {{- end }}
 {{- with $serve.maxConnections }}
-- --max-connections={{ . | int64 }}
+- {{ printf "--max-connections=%d" (. | int64) | quote }}
 {{- end }}
 {{- with $serve.tlsCheckInterval }}
-- --tls-check-interval={{ . }}
+- {{ printf "--tls-check-interval=%v" . | quote }}
 {{- end }}
 {{- with .Values.prometheus }}
 {{- if .url }}
-- --prometheus={{ .url }}
+- {{ printf "--prometheus=%s" .url | quote }}
 {{- range $name, $value := .headers }}
 - {{ printf "--prometheus-header=%s=%s" $name (toString $value) | quote }}
 {{- end }}
 {{- range $index, $header := .headersFromSecrets }}
-- --prometheus-header={{ $header.name }}=$(GPULINT_PROMETHEUS_HEADER_{{ $index }})
+- {{ printf "--prometheus-header=%s=$(GPULINT_PROMETHEUS_HEADER_%d)" $header.name $index | quote }}
 {{- end }}
 {{- with .timeout }}
-- --prometheus-timeout={{ . }}
+- {{ printf "--prometheus-timeout=%v" . | quote }}
 {{- end }}
 {{- with .refresh }}
-- --prometheus-refresh={{ . }}
+- {{ printf "--prometheus-refresh=%v" . | quote }}
 {{- end }}
 {{- with .lookback }}
-- --lookback={{ . }}
+- {{ printf "--lookback=%s" . | quote }}
 {{- end }}
 {{- with .minHistory }}
-- --min-history={{ . }}
+- {{ printf "--min-history=%s" . | quote }}
 {{- end }}
 {{- end }}
 {{- end }}
