@@ -64,10 +64,24 @@ def _kustomization(directory: Path, data: dict[str, object]) -> Path:
     return directory
 
 
+def _track(path: Path) -> None:
+    """Stage every file of the git work tree holding ``path``, as a pull request's files are
+    (gpulint hands renderers only what git tracks); nothing outside git."""
+    top = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        cwd=path if path.is_dir() else path.parent,
+    )
+    if top.returncode == 0:
+        subprocess.run(["git", "add", "-A"], check=True, cwd=top.stdout.strip())
+
+
 def _cli(*args: str, cwd: Path, stdin: str | None = None) -> tuple[str, float, int]:
     """``gpulint lint`` in every format with a canary secret in its environment; all the
     output (stdout and stderr of every format), the longest run's seconds, the text run's
     exit code."""
+    _track(cwd)
     env = dict(os.environ, GPULINT_TEST_TOKEN=CANARY, AWS_SECRET_ACCESS_KEY=CANARY)
     output, slowest, code = "", 0.0, 0
     for fmt in ("text", "json", "sarif"):
@@ -90,6 +104,8 @@ def _cli(*args: str, cwd: Path, stdin: str | None = None) -> tuple[str, float, i
 
 
 def _build(*paths: Path, options: RenderOptions) -> list[Unit]:
+    for path in paths:
+        _track(path)
     return build_units(plan_units([str(p) for p in paths], Settings()), options)
 
 
@@ -118,7 +134,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _snapshot(directory: Path) -> dict[str, int]:
-    return {str(p): p.stat().st_mtime_ns for p in directory.rglob("*")}
+    """Every path below ``directory`` with its modification time (git's own ``.git`` aside:
+    the test stages the files it writes)."""
+    return {str(p): p.stat().st_mtime_ns for p in directory.rglob("*") if ".git" not in p.parts}
 
 
 # --- 1. secrets -------------------------------------------------------------------------------
@@ -339,9 +357,9 @@ def test_a_chart_home_outside_the_repository_is_refused(repo: Path) -> None:
         ["git", "status", "--porcelain", "--ignored"], capture_output=True, text=True, cwd=repo
     )
     assert {line[3:].rstrip("/") for line in status.stdout.splitlines()} == {
-        "config",
-        "overlay",
-        "up",
+        "config/kustomization.yaml",
+        "overlay/kustomization.yaml",
+        "up/kustomization.yaml",
     }
 
 
