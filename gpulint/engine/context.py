@@ -42,7 +42,7 @@ from gpulint.core.model import Finding
 from gpulint.engine.result import OWN_OBJECTS
 from gpulint.input.document import Document
 from gpulint.input.units import STDIN, Unit
-from gpulint.input.units.clusters import Declared, declaration
+from gpulint.input.units.clusters import Declared, PathScan, declaration
 from gpulint.kinds.classify import Classified, classify_document
 from gpulint.kinds.registry import AUTOSCALER, MONITORING, group_of, spec_for, spec_of
 
@@ -106,7 +106,7 @@ class _Role:
     workloads and what it declares (read from the objects' data), and its platform documents
     by category (classified only when asked: most units are never asked)."""
 
-    def __init__(self, unit: Unit) -> None:
+    def __init__(self, unit: Unit, scan: PathScan) -> None:
         self.unit = unit
         self.consumer = False
         self.applications = False  # workloads that ask for GPUs
@@ -124,7 +124,7 @@ class _Role:
                         self.consumer = True
                     if _asks_for_gpus(data.get("spec")):
                         self.applications = True
-                    self.declarations.extend(declaration(data, document.file, unit.root))
+                    self.declarations.extend(declaration(data, document.file, unit.root, scan))
 
     @property
     def documents(self) -> dict[str, list[tuple[Document, bytes | None]]]:
@@ -181,7 +181,10 @@ def infer(units: list[Unit]) -> list[Context]:
     """Each unit's context, in the order of ``units``."""
     if len([u for u in units if u.kind != STDIN]) < 2:
         return [Context() for _ in units]
-    roles = [_Role(unit) for unit in units]
+    scan = PathScan()  # the GitOps paths of every unit, resolved within one bound
+    roles = [_Role(unit, scan) for unit in units]
+    if scan.spent is not None:
+        units[0].notes.append(scan.spent)
     clusters = _clusters(units, roles)
     providers = [
         i
