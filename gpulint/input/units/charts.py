@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from typing import Any
 from gpulint.core.paths import display_path, within
 from gpulint.input.document import as_dict, as_list
 from gpulint.input.units.boundary import inside, real, tree_problem
+from gpulint.input.units.filetree import remove_tree
 from gpulint.input.units.tools import BudgetSpent
 from gpulint.input.units.tracked import Spend, TrackedTree
 from gpulint.input.yamlparse import YamlError, parse_documents
@@ -182,7 +182,7 @@ class Prepared:
 
     def remove(self) -> None:
         if self.copy is not None:
-            shutil.rmtree(self.copy, ignore_errors=True)
+            remove_tree(self.copy)
             self.copy = None
 
     def unmirrored(self, text: str) -> str:
@@ -227,6 +227,9 @@ def prepare(
         if not absent:
             prepared.directory = tracked.directory(chart, spend)
             return prepared
+        expected = _expected_entries(chart, boundaries, tracked, spend)
+        if expected > MAX_FILES:
+            raise _Refused(_too_large())
         copy = tempfile.mkdtemp(prefix="gpulint-chart-")
         prepared.copy = copy
         target = os.path.join(copy, "chart")
@@ -273,11 +276,42 @@ class _Counter:
         self.entries += entries
         self.bytes += size
         if self.entries > MAX_FILES or self.bytes > MAX_BYTES:
-            raise _Refused(
-                f"it and its dependencies hold more than {MAX_FILES:,} files, directories "
-                f"and links, or {MAX_BYTES >> 20} MiB"
-            )
+            raise _Refused(_too_large())
         self._spend(entries, size)
+
+
+def _too_large() -> str:
+    return (
+        f"it and its dependencies hold more than {MAX_FILES:,} files, directories and links, "
+        f"or {MAX_BYTES >> 20} MiB"
+    )
+
+
+def _expected_entries(
+    chart: str, boundaries: tuple[str, ...], tracked: TrackedTree, spend: Spend
+) -> int:
+    """How many files the private copy of ``chart`` with its file:// dependencies would
+    hold (each vendored where it is needed, as Helm nests them), counted from git's listing
+    before anything is copied; past ``MAX_FILES`` it stops counting."""
+    total = 0
+    stack: list[tuple[str, int]] = [(chart, 0)]
+    while stack and total <= MAX_FILES:
+        source, depth = stack.pop()
+        location = real(source)
+        if location is None:
+            continue
+        total += tracked.count(location, spend)
+        names = vendored_names(source)  # in charts/ already: counted with the chart
+        for raw in as_list(chart_metadata(source).get("dependencies")):
+            dependency = Dependency(as_dict(raw))
+            local = dependency.local_path
+            if local is None or depth >= MAX_DEPTH or dependency.name in names:
+                continue
+            names.add(dependency.name)
+            path = os.path.normpath(os.path.join(source, local))
+            if inside(path, boundaries) and os.path.isfile(os.path.join(path, "Chart.yaml")):
+                stack.append((path, depth + 1))
+    return total
 
 
 def _vendor(

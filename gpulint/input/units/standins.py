@@ -22,6 +22,7 @@ import stat
 import tempfile
 
 from gpulint.core.paths import display_path
+from gpulint.input.units.filetree import make_directories, remove_tree
 from gpulint.input.units.kustomize import Kustomization, Reference
 from gpulint.input.units.tracked import Spend, TrackedTree
 
@@ -71,12 +72,12 @@ class StandInTree:
                     return None
                 spend(1, info.st_size)
                 target = tree.place(real)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
+                make_directories(os.path.dirname(target))
                 shutil.copyfile(real, target, follow_symlinks=False)
             for path in missing:
                 spend(1, 0)
                 target = tree.place(os.path.realpath(path))
-                os.makedirs(os.path.dirname(target), exist_ok=True)
+                make_directories(os.path.dirname(target))
                 with open(target, "wb"):
                     pass
                 tree.stood_in.append(path)
@@ -95,7 +96,7 @@ class StandInTree:
     def mirror_wrapper(self, wrapper: str) -> str:
         """The wrapper kustomization, copied to its place in the copy; the directory to build."""
         target = self.place(wrapper)
-        os.makedirs(target, exist_ok=True)
+        make_directories(target)
         shutil.copyfile(
             os.path.join(wrapper, "kustomization.yaml"), os.path.join(target, "kustomization.yaml")
         )
@@ -116,4 +117,4 @@ class StandInTree:
         )
 
     def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)

@@ -38,6 +38,8 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from gpulint.input.units.filetree import remove_tree
+
 RENDER_TIMEOUT = 120.0  # seconds for one kustomize build or helm template
 RENDER_BUDGET = 600.0  # seconds of rendering for a whole run
 # What the private copies of one run (the tracked files renderers read, charts with their
@@ -316,7 +318,7 @@ def run_tool(
     try:
         return _run(argv, max_bytes, timeout, limits, private, out_of_budget, budget)
     finally:
-        shutil.rmtree(private, ignore_errors=True)
+        remove_tree(private)  # a tool may leave a tree of any depth in it
 
 
 def _run(

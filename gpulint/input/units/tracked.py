@@ -33,13 +33,17 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
-from gpulint.core.paths import git_root, within
+from gpulint.core.paths import display_path, git_root, within
 from gpulint.input.units.boundary import real
+from gpulint.input.units.filetree import make_directories, remove_tree
+from gpulint.input.units.tools import BudgetSpent
 
 # (entries, bytes) copied: raises gpulint.input.units.tools.BudgetSpent past the bound.
 Spend = Callable[[int, int], None]
 GIT_TIMEOUT = 30.0  # seconds for `git ls-files` of one repository
 GIT_OUTPUT_LIMIT = 256 << 20  # bytes of its output: names of a few million files
+# What one directory's copy may hold (a kustomization's, a chart's, a chart home's).
+DIRECTORY_ENTRIES = 50_000
 
 
 class Listing:
@@ -50,6 +54,19 @@ class Listing:
         self.files = files  # sorted, relative to ``top``, "/"-separated
         self.known = frozenset(files or ())
         self.problem = problem
+
+    def count(self, directory: str) -> int:
+        """How many tracked files are below ``directory``, without listing them."""
+        if self.files is None:
+            return 0
+        relative = os.path.relpath(directory, self.top)
+        if relative == ".":
+            return len(self.files)
+        prefix = relative.replace(os.sep, "/")
+        # Every name below it sorts between "<prefix>/" and "<prefix>0" ("0" follows "/").
+        return bisect.bisect_left(self.files, prefix + "0") - bisect.bisect_left(
+            self.files, prefix + "/"
+        )
 
     def under(self, directory: str) -> Iterator[str]:
         """The tracked files below ``directory`` (a real path inside the work tree), relative
@@ -180,11 +197,12 @@ class TrackedTree:
 
     def directory(self, path: str, spend: Spend) -> str:
         """The copy of the directory ``path``, made on first use; its place in the copy.
-        Raises BudgetSpent (and OSError) when it cannot be made."""
+        Raises BudgetSpent (and OSError) when it cannot be made, or when it would hold more
+        than ``DIRECTORY_ENTRIES`` (one unit does not spend the whole run's budget)."""
         source = real(path) or os.path.abspath(path)
         with self._lock:
             if not any(within(source, done) for done in self._copied):
-                self.copy(source, self.place(source), spend)
+                self.copy(source, self.place(source), _bounded(spend, display_path(source)))
                 self._copied.add(source)
         return self.place(source)
 
@@ -207,7 +225,7 @@ class TrackedTree:
         """The wrapper kustomization, copied to its place in the copy; the directory to build
         (the caller removes it)."""
         target = self.place(wrapper)
-        os.makedirs(target, exist_ok=True)
+        make_directories(target)
         shutil.copyfile(
             os.path.join(wrapper, "kustomization.yaml"), os.path.join(target, "kustomization.yaml")
         )
@@ -222,7 +240,7 @@ class TrackedTree:
     def remove(self) -> None:
         with self._lock:
             if self._root is not None:
-                shutil.rmtree(self._root, ignore_errors=True)
+                remove_tree(self._root)
             self._root = None
             self._copied.clear()
             self._files.clear()
@@ -231,36 +249,51 @@ class TrackedTree:
 
     def copy(self, source: str, target: str, spend: Spend) -> None:
         """The files a renderer may read below the directory ``source`` (real), copied to
-        ``target``; a link as what it points to. Raises BudgetSpent or OSError."""
-        stack = [(source, target)]
-        expanded: set[str] = set()  # linked directories already copied by this call
-        while stack:
-            directory, into = stack.pop()
-            for relative in self._entries(directory, spend):
-                path = os.path.join(directory, relative)
-                destination = os.path.join(into, relative)
-                try:
-                    info = os.lstat(path)
-                except OSError:
-                    continue  # tracked but deleted in the work tree
-                if stat.S_ISLNK(info.st_mode):
-                    pointed = real(path)
-                    if pointed is None or not self._inside(pointed):
-                        continue
-                    if os.path.isdir(pointed):
-                        # A link to a directory holding it would copy without end.
-                        if not within(path, pointed) and pointed not in expanded:
-                            expanded.add(pointed)
-                            stack.append((pointed, destination))
-                        continue
-                    if not self.readable(pointed):
-                        continue
-                    path, info = pointed, os.stat(pointed)
-                if not stat.S_ISREG(info.st_mode):
-                    continue  # a FIFO, socket or device is never opened
-                _make_parents(destination, target, spend)
-                spend(1, info.st_size)
-                shutil.copyfile(path, destination)
+        ``target``: a link to a file as the file it points to, a link to a directory below
+        ``source`` as a link (counted as all it holds: the renderer reads through it), any
+        other link left out. Raises BudgetSpent or OSError."""
+        for relative in self._entries(source, spend):
+            path = os.path.join(source, relative)
+            destination = os.path.join(target, relative)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue  # tracked but deleted in the work tree
+            if stat.S_ISLNK(info.st_mode):
+                pointed = real(path)
+                if pointed is None or not self._inside(pointed):
+                    continue
+                if os.path.isdir(pointed):
+                    # Out of the copy, or a directory holding the link (a loop): left out.
+                    if within(pointed, source) and not within(path, pointed):
+                        _make_parents(destination, target, spend)
+                        spend(1 + self.count(pointed, spend), 0)
+                        inside = os.path.join(target, os.path.relpath(pointed, source))
+                        os.symlink(
+                            os.path.relpath(inside, os.path.dirname(destination)), destination
+                        )
+                    continue
+                if not self.readable(pointed):
+                    continue
+                path, info = pointed, os.stat(pointed)
+            if not stat.S_ISREG(info.st_mode):
+                continue  # a FIFO, socket or device is never opened
+            _make_parents(destination, target, spend)
+            spend(1, info.st_size)
+            shutil.copyfile(path, destination)
+
+    def count(self, directory: str, spend: Spend) -> int:
+        """How many files and links below ``directory`` (real) a renderer may read: from
+        git's listing, or (outside git) a walk of at most ``DIRECTORY_ENTRIES`` entries."""
+        listing = self.listing(directory)
+        if listing is not None:
+            return listing.count(directory)
+        found = 0
+        for _ in _walk_files(directory, spend):
+            found += 1
+            if found > DIRECTORY_ENTRIES:
+                break
+        return found
 
     def _entries(self, directory: str, spend: Spend) -> Iterator[str]:
         """The files and links below ``directory`` a renderer may read, relative to it."""
@@ -271,6 +304,23 @@ class TrackedTree:
             yield from (name.replace("/", os.sep) for name in listing.under(directory))
             return
         yield from _walk_files(directory, spend)
+
+
+def _bounded(spend: Spend, shown: str) -> Spend:
+    """``spend``, and BudgetSpent once one directory's copy holds more than
+    ``DIRECTORY_ENTRIES`` files, directories and links."""
+    count = [0]
+
+    def bounded(entries: int, size: int) -> None:
+        count[0] += entries
+        if count[0] > DIRECTORY_ENTRIES:
+            raise BudgetSpent(
+                f"{shown} holds more than {DIRECTORY_ENTRIES:,} files, directories and links "
+                "to copy for its renderer"
+            )
+        spend(entries, size)
+
+    return bounded
 
 
 def _walk_files(top: str, spend: Spend) -> Iterator[str]:
@@ -308,6 +358,6 @@ def _make_parents(path: str, top: str, spend: Spend) -> None:
         parent = os.path.dirname(parent)
     if missing:
         spend(len(missing), 0)
-        os.makedirs(missing[0], exist_ok=True)
+        make_directories(missing[0])
     elif not os.path.isdir(os.path.dirname(path)):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_directories(os.path.dirname(path))
