@@ -33,9 +33,10 @@ from collections.abc import Callable
 from typing import Any
 
 from gpulint.core.paths import display_path, within
-from gpulint.input.document import as_dict, as_list
+from gpulint.input.document import as_dict, as_list, position_of
 from gpulint.input.units.boundary import inside, real, tree_problem
 from gpulint.input.units.filetree import remove_tree
+from gpulint.input.units.gofields import CHART, REQUIREMENTS, misspelled
 from gpulint.input.units.tools import BudgetSpent
 from gpulint.input.units.tracked import Spend, TrackedTree
 from gpulint.input.yamlparse import YamlError, parse_documents
@@ -58,6 +59,19 @@ def chart_metadata(chart: str) -> dict[str, Any]:
         if requirements.get("dependencies"):
             data = {**data, "dependencies": requirements["dependencies"]}
     return data
+
+
+def folded_chart_key(chart: str) -> tuple[int, int, str, str] | None:
+    """The first key of ``chart``'s Chart.yaml (or requirements.yaml) that Helm takes for a
+    field it does not spell exactly (``Dependencies:``, a dependency's ``Repository:``:
+    ``gpulint.input.units.gofields``): (line, column, the key, the field); None when every
+    key is spelled as Helm documents it."""
+    for name, struct in (("Chart.yaml", CHART), ("requirements.yaml", REQUIREMENTS)):
+        data = _read_yaml(os.path.join(chart, name))
+        for found in misspelled(data, struct):
+            line, column = position_of(data, found.path)
+            return line, column, found.key, found.field
+    return None
 
 
 def is_library(chart: str) -> bool:

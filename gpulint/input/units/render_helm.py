@@ -19,6 +19,7 @@ from gpulint.input.units import RenderOptions, RenderProblem, Unit
 from gpulint.input.units.charts import (
     REQUIRED_RETRIES,
     Prepared,
+    folded_chart_key,
     is_library,
     prepare,
     required_value,
@@ -78,6 +79,19 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
             )
         )
         fallback()
+        return
+    folded = folded_chart_key(chart)
+    if folded is not None:
+        at_line, at_column, spelled, field = folded
+        unavailable(
+            f"chart {unit.name} was not rendered: its Chart.yaml spells the field {field} as "
+            f"{spelled!r}. Helm reads Chart.yaml with Go's case-insensitive JSON decoding and "
+            "takes it for that field, which gpulint does not read in that spelling; its "
+            "values are linted, its templates skipped.",
+            f"write {field} exactly as Helm documents it",
+            at_line,
+            at_column,
+        )
         return
     problem = sources.tree_problem(chart)
     if problem is not None:

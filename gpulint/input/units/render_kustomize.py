@@ -142,6 +142,30 @@ def _refused(
         owner, reference = references[0]
         return owner.location(reference.field)
 
+    folded = [(k, m) for k in chain for m in k.misspelled]
+    if folded:
+        owner, found = folded[0]
+        shown = "; ".join(f"{m.key!r} for {m.field}" for _, m in folded[:3])
+        unavailable(
+            f"kustomization {unit.name} spells fields in ways kustomize matches "
+            f"case-insensitively to fields gpulint checks only in their own spelling ({shown}). "
+            "gpulint does not hand it to kustomize; its files are linted one by one instead.",
+            "write each field exactly as kustomize documents it (resources, helmCharts ...)",
+            owner.location(found.path),
+        )
+        return True
+    unknown_keys = [(k, path, key) for k in chain for path, key in k.unknown_keys]
+    if unknown_keys:
+        owner, path, _ = unknown_keys[0]
+        shown = ", ".join(repr(key) for _, _, key in unknown_keys[:3])
+        unavailable(
+            f"kustomization {unit.name} has fields that are not kustomization fields ({shown}): "
+            "the kustomize gpulint knows refuses them, and gpulint does not hand a newer "
+            "one fields it does not judge; its files are linted one by one instead.",
+            "remove or correct the fields (a typo of resources, patches ...?)",
+            owner.location(path),
+        )
+        return True
     remote = [(k, r) for k in chain for r in k.remote]
     if remote:
         shown = "; ".join(f"{r.path} ({r.reason})" for _, r in remote[:3])
