@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpulint.engine.config import ConfigError, Settings, settings_from_data
@@ -962,6 +962,8 @@ def test_reading_any_chart_maps_nothing_outside_it(repo: Path, chart: object, so
 
 
 @settings(max_examples=500, deadline=None)
+@example("=A=1 A=1 A=1")  # a run of assignments behind punctuation
+@example("Error:A=1 A=1 A=1")  # ... or glued to the word before it
 @given(
     st.lists(
         st.sampled_from(["A=1", "KEY=v", " ", "\n", "\x00", "x", "=", "Error:", CANARY]),

@@ -415,8 +415,6 @@ def _out_of_memory(message: str) -> bool:
     return "out of memory" in lowered or "cannot allocate memory" in lowered
 
 
-# A word that assigns, as an environment dump prints them (``env``, /proc/*/environ).
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _SPACE = re.compile(r"(\s+)")
 ENVIRON_RUN = 3  # this many NAME=value words in a row are taken for an environment dump
 # Variables whose values are paths or names that messages legitimately hold.
@@ -483,7 +481,7 @@ def _without_assignment_runs(text: str) -> str:
     index = 0
     while index < len(words):
         end = index
-        while end < len(words) and _ASSIGNMENT.match(words[end]):
+        while end < len(words) and _assigns(words[end]):
             end += 1
         if end - index >= ENVIRON_RUN:
             kept.append(REMOVED)
@@ -496,6 +494,19 @@ def _without_assignment_runs(text: str) -> str:
             kept.append(parts[2 * index + 1])
         index += 1
     return "".join(kept)
+
+
+def _assigns(word: str) -> bool:
+    """Does ``word`` hold ``NAME=`` (as an environment dump prints its variables: ``env``,
+    /proc/*/environ), wherever a template glued it (``Error:A=1``, ``=A=1``)? Linear in the
+    word."""
+    at = word.find("=", 1)
+    while at > 0:
+        before = word[at - 1]
+        if before.isalnum() or before == "_":
+            return True
+        at = word.find("=", at + 1)
+    return False
 
 
 def _trim(text: str) -> str:
