@@ -16,7 +16,11 @@ option at a time changes one dimension of the input:
   a GPU patch): O kustomize units rendering N objects each;
 * ``--kind hpa|scaledobject|knative|kserve``: every app of one kind instead of the mix;
 * ``--doc-scale S``: S containers (and S times the env) per pod: documents S times bigger;
-* ``--autoscalers-per-target A``: A HPAs on each Deployment (duplicate-autoscaler groups).
+* ``--autoscalers-per-target A``: A HPAs on each Deployment (duplicate-autoscaler groups);
+* ``--per-app``: the layout of a repository with one directory per application
+  (OUT/teams/team-NN/svc-NNNNN/, 1-2 files each, nothing shared above them) and the
+  prometheus-adapter values in one application's directory of every ten: a lint unit per
+  application, all one cluster.
 """
 
 from __future__ import annotations
@@ -226,6 +230,7 @@ class Shape:
         kind: str = "mixed",
         doc_scale: int = 1,
         autoscalers_per_target: int = 1,
+        per_app: bool = False,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}")
@@ -236,9 +241,12 @@ class Shape:
         self.kind = kind
         self.doc_scale = max(1, doc_scale)
         self.autoscalers_per_target = max(1, autoscalers_per_target)
+        self.per_app = per_app
 
     def describe(self) -> str:
         parts = [f"{self.apps:,} apps"]
+        if self.per_app:
+            parts.append("a directory (a unit) per app, adapter values in 1 app of 10")
         if self.adapter_every:
             parts.append(f"adapter values in 1 app of {self.adapter_every}")
         if self.units > 1:
@@ -325,6 +333,17 @@ def app_documents(index: int, name: str, team: int) -> list[str]:
 def generate(out: Path, shape: Shape) -> int:
     """Write the repository; return the number of files."""
     files = 0
+    if shape.per_app:
+        for index in range(shape.apps):
+            team = index % 40
+            name = f"svc-{index:05d}"
+            directory = out / "teams" / f"team-{team:02d}" / name
+            directory.mkdir(parents=True, exist_ok=True)
+            if index % 10 == 9:
+                (directory / "prometheus-adapter-values.yaml").write_text(ADAPTER_VALUES.format())
+                files += 1
+            files += _app(directory, index, shape, name, team)
+        return files
     if shape.overlays:
         base = out / "base"
         resources = []
@@ -374,6 +393,7 @@ def main() -> int:
     parser.add_argument("--kind", choices=KINDS, default="mixed")
     parser.add_argument("--doc-scale", type=int, default=1)
     parser.add_argument("--autoscalers-per-target", type=int, default=1)
+    parser.add_argument("--per-app", action="store_true")
     args = parser.parse_args()
     shape = Shape(
         args.apps,
@@ -383,6 +403,7 @@ def main() -> int:
         args.kind,
         args.doc_scale,
         args.autoscalers_per_target,
+        args.per_app,
     )
     print(f"{generate(args.out, shape)} files: {shape.describe()}")
     return 0

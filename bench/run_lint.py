@@ -39,6 +39,8 @@ from generate import Shape, generate  # noqa: E402
 ROWS: list[tuple[str, str, Shape]] = [
     ("apps-1k", "apps", Shape(1000)),
     ("apps-10k", "apps", Shape(10000)),
+    ("per-app-1k", "a unit per application directory", Shape(1000, per_app=True)),
+    ("per-app-10k", "a unit per application directory", Shape(10000, per_app=True)),
     ("adapters-1k", "adapter configs (1 per 10 apps)", Shape(1000, adapter_every=10)),
     ("adapters-10k", "adapter configs (1 per 10 apps)", Shape(10000, adapter_every=10)),
     ("units-100", "units (10,000 apps)", Shape(10000, units=100)),

@@ -11,6 +11,10 @@ Every workload that more than one autoscaler scales:
   is ``hpa`` (the default) or ``keda``: KServe then creates an HPA (or ScaledObject) for the
   same Deployment.
 
+Only workloads that are in the input are judged: autoscalers of one name in a directory of
+examples, for a Deployment the repository does not define, are most often alternatives (a
+tutorial's "scale on queue depth instead"), and a note says the check did not run on them.
+
 An HPA of yours that has the very name of the HPA KServe (or KEDA) generates is reported as
 well: the controller takes it over and overwrites its spec. HPAs that KEDA, KServe or Knative
 created themselves (ownerReference or the ``scaledobject.keda.sh/name`` label) count through
@@ -160,6 +164,8 @@ class _Unit:
 
 def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     claims = _distinct(group.autoscalers)
+    if not _target_in_input(claims, inventory):
+        return
     adopted = {
         (_namespace(a, group), so.adopts_hpa)
         for a in claims
@@ -199,6 +205,17 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             yield _finding(
                 group, ctx, autoscaler, unit, index, order, names, claims, links, fix, plan
             )
+
+
+def _target_in_input(claims: list[Autoscaler], inventory: Inventory) -> bool:
+    """Is the workload the group claims in the input (or made by an object that is)?"""
+    for claim in claims:
+        if claim.implicit or claim.ref is None:
+            return True  # a controller's own claim: its object is in the input
+        resolved = inventory.resolve_target(claim.manifest.namespace, claim.ref, claim.manifest)
+        if resolved.found:
+            return True
+    return False
 
 
 def _distinct(autoscalers: list[Autoscaler]) -> list[Autoscaler]:

@@ -17,14 +17,13 @@ from pathlib import Path
 import pytest
 
 from gpulint.core.model import Finding
+from gpulint.engine.assembly import assemble
+from gpulint.engine.assembly import lint_text as engine_lint_text
 from gpulint.engine.config import Settings
-from gpulint.engine.files import build_units, lint_units, plan_units
 from gpulint.engine.registry import Selection
 from gpulint.engine.result import Result
 from gpulint.engine.runner import inventory_from_paths, run
-from gpulint.input.loader import load_file
 from gpulint.input.units import RenderOptions
-from gpulint.inventory import Inventory
 
 from . import artifacts
 from .tools import helm_command, kustomize_command
@@ -34,8 +33,13 @@ from .tools import helm_command, kustomize_command
 os.environ["COLUMNS"] = "80"
 
 ROOT = Path(__file__).resolve().parent.parent
+# The machine's temporary directory, before each test is given a private one.
+SYSTEM_TEMP = tempfile.gettempdir()
 FIXTURES = ROOT / "tests" / "fixtures"
-CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
+# The real-manifest corpus: beside the repository, or where GPULINT_CORPUS says. Tests that
+# read it are marked `corpus` and skip (or are not collected) without it; nothing else in the
+# tests reads outside the repository.
+CORPUS = Path(os.environ.get("GPULINT_CORPUS") or ROOT.parent / "shared" / "corpus").resolve()
 
 
 def lint_text(
@@ -45,12 +49,8 @@ def lint_text(
     select: list[str] | None = None,
 ) -> list[Finding]:
     """Lint one YAML text as if it were a file called ``name``."""
-    inventory = Inventory(settings or Settings())
     data = textwrap.dedent(text).lstrip("\n").encode()
-    loaded = load_file(name, data)
-    loaded.path = name
-    inventory.add_file(loaded)
-    return run(inventory, Selection(select or []))
+    return engine_lint_text(data, name, settings, Selection(select or [])).findings
 
 
 def lint_paths(
@@ -69,9 +69,8 @@ def lint_result(
     options: RenderOptions | None = None,
 ) -> Result:
     settings = settings or Settings()
-    plans = plan_units([str(p) for p in paths], settings)
-    units = build_units(plans, options or RenderOptions())
-    return lint_units(units, settings, Selection(select or []))
+    assembly = assemble([str(p) for p in paths], settings, options or RenderOptions())
+    return assembly.lint(settings, Selection(select or []))
 
 
 def lint_one_inventory(
@@ -112,6 +111,19 @@ def in_one_thread(test: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
+@pytest.fixture(autouse=True)
+def private_temp_directory(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """Every test, and every process it starts, makes its temporary files in a directory of
+    its own: a test that checks gpulint left nothing behind reads only what this test made,
+    whatever else runs on the machine."""
+    private = tmp_path_factory.mktemp("tmp", numbered=True)
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    yield private
+
+
 def rules_of(findings: list[Finding]) -> list[str]:
     return [f.rule for f in findings]
 
@@ -119,8 +131,15 @@ def rules_of(findings: list[Finding]) -> list[str]:
 @pytest.fixture
 def corpus() -> Path:
     if not CORPUS.is_dir():
-        pytest.skip("the real-manifest corpus (../shared/corpus) is not present")
+        pytest.skip(f"the real-manifest corpus ({CORPUS}) is not present")
     return CORPUS
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes the corpus is a corpus test (`pytest -m corpus` runs them alone)."""
+    for item in items:
+        if "corpus" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.corpus)
 
 
 @pytest.fixture
@@ -176,7 +195,9 @@ def wheel_install(
 @pytest.fixture(scope="session")
 def image_install() -> Iterator[artifacts.Install]:
     """The Dockerfile's build stage replayed; readable and runnable by the image's user."""
-    scratch = Path(tempfile.mkdtemp(prefix="gpulint-image-"))
+    # In the machine's temporary directory, not the test's private one: the image's user (not
+    # this one) must reach it, and pytest's own directories are this user's alone.
+    scratch = Path(tempfile.mkdtemp(prefix="gpulint-image-", dir=SYSTEM_TEMP))
     os.chmod(scratch, 0o755)
     try:
         venv = artifacts.replay_image_build(scratch, image_interpreter())

@@ -23,7 +23,7 @@ from gpulint.input.document import Document
 from gpulint.input.loader import load_file
 from gpulint.input.yamlparse import parse_documents
 from gpulint.inventory import Inventory
-from gpulint.metrics.names import Exporter, is_dcgm_field, lookup
+from gpulint.metrics.names import KNOWN_METRICS, Exporter, exporter_counters, is_dcgm_field, lookup
 from gpulint.metrics.promql import outermost_aggregations, placed_aggregations, top_level_text
 from gpulint.metrics.querytemplate import TemplateError, parse
 
@@ -338,6 +338,17 @@ def test_dcgm_field_names() -> None:
     assert is_dcgm_field("DCGM_EXP_XID_ERRORS_COUNT")
     assert not is_dcgm_field("DCGM_FI_DEV_GPU_UTILIZATION")
     assert not is_dcgm_field("dcgm_fi_dev_gpu_util")
+
+
+def test_the_shipped_counters_list_and_the_metric_table_agree() -> None:
+    counters = exporter_counters()
+    assert [c.field for c in counters][:2] == ["DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK"]
+    assert all(is_dcgm_field(c.field) and c.type in ("gauge", "counter") for c in counters)
+    by_default = {c.field for c in counters if "default-counters" in c.enabled_in}
+    profiling = {c.field for c in counters if "dcp-metrics-included" in c.enabled_in}
+    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE" in by_default and "DCGM_FI_DEV_GPU_UTIL" in profiling
+    dcgm = [m for m in KNOWN_METRICS.values() if m.exporter is Exporter.DCGM]
+    assert {m.name for m in dcgm if m.enabled_by_default} == by_default
 
 
 def test_aggregations_with_their_place() -> None:

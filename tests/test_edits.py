@@ -138,10 +138,24 @@ def test_delete_document_keeps_the_others(tmp_path: Path) -> None:
     assert [d for d in yaml.safe_load_all(remaining) if d] == [{"a": 1}, {"c": 3}]
 
 
-def test_windows_line_endings_are_kept(tmp_path: Path) -> None:
-    doc = _document(tmp_path, "spec:\r\n  maxReplicas: 4\r\n")
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_the_files_line_endings_are_kept(tmp_path: Path, ending: str) -> None:
+    doc = _document(tmp_path, "spec:\n  maxReplicas: 4\n".replace("\n", ending))
     inserted = _fixed(doc, edits.Insert(doc, ("spec",), edits.entries(minReplicas=1)))
-    assert inserted == "spec:\r\n  maxReplicas: 4\r\n  minReplicas: 1\r\n"
+    assert inserted == "spec:\n  maxReplicas: 4\n  minReplicas: 1\n".replace("\n", ending)
+    block = edits.Insert(doc, ("spec", "behavior"), edits.entries(scaleDown={"a": [1, 2]}))
+    nested = _fixed(doc, block)
+    assert nested is not None and "\n" not in nested.replace(ending, "")
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_an_insertion_at_the_end_of_a_file_without_a_last_line_break(
+    tmp_path: Path, ending: str
+) -> None:
+    doc = _document(tmp_path, "a: 1" + ending + "spec:" + ending + "  maxReplicas: 4")
+    inserted = _fixed(doc, edits.Insert(doc, ("spec",), edits.entries(minReplicas=1)))
+    expected = "a: 1\nspec:\n  maxReplicas: 4\n  minReplicas: 1".replace("\n", ending)
+    assert inserted == expected
 
 
 def test_a_plan_is_all_or_nothing(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ without any finding that was not there before.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -264,13 +265,20 @@ def test_fix_never_writes_through_a_symlink_or_outside_the_input(tmp_path: Path)
     assert "not fixed" in done.stderr or "symbolic link" in done.stdout + done.stderr
 
 
-def test_fix_keeps_windows_line_endings(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_fix_keeps_the_files_line_endings(tmp_path: Path, ending: str) -> None:
+    """Every line a fix writes ends as the file's lines do, the last one included: a file of
+    bare carriage returns gets no LF, a Windows file no bare LF."""
     path = tmp_path / "app.yaml"
-    path.write_bytes(HPA.replace("\n", "\r\n").encode())
+    path.write_bytes(HPA.replace("\n", ending).encode())
     _cli("lint", "--no-config", "--fix", "app.yaml", cwd=tmp_path)
-    data = path.read_bytes()
-    assert b"autoscaling/v2 " in data and b"behavior:" in data
-    assert data.count(b"\n") == data.count(b"\r\n")
+    data = path.read_bytes().decode()
+    assert "autoscaling/v2 " in data and "behavior:" in data
+    assert data.endswith(ending)
+    # Every line break of the file is the file's own.
+    assert set(re.findall(r"\r\n|\r|\n", data)) == {ending}
+    hpa = next(d for d in yaml.safe_load_all(data) if d and d["kind"].endswith("Autoscaler"))
+    assert hpa["spec"]["behavior"]["scaleDown"]["policies"]
 
 
 @pytest.mark.slow
@@ -433,6 +441,15 @@ spec:
       metric: {name: "vllm:num_requests_waiting"}
       target: {type: AverageValue, averageValue: "5"}
 """,
+    # The workload both scale: GL103 judges only workloads in the input.
+    "vllm.yaml": """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    spec:
+      containers: [{name: vllm, image: vllm/vllm-openai, resources: {limits: {nvidia.com/gpu: 1}}}]
+""",
 }
 
 
@@ -453,7 +470,7 @@ def test_a_file_whose_every_document_is_merged_away_is_deleted(tmp_path: Path) -
     done = _cli(*args, "--fix", ".", cwd=tmp_path / "fixed")
     assert "deleted queue.yaml" in done.stdout, done.stdout
     fixed = tmp_path / "fixed"
-    assert sorted(p.name for p in fixed.iterdir()) == ["gpu.yaml"]
+    assert sorted(p.name for p in fixed.iterdir()) == ["gpu.yaml", "vllm.yaml"]
     assert not (shown / "queue.yaml").exists()
     assert (shown / "gpu.yaml").read_text() == (fixed / "gpu.yaml").read_text()
     assert "vllm:num_requests_waiting" in (fixed / "gpu.yaml").read_text()

@@ -8,6 +8,8 @@ whitespace and runs any line starting ``::``).
 
 from __future__ import annotations
 
+import base64
+import html.parser
 import json
 import os
 import re
@@ -16,10 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
-from gpulint.report.escape import escape_controls, safe_line, safe_lines
+from gpulint.report.escape import escape_controls, safe_line, safe_lines, xml_text
 
 from .conftest import ROOT
 
@@ -208,6 +211,7 @@ def test_escape_helpers() -> None:
     assert safe_line("##vso[task]") == "\\x23#vso[task]"
     assert safe_line("a ::b") == "a ::b"
     assert safe_lines("one\x85::two\n  ::three") == ["one\\x85::two", "  \\x3a:three"]
+    assert xml_text('a\x1b<b c="d">&\'\n') == "a\\x1b&lt;b c=&quot;d&quot;&gt;&amp;&#x27;\\n"
 
 
 # --- every output format over hostile names, paths, units, labels and namespaces ---------------
@@ -301,10 +305,11 @@ def _assert_inert_text(output: str, what: str) -> None:
     assert commands == [], what
 
 
-def _assert_inert_markdown(markdown: str, what: str) -> None:
+def _assert_inert_markdown(markdown: str, what: str, own: frozenset[str] = frozenset()) -> str:
     """As GitHub renders it (its own cmark, raw HTML let through as a job summary lets the
-    tags it allows through): no tag but the report's own, so no link, image or script; no
-    mention; each Mermaid block only nodes with one-line quoted labels, arrows and classes."""
+    tags it allows through): no tag but the report's own (``MARKDOWN_TAGS`` and ``own``), so
+    no link, image or script; no mention; each Mermaid block only nodes with one-line quoted
+    labels, arrows and classes. The HTML it renders to."""
     import html
 
     import cmarkgfm
@@ -313,7 +318,7 @@ def _assert_inert_markdown(markdown: str, what: str) -> None:
     _assert_inert_text(markdown, what)
     rendered = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
     tags = set(re.findall(r"<([A-Za-z][A-Za-z0-9]*)", rendered))
-    assert tags <= MARKDOWN_TAGS, f"{what}: {tags - MARKDOWN_TAGS}"
+    assert tags <= MARKDOWN_TAGS | own, f"{what}: {tags - MARKDOWN_TAGS - own}"
     text = html.unescape(re.sub(r"<[^>]*>", "", re.sub(r"<pre.*?</pre>", "", rendered, flags=re.S)))
     assert MENTION.findall(text) == [], what
     for block in re.findall(r"```mermaid\n(.*?)```", markdown, flags=re.S):
@@ -329,6 +334,7 @@ def _assert_inert_markdown(markdown: str, what: str) -> None:
                 or re.fullmatch(r"  n\d+ --> n\d+", line)
                 or (line.startswith("  classDef ") and "evil" not in line)
             ), f"{what}: {line!r}"
+    return rendered
 
 
 def _holds_hostile(value: Any) -> bool:
@@ -408,6 +414,157 @@ def test_every_output_format_shows_hostile_input_and_acts_on_none(hostile: Path)
             # Counted in the words of the output, which wraps at 80 columns beside the tree.
             words = " ".join(output.replace("│", " ").split())
             assert words.count("<- first break") == 2
+
+
+# An HPA no replay can run (its metric comes from metrics-server), under a hostile name: its
+# reason is a line on stderr.
+UNREPLAYABLE = f"""\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {_quoted(HOSTILE + "cpu")}
+  namespace: {_quoted(HOSTILE + "ns")}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: {_quoted(HOSTILE + "deploy")}}}
+  maxReplicas: 2
+  metrics:
+  - type: Resource
+    resource: {{name: cpu, target: {{type: Utilization, averageUtilization: 70}}}}
+"""
+# The tags of replay's own page and pictures (html.parser lowercases them).
+REPLAY_PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b"}
+REPLAY_PAGE_TAGS |= {"section", "table", "tr", "th", "td"}
+SVG_TAGS = {"svg", "title", "rect", "text", "polyline", "line"}
+_VOID = {"meta", "rect", "polyline", "line"}  # written without an end tag, or self-closed
+
+
+class _Page(html.parser.HTMLParser):
+    """The tags of an HTML page, each closed where it was opened; text kept."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.tags: set[str] = set()
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag not in _VOID:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.open and self.open.pop() == tag, (tag, self.open)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _assert_svg(svg: str, what: str) -> str:
+    """A well-formed SVG of replay's own elements; its text."""
+    root = ElementTree.fromstring(svg)
+    tags = {element.tag.rpartition("}")[2] for element in root.iter()}
+    assert tags <= SVG_TAGS, f"{what}: {tags - SVG_TAGS}"
+    return " ".join(root.itertext())
+
+
+def _saturated(query: str, start: float, end: float, step: float) -> bytes:
+    """A load that holds the HPA at maxReplicas (GL952, whose message names it), on the two
+    pods kube-state-metrics saw."""
+    from tests.replay.answers import matrix, points
+
+    if "kube_" in query:
+        return matrix(points(start, end, step, "2"))
+    return matrix(points(start, end, step, "100"), points(start, end, step, "100"))
+
+
+@pytest.mark.slow
+def test_replay_and_trace_in_every_format_show_hostile_names_and_act_on_none(
+    hostile: Path, tmp_path: Path
+) -> None:
+    """`gpulint replay` of the hostile tree against a Prometheus that answers its queries, in
+    every format: each names the autoscalers and its findings escaped for where it goes, the
+    SVG and the HTML page are well-formed with only their own elements, the Markdown renders
+    no link, image, HTML or mention of a name's; each line on stderr is one line, inert."""
+    from tests.replay.answers import RangeServer
+
+    tree = tmp_path / "tree"
+    shutil.copytree(hostile, tree)
+    (tree / "c" / "plain" / "unreplayable.yaml").write_text(UNREPLAYABLE)
+    server = RangeServer(_saturated).start()
+    replay = ["replay", ".", "--prometheus", server.url, "--range", "1h", "--fail-on", "never"]
+    try:
+        outputs = {}
+        for fmt in ("text", "json", "svg", "html", "markdown"):
+            done = _run(tree, *replay, "--format", fmt)
+            assert done.returncode == 0, (fmt, done.stderr)
+            outputs[fmt] = _decoded(done.stdout)
+            errors = _decoded(done.stderr)
+            _assert_inert_text(errors, f"replay {fmt} stderr")
+            lines = errors.splitlines()
+            said = [line for line in lines if line.startswith("gpulint: ")]
+            assert said == lines, fmt  # no name broke a line in two
+            assert len([line for line in lines if "not replayed" in line]) == 1
+            assert r"\x1b]0;pwned\x07\x1b[31m\x9b31m\x85\u2028\r\n::error" in said[0]
+            if fmt == "svg":  # two replays, the first shown: said on stderr, escaped
+                assert "the SVG shows the first" in errors
+        missing = _run(tree, *replay, "--autoscaler", HOSTILE)
+        assert missing.returncode == 2
+        _assert_inert_text(_decoded(missing.stderr), "replay --autoscaler stderr")
+        said = _decoded(missing.stderr).splitlines()
+        assert len(said) == 1 and said[0].endswith(": no such HPA or ScaledObject")
+    finally:
+        server.stop()
+
+    text = outputs["text"]
+    _assert_inert_text(text, "replay text")
+    assert text.count("\nHorizontalPodAutoscaler ") == 2 and text.count("GL952 ") == 2
+    assert r"\x1b]0;pwned\x07\x1b[31m\x9b31m\x85\u2028\r\n::error file=forged" in text
+    assert r"\n::add-mask::secret\n##[error]legacy" in text and r"\u202eendhpa" in text
+
+    _assert_inert_text(outputs["json"], "replay json")
+    replays = json.loads(outputs["json"])["replays"]
+    assert len(replays) == 2 and _holds_hostile([r["autoscaler"] for r in replays])
+    assert all(r["findings"] and _holds_hostile(r["findings"]) for r in replays)
+
+    _assert_inert_text(outputs["svg"], "replay svg")
+    shown = _assert_svg(outputs["svg"], "replay svg")
+    assert r"\x1b]0;pwned\x07" in shown and "<script>alert(1)</script>" in shown
+
+    page = outputs["html"]
+    _assert_inert_text(page, "replay html")
+    parsed = _Page()
+    parsed.feed(page)
+    parsed.close()
+    assert parsed.open == [], parsed.open
+    assert parsed.tags <= REPLAY_PAGE_TAGS | SVG_TAGS, parsed.tags - REPLAY_PAGE_TAGS - SVG_TAGS
+    pictures = re.findall(r"<svg .*?</svg>", page, flags=re.S)
+    assert len(pictures) == 2
+    for picture in pictures:
+        _assert_svg(picture, "replay html picture")
+    words = " ".join(parsed.text)
+    assert words.count("<script>alert(1)</script>") >= 4 and words.count("GL952") == 2
+
+    markdown = outputs["markdown"]
+    rendered = _assert_inert_markdown(
+        markdown, "replay markdown", frozenset({"h3", "img", "ul", "li"})
+    )
+    images = re.findall(r'<img src="([^"]*)" alt="([^"]*)"', rendered)
+    assert len(images) == 2 and len(re.findall("<img", rendered)) == 2
+    for source, alt in images:
+        assert source.startswith("data:image/svg+xml;base64,"), source[:80]
+        picture = base64.b64decode(source.removeprefix("data:image/svg+xml;base64,")).decode()
+        _assert_svg(picture, "replay markdown picture")
+        assert "evil.example" in alt  # the name, shown as text
+    assert "@&#8203;someone" in markdown and markdown.count("**GL952**") == 2
+
+    done = _run(hostile, "trace", "--autoscaler", HOSTILE, ".")
+    assert done.returncode == 2
+    errors = _decoded(done.stderr)
+    _assert_inert_text(errors, "trace --autoscaler stderr")
+    assert len(errors.splitlines()) == 1 and r"\x1b]0;pwned" in errors
 
 
 @pytest.mark.slow

@@ -119,6 +119,15 @@ def test_exit_codes_follow_fail_on(capsys: pytest.CaptureFixture[str]) -> None:
     assert broken[0] == 1
 
 
+def test_an_output_it_cannot_write_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "missing" / "trace.json"
+    assert main(["trace", "--no-config", "-o", str(target), str(SEED / "broken")]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert errors == [f"gpulint: error: cannot write {target}: No such file or directory"]
+
+
 def test_text_marks_the_first_break_without_colour(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = trace(str(SEED / "broken"), "--color", "never", capsys=capsys)
     assert code == 1

@@ -15,6 +15,7 @@ missing from the trace, and every finding the trace shows is one of them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,14 +42,18 @@ UNIT_RULES = unit_rules()
 QUERY_STAGE = "adapter-rule"
 
 
-def _inputs() -> list[Path]:
+def _inputs() -> list[Any]:
     found = sorted(p for p in FIXTURES.glob("*/*.yaml"))
     found.append(FIXTURES / "units" / "gitops")  # kustomize overlays and a Helm chart
     found += sorted(p for p in (ROOT / "examples").glob("*/*") if p.is_dir())
-    found = [p for p in found if not p.name.startswith(".")]
+    inputs: list[Any] = [_case(p) for p in found if not p.name.startswith(".")]
     if CORPUS.is_dir():
-        found += sorted(p for p in CORPUS.iterdir() if p.is_dir())
-    return found
+        inputs += [_case(p, pytest.mark.corpus) for p in sorted(CORPUS.iterdir()) if p.is_dir()]
+    return inputs
+
+
+def _case(path: Path, *marks: pytest.MarkDecorator) -> Any:
+    return pytest.param(path, marks=marks, id=str(path.relative_to(path.parents[1])))
 
 
 def _breaks(finding: Finding) -> bool:
@@ -130,7 +135,7 @@ def tools(kustomize: list[str], helm: list[str]) -> RenderOptions:
     return RenderOptions(" ".join(kustomize), helm[0], None, LIMIT, None)
 
 
-@pytest.mark.parametrize("path", _inputs(), ids=lambda p: str(p.relative_to(p.parents[1])))
+@pytest.mark.parametrize("path", _inputs())
 def test_trace_breaks_exactly_where_lint_reports_chain_findings(
     path: Path, tools: RenderOptions
 ) -> None:

@@ -65,7 +65,7 @@ def _inputs() -> list[Any]:
         pytest.param([ROOT / "examples"], id="examples"),
     ]
     if CORPUS.is_dir():
-        inputs.append(pytest.param([CORPUS], id="corpus"))
+        inputs.append(pytest.param([CORPUS], id="corpus", marks=pytest.mark.corpus))
     return inputs
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from gpulint.cli import main
+from gpulint.engine.config import Settings, load_settings
 from gpulint.engine.result import Result
 from gpulint.input.units import RenderOptions
 from gpulint.input.units.roots import DirectoryTree
@@ -130,8 +131,8 @@ def test_alternative_tutorials_are_judged_apart(tmp_path: Path) -> None:
         ("tutorials/keda", 2),
     ]
     assert _contexts(result) == {
-        "tutorials/hpa": "its own objects only",
-        "tutorials/keda": "its own objects only",
+        "tutorials/hpa": "cluster the input; its own objects only",
+        "tutorials/keda": "cluster the input; its own objects only",
     }
 
 
@@ -190,14 +191,19 @@ def test_a_chart_is_judged_with_the_adapter_named_beside_it(
     assert finding.location.file == "charts/app/templates/hpa.yaml"
     # The finding names where the adapter config it was judged against came from.
     assert finding.message.endswith(
-        "HelmValues prometheus-adapter.yaml comes from monitoring, taken as this unit's "
-        "prometheus-adapter config (named beside charts/ on the command line)."
+        "Helm values prometheus-adapter.yaml comes from monitoring, taken as this unit's "
+        "prometheus-adapter config (the input is one cluster)."
     )
     assert _contexts(result) == {
-        "charts/app": "its own objects and prometheus-adapter config from monitoring "
-        "(named beside charts/ on the command line)",
-        "monitoring": "its own objects only",
+        "charts/app": "cluster the input; its own objects and prometheus-adapter config from "
+        "monitoring",
+        "monitoring": "cluster the input; its own objects only",
     }
+    # However the repository is named: as one path, it is the same one cluster.
+    whole = lint_result(".", options=options)
+    assert [(f.rule, f.location.file, f.location.line) for f in whole.findings] == [
+        (f.rule, f.location.file, f.location.line) for f in result.findings
+    ]
     # The borrowed values are not counted as the chart's objects, nor reported twice.
     assert [(u.name, u.objects) for u in result.units] == [("charts/app", 2), ("monitoring", 0)]
 
@@ -233,27 +239,39 @@ def test_the_context_is_printed_in_text_and_json(
     assert [(u["name"], u["context"]) for u in summary["units"]] == [
         (
             "charts/app",
-            "its own objects and prometheus-adapter config from monitoring "
-            "(named beside charts/ on the command line)",
+            "cluster the input; its own objects and prometheus-adapter config from monitoring",
         ),
-        ("monitoring", "its own objects only"),
+        ("monitoring", "cluster the input; its own objects only"),
     ]
-    assert "under units: in .gpulint.yaml" in summary["contextChange"]
+    assert summary["clusters"] == [
+        {
+            "name": "the input",
+            "why": "no GitOps object or clusters: entry of .gpulint.yaml divides the input",
+            "units": ["charts/app", "monitoring"],
+            "lends": [
+                {
+                    "component": "prometheus-adapter config",
+                    "from": "monitoring",
+                    "to": ["charts/app"],
+                }
+            ],
+            "notLent": [],
+        }
+    ]
+    assert "clusters: in .gpulint.yaml" in summary["contextChange"]
     main(args)
-    words = " ".join(capsys.readouterr().out.split())
+    lines = capsys.readouterr().out.splitlines()
+    clusters = [line for line in lines if line.startswith("cluster: ")]
+    assert len(clusters) == 2  # one line per cluster, wrapped, and how to change it
+    words = " ".join(" ".join(lines).split())
     assert (
-        "context: charts/app: its own objects and prometheus-adapter config from monitoring"
-        in words
+        "cluster: the input (no GitOps object or clusters: entry of .gpulint.yaml divides the "
+        "input): 2 units; monitoring lends prometheus-adapter config to charts/app" in words
     )
-    assert (
-        "context: the other units: its own objects only; to change it, list directories "
-        "under units: in .gpulint.yaml" in words
-    )
+    assert "cluster: to change it, declare clusters: in .gpulint.yaml" in words
 
 
-def test_proximity_within_one_path_takes_nothing(tmp_path: Path) -> None:
-    # One path holding unrelated directories (a corpus of repositories): an application does
-    # not take a neighbour's adapter config.
+def test_one_path_or_several_is_the_same_one_cluster(tmp_path: Path) -> None:
     _write(
         tmp_path,
         {
@@ -263,11 +281,17 @@ def test_proximity_within_one_path_takes_nothing(tmp_path: Path) -> None:
             "repos/adapter/values.yaml": ADAPTER_UNNAMED,
         },
     )
-    result = lint_result("repos/app", "repos/other", "repos/adapter")
-    assert "GL401" in {f.rule for f in result.findings}  # named apart: taken
-    result = lint_result("repos")
-    assert "GL401" not in {f.rule for f in result.findings}
-    assert set(_contexts(result).values()) == {"its own objects only"}
+    for paths in (["repos/app", "repos/other", "repos/adapter"], ["repos"], ["."]):
+        result = lint_result(*paths)
+        found = [(f.rule, os.path.normpath(f.location.file)) for f in result.findings]
+        assert found == [("GL401", "repos/app/hpa.yaml")], paths
+    # Directories that are no cluster together are declared apart.
+    (tmp_path / ".gpulint.yaml").write_text(
+        "clusters:\n  a: {applications: [repos/app]}\n  b: {platform: [repos/adapter]}\n"
+    )
+    result = lint_result("repos", settings=_settings(tmp_path))
+    assert _rules(result, "GL401") == []
+    assert _contexts(result)["repos/app"] == "cluster a; its own objects only"
 
 
 SERVICE_MONITOR = """\
@@ -280,7 +304,7 @@ spec:
 """
 
 
-def test_two_providers_of_one_component_are_never_guessed_between(
+def test_two_different_providers_of_one_component_are_never_guessed_between(
     tmp_path: Path, kustomize: list[str]
 ) -> None:
     # Two monitoring directories, each with its own copy of the ServiceMonitor: two units,
@@ -300,18 +324,20 @@ def test_two_providers_of_one_component_are_never_guessed_between(
     options = RenderOptions(" ".join(kustomize))
     result = lint_result("app", "monitoring-a", "monitoring-b", options=options)
     assert "GL401" not in {f.rule for f in result.findings}
+    # The two ServiceMonitors are copies of one text: either says what the cluster runs.
     assert _contexts(result)["app"] == (
-        "its own objects only; prometheus-adapter config not taken: 2 directories provide it "
-        "(monitoring-a, monitoring-b); dcgm-exporter not taken: 2 directories provide it "
-        "(monitoring-a, monitoring-b); Prometheus monitoring objects not taken: 2 directories "
-        "provide it (monitoring-a, monitoring-b)"
+        "cluster the input; its own objects and dcgm-exporter from monitoring-a; Prometheus "
+        "monitoring objects from monitoring-a; prometheus-adapter config not taken: 2 "
+        "directories are equally near (monitoring-a, monitoring-b)"
     )
     # Named with one of them only, the application is judged with it.
     result = lint_result("app", "monitoring-a", options=options)
     assert _rules(result) == [("GL401", "app/hpa.yaml")]
 
 
-def test_declared_units_borrow_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_declared_units_take_part_in_their_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _write(
         tmp_path,
         {
@@ -323,14 +349,44 @@ def test_declared_units_borrow_nothing(tmp_path: Path, capsys: pytest.CaptureFix
     main(["lint", "--format", "json", "app", "adapter"])
     report = json.loads(capsys.readouterr().out)
     assert [f["rule"] for f in report["findings"]] == ["GL401"]  # one unit of loose files
+    # A unit per directory changes what is one unit, not what the cluster serves it with.
     (tmp_path / ".gpulint.yaml").write_text("units: [app, adapter]\n")
     main(["lint", "--format", "json", "app", "adapter"])
     report = json.loads(capsys.readouterr().out)
-    assert report["findings"] == []
+    assert [f["rule"] for f in report["findings"]] == ["GL401"]
     assert [(u["name"], u["context"]) for u in report["summary"]["units"]] == [
-        ("adapter", "its own objects only"),
-        ("app", "its own objects only"),
+        ("adapter", "cluster the input; its own objects only"),
+        ("app", "cluster the input; its own objects and prometheus-adapter config from adapter"),
     ]
+    # The whole tree as one unit: "." names the configuration's own directory.
+    (tmp_path / ".gpulint.yaml").write_text("units: [.]\n")
+    main(["lint", "--format", "json", "."])
+    report = json.loads(capsys.readouterr().out)
+    assert [u["name"] for u in report["summary"]["units"]] == ["."]
+    assert [f["rule"] for f in report["findings"]] == ["GL401"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "units: [app, nowhere/*]\n",
+        "clusters:\n  prod: {applications: [app], platform: [nowhere]}\n",
+    ],
+)
+def test_a_pattern_that_matches_nothing_is_an_error_that_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str
+) -> None:
+    _write(tmp_path, {"app/deployment.yaml": DEPLOYMENT.format(name="llm")})
+    (tmp_path / ".gpulint.yaml").write_text(config)
+    assert main(["lint", "."]) == 2
+    error = capsys.readouterr().err
+    assert "matches no directory" in error and "nowhere" in error and ".gpulint.yaml" in error
+
+
+def _settings(root: Path) -> Settings:
+    from gpulint.engine.registry import rule_names, rule_option_schemas
+
+    return load_settings(str(root / ".gpulint.yaml"), rule_option_schemas(), rule_names())
 
 
 def _flux(tmp_path: Path) -> None:
@@ -372,13 +428,13 @@ def test_flux_clusters_lend_each_environment_its_own_platform(
     assert _rules(result) == [("GL401", "apps/staging/hpa.yaml")]
     (finding,) = result.findings
     assert finding.message.endswith(
-        "HelmValues prometheus-adapter.yaml comes from infrastructure/staging, taken as this "
-        "unit's prometheus-adapter config (cluster staging)."
+        "Helm values prometheus-adapter.yaml comes from infrastructure/staging, taken as this "
+        "unit's prometheus-adapter config (cluster staging, declared by Kustomization apps "
+        "(clusters/staging/sync.yaml))."
     )
     contexts = _contexts(result)
     assert contexts["apps/prod"] == (
-        "cluster prod; its own objects and prometheus-adapter config from "
-        "infrastructure/prod (cluster prod)"
+        "cluster prod; its own objects and prometheus-adapter config from infrastructure/prod"
     )
     assert contexts["infrastructure/staging"] == "cluster staging; its own objects only"
 
@@ -433,8 +489,7 @@ def test_an_application_set_deploys_each_directory_with_its_cluster_platform(
     assert _rules(result, "GL103", "GL401") == [("GL401", "./apps/a/hpa.yaml")]
     contexts = _contexts(result)
     assert contexts["apps/a"] == (
-        "cluster gpu-cluster; its own objects and prometheus-adapter config from platform "
-        "(cluster gpu-cluster)"
+        "cluster gpu-cluster; its own objects and prometheus-adapter config from platform"
     )
     assert contexts["platform"] == "cluster gpu-cluster; its own objects only"
 

@@ -222,6 +222,10 @@ def test_declared_units_group_kustomizations_and_files(tmp_path: Path) -> None:
             "spec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n"
             "  minReplicas: 1\n  maxReplicas: 3\n"
         )
+        (directory / "deployment.yaml").write_text(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+            "spec: {template: {spec: {containers: [{name: web, image: web}]}}}\n"
+        )
     config = tmp_path / ".gpulint.yaml"
     config.write_text('units: ["clusters/*"]\n')
     settings = Settings(units=["clusters/*"], source=str(config))
@@ -229,7 +233,10 @@ def test_declared_units_group_kustomizations_and_files(tmp_path: Path) -> None:
     assert sorted(Path(u.name).name for u in result.units) == ["one", "two"]
     # Two HPAs on one Deployment, but in two clusters: no GL103.
     assert "GL103" not in {f.rule for f in result.findings}
-    merged = lint_result(tmp_path)  # without the declaration: one unit, one conflict
+    # The whole tree declared one unit: one cluster gets both, one conflict.
+    whole = Settings(units=["."], source=str(config))
+    merged = lint_result(tmp_path, settings=whole)
+    assert len(merged.units) == 1
     assert {f.rule for f in merged.findings} >= {"GL103"}
 
 

@@ -52,7 +52,7 @@ def draw() -> str:
     units = build_units(plan_units([str(SEED)], settings, 64 << 20), RenderOptions())
     inventory = unit_inventory(units[0], settings)
     specs = [s for s in plan(inventory).specs if s.name == "triton-gpu"]
-    replayed = replay_one(specs[0], history(), inventory, settings, compare_fix=True)
+    replayed = replay_one(specs[0], history(), inventory, compare_fix=True)
     return render_svg(replayed)
 
 

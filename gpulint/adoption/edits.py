@@ -52,6 +52,7 @@ from gpulint.adoption.textedits import (
     choose,
     diff_name,
     diff_names,
+    line_ending,
     overlapping,
     unified_diff,
 )
@@ -91,11 +92,16 @@ def _joined_insertions(edits: list[Edit]) -> list[Edit]:
 
 
 def _line_endings(edit: Edit, sources: Sources) -> Edit:
-    """New text in the line endings of its file (a Windows file keeps CRLF)."""
+    """New text in the line endings of its file (``line_ending``): a Windows file keeps
+    CRLF, a file of bare carriage returns keeps them, so that no fix leaves a file of mixed
+    line endings."""
     lines = sources.lines(edit.file)
-    if not lines or "\n" not in edit.text or not lines[0].endswith("\r\n"):
+    if not lines or "\n" not in edit.text:
         return edit
-    return edit._replace(text=edit.text.replace("\r\n", "\n").replace("\n", "\r\n"))
+    ending = line_ending(lines)
+    if ending == "\n":
+        return edit
+    return edit._replace(text=edit.text.replace("\r\n", "\n").replace("\n", ending))
 
 
 def _emptied_parents(ops: tuple[Op, ...]) -> list[Op]:

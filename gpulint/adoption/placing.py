@@ -15,7 +15,7 @@ from gpulint.adoption.operations import (
     Replace,
     Set,
 )
-from gpulint.adoption.textedits import Edit, Sources, Unresolvable
+from gpulint.adoption.textedits import Edit, Sources, Unresolvable, ends_line
 from gpulint.adoption.yamlspans import (
     Block,
     block_end,
@@ -187,7 +187,7 @@ class _Text:
         end = block_end(self.lines, line, indent)
         text = indented_yaml([plain_data(item) for item in items], indent)
         at = self._end_of_lines(end)
-        if end >= len(self.lines) and not self.lines[-1].endswith("\n"):
+        if end >= len(self.lines) and not ends_line(self.lines[-1]):
             text = "\n" + text.rstrip("\n")  # the file ends without a newline
         return Edit(self.file, at, at, text)
 
@@ -247,7 +247,7 @@ class _Text:
         end = block_end(self.lines, last_line, indent)
         text = indented_yaml(value, indent)
         at = self._end_of_lines(end)
-        if end >= len(self.lines) and not self.lines[-1].endswith("\n"):
+        if end >= len(self.lines) and not ends_line(self.lines[-1]):
             text = "\n" + text.rstrip("\n")  # the file ends without a newline
         return Edit(self.file, at, at, text)
 

@@ -10,9 +10,6 @@ from typing import NamedTuple
 
 from gpulint.core.paths import display_path
 
-pass
-
-
 # Files larger than this get no edits (their text is read again to place them).
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
@@ -45,6 +42,23 @@ class Sources:
 
     def forget(self, file: str) -> None:
         self._texts.pop(file, None)
+
+
+def line_ending(lines: Sequence[str]) -> str:
+    """The line ending a file is written with, as its first ended line has it: ``"\\r\\n"``
+    (Windows), ``"\\r"`` (bare carriage returns, as classic Mac OS wrote, which YAML reads
+    as line breaks too) or ``"\\n"``; ``"\\n"`` for a file of one line without an end."""
+    for line in lines:
+        if line.endswith("\r\n"):
+            return "\r\n"
+        if line.endswith(("\n", "\r")):
+            return line[-1]
+    return "\n"
+
+
+def ends_line(line: str) -> bool:
+    """Does ``line`` (of ``Sources.lines``) end with a line break YAML reads as one?"""
+    return line.endswith(("\n", "\r"))
 
 
 def _read_lines(file: str) -> list[str] | None:

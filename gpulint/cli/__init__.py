@@ -13,6 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, TextIO, cast
 
 from gpulint.cli.check_adapter import adapter_input
+from gpulint.cli.context import run_context
 from gpulint.cli.exitcodes import EXIT_OK, EXIT_USAGE
 from gpulint.cli.lint import run_lint
 from gpulint.cli.parser import build_parser
@@ -44,6 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "replay":
             replayed: int = import_module("gpulint.replay.command").run_replay(args, stdout, stderr)
             return replayed
+        if args.command == "context":
+            return run_context(args, stdout, stderr)
         if args.command == "rules":
             return run_rules(args, stdout)
         if args.command == "explain":

@@ -3,7 +3,6 @@ lint units of the paths given or the cluster's inventory."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, TextIO
 
 from gpulint.cli.extras import missing_extra
@@ -13,9 +12,9 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
 
+    from gpulint.engine.assembly import Assembly
     from gpulint.engine.config import Settings
     from gpulint.engine.registry import Selection
-    from gpulint.input.units import Unit
     from gpulint.inventory import Inventory
 
 
@@ -107,12 +106,10 @@ def prepared_cluster(
     return inventory, notes
 
 
-def built_units(
-    args: argparse.Namespace, settings: Settings, stderr: TextIO
-) -> tuple[list[Unit], float] | None:
-    """The lint units of the paths given, rendered, and the seconds rendering took; None
-    after an error said on stderr."""
-    from gpulint.engine.files import build_units, plan_units
+def assembled(args: argparse.Namespace, settings: Settings, stderr: TextIO) -> Assembly | None:
+    """The run's units, rendered, with the cluster context of each
+    (``gpulint.engine.assembly``); None after an error said on stderr."""
+    from gpulint.engine.assembly import assemble
     from gpulint.input.loader import InputError
     from gpulint.input.units import RenderOptions
 
@@ -124,10 +121,7 @@ def built_units(
         getattr(args, "stdin_filename", None),
     )
     try:
-        plans = plan_units(args.paths or ["."], settings, args.max_file_size)
-        started = time.monotonic()
-        units = build_units(plans, options)
+        return assemble(args.paths or ["."], settings, options, args.max_file_size)
     except InputError as error:
         stderr.write(f"gpulint: error: {error}\n")
         return None
-    return units, time.monotonic() - started

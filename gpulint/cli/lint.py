@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from gpulint.cli.adoption import Adoption
 from gpulint.cli.exitcodes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-from gpulint.cli.inputs import built_units, prepared_cluster, read_selection, read_settings
+from gpulint.cli.inputs import assembled, prepared_cluster, read_selection, read_settings
 from gpulint.cli.livecheck import LiveCheck, live_check
 from gpulint.cli.output import report_stream, wants_color
 
@@ -229,15 +229,10 @@ def _lint_once(
         result = Result(findings, 0, len(inventory.manifests), inventory.skipped)
         notes = cluster_notes + notes
     else:
-        from gpulint.engine.files import lint_units
-
-        built = built_units(args, settings, stderr)
-        if built is None:
+        assembly = assembled(args, settings, stderr)
+        if assembly is None:
             return EXIT_USAGE
-        units, rendered = built
-        result = lint_units(units, settings, selection, prepare)
-        if any(unit.rendered_by for unit in units):
-            result.render_wall = rendered
+        result = assembly.lint(settings, selection, prepare)
     result.config = settings.source
     result.notes.extend(notes)
     if isinstance(live, LiveCheck):

@@ -20,6 +20,17 @@ def split_ids(values: list[str] | None) -> list[str]:
     return found
 
 
+def add_selection_options(parser: argparse.ArgumentParser, example: str = "GL4") -> None:
+    """``--select``/``--ignore``: which of the command's rules run."""
+    parser.add_argument(
+        "--select",
+        action="append",
+        metavar="IDS",
+        help=f"run only these rules (IDs, names or prefixes such as {example})",
+    )
+    parser.add_argument("--ignore", action="append", metavar="IDS", help="do not run these rules")
+
+
 def add_lint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
@@ -40,13 +51,7 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
         default="error",
         help="lowest severity that fails the run (exit code 1; default: error)",
     )
-    parser.add_argument(
-        "--select",
-        action="append",
-        metavar="IDS",
-        help="run only these rules (IDs, names or prefixes such as GL4)",
-    )
-    parser.add_argument("--ignore", action="append", metavar="IDS", help="do not run these rules")
+    add_selection_options(parser)
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     parser.add_argument(
         "--color", choices=("auto", "always", "never"), default="auto", help=COLOR_HELP

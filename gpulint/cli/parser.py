@@ -1,5 +1,5 @@
 """The ``gpulint`` argument parser: one subcommand each for lint, check-adapter, trace,
-replay, rules, explain and serve."""
+replay, context, rules, explain and serve."""
 
 from __future__ import annotations
 
@@ -113,6 +113,27 @@ def build_parser() -> argparse.ArgumentParser:
         "findings GL951-GL954.",
     )
     import_module("gpulint.replay.command").add_replay_options(replay)
+
+    context = commands.add_parser(
+        "context",
+        help="show the clusters of the input and what each unit is judged with",
+        description="The clusters of the input (from clusters: in .gpulint.yaml, the "
+        "repository's Flux or Argo CD objects, or the input as one cluster), their units, the "
+        "platform components each unit holds, and what each takes from its cluster and why: "
+        "what lint, trace and replay judge each unit with (docs/context.md).",
+    )
+    context.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories, as for lint; default: the current directory",
+    )
+    context.add_argument(
+        "--format", "-f", choices=("text", "json"), default="text", help="default: text"
+    )
+    context.add_argument("--output", "-o", metavar="FILE", help="write it to FILE")
+    add_input_options(context)
+    add_render_options(context)
 
     rules = commands.add_parser("rules", help="list the rule catalog")
     shape = rules.add_mutually_exclusive_group()

@@ -6,7 +6,7 @@ import gc
 from typing import TYPE_CHECKING, TextIO
 
 from gpulint.cli.exitcodes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-from gpulint.cli.inputs import built_units, prepared_cluster, read_settings
+from gpulint.cli.inputs import assembled, prepared_cluster, read_settings
 from gpulint.cli.livecheck import LiveCheck, live_check
 from gpulint.cli.output import report_stream, wants_color
 
@@ -37,9 +37,22 @@ def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     found = select(found, args.autoscaler)
     if args.autoscaler and not found:
-        stderr.write(f"gpulint: error: --autoscaler {args.autoscaler}: no such autoscaler metric\n")
+        from gpulint.report.escape import escape_controls
+
+        # One line, whatever the name holds (gpulint.cli.main's stream makes it inert).
+        wanted = escape_controls(args.autoscaler)
+        stderr.write(f"gpulint: error: --autoscaler {wanted}: no such autoscaler metric\n")
         return EXIT_USAGE
-    _write_traces(args, found, stdout)
+    try:
+        _write_traces(args, found, stdout)
+    except OSError as error:  # --output in a directory that is not there, or not writable
+        if not args.output or isinstance(error, BrokenPipeError):
+            raise  # stdout's reader went away: gpulint.cli.main says nothing more
+        from gpulint.report.escape import escape_controls
+
+        shown = escape_controls(f"{args.output}: {error.strerror or error}")
+        stderr.write(f"gpulint: error: cannot write {shown}\n")
+        return EXIT_USAGE
     if isinstance(live, LiveCheck) and live.failed_required:
         return EXIT_FINDINGS
     if args.fail_on == "never":
@@ -67,15 +80,11 @@ def _traces(
         inventory = cluster[0]
         found.extend(traces(inventory, run(inventory, selection), "cluster"))
         return found
-    from gpulint.engine.context import infer
-    from gpulint.engine.files import unit_inventory
-
-    built = built_units(args, settings, stderr)
-    if built is None:
+    assembly = assembled(args, settings, stderr)
+    if assembly is None:
         return None
     # Each unit with the platform its cluster lends it, as lint judges it.
-    for unit, context in zip(built[0], infer(built[0]), strict=True):
-        inventory = unit_inventory(unit, settings, context)
+    for unit, _, inventory in assembly.judged(settings):
         if prepare is not None:
             prepare(inventory)
         found.extend(traces(inventory, run(inventory, selection), unit.name))

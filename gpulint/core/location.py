@@ -25,6 +25,19 @@ class ObjectRef(NamedTuple):
     def group(self) -> str:
         return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
 
+    @property
+    def described(self) -> str:
+        """How a sentence names it: ``Deployment llm``, ``Helm values values.yaml``."""
+        return f"{_FILE_KINDS.get(self.kind, self.kind)} {self.name}"
+
+
+# The stand-in kinds of documents that are files, not objects, as a sentence says them.
+_FILE_KINDS = {
+    "HelmValues": "Helm values",
+    "PrometheusAdapterConfig": "prometheus-adapter config",
+    "Document": "document",
+}
+
 
 class Location(NamedTuple):
     """Where a finding points: a file and a 1-based line and column.

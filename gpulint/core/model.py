@@ -69,3 +69,17 @@ class Finding(NamedTuple):
     def sort_key(self) -> tuple[str, int, int, str, str]:
         loc = self.location
         return (loc.file, loc.line, loc.column, self.rule, self.message)
+
+
+class NotChecked(NamedTuple):
+    """A check that did not run on an object, and what would let it."""
+
+    checks: str  # the rules that could not judge it: "GL401"
+    object: ObjectRef
+    location: Location
+    reason: str
+    remedy: str
+    units: tuple[str, ...] = ()
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.location.file, self.location.line, self.location.column, self.checks)

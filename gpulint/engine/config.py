@@ -15,7 +15,11 @@ Example::
       default-deployment-mode: Standard
       version: "0.15"           # how fixes spell deployment modes (Standard from 0.16)
     exclude: ["charts/*/templates/**"]
-    units: ["clusters/*"]       # one lint unit (one cluster) per matching directory
+    units: ["clusters/*"]       # one lint unit per matching directory ("." : the whole tree)
+    clusters:                   # which directories one cluster runs (docs/context.md)
+      prod:
+        applications: ["apps/*/overlays/prod"]
+        platform: ["platform/prod", "monitoring"]
 
 The file is validated with JSON Schema; mistakes are reported with their line and column.
 """
@@ -84,10 +88,28 @@ class RuleSettings:
         return f"RuleSettings(enabled={self.enabled!r}, severity={self.severity!r})"
 
 
+class ClusterDeclaration:
+    """One entry of ``clusters:``: the directories (globs relative to the configuration) whose
+    units one cluster runs, as applications and as its platform."""
+
+    __slots__ = ("applications", "name", "platform")
+
+    def __init__(
+        self, name: str, applications: Sequence[str] = (), platform: Sequence[str] = ()
+    ) -> None:
+        self.name = name
+        self.applications = list(applications)
+        self.platform = list(platform)
+
+    def __repr__(self) -> str:
+        return f"ClusterDeclaration({self.name!r}, {self.applications!r}, {self.platform!r})"
+
+
 class Settings:
     """The resolved configuration every front door hands to the engine."""
 
     __slots__ = (
+        "clusters",
         "exclude",
         "gpu_device_classes",
         "gpu_resources",
@@ -123,8 +145,10 @@ class Settings:
         self.exclude: list[str] = [] if exclude is None else exclude
         self.source = source
         # Globs (relative to the configuration's directory) of directories that are one
-        # lint unit each: what one cluster gets.
+        # lint unit each.
         self.units: list[str] = [] if units is None else units
+        # Named clusters and the directories each runs (gpulint.engine.context).
+        self.clusters: list[ClusterDeclaration] = []
 
     def __repr__(self) -> str:
         return f"Settings(rules={self.rules!r}, gpu_resources={self.gpu_resources!r})"
@@ -159,6 +183,7 @@ def find_config(start: str | None = None) -> str | None:
 def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The JSON Schema of the file; each rule contributes the schema of its options."""
     severity = {"enum": ["error", "warning", "info"]}
+    directories = {"type": "array", "items": {"type": "string", "minLength": 1}}
     rule_entries: dict[str, Any] = {}
     for rule_id, options in sorted(rule_options.items()):
         rule_entries[rule_id] = {
@@ -196,6 +221,19 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
             },
             "exclude": {"type": "array", "items": {"type": "string"}},
             "units": {"type": "array", "items": {"type": "string", "minLength": 1}},
+            "clusters": {
+                "type": "object",
+                "propertyNames": {"pattern": CLUSTER_NAME.pattern},
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "minProperties": 1,
+                    "properties": {
+                        "applications": directories,
+                        "platform": directories,
+                    },
+                },
+            },
         },
     }
 
@@ -295,12 +333,13 @@ def settings_from_data(
         line, column = position_of(data, where)
         location = ".".join(str(p) for p in where) or "(top level)"
         problems.append((line, column, f"{location}: {_describe(error)}"))
-    units = data.get("units") if isinstance(data, dict) else None
-    for index, pattern in enumerate(units if isinstance(units, list) else []):
-        problem = unit_pattern_problem(pattern) if isinstance(pattern, str) else None
-        if problem is not None:
-            line, column = position_of(data, ["units", index])
-            problems.append((line, column, f"units.{index}: {problem}"))
+    for where, patterns in _directory_patterns(data):
+        for index, pattern in enumerate(patterns):
+            problem = unit_pattern_problem(pattern) if isinstance(pattern, str) else None
+            if problem is not None:
+                line, column = position_of(data, [*where, index])
+                shown = ".".join(str(p) for p in where)
+                problems.append((line, column, f"{shown}.{index}: {problem}"))
     if problems:
         raise ConfigError.of(path, problems)
     settings = Settings(source=path)
@@ -326,10 +365,33 @@ def settings_from_data(
         )
     settings.exclude = list(data.get("exclude") or [])
     settings.units = list(data.get("units") or [])
+    for name, entry in (data.get("clusters") or {}).items():
+        settings.clusters.append(
+            ClusterDeclaration(name, entry.get("applications") or (), entry.get("platform") or ())
+        )
     return settings
 
 
-# ``units:`` globs name directories of the repository: ``clusters/*``, ``envs/*/regions/*``.
+def _directory_patterns(data: Any) -> list[tuple[list[str], list[Any]]]:
+    """Every list of directory globs of the configuration, with where it is written."""
+    if not isinstance(data, dict):
+        return []
+    found: list[tuple[list[str], list[Any]]] = []
+    if isinstance(data.get("units"), list):
+        found.append((["units"], data["units"]))
+    clusters = data.get("clusters")
+    for name, entry in clusters.items() if isinstance(clusters, dict) else ():
+        for key in ("applications", "platform"):
+            patterns = entry.get(key) if isinstance(entry, dict) else None
+            if isinstance(patterns, list):
+                found.append((["clusters", name, key], patterns))
+    return found
+
+
+# Cluster names: what reports print and `gpulint context` lists.
+CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+# ``units:`` globs name directories of the repository: ``clusters/*``, ``envs/*/regions/*``,
+# or ``.`` for the configuration's own directory.
 MAX_UNIT_PATTERN_DEPTH = 8
 MAX_UNIT_PATTERN_LENGTH = 512
 
@@ -351,8 +413,6 @@ def unit_pattern_problem(pattern: str) -> str | None:
     parts = [p for p in re.split(r"[/\\]", pattern) if p not in ("", ".")]
     if ".." in parts:
         return f"{shown}: a pattern that leaves the repository (..)"
-    if not parts:
-        return f"{shown}: a pattern that names no directory"
     if len(parts) > MAX_UNIT_PATTERN_DEPTH:
         return (
             f"{shown}: {len(parts)} levels deep; unit patterns may name at most "

@@ -1,50 +1,61 @@
-"""Which cluster each unit of a run belongs to, and what of its cluster it is judged with.
+"""Which cluster each unit of a run belongs to, and what of its cluster it is judged with
+(docs/context.md says it for users).
 
 A unit's rules see its own objects. Platform components are installed once per cluster and
 serve every application in it, and repositories keep them apart from the applications
-(``charts/`` beside ``monitoring/``, ``apps/`` beside ``infrastructure/``). So a unit that
-autoscales is also given the platform components it lacks, from the one unit of its cluster
-that provides them:
+(``monitoring/`` beside ``apps/``, ``infrastructure/`` beside ``clusters/``). So a unit that
+autoscales or serves is also given the platform components it lacks, from its cluster.
 
-* a provider is a unit with platform components (a prometheus-adapter config, dcgm-exporter,
-  ServiceMonitors, PodMonitors, Prometheus, PrometheusRules, kube-prometheus-stack or
-  gpu-operator values, KServe's inferenceservice-config) and no autoscaler or serving
-  object of its own;
-* clusters are read from how the repository declares them: a Flux ``Kustomization``
-  (``spec.path``) or ``HelmRelease`` (a chart from a ``GitRepository``), an Argo CD
-  ``Application`` (``spec.source.path``, ``spec.sources[].path``) or ``ApplicationSet``
-  (``git.directories[].path`` of its generators). A unit under a declared path belongs to
-  that cluster; a Flux declaration under ``clusters/<name>/`` names cluster ``<name>``, the
-  layout Flux documents ("Ways of structuring your repositories"); Argo CD's is the
-  destination (``spec.destination.name`` or ``server``), else the Application's name;
-* where the repository declares none, proximity is the last resort, and only as the command
-  line states it: ``gpulint lint charts/ monitoring/`` names the two directories as one
-  cluster, so a unit under one path takes what a provider under another path has. Within one
-  path nothing is taken by proximity (a directory of examples or of unrelated repositories
-  is no cluster).
+Clusters, the first source that speaks for a unit deciding:
 
-A category is taken only when exactly one provider has it, never one of several (the context
-says which were left). A provider holds no workload that asks for GPUs, so one application
-never lends its Prometheus to another.
+1. ``clusters:`` in ``.gpulint.yaml``: named clusters, each with the directories of its
+   applications and of its platform;
+2. the repository's GitOps objects: a Flux ``Kustomization`` (``spec.path``) or
+   ``HelmRelease`` (a chart from a ``GitRepository``), an Argo CD ``Application`` or
+   ``ApplicationSet`` (``gpulint.input.units.clusters``);
+3. otherwise the input is one cluster: one repository is one cluster, however its paths are
+   typed on the command line (``.``, ``apps/ monitoring/``, or each directory by name).
 
-The context a unit was judged with is in the report (``UnitSummary.context``). A finding
-that uses a borrowed object says where the object came from. Units declared in
-``.gpulint.yaml`` (``units:``) are judged as declared, with nothing borrowed.
+What a unit takes, per platform component (``CATEGORIES``) it does not hold itself:
+
+* a cluster-wide component (``CLUSTER_WIDE``: the prometheus-adapter config, which serves the
+  one ``custom.metrics.k8s.io`` API a cluster has; dcgm-exporter, a DaemonSet on every GPU
+  node; KServe's ``inferenceservice-config``) from any unit of its cluster that holds one,
+  an application's directory included;
+* the others (Prometheus servers and monitors, kube-prometheus-stack or gpu-operator values),
+  of which a cluster may run several, one per team, only from a platform unit: one with no
+  autoscaler, serving object or GPU workload of its own, or under a declared ``platform:``
+  directory. So one application never lends its Prometheus to another.
+
+Of several units that could lend a component, the nearest in the directory tree lends it
+(the one whose root shares the longest path with the unit's). Two equally near are never
+guessed between, unless they are copies of one text (one adapter values file kept in several
+application directories), and the context says which were left.
+
+Application-to-application relations (two autoscalers on one workload, a query URL and the
+Prometheus objects beside it) are judged within a unit only: nothing of an application is
+lent to another.
+
+The context is in the report: one line per cluster (``ClusterSummary``), each unit's
+(``UnitSummary.context``), and a finding that uses a borrowed object says where it came from.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpulint.core.model import Finding
-from gpulint.engine.result import OWN_OBJECTS
+from gpulint.engine.result import OWN_OBJECTS, ClusterSummary
 from gpulint.input.document import Document
 from gpulint.input.units import STDIN, Unit
 from gpulint.input.units.clusters import Declared, PathScan, declaration
 from gpulint.kinds.classify import Classified, classify_document
 from gpulint.kinds.registry import AUTOSCALER, MONITORING, group_of, spec_for, spec_of
+
+if TYPE_CHECKING:
+    from gpulint.engine.config import Settings
 
 ADAPTER = "prometheus-adapter config"
 EXPORTER = "dcgm-exporter"
@@ -52,6 +63,17 @@ MONITORS = "Prometheus monitoring objects"
 CHART_VALUES = "platform chart values"
 KSERVE_CONFIG = "KServe inferenceservice-config"
 CATEGORIES = (ADAPTER, EXPORTER, MONITORS, CHART_VALUES, KSERVE_CONFIG)
+# One per cluster by nature, so any unit of the cluster that holds one lends it.
+CLUSTER_WIDE = frozenset({ADAPTER, EXPORTER, KSERVE_CONFIG})
+
+# How the run's one cluster is named and why, when nothing declares clusters.
+INPUT_CLUSTER = "the input"
+INPUT_CLUSTER_WHY = "the input is one cluster"
+# Why each kind of cluster is one, as the report's line of the cluster says it.
+_SUMMARY_WHY = {
+    "input": "no GitOps object or clusters: entry of .gpulint.yaml divides the input",
+    "configured": "declared in .gpulint.yaml",
+}
 
 _SERVING = {("serving.kserve.io", "InferenceService"), ("serving.knative.dev", "Service")}
 
@@ -61,7 +83,7 @@ class Borrowed(NamedTuple):
 
     category: str
     provider: str  # the providing unit's name
-    why: str  # "cluster prod (Flux Kustomization clusters/prod/apps.yaml)", "proximity ..."
+    why: str  # "cluster prod", "the input's one cluster", "the nearest of 2"
     documents: tuple[tuple[Document, bytes | None], ...]
     files: frozenset[str]
 
@@ -83,22 +105,37 @@ class Context(NamedTuple):
             if classified.manifest is not None
         )
 
+    def lacks(self, category: str) -> bool:
+        """Did the unit neither hold nor take ``category``, though its cluster may?"""
+        return all(b.category != category for b in self.borrowed)
+
+    def providers_left(self, category: str) -> tuple[str, ...]:
+        """The units that could have lent ``category`` but were equally near."""
+        return next((p for c, p in self.ambiguous if c == category), ())
+
     def describe(self) -> str:
         """One sentence for the report."""
         parts = []
         if self.clusters:
             parts.append(f"cluster {', '.join(self.clusters)}")
         if self.borrowed:
-            taken = "; ".join(f"{b.category} from {b.provider} ({b.why})" for b in self.borrowed)
+            taken = "; ".join(f"{b.category} from {b.provider}" for b in self.borrowed)
             parts.append(f"its own objects and {taken}")
         else:
             parts.append(OWN_OBJECTS)
         for category, providers in self.ambiguous:
             parts.append(
-                f"{category} not taken: {len(providers)} directories provide it "
+                f"{category} not taken: {len(providers)} directories are equally near "
                 f"({', '.join(providers)})"
             )
         return "; ".join(parts)
+
+
+class RunContext(NamedTuple):
+    """The contexts of a run's units (in their order) and its clusters, as reported."""
+
+    contexts: list[Context]
+    clusters: list[ClusterSummary]
 
 
 class _Role:
@@ -106,11 +143,12 @@ class _Role:
     workloads and what it declares (read from the objects' data), and its platform documents
     by category (classified only when asked: most units are never asked)."""
 
-    def __init__(self, unit: Unit, scan: PathScan) -> None:
+    def __init__(self, unit: Unit, scan: PathScan | None = None) -> None:
         self.unit = unit
         self.consumer = False
         self.applications = False  # workloads that ask for GPUs
         self.declarations: list[Declared] = []
+        self.root = os.path.realpath(unit.root) if unit.kind != STDIN else ""
         self._documents: dict[str, list[tuple[Document, bytes | None]]] | None = None
         for loaded in unit.loaded:
             for document in loaded.documents:
@@ -125,6 +163,11 @@ class _Role:
                     if _asks_for_gpus(data.get("spec")):
                         self.applications = True
                     self.declarations.extend(declaration(data, document.file, unit.root, scan))
+
+    @property
+    def platform(self) -> bool:
+        """Holds no application: it may lend every category."""
+        return not self.consumer and not self.applications
 
     @property
     def documents(self) -> dict[str, list[tuple[Document, bytes | None]]]:
@@ -177,69 +220,178 @@ def _categories(classified: Classified) -> list[str]:
     return categories
 
 
-def infer(units: list[Unit]) -> list[Context]:
-    """Each unit's context, in the order of ``units``."""
-    if len([u for u in units if u.kind != STDIN]) < 2:
-        return [Context() for _ in units]
+class _Membership(NamedTuple):
+    """The clusters of one unit, where they come from, and whether it is declared platform."""
+
+    clusters: frozenset[str]
+    why: dict[str, str]  # cluster -> why the unit is in it
+    platform: bool = False
+
+
+def infer(units: list[Unit], settings: Settings | None = None) -> RunContext:
+    """Each unit's context, in the order of ``units``, and the run's clusters."""
+    judged = [u for u in units if u.kind != STDIN]
+    if not judged:
+        return RunContext([Context() for _ in units], [])
     scan = PathScan()  # the GitOps paths of every unit, resolved within one bound
     roles = [_Role(unit, scan) for unit in units]
     if scan.spent is not None:
-        units[0].notes.append(scan.spent)
-    clusters = _clusters(units, roles)
-    providers = [
-        i
-        for i, role in enumerate(roles)
-        if not role.consumer
-        and not role.applications
-        and not units[i].declared
-        and units[i].kind != STDIN
-        and role.documents
-    ]
+        judged[0].notes.append(scan.spent)
+    members = _memberships(units, roles, settings)
+    lenders = _Lenders(units, roles, members) if len(judged) > 1 else None
     contexts = []
     for i, (unit, role) in enumerate(zip(units, roles, strict=True)):
-        member = tuple(sorted(clusters[i]))
-        if not role.consumer or unit.declared or unit.kind == STDIN:
+        member = tuple(sorted(members[i].clusters))
+        if lenders is None or unit.kind == STDIN or not role.consumer:
             contexts.append(Context(clusters=member))
             continue
-        serving = [p for p in providers if p != i and _together(units, clusters, i, p)]
+        contexts.append(lenders.context_of(i))
+    return RunContext(contexts, _summaries(units, contexts, members))
+
+
+class _Lenders:
+    """Who may lend each category, indexed once for the run, so that a unit's lender is found
+    by walking up its own directory (a run of 10,000 units costs 10,000 short walks, not
+    10,000 x 10,000 comparisons)."""
+
+    def __init__(self, units: list[Unit], roles: list[_Role], members: list[_Membership]) -> None:
+        self.units, self.roles, self.members = units, roles, members
+        # (category, cluster) -> directory -> the lenders whose roots are in it (or it)
+        self.under: dict[tuple[str, str], dict[str, list[int]]] = {}
+        for p, (unit, role) in enumerate(zip(units, roles, strict=True)):
+            if unit.kind == STDIN:
+                continue
+            for category in role.documents:
+                if category not in CLUSTER_WIDE and not (role.platform or members[p].platform):
+                    continue
+                for cluster in members[p].clusters:
+                    index = self.under.setdefault((category, cluster), {})
+                    for directory in _ancestors(role.root):
+                        index.setdefault(directory, []).append(p)
+        self._signatures: dict[tuple[int, str], int] = {}
+
+    def context_of(self, i: int) -> Context:
+        """What unit ``i`` (a consumer) takes from the units of its clusters."""
+        role, member = self.roles[i], self.members[i]
         borrowed, ambiguous = [], []
-        for category in CATEGORIES if serving else ():
+        for category in CATEGORIES:
             if category in role.documents:
                 continue
-            candidates = [p for p in serving if category in roles[p].documents]
-            if len(candidates) > 1:
-                ambiguous.append((category, tuple(units[p].name for p in candidates)))
+            nearest, count = self._nearest(i, category)
+            if not nearest:
                 continue
-            if not candidates:
+            if len({self._signature(p, category) for p in nearest}) > 1:
+                ambiguous.append((category, tuple(self.units[p].name for p in nearest)))
                 continue
-            p = candidates[0]
-            shared = sorted(clusters[i] & clusters[p])
-            why = (
-                f"cluster {', '.join(shared)}"
-                if shared
-                else f"named beside {units[i].origin} on the command line"
-            )
-            documents = tuple(roles[p].documents[category])
+            p = nearest[0]  # equally near and the same text: any of them says it
+            shared = sorted(member.clusters & self.members[p].clusters)
+            why = ", ".join(member.why[c] for c in shared)
+            if count > 1:
+                why += f"; the nearest of {count} that hold one"
+            documents = tuple(self.roles[p].documents[category])
             borrowed.append(
                 Borrowed(
                     category,
-                    units[p].name,
+                    self.units[p].name,
                     why,
                     documents,
                     frozenset(d.file for d, _ in documents),
                 )
             )
-        contexts.append(Context(tuple(borrowed), member, tuple(ambiguous)))
-    return contexts
+        return Context(tuple(borrowed), tuple(sorted(member.clusters)), tuple(ambiguous))
+
+    def _nearest(self, i: int, category: str) -> tuple[list[int], int]:
+        """The lenders of ``category`` in unit ``i``'s clusters whose roots share the longest
+        path with its root, and how many lenders there are in all."""
+        indexes = [
+            self.under[(category, c)]
+            for c in sorted(self.members[i].clusters)
+            if (category, c) in self.under
+        ]
+        if not indexes:
+            return [], 0
+        count = len({p for index in indexes for p in index.get(os.sep, ()) if p != i})
+        for directory in _ancestors(self.roles[i].root):
+            found = {p for index in indexes for p in index.get(directory, ()) if p != i}
+            if found:
+                return sorted(found), count
+        return [], count
+
+    def _signature(self, p: int, category: str) -> int:
+        """What a lender's documents of a category say (their files' text), to tell copies of
+        one component from different ones."""
+        key = (p, category)
+        found = self._signatures.get(key)
+        if found is None:
+            texts = sorted({text or b"" for _, text in self.roles[p].documents[category]})
+            found = self._signatures[key] = hash(tuple(texts))
+        return found
 
 
-def _together(units: list[Unit], clusters: list[set[str]], a: int, b: int) -> bool:
-    """Units in one cluster: both declared into a shared one, or neither declared and found
-    under different paths of the command line."""
-    if clusters[a] or clusters[b]:
-        return bool(clusters[a] & clusters[b])
-    first, second = units[a].origin, units[b].origin
-    return bool(first and second and first != second)
+def _ancestors(root: str) -> list[str]:
+    """``root`` and every directory above it, nearest first, ending with the top (``/``)."""
+    found = [root]
+    while True:
+        parent = os.path.dirname(found[-1])
+        if parent == found[-1]:
+            return found
+        found.append(parent)
+
+
+def _memberships(
+    units: list[Unit], roles: list[_Role], settings: Settings | None
+) -> list[_Membership]:
+    """Each unit's clusters: declared in the configuration, else by GitOps objects, else the
+    input's one cluster."""
+    declared = _configured(settings)
+    gitops = [(d.directory, d.cluster, d.by) for role in roles for d in role.declarations]
+    found = []
+    for unit, role in zip(units, roles, strict=True):
+        if unit.kind == STDIN:
+            found.append(_Membership(frozenset(), {}))
+            continue
+        configured = {
+            name: platform
+            for directory, name, platform in declared
+            if _within(role.root, directory) or _within(directory, role.root)
+        }
+        if configured:
+            why = {name: f"cluster {name}, declared in .gpulint.yaml" for name in configured}
+            found.append(_Membership(frozenset(configured), why, any(configured.values())))
+            continue
+        by_gitops = {
+            cluster: f"cluster {cluster}, declared by {by}"
+            for directory, cluster, by in gitops
+            if _within(role.root, directory) or _within(directory, role.root)
+        }
+        if by_gitops:
+            found.append(_Membership(frozenset(by_gitops), by_gitops))
+            continue
+        found.append(_Membership(frozenset({INPUT_CLUSTER}), {INPUT_CLUSTER: INPUT_CLUSTER_WHY}))
+    return found
+
+
+def _configured(settings: Settings | None) -> list[tuple[str, str, bool]]:
+    """(real directory, cluster, is platform) of every ``clusters:`` entry's directories.
+    Raises InputError for a pattern that matches nothing."""
+    if settings is None or not settings.clusters:
+        return []
+    from gpulint.input.units.plan import declared_directories
+
+    found = []
+    for cluster in settings.clusters:
+        for key, patterns, platform in (
+            ("applications", cluster.applications, False),
+            ("platform", cluster.platform, True),
+        ):
+            where = f"clusters.{cluster.name}.{key}"
+            for directory in declared_directories(settings, patterns, where):
+                found.append((os.path.realpath(directory), cluster.name, platform))
+    return found
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _asks_for_gpus(node: Any, depth: int = 0) -> bool:
@@ -259,24 +411,50 @@ def _asks_for_gpus(node: Any, depth: int = 0) -> bool:
     return False
 
 
-def _clusters(units: list[Unit], roles: list[_Role]) -> list[set[str]]:
-    """The clusters each unit is declared into (empty: the repository does not say)."""
-    declared = [(d.directory, d.cluster) for role in roles for d in role.declarations]
-    found: list[set[str]] = []
-    for unit in units:
-        root = os.path.realpath(unit.root) if unit.kind != STDIN else ""
-        found.append(
-            {
-                cluster
-                for directory, cluster in declared
-                if root and (_within(root, directory) or _within(directory, root))
-            }
+def _summaries(
+    units: list[Unit], contexts: list[Context], members: list[_Membership]
+) -> list[ClusterSummary]:
+    """One summary per cluster: its units, and who lends what to how many of them."""
+    names: dict[str, None] = {}
+    for member in members:
+        names.update(dict.fromkeys(sorted(member.clusters)))
+    summaries = []
+    for name in names:
+        inside = [i for i, m in enumerate(members) if name in m.clusters]
+        why = next(members[i].why[name] for i in inside)
+        if why == INPUT_CLUSTER_WHY:
+            why = _SUMMARY_WHY["input"]
+        elif why.endswith("declared in .gpulint.yaml"):
+            why = _SUMMARY_WHY["configured"]
+        else:
+            why = why.split(", ", 1)[1]  # "declared by Kustomization apps (...)"
+        lends: dict[tuple[str, str], list[str]] = {}
+        left: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        for i in inside:
+            for borrowed in contexts[i].borrowed:
+                lends.setdefault((borrowed.category, borrowed.provider), []).append(units[i].name)
+            for category, providers in contexts[i].ambiguous:
+                left.setdefault((category, providers), []).append(units[i].name)
+        summaries.append(
+            ClusterSummary(
+                name,
+                why,
+                tuple(units[i].name for i in inside),
+                tuple((c, p, tuple(b)) for (c, p), b in lends.items()),
+                tuple((c, ps, tuple(b)) for (c, ps), b in left.items()),
+            )
         )
-    return found
+    return summaries
 
 
-def _within(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+def components_of(unit: Unit) -> dict[str, list[str]]:
+    """The platform components a unit holds, by category, each with the files it is in."""
+    if unit.kind == STDIN:
+        return {}
+    return {
+        category: list(dict.fromkeys(document.file for document, _ in documents))
+        for category, documents in _Role(unit).documents.items()
+    }
 
 
 def named_sources(finding: Finding, context: Context, own: Iterable[str]) -> Finding | None:
@@ -299,27 +477,24 @@ def named_sources(finding: Finding, context: Context, own: Iterable[str]) -> Fin
         source = by_file.get(related.location.file)
         if source is not None and related.location.file not in own_files:
             uses.append(
-                f"{related.ref.kind} {related.ref.name} comes from {source.provider}, "
+                f"{related.ref.described} comes from {source.provider}, "
                 f"taken as this unit's {source.category} ({source.why})"
             )
     if not uses:
         return finding
     message = finding.message.rstrip()
-    if not message.endswith("."):
+    if not message.endswith((".", "?", "!")):
         message += "."
     return finding._replace(message=f"{message} {'; '.join(dict.fromkeys(uses))}.")
-
-
-def _documents(context: Context) -> list[tuple[Document, bytes | None]]:
-    return [d for borrowed in context.borrowed for d in borrowed.documents]
 
 
 def borrowed_documents(context: Context) -> list[tuple[Document, bytes | None]]:
     """The documents a unit takes from its cluster, each once."""
     seen: set[int] = set()
     found = []
-    for document, text in _documents(context):
-        if id(document) not in seen:
-            seen.add(id(document))
-            found.append((document, text))
+    for borrowed in context.borrowed:
+        for document, text in borrowed.documents:
+            if id(document) not in seen:
+                seen.add(id(document))
+                found.append((document, text))
     return found

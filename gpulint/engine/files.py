@@ -15,9 +15,16 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gpulint.core.model import Finding
+from gpulint.core.model import Finding, NotChecked
 from gpulint.engine.config import Settings
-from gpulint.engine.context import Context, borrowed_documents, infer, named_sources
+from gpulint.engine.context import (
+    Context,
+    RunContext,
+    borrowed_documents,
+    infer,
+    named_sources,
+)
+from gpulint.engine.coverage import merged, not_checked
 from gpulint.engine.registry import Selection
 from gpulint.engine.result import Result, UnitSummary
 from gpulint.engine.runner import UNUSED_SUPPRESSION, run
@@ -145,8 +152,9 @@ def lint_units(
     settings: Settings,
     selection: Selection,
     prepare: Prepare | None = None,
+    run_context: RunContext | None = None,
 ) -> Result:
-    """Judge each unit; one Result for the run."""
+    """Judge each unit, with its context (inferred here unless given); one Result."""
     started = time.monotonic()
     per_unit: list[tuple[Unit, list[Finding], set[str]]] = []
     summaries: list[UnitSummary] = []
@@ -154,8 +162,11 @@ def lint_units(
     skipped: list[tuple[str, str]] = []
     suppressed: dict[str, int] = {}
     objects = 0
+    unchecked: list[tuple[str, list[NotChecked]]] = []
     # Before any inventory is built: the borrowed documents keep their file's text.
-    contexts = infer(units)
+    if run_context is None:
+        run_context = infer(units, settings)
+    contexts = run_context.contexts
     for unit, context in zip(units, contexts, strict=True):
         inventory = unit_inventory(unit, settings, context)
         if prepare is not None:
@@ -166,6 +177,7 @@ def lint_units(
             for finding in run(inventory, selection, suppressed=counts, split=True)
             if (shown := named_sources(finding, context, unit.files)) is not None
         ]
+        unchecked.append((unit.name, not_checked(inventory, context, selection)))
         for rule, count in counts.items():
             suppressed[rule] = suppressed.get(rule, 0) + count
         comment_files = {c.file for c in inventory.ignore_comments}
@@ -190,6 +202,8 @@ def lint_units(
         )
     findings = merge(per_unit) if len(per_unit) > 1 else (per_unit[0][1] if per_unit else [])
     result = Result(findings, len(files), objects, _unique(skipped), units=summaries)
+    result.clusters = run_context.clusters
+    result.not_checked = merged(unchecked)
     for unit in units:
         if unit.kind == STDIN:  # edits are placed in what was piped, not in a file on disk
             for loaded in unit.loaded:

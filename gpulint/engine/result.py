@@ -6,14 +6,55 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gpulint.adoption.edits import SAFE, Edit, Sources, resolve
-from gpulint.core.model import Finding, Severity
+from gpulint.core.model import Finding, NotChecked, Severity
 
 # How a user changes the context units are judged with (reports print it with the contexts).
 CONTEXT_CHANGE = (
-    "list directories under units: in .gpulint.yaml (an entry joins what it holds; one per "
-    "application keeps them apart and lends them nothing)"
+    "declare clusters: in .gpulint.yaml (docs/context.md); `gpulint context` shows "
+    "what each unit is judged with"
 )
 OWN_OBJECTS = "its own objects only"  # the context of a unit that takes nothing
+
+
+class ClusterSummary(NamedTuple):
+    """One cluster of a run, as reports list it (gpulint.engine.context)."""
+
+    name: str
+    why: str  # where the cluster comes from
+    units: tuple[str, ...]
+    # (category, lending unit, the units that take it)
+    lends: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # (category, the equally near units left, the units that took none of them)
+    ambiguous: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+
+    def describe(self) -> str:
+        """One line: the cluster, its units, who lends what to how many."""
+        count = len(self.units)
+        text = f"{self.name} ({self.why}): {count} unit{'s' * (count != 1)}"
+        by_lender: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        for category, provider, takers in self.lends:
+            by_lender.setdefault((provider, takers), []).append(category)
+        for (provider, takers), categories in by_lender.items():
+            text += f"; {provider} lends {_and(categories)} to {_some(takers, count)}"
+        for category, providers, takers in self.ambiguous:
+            shown = _and(list(providers)) if len(providers) <= 3 else f"{providers[0]} ..."
+            text += (
+                f"; {category} lent to none of {_some(takers, count)}: {len(providers)} units "
+                f"holding one are equally near ({shown})"
+            )
+        if not self.lends and not self.ambiguous:
+            text += f", each judged with {OWN_OBJECTS}"
+        return text
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _some(names: tuple[str, ...], total: int) -> str:
+    if len(names) <= 2:
+        return _and(list(names))
+    return f"{len(names)} of them"
 
 
 class UnitSummary(NamedTuple):
@@ -33,10 +74,12 @@ class Result:
     __slots__ = (
         "_edits",
         "baseline",
+        "clusters",
         "config",
         "files",
         "findings",
         "lint_seconds",
+        "not_checked",
         "notes",
         "objects",
         "render_wall",
@@ -62,6 +105,9 @@ class Result:
         self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
         self.notes: list[str] = [] if notes is None else notes
         self.units: list[UnitSummary] = [] if units is None else units
+        self.clusters: list[ClusterSummary] = []
+        # Checks that could not run on an object (gpulint.engine.coverage.NotChecked).
+        self.not_checked: list[NotChecked] = []
         self.config = config  # the .gpulint.yaml in use, if any
         self.suppressed: dict[str, int] = {}  # rule -> findings silenced by suppressions
         self.lint_seconds = 0.0

@@ -41,8 +41,13 @@ def run(
     suppressed: dict[str, int] | None = None,
     per_rule: int | None = None,
     split: bool = False,
+    requires: str | None = None,
 ) -> list[Finding]:
     """Run every enabled rule; return findings after suppression, sorted.
+
+    ``requires`` runs only the rules that need what a front door collected under that name
+    (``"replay"``: ``gpulint replay`` hands each replayed autoscaler to them through
+    ``items_for``).
 
     ``suppressed``, when given, counts the findings suppressions silenced, by rule.
     ``per_rule`` stops a rule after that many findings (an admission answer has room for a
@@ -62,7 +67,7 @@ def run(
     raw: list[tuple[Finding, Anchor | None]] = []
     available = (inventory.live is not None, inventory.cluster is not None)
     source = items_for if items_for is not None else scope_items_of(inventory)
-    plan = _plan(settings, selection, available)
+    plan = _plan(settings, selection, available, requires)
     if (
         split
         and len(inventory) >= TWO_CORES_MIN_OBJECTS
@@ -139,11 +144,24 @@ class _Plan:
 _PLANS: dict[tuple[Any, ...], tuple[list[RuleInfo], _Plan]] = {}
 
 
-def _plan(settings: Settings, selection: Selection, available: tuple[bool, bool]) -> _Plan:
-    """The rules to run, grouped by scope, each with its settings."""
+def _plan(
+    settings: Settings,
+    selection: Selection,
+    available: tuple[bool, bool],
+    requires: str | None = None,
+) -> _Plan:
+    """The rules to run, grouped by scope, each with its settings; with ``requires``, only
+    the rules that need it."""
     configured = tuple((rule, each, each.enabled) for rule, each in settings.rules.items())
     index = rule_index()
-    key = (settings, configured, tuple(selection.select), tuple(selection.ignore), available)
+    key = (
+        settings,
+        configured,
+        tuple(selection.select),
+        tuple(selection.ignore),
+        available,
+        requires,
+    )
     cached = _PLANS.get(key)
     if cached is not None and cached[0] is index:
         return cached[1]
@@ -153,7 +171,9 @@ def _plan(settings: Settings, selection: Selection, available: tuple[bool, bool]
         rule_settings = settings.rule(info.id)
         if not rule_settings.enabled or not selection.allows(info):
             continue
-        if info.requires is not None and not has.get(info.requires, False):
+        if requires is not None and info.requires != requires:
+            continue
+        if requires is None and info.requires is not None and not has.get(info.requires, False):
             continue
         planned.append(_Planned(info, rule_settings))
     if len(_PLANS) >= 32:

@@ -82,7 +82,7 @@ class Inventory:
         )
         self.resolver = TargetResolver(self.store)
         self.claims = Claims(self.store, self.resolver)
-        self.exposure = Exposure(self._metrics_api_readers, by_directory)
+        self.exposure = Exposure(self.metrics_api_readers, by_directory)
         self.charts: list[ChartValues] = []  # kube-prometheus-stack, gpu-operator, dcgm-exporter
         self.release_files: dict[str, ReleaseFile] = {}  # values file -> the helmfile release
         self.pipeline = Pipeline(
@@ -145,7 +145,7 @@ class Inventory:
     def dcgm_scrapes(self) -> list[DcgmScrape]:
         return self.exposure.scrapes
 
-    def _metrics_api_readers(self) -> list[KindView]:
+    def metrics_api_readers(self) -> list[KindView]:
         """The views that read the Kubernetes metrics APIs (``KindView.reads_metrics_api``),
         scope by scope: the adapter configs they see and the metrics they read."""
         return [

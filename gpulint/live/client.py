@@ -21,6 +21,10 @@ What a Prometheus (or whatever answers at its URL) can send is bounded:
   is refused before reading), into one buffer that is released once decoded; reading one
   costs about four times its size at its peak (the text while it is parsed, then about
   three times in Python values);
+* a range query's answer is refused, as it streams in, once it holds more points than its
+  caller takes (``max_points``): a point of a matrix costs ten times its bytes once parsed
+  (a list, a float and a string: about 190 bytes for ``[1768435200,"50"]``), so that the byte
+  limit alone lets 64 MiB become more than a gigabyte;
 * JSON nested deeper than ``MAX_DEPTH`` is refused (no Prometheus answer nests more than six).
 
 This module imports requests; only the collector imports it, and only with ``--prometheus``.
@@ -71,6 +75,15 @@ class PrometheusError(Exception):
     def __init__(self, message: str, reason: str = BAD_ANSWER) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class AnswerTooLarge(PrometheusError):
+    """An answer over a bound: more than ``MAX_ANSWER_BYTES``, or more points than the
+    caller of ``query_range`` takes; ``bound`` says which, in words."""
+
+    def __init__(self, message: str, bound: str) -> None:
+        super().__init__(message)
+        self.bound = bound
 
 
 class QueryRejected(Exception):
@@ -187,10 +200,18 @@ class PrometheusAPI:
         step: float,
         params: list[tuple[str, str]] | None = None,
         headers: dict[str, str] | None = None,
+        max_points: int | None = None,
     ) -> list[dict[str, Any]]:
         """A range query's series (``metric``, ``values``); raises QueryRejected when
         Prometheus refuses the PromQL. At most ``MAX_RANGE_POINTS`` points per series: a
-        longer range is the caller's to split (Prometheus refuses more itself)."""
+        longer range is the caller's to split (Prometheus refuses more itself).
+
+        ``max_points``: the points of all the series together that the caller takes; an
+        answer holding more raises AnswerTooLarge as soon as its text shows it, before the
+        rest is read or any of it parsed. Every point of a matrix is an array
+        (``[<time>, "<value>"]``), so the answer's ``[`` characters, counted as the bytes
+        stream in, are at least its points (a ``[`` in a label value only counts against
+        the answer)."""
         if not step > 0 or (end - start) / step + 1 > MAX_RANGE_POINTS:
             raise ValueError(f"a range query of more than {MAX_RANGE_POINTS} points per series")
         data = self._call(
@@ -202,6 +223,7 @@ class PrometheusAPI:
                 *(params or []),
             ],
             headers,
+            max_arrays=max_points,
         )
         if not isinstance(data, dict) or not isinstance(data.get("result"), list):
             raise PrometheusError("/api/v1/query_range answered without a result")
@@ -219,6 +241,7 @@ class PrometheusAPI:
         params: list[tuple[str, str]],
         extra: dict[str, str] | None = None,
         deadline: Deadline | None = None,
+        max_arrays: int | None = None,
     ) -> Any:
         deadline = deadline or self.deadline
         if deadline.remaining() <= 0:
@@ -230,7 +253,7 @@ class PrometheusAPI:
             None if self.waiting is None else self.waiting.begin(describe(self.url, path, params))
         )
         try:
-            status, body = self._send(path, encoded, extra or {}, deadline)
+            status, body = self._send(path, encoded, extra or {}, deadline, max_arrays)
         except requests.exceptions.Timeout:
             raise PrometheusError(
                 f"no answer within the {deadline.seconds:g} s timeout ({path})", TIMEOUT
@@ -249,7 +272,12 @@ class PrometheusAPI:
         return _unwrap(path, status, body)
 
     def _send(
-        self, path: str, encoded: str, extra: dict[str, str], deadline: Deadline
+        self,
+        path: str,
+        encoded: str,
+        extra: dict[str, str],
+        deadline: Deadline,
+        max_arrays: int | None = None,
     ) -> tuple[int, str]:
         """Send one request, following redirects within the origin; (status, body text)."""
         url = self.url + path
@@ -276,7 +304,8 @@ class PrometheusAPI:
             )
             with response:
                 if not response.is_redirect:
-                    return response.status_code, self._read(response, path, deadline)
+                    body = self._read(response, path, deadline, max_arrays)
+                    return response.status_code, body
                 status = response.status_code
                 target = urljoin(response.url, response.headers["location"])
             if _origin(target) != _origin(self.url):
@@ -295,18 +324,33 @@ class PrometheusAPI:
             url, query = target, None  # the new location carries its own query string
         raise PrometheusError(f"{path}: more than {MAX_REDIRECTS} redirects", HTTP_ERROR)
 
-    def _read(self, response: requests.Response, path: str, deadline: Deadline) -> str:
-        too_large = PrometheusError(
-            f"{path} answered more than {MAX_ANSWER_BYTES >> 20} MiB; narrow the seriesQuery"
+    def _read(
+        self,
+        response: requests.Response,
+        path: str,
+        deadline: Deadline,
+        max_arrays: int | None = None,
+    ) -> str:
+        """The body's text, read within the byte limit, the deadline and, when given, at
+        most ``max_arrays`` JSON arrays (counted by their ``[``)."""
+        too_large = AnswerTooLarge(
+            f"{path} answered more than {MAX_ANSWER_BYTES >> 20} MiB; narrow the seriesQuery",
+            f"{MAX_ANSWER_BYTES >> 20} MiB",
         )
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and (len(declared) > 18 or int(declared) > MAX_ANSWER_BYTES):
             raise too_large
         body = bytearray()
+        arrays = 0
         for chunk in response.iter_content(_CHUNK):
             body += chunk
             if len(body) > MAX_ANSWER_BYTES:
                 raise too_large
+            if max_arrays is not None:
+                arrays += chunk.count(b"[")
+                if arrays > max_arrays:
+                    bound = f"{max_arrays:,} points in all its series"
+                    raise AnswerTooLarge(f"{path} answered more than {bound}", bound)
             if deadline.expired:
                 raise PrometheusError(
                     f"no complete answer within the {deadline.seconds:g} s timeout ({path})",

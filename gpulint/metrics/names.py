@@ -390,6 +390,28 @@ def dcgm_field_names() -> frozenset[str]:
     return frozenset(names | set(DCGM_NAMES))
 
 
+class ExporterCounter(NamedTuple):
+    field: str
+    type: str  # gauge | counter
+    enabled_in: tuple[str, ...]  # the counters files that enable it
+
+
+@functools.cache
+def exporter_counters() -> tuple[ExporterCounter, ...]:
+    """The counters dcgm-exporter's shipped counters files enable, in the files' order
+    (data/dcgm-exporter-counters.csv, from NVIDIA/dcgm-exporter etc/default-counters.csv and
+    etc/dcp-metrics-included.csv)."""
+    import csv  # only where the list is asked for
+    from importlib import resources
+
+    text = resources.files("gpulint").joinpath("data/dcgm-exporter-counters.csv")
+    rows = [r for r in text.read_text("utf-8").splitlines() if r and not r.startswith("#")]
+    return tuple(
+        ExporterCounter(row["field"], row["type"], tuple(row["enabled_in"].split()))
+        for row in csv.DictReader(rows)
+    )
+
+
 def is_dcgm_field(name: str) -> bool:
     """Could dcgm-exporter emit a series of this exact name (with the right counters file)?"""
     return name in dcgm_field_names()

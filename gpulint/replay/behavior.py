@@ -83,6 +83,10 @@ class Behavior(NamedTuple):
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past float64, as a cluster's JSON can hold one
+        return None
+    return number if math.isfinite(number) else None

@@ -2,6 +2,9 @@
 
 Exit codes as for lint: 0 no replay finding at or above --fail-on, 1 some, 2 usage error,
 bad configuration, no readable input, an unusable Prometheus, or no autoscaler to replay.
+
+Every line it writes on stderr quotes names, queries or Prometheus's words: each is written
+through ``_say``, one line whatever it holds (``gpulint.report.escape``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from gpulint.engine.config import Settings
+    from gpulint.engine.registry import Selection
     from gpulint.inventory import Inventory
     from gpulint.live.client import PrometheusAPI
     from gpulint.replay.report import Replayed
@@ -25,7 +29,12 @@ MAX_POINTS = 100_000
 
 
 def add_replay_options(parser: argparse.ArgumentParser) -> None:
-    from gpulint.cli.options import add_cluster_options, add_input_options, add_render_options
+    from gpulint.cli.options import (
+        add_cluster_options,
+        add_input_options,
+        add_render_options,
+        add_selection_options,
+    )
 
     parser.add_argument(
         "paths",
@@ -92,10 +101,19 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         help="lowest severity of a replay finding (GL951-GL954) that fails the run (exit "
         "code 1; default: error)",
     )
+    add_selection_options(parser, "GL95")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     add_input_options(parser)
     add_render_options(parser)
     add_cluster_options(parser)
+
+
+def _say(stderr: TextIO, text: str) -> None:
+    """A line on stderr: its control characters shown as escapes (a newline in a name
+    included, so the line stays one), and no CI workflow command at its start."""
+    from gpulint.report.escape import escape_controls, safe_line
+
+    stderr.write(safe_line(escape_controls(text)) + "\n")
 
 
 def _time(text: str) -> float:
@@ -111,12 +129,12 @@ def _time(text: str) -> float:
 
 def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from gpulint.cli.extras import missing_extra
-    from gpulint.cli.inputs import read_settings
+    from gpulint.cli.inputs import read_selection, read_settings
     from gpulint.live.options import OptionError, parse_duration, parse_header, parse_url
 
     problem = missing_extra("live", "gpulint replay")
     if problem is not None:
-        stderr.write(f"gpulint: error: {problem}\n")
+        _say(stderr, f"gpulint: error: {problem}")
         return EXIT_USAGE
     try:
         url = parse_url(args.prometheus)
@@ -128,21 +146,25 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         )
         end = _time(args.end) if args.end else time.time()
     except (OptionError, ValueError) as error:
-        stderr.write(f"gpulint: error: {error}\n")
+        _say(stderr, f"gpulint: error: {error}")
         return EXIT_USAGE
     if step <= 0 or span <= 0 or not math.isfinite(end):
-        stderr.write("gpulint: error: --range and --step must be positive\n")
+        _say(stderr, "gpulint: error: --range and --step must be positive")
         return EXIT_USAGE
     if span / step + 1 > MAX_POINTS:
-        stderr.write(
+        _say(
+            stderr,
             f"gpulint: error: --range {args.range} at --step {args.step} is more than "
-            f"{MAX_POINTS} points; take a longer step\n"
+            f"{MAX_POINTS} points; take a longer step",
         )
         return EXIT_USAGE
     end = math.floor(end / step) * step  # on the step's grid, as Prometheus aligns nothing
     start = end - span
     settings = read_settings(args, stderr)
     if settings is None:
+        return EXIT_USAGE
+    selection = read_selection(args, stderr)
+    if selection is None:
         return EXIT_USAGE
     inventories = _inventories(args, settings, stderr)
     if inventories is None:
@@ -157,21 +179,27 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         for inventory in inventories:
             window = (start, end, step)
             found = _replay_inventory(
-                args, inventory, settings, api, window, ready_after, replays, stderr
+                args, inventory, selection, api, window, ready_after, replays, stderr
             )
             matched = found or matched
     except PrometheusError as error:
-        stderr.write(f"gpulint: error: Prometheus at {url}: {error}\n")
+        _say(stderr, f"gpulint: error: Prometheus at {url}: {error}")
         return EXIT_USAGE
     finally:
         api.close()
     if wanted and not matched:
-        stderr.write(f"gpulint: error: --autoscaler {wanted}: no such HPA or ScaledObject\n")
+        _say(stderr, f"gpulint: error: --autoscaler {wanted}: no such HPA or ScaledObject")
         return EXIT_USAGE
     if not replays:
-        stderr.write("gpulint: error: no autoscaler could be replayed\n")
+        _say(stderr, "gpulint: error: no autoscaler could be replayed")
         return EXIT_USAGE
-    _write(args, replays, start, end, step, stdout, stderr)
+    try:
+        _write(args, replays, start, end, step, stdout, stderr)
+    except OSError as error:  # --output in a directory that is not there, or not writable
+        if not args.output or isinstance(error, BrokenPipeError):
+            raise  # stdout's reader went away: gpulint.cli.main says nothing more
+        _say(stderr, f"gpulint: error: cannot write {args.output}: {error.strerror or error}")
+        return EXIT_USAGE
     return _exit_code(args.fail_on, replays)
 
 
@@ -180,7 +208,7 @@ def _inventories(
 ) -> list[Inventory] | None:
     """The cluster's inventory, or one per unit of the paths; None after an error said on
     stderr."""
-    from gpulint.cli.inputs import built_units, prepared_cluster
+    from gpulint.cli.inputs import assembled, prepared_cluster
     from gpulint.engine.registry import Selection
 
     if args.cluster:
@@ -188,18 +216,17 @@ def _inventories(
         if cluster is None:
             return None
         return [cluster[0]]
-    from gpulint.engine.files import unit_inventory
-
-    built = built_units(args, settings, stderr)
-    if built is None:
+    assembly = assembled(args, settings, stderr)
+    if assembly is None:
         return None
-    return [unit_inventory(unit, settings) for unit in built[0]]
+    # Each unit with what its cluster lends it, as lint judges it.
+    return [judged.inventory for judged in assembly.judged(settings)]
 
 
 def _replay_inventory(
     args: argparse.Namespace,
     inventory: Inventory,
-    settings: Settings,
+    selection: Selection,
     api: PrometheusAPI,
     window: tuple[float, float, float],
     ready_after: float | None,
@@ -218,9 +245,10 @@ def _replay_inventory(
     for skipped in found.skipped:
         if _wanted(wanted, skipped.namespace, skipped.name):
             matched = True
-            stderr.write(
+            _say(
+                stderr,
                 f"gpulint: {skipped.kind} {skipped.namespace}/{skipped.name} not "
-                f"replayed: {skipped.reason}\n"
+                f"replayed: {skipped.reason}",
             )
     for spec in found.specs:
         if not _wanted(wanted, spec.namespace, spec.name):
@@ -229,9 +257,9 @@ def _replay_inventory(
         try:
             history = fetch(api, spec, *window)
         except HistoryError as error:
-            stderr.write(f"gpulint: {spec.kind} {spec.key} not replayed: {error}\n")
+            _say(stderr, f"gpulint: {spec.kind} {spec.key} not replayed: {error}")
             continue
-        replays.append(replay_one(spec, history, inventory, settings, args.compare_fix))
+        replays.append(replay_one(spec, history, inventory, args.compare_fix, selection))
     return matched
 
 
@@ -268,9 +296,10 @@ def _write(
             render.render_markdown(replays, start, end, step, out)
         elif args.format == "svg":
             if len(replays) > 1:
-                stderr.write(
+                _say(
+                    stderr,
                     f"gpulint: {len(replays)} autoscalers replayed; the SVG shows the first "
-                    f"({replays[0].spec.key}): pick one with --autoscaler, or use --format html\n"
+                    f"({replays[0].spec.key}): pick one with --autoscaler, or use --format html",
                 )
             out.write(render.render_svg(replays[0]))
         else:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
-from gpulint.core.quantity import try_quantity
+from gpulint.core.quantity import INT32_MAX, try_quantity
 from gpulint.input.document import as_dict
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HPA_KIND, HpaMetric
@@ -121,6 +121,7 @@ def _hpa_spec(hpa: HPA, inventory: Inventory, ready_after: float | None) -> Repl
     scaling = hpa.scaling_range()
     if scaling.minimum is None or scaling.maximum is None:
         raise _Untraceable("its minReplicas or maxReplicas is not a number")
+    _within_int32(scaling.minimum, scaling.maximum, "minReplicas", "maxReplicas")
     if not hpa.metrics:
         raise _Untraceable("it has no metrics: the API server defaults it to CPU 80%")
     namespace = hpa.namespace or "default"
@@ -244,11 +245,16 @@ def _scaled_object_spec(
     scaling = scaled.scaling_range()
     if scaling.minimum is None or scaling.maximum is None:
         raise _Untraceable("its minReplicaCount or maxReplicaCount is not a number")
+    _within_int32(scaling.minimum, scaling.maximum, "minReplicaCount", "maxReplicaCount")
     spec = scaled.spec
     idle = spec.get("idleReplicaCount")
     keda = KedaActivation(
         min_replica_count=scaling.minimum,
-        idle_replica_count=idle if isinstance(idle, int) and not isinstance(idle, bool) else None,
+        idle_replica_count=(
+            idle
+            if isinstance(idle, int) and not isinstance(idle, bool) and 0 <= idle <= INT32_MAX
+            else None
+        ),
         cooldown_s=_seconds(spec.get("cooldownPeriod"), KEDA_COOLDOWN_S),
         initial_cooldown_s=_seconds(spec.get("initialCooldownPeriod"), KEDA_INITIAL_COOLDOWN_S),
     )
@@ -276,6 +282,15 @@ def _scaled_object_spec(
             else ("spec",)
         ),
     )
+
+
+def _within_int32(minimum: int, maximum: int, low: str, high: str) -> None:
+    """Replica bounds the API server accepts: int32 fields (autoscaling/v2 and KEDA's
+    ScaledObject types), not negative. Anything else is an object no cluster holds, and a
+    replay of it would simulate more replicas than any controller sets."""
+    for value, field in ((minimum, low), (maximum, high)):
+        if not 0 <= value <= INT32_MAX:
+            raise _Untraceable(f"its {field} {value} is not a replica count (0 to 2^31-1)")
 
 
 def _seconds(value: Any, default: float) -> float:

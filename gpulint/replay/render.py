@@ -3,14 +3,21 @@
 The SVG is written by hand (no plotting library): per autoscaler, the replicas over time
 (observed, simulated, and with gpulint's fix when compared) above the metric against its
 target. Markdown embeds each picture as a data URI, which GitHub's job summary shows.
+
+Names, queries, notes and messages come from the input and from Prometheus; each writer
+escapes them as the lint reporters do (``gpulint.report.escape``): in text, control
+characters shown as escapes and no line a CI workflow command (``safe_line``); in SVG and
+HTML, as XML text (``xml_text``), so the picture stays well-formed; in Markdown, as literal
+text (``markdown_text``), so no name adds a link, an image, HTML or a mention to a job
+summary. JSON keeps the values, written with ASCII escapes.
 """
 
 from __future__ import annotations
 
 import base64
 import bisect
-import html
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -18,6 +25,7 @@ from gpulint.core.model import Finding
 from gpulint.replay.behavior import SYNC_PERIOD_S
 from gpulint.replay.model import History, ReplayMetric
 from gpulint.replay.report import Replayed, describe_behavior, stamp
+from gpulint.report.escape import escape_controls, markdown_text, safe_line, xml_text
 
 JSON_VERSION = 1
 _FIGURE_LABELS = (
@@ -179,43 +187,53 @@ def _figure(value: float | int, unit: str) -> str:
 def render_text(
     replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
 ) -> None:
-    out.write(f"replay {stamp(start)} .. {stamp(end)}, step {step:g} s\n")
+    lines = [f"replay {stamp(start)} .. {stamp(end)}, step {step:g} s"]
     if not replays:
-        out.write("no autoscaler replayed\n")
+        lines.append("no autoscaler replayed")
     for replayed in replays:
-        spec = replayed.spec
-        out.write(f"\n{spec.kind} {spec.namespace}/{spec.name} -> {spec.target_kind} ")
-        out.write(f"{spec.target_name} (replicas {spec.min_replicas}-{spec.max_replicas}, ")
-        out.write(
-            f"pods ready after {spec.pod_ready_after_s:g} s: {spec.pod_ready_source}, "
-            f"{spec.gpus_per_pod} GPU(s) each)\n"
+        lines.append("")
+        lines += _text_lines(replayed)
+    for line in lines:
+        # Each line holds text of the input's: shown, never acted on.
+        out.write(safe_line(escape_controls(line)) + "\n")
+
+
+def _text_lines(replayed: Replayed) -> list[str]:
+    spec = replayed.spec
+    lines = [
+        f"{spec.kind} {spec.namespace}/{spec.name} -> {spec.target_kind} {spec.target_name} "
+        f"(replicas {spec.min_replicas}-{spec.max_replicas}, pods ready after "
+        f"{spec.pod_ready_after_s:g} s: {spec.pod_ready_source}, {spec.gpus_per_pod} GPU(s) "
+        "each)"
+    ]
+    for metric in spec.metrics:
+        lines.append(
+            f"  metric {metric.name} ({metric.type} {metric.target_type} {metric.target:g}): "
+            f"{' '.join(metric.query.split())}"
         )
-        for metric in spec.metrics:
-            out.write(f"  metric {metric.name} ({metric.type} {metric.target_type} ")
-            out.write(f"{metric.target:g}): {' '.join(metric.query.split())}\n")
-        for note in replayed.history.notes:
-            out.write(f"  note: {note}\n")
-        compared = replayed.fixed
-        width = max(len(label) for _, label, _ in _FIGURE_LABELS)
-        header = f"  {'':<{width}}  {'as configured':>14}"
-        out.write(header + (f"  {'with the fix':>14}\n" if compared else "\n"))
-        mine, theirs = replayed.figures.as_json(), compared.figures.as_json() if compared else {}
-        for key, label, unit in _FIGURE_LABELS:
-            line = f"  {label:<{width}}  {_figure(mine[key], unit):>14}"
-            if compared:
-                line += f"  {_figure(theirs[key], unit):>14}"
-            out.write(line + "\n")
-        events = replayed.run.events
-        if events:
-            shown = ", ".join(f"{stamp(e.time)[11:16]} {e.before}->{e.after}" for e in events[:8])
-            more = f" and {len(events) - 8} more" if len(events) > 8 else ""
-            out.write(f"  scale events: {shown}{more}\n")
-        for finding in replayed.findings:
-            out.write(f"  {finding.rule} {finding.severity}: {finding.message}\n")
-            out.write(f"    at {finding.location.file}:{finding.location.line}\n")
-        if compared is not None:
-            behavior = json.dumps(describe_behavior(compared.spec.behavior), separators=(",", ":"))
-            out.write(f"  the fix replayed: behavior {behavior}\n")
+    lines += [f"  note: {note}" for note in replayed.history.notes]
+    compared = replayed.fixed
+    width = max(len(label) for _, label, _ in _FIGURE_LABELS)
+    header = f"  {'':<{width}}  {'as configured':>14}"
+    lines.append(header + (f"  {'with the fix':>14}" if compared else ""))
+    mine, theirs = replayed.figures.as_json(), compared.figures.as_json() if compared else {}
+    for key, label, unit in _FIGURE_LABELS:
+        line = f"  {label:<{width}}  {_figure(mine[key], unit):>14}"
+        if compared:
+            line += f"  {_figure(theirs[key], unit):>14}"
+        lines.append(line)
+    events = replayed.run.events
+    if events:
+        shown = ", ".join(f"{stamp(e.time)[11:16]} {e.before}->{e.after}" for e in events[:8])
+        more = f" and {len(events) - 8} more" if len(events) > 8 else ""
+        lines.append(f"  scale events: {shown}{more}")
+    for finding in replayed.findings:
+        lines.append(f"  {finding.rule} {finding.severity}: {finding.message}")
+        lines.append(f"    at {finding.location.file}:{finding.location.line}")
+    if compared is not None:
+        behavior = json.dumps(describe_behavior(compared.spec.behavior), separators=(",", ":"))
+        lines.append(f"  the fix replayed: behavior {behavior}")
+    return lines
 
 
 # --- SVG -------------------------------------------------------------------------------------
@@ -304,7 +322,7 @@ def render_svg(replayed: Replayed) -> str:
     metric_top = _metric_top(history, metric)
     top2 = _TOP + _PANEL + _GAP
     y_met = _scale(0, metric_top, top2)
-    title = html.escape(
+    title = xml_text(
         f"{spec.kind} {spec.namespace}/{spec.name}: replicas (above) and "
         f"{metric.name if metric else 'metric'} against its target (below)"
     )
@@ -319,7 +337,7 @@ def render_svg(replayed: Replayed) -> str:
     replica_marks = sorted({0, round(top_replicas / 2), top_replicas})
     parts += _panel(_TOP, replica_marks, y_rep, "replicas")
     parts += _panel(
-        top2, [0, metric_top / 2, metric_top], y_met, html.escape(metric.name if metric else "")
+        top2, [0, metric_top / 2, metric_top], y_met, xml_text(metric.name if metric else "")
     )
     parts += _time_axis(start, end, x, top2)
     parts.append(
@@ -349,7 +367,11 @@ def _time_span(history: History) -> tuple[float, float]:
 def _metric_top(history: History, metric: ReplayMetric | None) -> float:
     """The top of the metric panel: a tenth above the highest value or the target."""
     values = [v for v in (history.values[0] if history.values else []) if v is not None]
-    return max([*values, metric.target if metric else 1.0]) * 1.1 or 1.0
+    top = max([*values, metric.target if metric else 1.0])
+    above = top * 1.1
+    if not math.isfinite(above):  # a value near the largest float has no tenth above it
+        return top
+    return above or 1.0
 
 
 def _panel(top: float, marks: list[Any], y: Callable[[float], float], label: str) -> list[str]:
@@ -450,13 +472,13 @@ def render_html(
     out.write(f"<h1>gpulint replay</h1><p>{stamp(start)} .. {stamp(end)}, step {step:g} s</p>\n")
     for replayed in replays:
         spec = replayed.spec
-        out.write(f"<section><h2>{html.escape(f'{spec.kind} {spec.namespace}/{spec.name}')}</h2>\n")
+        out.write(f"<section><h2>{xml_text(f'{spec.kind} {spec.namespace}/{spec.name}')}</h2>\n")
         out.write(render_svg(replayed))
         out.write(_figures_table_html(replayed))
         for finding in replayed.findings:
             out.write(
-                f"<p><b>{finding.rule}</b> {html.escape(str(finding.severity))}: "
-                f"{html.escape(finding.message)}</p>\n"
+                f"<p><b>{finding.rule}</b> {xml_text(str(finding.severity))}: "
+                f"{xml_text(finding.message)}</p>\n"
             )
         out.write("</section>\n")
     out.write("</body></html>\n")
@@ -480,9 +502,10 @@ def render_markdown(
     out.write(f"## gpulint replay\n\n{stamp(start)} .. {stamp(end)}, step {step:g} s\n")
     for replayed in replays:
         spec = replayed.spec
-        out.write(f"\n### {spec.kind} {spec.namespace}/{spec.name}\n\n")
+        out.write(f"\n### {spec.kind} {markdown_text(f'{spec.namespace}/{spec.name}')}\n\n")
         picture = base64.b64encode(render_svg(replayed).encode()).decode()
-        out.write(f"![replicas and metric of {spec.name}](data:image/svg+xml;base64,{picture})\n\n")
+        alt = f"replicas and metric of {markdown_text(spec.name)}"
+        out.write(f"![{alt}](data:image/svg+xml;base64,{picture})\n\n")
         theirs = replayed.fixed.figures.as_json() if replayed.fixed else None
         out.write("| | as configured |" + (" with the fix |" if theirs else "") + "\n")
         out.write("|---|---:|" + ("---:|" if theirs else "") + "\n")
@@ -493,4 +516,5 @@ def render_markdown(
                 line += f" {_figure(theirs[key], unit)} |"
             out.write(line + "\n")
         for finding in replayed.findings:
-            out.write(f"\n- **{finding.rule}** {finding.severity}: {finding.message}\n")
+            message = markdown_text(finding.message)
+            out.write(f"\n- **{finding.rule}** {finding.severity}: {message}\n")

@@ -8,9 +8,66 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import NamedTuple
 
+from gpulint.core.quantity import INT32_MAX
 from gpulint.replay.behavior import TOLERANCE
+
+# uniform_pods_replicas adds the pods' value one pod at a time up to this many ready pods,
+# and through ``repeated_sum`` (the same float, in a few steps) beyond.
+SUMMED_PODS = 64
+
+
+def repeated_sum(value: float, count: int) -> float:
+    """``0.0`` plus ``value``, ``count`` times, in floats, exactly as a loop of
+    ``total += value`` sums it, in time that grows with the binades the total crosses (a few
+    dozen), not with ``count``: the sum of the pods' values of millions of replicas.
+
+    While the total stays between the same two powers of two, its last place ``2**last`` is
+    fixed, and each addition adds the same whole number of places: ``value / 2**last``
+    rounded to the nearest, a tie to the one that leaves the total's last bit even (IEEE 754
+    round-half-even). So the total moves one addition at a time into each binade, then by a
+    multiplication up to the binade's end."""
+    if value < 0 and count > 0:
+        return -repeated_sum(-value, count)  # rounding to nearest is symmetric
+    total, done = 0.0, 0
+    while done < count:
+        total += value
+        done += 1
+        if done == count or not math.isfinite(total):
+            return total  # an infinite or NaN total stays so
+        if total == 0.0:
+            return 0.0  # a value of 0 adds nothing
+        exponent = math.frexp(total)[1]  # total in [2**(exponent - 1), 2**exponent)
+        last = max(exponent - 53, -1074)
+        whole = int(math.ldexp(total, -last))  # the total in last places, exact
+        places = Fraction(value) / Fraction(2) ** last
+        low = math.floor(places)
+        if places - low == Fraction(1, 2):
+            if whole % 2:
+                continue  # the next addition makes the total even; from there on it stays
+            step = low if low % 2 == 0 else low + 1
+        else:
+            step = round(places)
+        if step == 0:
+            return total  # the value is under half a last place: adding it changes nothing
+        limit = 1 << (exponent - last)  # the binade's end, in last places
+        jumps = min((limit - 1 - whole) // step, count - done)
+        if jumps > 0:
+            total = math.ldexp(whole + jumps * step, last)
+            done += jumps
+    return total
+
+
+def replicas_of(ratio: float) -> int:
+    """``math.ceil`` of a replica count the calculator computed as a float, within what
+    a replica count holds: the controller takes it as an int32 (replica_calculator.go:
+    ``int32(math.Ceil(...))``), and a value from Prometheus near the largest float makes the
+    product infinite, which no integer is."""
+    if not ratio < INT32_MAX:  # above, infinite or NaN
+        return INT32_MAX
+    return math.ceil(ratio)
 
 
 class Pod(NamedTuple):
@@ -119,19 +176,22 @@ def uniform_pods_replicas(
     the same, in the same order (tests/replay/test_controller_parity.py compares the two)."""
     if ready <= 0:
         raise MetricUnavailable("did not receive metrics for any ready pods")
-    total = 0.0
-    for _ in range(ready):
-        total += value
+    if ready <= SUMMED_PODS:
+        total = 0.0
+        for _ in range(ready):
+            total += value
+    else:
+        total = repeated_sum(value, ready)
     usage_ratio = (total / ready) / target_average
     if not (pending and usage_ratio > 1.0):
         if abs(1.0 - usage_ratio) <= tolerance:
             return current
-        return math.ceil(usage_ratio * ready)
+        return replicas_of(usage_ratio * ready)
     counted = ready + pending
     new_ratio = (total / counted) / target_average
     if abs(1.0 - new_ratio) <= tolerance or new_ratio < 1.0:
         return current  # too small a change, or counting the pending pods reversed it
-    desired = math.ceil(new_ratio * counted)
+    desired = replicas_of(new_ratio * counted)
     return current if desired < current else desired
 
 
@@ -152,7 +212,7 @@ def _rebalance(
     if not rebalance_ignored and not groups.missing:
         if abs(1.0 - usage_ratio) <= tolerance:
             return current
-        return math.ceil(usage_ratio * groups.ready)
+        return replicas_of(usage_ratio * groups.ready)
     values = dict(counted)
     _fill_missing(values, pods, groups, usage_ratio, missing_down)
     if rebalance_ignored:
@@ -165,7 +225,7 @@ def _rebalance(
         or (usage_ratio > 1.0 > new_ratio)
     ):
         return current  # too small a change, or the rebalancing reversed the direction
-    desired = math.ceil(new_ratio * len(values))
+    desired = replicas_of(new_ratio * len(values))
     if (new_ratio < 1.0 and desired > current) or (new_ratio > 1.0 and desired < current):
         return current
     return desired
@@ -199,8 +259,8 @@ def usage_ratio_replicas(
     if current != 0:
         if abs(1.0 - usage_ratio) <= tolerance:
             return current
-        return math.ceil(usage_ratio * ready_pods)
-    return math.ceil(usage_ratio)
+        return replicas_of(usage_ratio * ready_pods)
+    return replicas_of(usage_ratio)
 
 
 def per_pod_total_replicas(
@@ -213,7 +273,7 @@ def per_pod_total_replicas(
         ratio = total / (target_average * status_replicas)
         if abs(1.0 - ratio) <= tolerance:
             return status_replicas
-    return math.ceil(total / target_average)
+    return replicas_of(total / target_average)
 
 
 class MetricUnavailable(Exception):

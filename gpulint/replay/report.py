@@ -11,9 +11,8 @@ from typing import Any
 import yaml
 
 from gpulint.core.model import Finding
-from gpulint.engine.config import Settings
-from gpulint.engine.registry import load_rule, rule_index
-from gpulint.engine.rule import Context
+from gpulint.engine.registry import Selection
+from gpulint.engine.runner import run
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import behavior_fix
 from gpulint.replay.behavior import Behavior
@@ -74,40 +73,32 @@ def replay_one(
     spec: ReplaySpec,
     history: History,
     inventory: Inventory,
-    settings: Settings,
     compare_fix: bool = False,
+    selection: Selection | None = None,
 ) -> Replayed:
-    run = replay(spec, history)
-    replayed = Replayed(spec, history, run, measure(spec, run))
-    replayed.findings = replay_findings(replayed, inventory, settings)
+    played = replay(spec, history)
+    replayed = Replayed(spec, history, played, measure(spec, played))
+    replayed.findings = replay_findings(replayed, inventory, selection)
     if compare_fix:
-        fixed_spec = dataclasses.replace(spec, behavior=fix_behavior(fix_window(run)))
+        fixed_spec = dataclasses.replace(spec, behavior=fix_behavior(fix_window(played)))
         fixed_run = replay(fixed_spec, history)
         fixed = Replayed(fixed_spec, history, fixed_run, measure(fixed_spec, fixed_run))
-        fixed.findings = replay_findings(fixed, inventory, settings)
+        fixed.findings = replay_findings(fixed, inventory, selection)
         replayed.fixed = fixed
     return replayed
 
 
-def replay_findings(replayed: Replayed, inventory: Inventory, settings: Settings) -> list[Finding]:
-    """The findings of the rules that need a replay (``REQUIRES = "replay"``), with the
-    configuration's enablement, severity and options."""
-    found: list[Finding] = []
-    for info in rule_index():
-        if info.requires != REPLAY:
-            continue
-        rule_settings = settings.rule(info.id)
-        if not rule_settings.enabled:
-            continue
-        spec = load_rule(info)
-        options = spec.defaults()
-        options.update(rule_settings.options)
-        ctx = Context(spec, options)
-        for finding in spec.check(replayed, inventory, ctx):
-            if rule_settings.severity is not None:
-                finding = finding._replace(severity=rule_settings.severity)
-            found.append(finding)
-    return found
+def replay_findings(
+    replayed: Replayed, inventory: Inventory, selection: Selection | None = None
+) -> list[Finding]:
+    """The findings of the rules that need a replay (``REQUIRES = "replay"``), run by the
+    engine as every rule is: the configuration's enablement, severity and options,
+    ``--select``/``--ignore``, suppressions, and GL799 for a rule that fails."""
+
+    def items(scope: str) -> list[Replayed]:
+        return [replayed] if scope == "autoscaler" else []
+
+    return run(inventory, selection, items_for=items, requires=REPLAY)
 
 
 def describe_behavior(behavior: Behavior | None) -> dict[str, Any] | None:

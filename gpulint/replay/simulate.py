@@ -15,6 +15,10 @@ The demand model:
   ActivePods ordering, kubernetes pkg/controller/controller_utils.go).
 
 Between two samples of the history the last one holds, as in Prometheus's answer on a grid.
+
+Nothing is kept per pod: the pods are a count of ready ones and batches of new ones by the
+time they become ready (``Pods``), so that replicas in the millions (a history that says so,
+a maxReplicas of 2^31-1) cost what four do.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
+from collections import deque
 
 from gpulint.replay.activation import KEDA_POLLING_INTERVAL_S, KedaActivation
 from gpulint.replay.behavior import SYNC_PERIOD_S
@@ -68,7 +73,7 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
     if keda is not None:
         keda = dataclasses.replace(keda, created=history.times[0] - 1)
     replicas = initial_replicas(spec, history)
-    ready_at: list[float] = [-math.inf] * replicas  # ascending
+    pods = Pods(replicas)
     ticks: list[Tick] = []
     events: list[Event] = []
     start, end = history.times[0], history.times[-1]
@@ -86,8 +91,8 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
     for step in range(steps):
         now = start + step * sync_s
         k = bisect.bisect_right(history.times, now) - 1
-        ready = bisect.bisect_right(ready_at, now)
-        starting = len(ready_at) - ready
+        pods.advance(now)
+        ready, starting = pods.ready, pods.starting
         key = (ready, *(_inputs(history, i, k) for i in metrics))
         if key != read_key:
             read_key, proposed_key = key, None
@@ -112,7 +117,10 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
                 replicas = after
         if replicas != before:
             events.append(Event(now, before, replicas, reason))
-            _resize(ready_at, now, before, replicas, spec.pod_ready_after_s)
+            if replicas > before:
+                pods.add(replicas - before, now + spec.pod_ready_after_s)
+            else:
+                pods.remove(before - replicas)
         ticks.append(Tick(now, replicas, ready, starting, load, value))
     return Run(ticks, events)
 
@@ -144,16 +152,54 @@ def _keda_poll(
     return after, "KEDA activation" if after > replicas else "KEDA cooldown passed"
 
 
-def _resize(
-    ready_at: list[float], now: float, before: int, replicas: int, ready_after_s: float
-) -> None:
-    """The pods' ready times after a scale: new pods ready after ``ready_after_s``; on a
-    scale-down the pods not yet ready go first (the latest first), then ready ones."""
-    if replicas > before:
-        ready_at.extend([now + ready_after_s] * (replicas - before))
-        ready_at.sort()
-    else:
-        del ready_at[replicas:]
+@dataclasses.dataclass(slots=True)
+class _Batch:
+    ready_at: float
+    count: int
+
+
+class Pods:
+    """The target's pods by when they serve: ``ready`` ones, and batches of ``starting`` ones
+    in the order they become ready. New pods all take the same time to be ready, so a batch
+    created later is ready no sooner: batches are only added at the end and taken from the
+    front."""
+
+    __slots__ = ("_batches", "ready", "starting")
+
+    def __init__(self, ready: int) -> None:
+        self.ready = ready
+        self.starting = 0
+        self._batches: deque[_Batch] = deque()
+
+    def advance(self, now: float) -> None:
+        """The pods whose ready time has come (at or before ``now``) serve."""
+        batches = self._batches
+        while batches and batches[0].ready_at <= now:
+            count = batches.popleft().count
+            self.ready += count
+            self.starting -= count
+
+    def add(self, count: int, ready_at: float) -> None:
+        batches = self._batches
+        if batches and batches[-1].ready_at == ready_at:
+            batches[-1].count += count
+        else:
+            batches.append(_Batch(ready_at, count))
+        self.starting += count
+
+    def remove(self, count: int) -> None:
+        """A scale-down: the pods not yet ready go first, the latest first, then ready ones
+        (ReplicaSet's ActivePods ordering)."""
+        batches = self._batches
+        while count and batches:
+            last = batches[-1]
+            taken = min(count, last.count)
+            last.count -= taken
+            self.starting -= taken
+            count -= taken
+            if not last.count:
+                batches.pop()
+        self.ready -= min(count, self.ready)
 
 
 def _inputs(history: History, index: int, k: int) -> tuple[float | None, int | None, int | None]:
@@ -181,8 +227,8 @@ def _reading(
         return None, None, None
     if metric.relation != PER_POD:
         if metric.relation == TOTAL_PER_POD:
-            return raw / metric.target, raw, raw
-        return raw / metric.target * max(ready, 1), raw, raw
+            return _finite((raw / metric.target, raw, raw))
+        return _finite((raw / metric.target * max(ready, 1), raw, raw))
     reporting = history.pods[index][k] if history.pods[index] else None
     if reporting is None:
         reporting = history.observed[k] if history.observed else None
@@ -192,7 +238,17 @@ def _reading(
         seen = demand / ready
         if metric.cap is not None:
             seen = min(seen, metric.cap)
-    return demand / metric.target, seen, demand
+    return _finite((demand / metric.target, seen, demand))
+
+
+def _finite(
+    reading: tuple[float, float | None, float],
+) -> tuple[float | None, float | None, float | None]:
+    """A reading whose arithmetic went past the largest float (a value near 1.8e308 times the
+    pods) is no reading: no replica count follows from it."""
+    if all(value is None or math.isfinite(value) for value in reading):
+        return reading
+    return None, None, None
 
 
 def _proposal(

@@ -19,6 +19,7 @@ Every writer of gpulint takes its escaping from here:
   ``safe_lines``, ``SafeStream``;
 * JSON and SARIF keep the raw values (``write_json``: valid JSON, the same data, printable);
 * Markdown (the job summary, the title of a Mermaid trace): ``markdown_text``;
+* SVG and HTML (the pictures and the page of ``gpulint replay``): ``xml_text``;
 * Mermaid labels: ``mermaid_label``;
 * ``--diff``: ``safe_patch``, a patch that still applies, or None for one that cannot be
   shown as it is.
@@ -26,6 +27,7 @@ Every writer of gpulint takes its escaping from here:
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import Any, TextIO
@@ -145,6 +147,18 @@ def markdown_text(text: str) -> str:
     text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     text = _MARKDOWN_LINE_START.sub(r"\1\\\2", text)
     return _UNLINKED.sub(lambda m: m.group(1) + _ZWSP, text)
+
+
+# --- SVG and HTML -----------------------------------------------------------------------------
+
+
+def xml_text(text: str) -> str:
+    """Input text for an SVG picture or an HTML page, as an element's text or a quoted
+    attribute's value: control characters as escapes (XML 1.0 allows no C0 control but tab
+    and line breaks, so one ESC makes an SVG no XML at all; C1 controls and bidirectional
+    overrides are escaped as everywhere), then ``&``, ``<``, ``>`` and both quotes as
+    entities, so that no name opens an element or ends an attribute."""
+    return html.escape(escape_controls(text), quote=True)
 
 
 # --- Mermaid ----------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ from typing import Any, TextIO
 
 import gpulint
 from gpulint.adoption.edits import Edit
-from gpulint.core.model import Finding, ObjectRef, Severity
+from gpulint.core.model import Finding, NotChecked, ObjectRef, Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.result import CONTEXT_CHANGE, Result
+from gpulint.engine.result import CONTEXT_CHANGE, ClusterSummary, Result
 from gpulint.report.escape import write_json
 
 
@@ -93,6 +93,7 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         "version": 1,
         "gpulintVersion": gpulint.__version__,
         "findings": [finding_to_dict(f, result.edits_of(f), shown) for f in result.findings],
+        "notChecked": [_not_checked(n, shown) for n in result.not_checked],
         "summary": {
             "files": result.files,
             "objects": result.objects,
@@ -121,12 +122,45 @@ def result_to_dict(result: Result) -> dict[str, Any]:
             "lintSeconds": round(result.lint_seconds, 3),
         },
     }
+    if result.clusters:
+        report["summary"]["clusters"] = [_cluster(cluster) for cluster in result.clusters]
     if any(unit.context for unit in result.units):
         report["summary"]["contextChange"] = CONTEXT_CHANGE
     if result.baseline is not None:
         baselined, stale = result.baseline
         report["summary"]["baseline"] = {"baselined": baselined, "stale": stale}
     return report
+
+
+def _not_checked(note: NotChecked, shown: Callable[[str], str]) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "checks": note.checks.split(", "),
+        "file": shown(note.location.file),
+        "line": note.location.line,
+        "column": note.location.column,
+        "object": _object(note.object),
+        "reason": note.reason,
+        "remedy": note.remedy,
+    }
+    if note.units:
+        data["units"] = list(note.units)
+    return data
+
+
+def _cluster(cluster: ClusterSummary) -> dict[str, Any]:
+    return {
+        "name": cluster.name,
+        "why": cluster.why,
+        "units": list(cluster.units),
+        "lends": [
+            {"component": category, "from": provider, "to": list(takers)}
+            for category, provider, takers in cluster.lends
+        ],
+        "notLent": [
+            {"component": category, "equallyNear": list(providers), "to": list(takers)}
+            for category, providers, takers in cluster.ambiguous
+        ],
+    }
 
 
 def render_json(result: Result, stream: TextIO) -> None:

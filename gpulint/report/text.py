@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import TextIO
 
 from gpulint.core.message import split_message
-from gpulint.core.model import Finding, Severity
+from gpulint.core.model import Finding, NotChecked, Severity
 from gpulint.core.paths import display_path
-from gpulint.engine.result import CONTEXT_CHANGE, OWN_OBJECTS, Result
+from gpulint.engine.result import CONTEXT_CHANGE, Result
 from gpulint.report.escape import escape_controls, safe_line, safe_lines
 from gpulint.report.wrap import code_lines, fill, output_width
 
@@ -36,6 +36,7 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     width = output_width(stream)
     for finding in result.findings:
         _write_finding(finding, stream, color, width)
+    _write_not_checked(result.not_checked, stream, width)
     for path, reason in result.skipped:
         shown = safe_line(escape_controls(display_path(path)))
         _write(stream, f"{shown}: skipped: ", escape_controls(reason), width)
@@ -52,19 +53,44 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
 
 
 def _write_contexts(result: Result, stream: TextIO, width: int) -> None:
-    """What each unit was judged with: the units judged with more than their own objects
-    by name, the others in one line, and how to change it."""
-    told = [u for u in result.units if u.context and u.context != OWN_OBJECTS]
-    for unit in told:
-        _write(stream, "context: ", escape_controls(f"{unit.name}: {unit.context}"), width)
-    if any(u.context for u in result.units):
-        others = "the other units" if told else "each unit"
-        _write(
-            stream,
-            "context: ",
-            f"{others}: {OWN_OBJECTS}; to change it, {CONTEXT_CHANGE}",
-            width,
+    """One line per cluster: its units, who lends them what; and how to change it."""
+    for cluster in result.clusters:
+        _write(stream, "cluster: ", escape_controls(cluster.describe()), width)
+    if any(cluster.lends or cluster.ambiguous for cluster in result.clusters):
+        _write(stream, "cluster: ", f"to change it, {CONTEXT_CHANGE}", width)
+
+
+# Objects listed by place for one cause of a check that could not run; the JSON report lists
+# every one (a repository with no Prometheus in it has one such note per ScaledObject).
+NOT_CHECKED_LISTED = 3
+
+
+def _write_not_checked(notes: list[NotChecked], stream: TextIO, width: int) -> None:
+    """Each check that could not run: where, which, why and what lets it, on one line; a
+    cause shared by many objects once, with the first few places."""
+    causes: dict[tuple[str, str, str], list[NotChecked]] = {}
+    for note in notes:
+        causes.setdefault((note.checks, note.reason, note.remedy), []).append(note)
+    for (checks, reason, remedy), same in causes.items():
+        if len(same) <= NOT_CHECKED_LISTED + 1:
+            for note in same:
+                head = f"{safe_line(_place(note))}: not checked ({checks}): "
+                _write(stream, head, escape_controls(f"{reason}; {remedy}"), width, INDENT)
+                if note.units:
+                    _write(stream, f"{INDENT}in: ", escape_controls(", ".join(note.units)), width)
+            continue
+        shown = ", ".join(_place(n) for n in same[:NOT_CHECKED_LISTED])
+        more = len(same) - NOT_CHECKED_LISTED
+        text = (
+            f"{reason}; {remedy} (on {len(same):,} objects: {shown} and {more:,} more, all "
+            "of them in --format json)"
         )
+        _write(stream, f"not checked ({checks}): ", escape_controls(text), width, INDENT)
+
+
+def _place(note: NotChecked) -> str:
+    location = note.location
+    return escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
 
 
 def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) -> None:
@@ -116,6 +142,9 @@ def _summary(result: Result) -> str:
     )
     if result.skipped:
         summary += f", {len(result.skipped)} skipped"
+    if result.not_checked:
+        count = len(result.not_checked)
+        summary += f", {count} check{'s' * (count != 1)} not run"
     suppressed = sum(result.suppressed.values())
     if suppressed:
         most_first = sorted(result.suppressed.items(), key=lambda item: (-item[1], item[0]))

@@ -2,8 +2,8 @@
 (bench/live_check.py) and the walk-through (examples/live/).
 
 * ``ExporterServer`` serves, over aiohttp in a background thread, the text exposition of
-  dcgm-exporter (metric names and help texts read from NVIDIA's counters files in
-  ../shared/reference/dcgm-exporter, labels gpu, UUID, pci_bus_id, device, modelName,
+  dcgm-exporter (the counters its shipped counters files enable, as gpulint's package data
+  lists them, with gpulint's own help texts; labels gpu, UUID, pci_bus_id, device, modelName,
   Hostname or the newer hostname, MIG GPU_I_PROFILE/GPU_I_ID, and the pod mapping labels
   pod/namespace/container), of dcgm-exporter with the 1.x compatibility names, and of the
   legacy nvidia_gpu_prometheus_exporter (nvidia_gpu_*, no pod labels). A metric can stop
@@ -37,8 +37,9 @@ from typing import Self
 
 from aiohttp import web
 
+from gpulint.metrics.names import KNOWN_METRICS, exporter_counters
+
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = (ROOT.parent / "shared" / "reference" / "dcgm-exporter").resolve()
 INSTALL_HINT = (
     "the live tests run a real Prometheus: install it with `apt-get install prometheus` "
     "(Debian/Ubuntu; it ships prometheus and promtool)"
@@ -55,39 +56,11 @@ class Counter:
     help: str
 
 
-# Used when ../shared/reference is not there: the counters a default dcgm-exporter enables.
-FALLBACK_COUNTERS = (
-    Counter("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
-    Counter("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
-    Counter("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
-    Counter("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
-    Counter("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
-    Counter("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
-    Counter("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
-    Counter(
-        "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."
-    ),
-    Counter(
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor pipe is active."
-    ),
-    Counter("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles device memory is active."),
-)
-
-
 def dcgm_counters() -> list[Counter]:
-    """The enabled counters of NVIDIA's counters files (field, type, help), in file order."""
-    files = [REFERENCE / "default-counters.csv", REFERENCE / "dcp-metrics-included.csv"]
-    found: dict[str, Counter] = {}
-    for path in files:
-        if not path.is_file():
-            continue
-        for line in path.read_text().splitlines():
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            parts = [p.strip() for p in line.split(",", 2)]
-            if len(parts) == 3 and parts[1] in ("gauge", "counter") and parts[0] not in found:
-                found[parts[0]] = Counter(parts[0], parts[1], parts[2])
-    return list(found.values()) or list(FALLBACK_COUNTERS)
+    """The counters dcgm-exporter's shipped counters files enable (field, type), in file order,
+    as gpulint's package data lists them; help texts are gpulint's own descriptions."""
+    described = {metric.name: metric.help for metric in KNOWN_METRICS.values()}
+    return [Counter(c.field, c.type, described.get(c.field, c.field)) for c in exporter_counters()]
 
 
 DRIVER_VERSION = "550.54.15"

@@ -49,7 +49,7 @@ def spike_replay() -> Replayed:
         15.0 if i * 15 >= 600 and (i * 15 - 600) % 1200 < 120 else 2.5 for i in range(481)
     ]
     history = History(times, [values], [[8] * 481], [8] * 481)
-    return replay_one(spec, history, Inventory(Settings()), Settings(), compare_fix=True)
+    return replay_one(spec, history, Inventory(Settings()), compare_fix=True)
 
 
 def test_svg_is_well_formed_with_each_series() -> None:

@@ -373,3 +373,43 @@ def test_cluster_mode_reads_the_autoscalers_from_the_cluster(
     assert code == 1  # GL952, as from the files
     replay = json.loads(out.read_text())["replays"][0]
     assert events(replay, recorded.start) == [(0, 8, 4), (15, 4, 2), (DAY / 2, 2, 4)]
+
+
+def test_replay_judges_each_application_with_its_repository_platform(
+    recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The applications in apps/, the adapter in monitoring/, no GitOps objects: replay
+    takes the adapter rule lint takes, however the repository is named, and says why it
+    cannot replay the autoscaler whose metric no rule serves, as lint reports GL401."""
+    import shutil
+
+    documents = (SCENARIOS / "workloads.yaml").read_text().split("---\n")
+    step = [d for d in documents if "name: step," in d]
+    assert len(step) == 2  # the Deployment and its HPA
+    unserved = (
+        step[1]
+        .replace("name: step,", "name: queue,")
+        .replace("{name: gpu_utilization}", "{name: gpu_utilisation}")
+    )
+    (tmp_path / "apps" / "step").mkdir(parents=True)
+    (tmp_path / "apps" / "step" / "step.yaml").write_text("---\n".join(step))
+    (tmp_path / "apps" / "queue").mkdir()
+    (tmp_path / "apps" / "queue" / "queue.yaml").write_text(step[0] + "---\n" + unserved)
+    (tmp_path / "monitoring").mkdir()
+    shutil.copy(SCENARIOS / "prometheus-adapter.yaml", tmp_path / "monitoring")
+    monkeypatch.chdir(tmp_path)
+    for paths in (["."], ["apps/", "monitoring/"]):
+        lint = tmp_path / "lint.json"
+        main(["lint", "--no-config", "--format", "json", "-o", str(lint), *paths])
+        found = json.loads(lint.read_text())["findings"]
+        assert [(f["rule"], f["file"]) for f in found if f["rule"] == "GL401"] == [
+            ("GL401", "apps/queue/queue.yaml")
+        ]
+        out = tmp_path / "replay.json"
+        args = [a for a in replay_args(recorded) if a != str(SCENARIOS)]
+        code = main([*args, "-o", str(out), *paths])
+        replays = json.loads(out.read_text())["replays"]
+        assert code in (0, 1)
+        assert [r["autoscaler"]["name"] for r in replays] == ["step"], paths
+        (replayed,) = replays
+        assert 'DCGM_FI_DEV_GPU_UTIL{exported_namespace="ml"' in replayed["metrics"][0]["query"]

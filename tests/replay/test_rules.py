@@ -17,6 +17,7 @@ import pytest
 
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
+from gpulint.engine.registry import Selection
 from gpulint.engine.runner import inventory_from_paths
 from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, Behavior, Policy, Rules
 from gpulint.replay.model import History, ReplaySpec
@@ -44,7 +45,7 @@ def replayed(spec: ReplaySpec, inventory: object, per_pod: list[float], pods: in
     """Replay ``per_pod`` (one value a sync, on ``pods`` pods that all reported it)."""
     times = [STEP * i for i in range(len(per_pod))]
     history = History(times, [list(per_pod)], [[pods] * len(per_pod)], [pods] * len(per_pod))
-    return replay_one(spec, history, inventory, Settings())  # type: ignore[arg-type]
+    return replay_one(spec, history, inventory)  # type: ignore[arg-type]
 
 
 def findings(spec: ReplaySpec, inventory: object, per_pod: list[float], pods: int) -> list[Finding]:
@@ -158,12 +159,14 @@ def test_configured_severity_and_disabling_apply() -> None:
     from gpulint.core.model import Severity
     from gpulint.engine.config import RuleSettings
 
-    spec, inventory = step_spec()
     settings = Settings()
     settings.rules["GL953"] = RuleSettings(severity=Severity.ERROR)
+    inventory = inventory_from_paths([str(SCENARIOS)], settings)
+    spec = next(s for s in plan(inventory).specs if s.name == "step")
     times = [15.0 * i for i in range(2 * HOUR // 15 + 1)]
     history = History(times, [[65.0] * len(times)], [[1] * len(times)], [1] * len(times))
-    found = replay_one(spec, history, inventory, settings).findings  # type: ignore[arg-type]
+    found = replay_one(spec, history, inventory).findings
     assert [(f.rule, f.severity) for f in found] == [("GL953", Severity.ERROR)]
+    assert replay_one(spec, history, inventory, selection=Selection(ignore=["GL95"])).findings == []
     settings.rules["GL953"] = RuleSettings(enabled=False)
-    assert replay_one(spec, history, inventory, settings).findings == []  # type: ignore[arg-type]
+    assert replay_one(spec, history, inventory).findings == []

@@ -23,7 +23,7 @@ import yaml
 from gpulint.webhook.options import add_serve_options, options_from_args
 
 from .. import artifacts
-from ..conftest import _usable_by_anyone
+from ..conftest import SYSTEM_TEMP, _usable_by_anyone
 from . import objects
 from .harness import Certificates, Webhook, admission_review
 
@@ -123,7 +123,8 @@ def test_the_installed_server_answers_as_a_non_root_user_without_writing(
     if not _usable_by_anyone(str(image_venv / "bin" / "python")):
         pytest.skip("no Python interpreter here that another user may run")
     before = {p: p.stat().st_mtime_ns for p in image_venv.rglob("*")}
-    certs_dir = Path(tempfile.mkdtemp(prefix="gpulint-tls-"))
+    # Where the image's user can reach it (the test's own temporary directory is root's alone).
+    certs_dir = Path(tempfile.mkdtemp(prefix="gpulint-tls-", dir=SYSTEM_TEMP))
     os.chmod(certs_dir, 0o755)
     try:
         certificates = Certificates(certs_dir)

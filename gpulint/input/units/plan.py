@@ -80,9 +80,13 @@ class Input:
 
 
 def gather(paths: Iterable[str], settings: Settings, max_file_size: int = MAX_FILE_SIZE) -> Input:
-    """Walk the paths (``-`` is stdin). Raises InputError for a path that does not exist."""
+    """Walk the paths (``-`` is stdin). Raises InputError for a path that does not exist.
+    A file reached by two paths (``adapter.yaml .``, ``apps/ apps/llm``) is read once, as
+    the first spelled it."""
     found = Input()
-    for raw in paths:
+    seen: set[str] = set()
+    paths_given = list(paths)
+    for raw in paths_given:
         if raw == "-":
             found.stdin = True
             continue
@@ -95,15 +99,28 @@ def gather(paths: Iterable[str], settings: Settings, max_file_size: int = MAX_FI
             continue
         walked = walk(path, max_file_size, settings)
         for file in walked.files:
-            if not settings.excluded(file):
+            if settings.excluded(file):
+                continue
+            if len(paths_given) < 2 or _first(file, seen):
                 found.files[file] = None
         for directory in walked.kustomizations:
-            found.kustomizations[directory] = None
+            if len(paths_given) < 2 or _first(directory, seen):
+                found.kustomizations[directory] = None
         for directory in walked.charts:
-            found.charts[directory] = None
+            if len(paths_given) < 2 or _first(directory, seen):
+                found.charts[directory] = None
         found.problems.extend(walked.problems)
         found.skipped.extend(walked.skipped)
     return found
+
+
+def _first(path: str, seen: set[str]) -> bool:
+    """Is this the first spelling of ``path`` the run meets?"""
+    key = os.path.abspath(path)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 def plan(
@@ -315,22 +332,35 @@ _MAGIC = re.compile(r"[*?[]")
 
 
 def _declared_roots(settings: Settings) -> list[str]:
-    """The directories ``units:`` globs of the configuration match: inside the configuration's
-    directory (links out of it are not followed), found by a walk bounded in entries, time
-    and matches. Raises InputError for a pattern that is refused or matches too much."""
-    if not settings.units:
+    """The directories ``units:`` globs of the configuration match."""
+    return declared_directories(settings, settings.units, "units")
+
+
+def declared_directories(settings: Settings, patterns: Iterable[str], key: str) -> list[str]:
+    """The directories globs of the configuration (``units:``, a cluster's ``applications:``
+    or ``platform:``, named by ``key`` in errors) match: inside the configuration's directory
+    (links out of it are not followed), found by a walk bounded in entries, time and matches.
+    Raises InputError for a pattern that is refused, matches too much or matches nothing."""
+    patterns = list(patterns)
+    if not patterns:
         return []
     base = os.path.dirname(os.path.abspath(settings.source)) if settings.source else os.getcwd()
     tree = os.path.realpath(base)
     shown_config = display_path(settings.source) if settings.source else ".gpulint.yaml"
     scan = _Scan(shown_config)
     roots: dict[str, None] = {}
-    for pattern in settings.units:
+    for pattern in patterns:
         problem = unit_pattern_problem(pattern)
         if problem is not None:
-            raise InputError(f"{shown_config}: units: {problem}")
+            raise InputError(f"{shown_config}: {key}: {problem}")
         parts = [p for p in re.split(r"[/\\]", pattern) if p not in ("", ".")]
-        for match in _matching_directories(base, tree, parts, pattern, scan):
+        matches = _matching_directories(base, tree, parts, pattern, scan)
+        if not matches:
+            raise InputError(
+                f"{shown_config}: {key}: {pattern!r} matches no directory under "
+                f"{display_path(base)}; correct it or remove it"
+            )
+        for match in matches:
             relative = os.path.relpath(match)
             roots[relative if not relative.startswith("..") else match] = None
     return sorted(roots)

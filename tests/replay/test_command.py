@@ -1,0 +1,28 @@
+"""``gpulint replay``'s command line where it meets the file system: what it cannot write is
+an error line and exit code 2, not a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpulint.cli import main
+from tests.replay.answers import RangeServer, steady
+from tests.replay.test_rules import SCENARIOS
+
+
+def test_an_output_it_cannot_write_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = RangeServer(steady("50", "8")).start()
+    target = tmp_path / "missing" / "replay.json"
+    command = ["replay", str(SCENARIOS), "--no-config", "--prometheus", server.url]
+    command += ["--range", "10m", "--autoscaler", "ml/step", "-o", str(target)]
+    try:
+        code = main(command)
+    finally:
+        server.stop()
+    assert code == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert errors == [f"gpulint: error: cannot write {target}: No such file or directory"]
