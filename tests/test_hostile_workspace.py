@@ -6,9 +6,11 @@ neither ever reaches a report. Real git, helm and kustomize."""
 from __future__ import annotations
 
 import base64
+import io
 import os
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -198,3 +200,34 @@ def test_outside_git_a_chart_is_copied_without_any_git_directory(tmp_path: Path)
     (problem,) = unit.render_problems
     assert "|" in problem.message and "files/kept.txt," in problem.message
     assert ".git" not in problem.message
+
+
+def test_an_untracked_dependency_archive_is_not_handed_to_helm(tmp_path: Path) -> None:
+    """``helm dependency build`` writes charts/*.tgz, which repositories ignore: the archive
+    is a file git does not track, so the chart renders without that dependency (a note
+    names it) and Helm never opens it."""
+    root = _workspace(tmp_path / "ws")
+    chart = root / "app"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(
+        "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n"
+        "  - {name: redis, version: 1.0.0, repository: 'https://charts.example.invalid'}\n"
+    )
+    (chart / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n"
+    )
+    _git("add", "app", cwd=root)
+    (chart / "charts").mkdir()
+    with tarfile.open(chart / "charts" / "redis-1.0.0.tgz", "w:gz") as archive:
+        for name, text in (
+            ("redis/Chart.yaml", "apiVersion: v2\nname: redis\nversion: 1.0.0\n"),
+            ("redis/templates/x.yaml", f'{{{{ fail "{CREDENTIAL}" }}}}\n'),
+        ):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    (unit,) = _build(root, "app")
+    assert unit.rendered_by and unit.render_problems == []
+    (note,) = unit.notes
+    assert "without its remote dependencies redis" in note

@@ -122,8 +122,10 @@ class Dependency:
         return f"{self.key} ({where})"
 
 
-def vendored_names(chart: str) -> set[str]:
-    """The chart names ``charts/`` holds (directories and ``.tgz`` archives)."""
+def vendored_names(chart: str, tracked: TrackedTree | None = None) -> set[str]:
+    """The chart names ``charts/`` holds (directories and ``.tgz`` archives); with
+    ``tracked``, only those git tracks: an archive ``helm dependency build`` wrote and git
+    ignores is not handed to Helm, so its dependency counts as absent."""
     found: set[str] = set()
     directory = os.path.join(chart, "charts")
     try:
@@ -133,9 +135,13 @@ def vendored_names(chart: str) -> set[str]:
     for entry in entries:
         path = os.path.join(directory, entry)
         if os.path.isdir(path):
+            if tracked is not None and not tracked.readable(os.path.join(path, "Chart.yaml")):
+                continue
             name = chart_metadata(path).get("name")
             found.add(name if isinstance(name, str) else entry)
         elif entry.endswith(".tgz"):
+            if tracked is not None and not tracked.readable(path):
+                continue
             # name-1.2.3.tgz: the name is everything before the version.
             found.add(re.sub(r"-v?\d[\w.+-]*\.tgz$", "", entry))
     return found
@@ -235,7 +241,7 @@ def prepare(
     dependencies = [
         Dependency(as_dict(d)) for d in as_list(chart_metadata(chart).get("dependencies"))
     ]
-    vendored = vendored_names(chart)
+    vendored = vendored_names(chart, tracked)
     absent = [d for d in dependencies if d.name and d.name not in vendored]
     try:
         if not absent:
@@ -315,7 +321,7 @@ def _expected_entries(
         if location is None:
             continue
         total += tracked.count(location, spend)
-        names = vendored_names(source)  # in charts/ already: counted with the chart
+        names = vendored_names(source, tracked)  # in charts/ already: counted with the chart
         for raw in as_list(chart_metadata(source).get("dependencies")):
             dependency = Dependency(as_dict(raw))
             local = dependency.local_path
@@ -346,7 +352,7 @@ def _vendor(
         source, target, scope, depth = stack.pop()
         metadata = chart_metadata(source)
         raws = as_list(metadata.get("dependencies"))
-        vendored = vendored_names(source)
+        vendored = vendored_names(source, tracked)
         kept: list[Any] = []
         children: list[tuple[str, str, dict[str, Any], int]] = []
         for raw in raws:
