@@ -18,11 +18,20 @@ hand:
   ``?ref=`` or ``//`` paths;
 * ``helmCharts:`` with a ``repo:`` (kustomize would ``helm pull``), and a
   ``helmGlobals.chartHome``, ``configHome`` or values file that is absolute or leaves the
-  repository;
+  repository; the deprecated ``helmChartInflationGenerator:`` (``chartRepoUrl``,
+  ``chartHome``, ``helmHome``, ``values``) is judged the same way;
+* a kustomization key that kustomize takes for a field without spelling it exactly
+  (``Resources:``, ``HelmCharts:``: Go's JSON decoding matches keys case-insensitively), or
+  that is no kustomization field at all; and a Chart.yaml key Helm takes for a field the
+  same way (``Dependencies:``), placed at the key;
 * resources, bases, patches and generator files that are absolute or leave the repository
   (the top level of its git work tree);
 * a chart (or chart home) holding a link out of itself, or a FIFO or device: Helm follows
-  links, so ``.Files.Get`` could read ``/proc/self/environ``.
+  links, so ``.Files.Get`` could read ``/proc/self/environ``;
+* a chart or kustomization that git does not track: renderers are handed a private copy
+  of the files git tracks (never ``.git``, never a file other CI steps left untracked), and
+  a generator input git does not track is stood in by an empty file instead;
+* a unit whose copy would pass the run's bounds (files, directories, links and bytes).
 
 Renderers run with a clean environment (no variable of the caller's), in a private
 temporary directory, without plugins, with memory and CPU limits, in a process group that

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpulint.engine.config import ConfigError, Settings, settings_from_data
@@ -25,6 +25,7 @@ from gpulint.engine.files import build_units, plan_units
 from gpulint.input.loader import InputError
 from gpulint.input.units import RenderOptions, Unit
 from gpulint.input.units.boundary import boundaries_of, inside, tree_problem
+from gpulint.input.units.gofields import KUSTOMIZATION, fold
 from gpulint.input.units.helm import chart_name, template_file
 from gpulint.input.units.kustomize import Kustomization
 from gpulint.input.units.references import is_remote, remote_reason
@@ -64,10 +65,24 @@ def _kustomization(directory: Path, data: dict[str, object]) -> Path:
     return directory
 
 
+def _track(path: Path) -> None:
+    """Stage every file of the git work tree holding ``path``, as a pull request's files are
+    (gpulint hands renderers only what git tracks); nothing outside git."""
+    top = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        cwd=path if path.is_dir() else path.parent,
+    )
+    if top.returncode == 0:
+        subprocess.run(["git", "add", "-A"], check=True, cwd=top.stdout.strip())
+
+
 def _cli(*args: str, cwd: Path, stdin: str | None = None) -> tuple[str, float, int]:
     """``gpulint lint`` in every format with a canary secret in its environment; all the
     output (stdout and stderr of every format), the longest run's seconds, the text run's
     exit code."""
+    _track(cwd)
     env = dict(os.environ, GPULINT_TEST_TOKEN=CANARY, AWS_SECRET_ACCESS_KEY=CANARY)
     output, slowest, code = "", 0.0, 0
     for fmt in ("text", "json", "sarif"):
@@ -90,6 +105,8 @@ def _cli(*args: str, cwd: Path, stdin: str | None = None) -> tuple[str, float, i
 
 
 def _build(*paths: Path, options: RenderOptions) -> list[Unit]:
+    for path in paths:
+        _track(path)
     return build_units(plan_units([str(p) for p in paths], Settings()), options)
 
 
@@ -118,7 +135,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _snapshot(directory: Path) -> dict[str, int]:
-    return {str(p): p.stat().st_mtime_ns for p in directory.rglob("*")}
+    """Every path below ``directory`` with its modification time (git's own ``.git`` aside:
+    the test stages the files it writes)."""
+    return {str(p): p.stat().st_mtime_ns for p in directory.rglob("*") if ".git" not in p.parts}
 
 
 # --- 1. secrets -------------------------------------------------------------------------------
@@ -339,9 +358,9 @@ def test_a_chart_home_outside_the_repository_is_refused(repo: Path) -> None:
         ["git", "status", "--porcelain", "--ignored"], capture_output=True, text=True, cwd=repo
     )
     assert {line[3:].rstrip("/") for line in status.stdout.splitlines()} == {
-        "config",
-        "overlay",
-        "up",
+        "config/kustomization.yaml",
+        "overlay/kustomization.yaml",
+        "up/kustomization.yaml",
     }
 
 
@@ -589,6 +608,186 @@ def test_a_units_glob_follows_no_link_out_of_the_repository(repo: Path) -> None:
     assert [Path(p.root).name for p in plans] == ["in"]
 
 
+# --- kustomize's other spellings of helm and of its fields ------------------------------------
+
+
+def test_the_deprecated_helm_chart_inflation_generator_is_judged_as_helm(
+    repo: Path, listener: tuple[socket.socket, int]
+) -> None:
+    """kustomize v5 still converts helmChartInflationGenerator into helmCharts and
+    helmGlobals (api/types/kustomization.go FixKustomization): its chart home is checked
+    like helmGlobals.chartHome, its chartRepoUrl like a repo."""
+    server, port = listener
+    outside = repo.parent / "outside"
+    (outside / "secret.txt").write_text(CANARY)
+    linked = _kustomization(
+        repo / "linked",
+        {"helmChartInflationGenerator": [{"chartName": "evil", "chartHome": "home"}]},
+    )
+    chart = _chart(linked / "home" / "evil", "evil", {"leak.yaml": LEAK})
+    (chart / "files").mkdir()
+    (chart / "files" / "s.txt").symlink_to(outside / "secret.txt")
+    pulled = _kustomization(
+        repo / "pulled",
+        {
+            "helmChartInflationGenerator": [
+                {
+                    "chartName": "evil",
+                    "chartRepoUrl": f"http://127.0.0.1:{port}/charts",
+                    "chartHome": f"../../{outside.name}",
+                    "values": "/etc/passwd",
+                }
+            ]
+        },
+    )
+    output, _, _ = _cli("--helm", helm_command()[0], "linked", "pulled", cwd=repo)
+    assert CANARY not in output
+    every = _build(linked, pulled, options=_options())
+    assert all(u.rendered_by == [] for u in every)  # neither kustomize nor helm ran
+    units = [u for u in every if u.kind == "kustomize"]
+    (first,), (second,) = (u.render_problems for u in units)
+    assert first.rule == "GL705" and "home, evil/files/s.txt is a link out of it" in first.message
+    assert second.rule == "GL705" and "a chart repository to download" in second.message
+    assert "outside the repository" in second.message
+    assert (second.line, second.column) == (2, 3)  # at chartHome, the first of them
+    _no_connection(server)
+
+
+# Spellings kubectl kustomize v5.5.0 (Go's encoding/json) takes for its fields.
+FOLDED = ["HelmCharts", "HELMCHARTS", "helmChart\u017f", "Resources", "re\u017fources"]
+
+
+@pytest.mark.parametrize("spelling", FOLDED)
+def test_a_folded_spelling_of_a_field_is_refused_before_kustomize_runs(
+    repo: Path, listener: tuple[socket.socket, int], spelling: str
+) -> None:
+    server, port = listener
+    outside = repo.parent / "outside"
+    (outside / "secret.txt").write_text(CANARY)
+    overlay = repo / "overlay"
+    chart = _chart(overlay / "charts" / "evil", "evil", {"leak.yaml": LEAK})
+    (chart / "files").mkdir()
+    (chart / "files" / "s.txt").symlink_to(outside / "secret.txt")
+    value: object = (
+        [{"name": "evil", "releaseName": "evil"}]
+        if fold(spelling) == fold("helmCharts")
+        else [f"http://127.0.0.1:{port}/x.yaml"]
+    )
+    (overlay / "kustomization.yaml").write_text(
+        "namespace: x\n" + json.dumps({spelling: value}, ensure_ascii=False)[1:-1] + "\n"
+    )
+    output, _, _ = _cli("--helm", helm_command()[0], "overlay", cwd=repo)
+    assert CANARY not in output
+    (unit,) = [u for u in _build(overlay, options=_options()) if u.kind == "kustomize"]
+    assert unit.rendered_by == []
+    ((rule, message),) = _problems([unit])
+    assert rule == "GL705" and repr(spelling) in message
+    problem = unit.render_problems[0]
+    assert (problem.line, problem.column) == (2, 1)  # at the key
+    _no_connection(server)
+
+
+@pytest.mark.parametrize(
+    ("spelling", "honoured"),
+    [
+        ("Resources", True),
+        ("RESOURCES", True),
+        ("re\u017fources", True),  # LATIN SMALL LETTER LONG S folds to S
+        ("re\u0455ources", False),  # CYRILLIC SMALL LETTER DZE does not
+        ("resource\u0455", False),
+    ],
+)
+def test_the_fold_agrees_with_kustomize(repo: Path, spelling: str, honoured: bool) -> None:
+    """The oracle for ``fold``: the kustomize on this machine builds a folded spelling as
+    the field and refuses any other as an unknown field."""
+    directory = repo / "k"
+    directory.mkdir()
+    (directory / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+    (directory / "kustomization.yaml").write_text(f"{spelling}: [cm.yaml]\n", encoding="utf-8")
+    done = subprocess.run(
+        [*kustomize_command(), str(directory)], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode == 0 and "name: cm" in done.stdout) is honoured, done.stderr
+    assert (fold(spelling) == fold("resources")) is honoured
+    kustomization = Kustomization(str(directory), boundaries_of([str(repo)]))
+    assert bool(kustomization.misspelled) is honoured
+    assert bool(kustomization.unknown_keys) is not honoured
+
+
+def test_a_kelvin_sign_and_unknown_fields_are_refused_at_their_keys(repo: Path) -> None:
+    overlay = _kustomization(repo / "overlay", {"resources": ["cm.yaml"]})
+    (overlay / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+    (overlay / "kustomization.yaml").write_text(
+        "resources: [cm.yaml]\n\u212aind: Kustomization\n", encoding="utf-8"
+    )
+    (unit,) = _build(overlay, options=_options())
+    assert unit.rendered_by == []
+    (problem,) = unit.render_problems
+    assert problem.rule == "GL705" and "for kind" in problem.message
+    assert (problem.line, problem.column) == (2, 1)
+    (overlay / "kustomization.yaml").write_text("resources: [cm.yaml]\nresource: [x.yaml]\n")
+    (unit,) = _build(overlay, options=_options())
+    assert unit.rendered_by == []
+    (problem,) = unit.render_problems
+    assert problem.rule == "GL705" and "'resource'" in problem.message
+    assert (problem.line, problem.column) == (2, 1)
+    assert [Path(f.path).name for f in unit.loaded] == ["cm.yaml"]  # linted one by one
+
+
+def test_a_helm_generator_configuration_with_a_folded_field_is_refused(
+    repo: Path, listener: tuple[socket.socket, int]
+) -> None:
+    """A HelmChartInflationGenerator among generators: is configured with yaml.Unmarshal,
+    case-insensitive too."""
+    server, port = listener
+    overlay = _kustomization(repo / "overlay", {"generators": ["inflate.yaml"]})
+    (overlay / "inflate.yaml").write_text(
+        "apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata: {name: evil}\n"
+        f"name: evil\nRepo: http://127.0.0.1:{port}/charts\nversion: 1.0.0\n"
+    )
+    (unit,) = _build(overlay, options=_options())
+    assert unit.rendered_by == []
+    ((rule, message),) = _problems([unit])
+    assert rule == "GL705" and "field repo spelled 'Repo'" in message
+    _no_connection(server)
+
+
+@pytest.mark.parametrize(
+    ("chart_yaml", "key", "line"),
+    [
+        (
+            "Dependencies:\n  - {name: d, version: 1.0.0, repository: 'file://../d'}\n",
+            "Dependencies",
+            4,
+        ),
+        (
+            "dependencies:\n  - {name: d, version: 1.0.0, Repository: 'file://../d'}\n",
+            "Repository",
+            5,
+        ),
+        (
+            "dependencies:\n  - {name: d, version: 1.0.0, repo\u017fitory: 'file://../d'}\n",
+            "repo\u017fitory",
+            5,
+        ),
+    ],
+)
+def test_chart_yaml_fields_helm_reads_case_insensitively_are_refused(
+    repo: Path, chart_yaml: str, key: str, line: int
+) -> None:
+    """Helm reads Chart.yaml with sigs.k8s.io/yaml: ``Dependencies:`` is its dependencies, and
+    a dependency's ``Repository:`` its repository."""
+    chart = _chart(repo / "c", "c", {"hpa.yaml": HPA.replace("NAME", "c")})
+    _chart(repo / "d", "d", {"hpa.yaml": HPA.replace("NAME", "d")})
+    with (chart / "Chart.yaml").open("a", encoding="utf-8") as handle:
+        handle.write(chart_yaml)
+    (unit,) = _build(chart, options=_options())
+    assert unit.rendered_by == []
+    (problem,) = unit.render_problems
+    assert problem.rule == "GL705" and repr(key) in problem.message
+    assert problem.line == line
+
+
 # --- fuzz -----------------------------------------------------------------------------------
 
 
@@ -675,7 +874,35 @@ KEYS = st.sampled_from(
         "replacements",
         "crds",
         "kind",
+        "helmChartInflationGenerator",
     ]
+)
+
+
+def _spelled(name: str, flips: list[bool], odd: list[bool]) -> str:
+    """``name`` with the case of some letters flipped and, where ``odd`` says, an s or k
+    written as the rune Go folds into it (U+017F, U+212A)."""
+    out = []
+    for i, c in enumerate(name):
+        if odd[i % len(odd)] and c in "sS":
+            out.append("\u017f")
+        elif odd[i % len(odd)] and c in "kK":
+            out.append("\u212a")
+        else:
+            out.append(c.swapcase() if flips[i % len(flips)] else c)
+    return "".join(out)
+
+
+# Kustomization keys as kustomize reads them: exact, folded spellings of a field (Go's
+# encoding/json takes them for it), and near misses that are no field at all.
+SPELLED_KEYS = KEYS | st.builds(
+    _spelled,
+    KEYS,
+    st.lists(st.booleans(), min_size=1, max_size=6),
+    st.lists(st.booleans(), min_size=1, max_size=6),
+)
+NEAR_KEYS = SPELLED_KEYS | st.builds(
+    lambda k, tail: k + tail, KEYS, st.sampled_from(["x", "ı", "_"])
 )
 
 
@@ -684,15 +911,29 @@ KEYS = st.sampled_from(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(st.dictionaries(KEYS, JSON, max_size=6))
+@given(st.dictionaries(NEAR_KEYS, JSON, max_size=6))
 def test_reading_any_kustomization_stays_inside_the_repository(
     repo: Path, data: dict[str, object]
 ) -> None:
     directory = repo / "k"
     directory.mkdir(exist_ok=True)
-    (directory / "kustomization.yaml").write_text(yaml.safe_dump(data))
+    (directory / "kustomization.yaml").write_text(
+        yaml.safe_dump(data, allow_unicode=True), encoding="utf-8"
+    )
     boundaries = boundaries_of([str(repo)])
     kustomization = Kustomization(str(directory), boundaries)
+    # Every key kustomize would read under another spelling, and every key that is no
+    # field, is found (and refused before kustomize runs); exact fields are neither.
+    misspelled = {m.key for m in kustomization.misspelled if len(m.path) == 1}
+    unknown = {key for _, key in kustomization.unknown_keys}
+    fields = {fold(f): f for f in KUSTOMIZATION.fields}
+    for key in data:
+        if key in KUSTOMIZATION.fields:
+            assert key not in misspelled and key not in unknown
+        elif fold(key) in fields:
+            assert key in misspelled and key not in unknown, key
+        else:
+            assert key in unknown and key not in misspelled, key
     for reference in kustomization.directories + kustomization.files:
         assert inside(reference.resolved, boundaries), reference.path
         assert not is_remote(reference.path)
@@ -721,6 +962,8 @@ def test_reading_any_chart_maps_nothing_outside_it(repo: Path, chart: object, so
 
 
 @settings(max_examples=500, deadline=None)
+@example("=A=1 A=1 A=1")  # a run of assignments behind punctuation
+@example("Error:A=1 A=1 A=1")  # ... or glued to the word before it
 @given(
     st.lists(
         st.sampled_from(["A=1", "KEY=v", " ", "\n", "\x00", "x", "=", "Error:", CANARY]),

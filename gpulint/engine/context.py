@@ -50,7 +50,7 @@ from gpulint.core.model import Finding
 from gpulint.engine.result import OWN_OBJECTS, ClusterSummary
 from gpulint.input.document import Document
 from gpulint.input.units import STDIN, Unit
-from gpulint.input.units.clusters import Declared, declaration
+from gpulint.input.units.clusters import Declared, PathScan, declaration
 from gpulint.kinds.classify import Classified, classify_document
 from gpulint.kinds.registry import AUTOSCALER, MONITORING, group_of, spec_for, spec_of
 
@@ -143,7 +143,7 @@ class _Role:
     workloads and what it declares (read from the objects' data), and its platform documents
     by category (classified only when asked: most units are never asked)."""
 
-    def __init__(self, unit: Unit) -> None:
+    def __init__(self, unit: Unit, scan: PathScan | None = None) -> None:
         self.unit = unit
         self.consumer = False
         self.applications = False  # workloads that ask for GPUs
@@ -162,7 +162,7 @@ class _Role:
                         self.consumer = True
                     if _asks_for_gpus(data.get("spec")):
                         self.applications = True
-                    self.declarations.extend(declaration(data, document.file, unit.root))
+                    self.declarations.extend(declaration(data, document.file, unit.root, scan))
 
     @property
     def platform(self) -> bool:
@@ -233,7 +233,10 @@ def infer(units: list[Unit], settings: Settings | None = None) -> RunContext:
     judged = [u for u in units if u.kind != STDIN]
     if not judged:
         return RunContext([Context() for _ in units], [])
-    roles = [_Role(unit) for unit in units]
+    scan = PathScan()  # the GitOps paths of every unit, resolved within one bound
+    roles = [_Role(unit, scan) for unit in units]
+    if scan.spent is not None:
+        judged[0].notes.append(scan.spent)
     members = _memberships(units, roles, settings)
     lenders = _Lenders(units, roles, members) if len(judged) > 1 else None
     contexts = []

@@ -59,26 +59,29 @@ def build_units(plans: list[UnitPlan], options: RenderOptions) -> list[Unit]:
     from gpulint.input.units.render import SourceFiles, build
 
     sources = SourceFiles(options.max_file_size)
-    rendered = [p for p in plans if p.kustomizations or p.charts]
-    built: dict[int, Unit] = {}
-    if len(rendered) > 1:
-        from concurrent.futures import ThreadPoolExecutor
+    try:
+        rendered = [p for p in plans if p.kustomizations or p.charts]
+        built: dict[int, Unit] = {}
+        if len(rendered) > 1:
+            from concurrent.futures import ThreadPoolExecutor
 
-        workers = min(len(rendered), max(2, os.cpu_count() or 2))
-        with ThreadPoolExecutor(workers) as pool:
-            for p, unit in zip(
-                rendered, pool.map(lambda p: build(p, options, sources), rendered), strict=True
-            ):
-                built[id(p)] = unit
-    units = []
-    for p in plans:
-        found = built.get(id(p))
-        unit = found if found is not None else build(p, options, sources)
-        if unit.kind == STDIN and _empty(unit):
-            raise InputError(
-                "stdin is empty: nothing to lint (did the command before the pipe fail?)"
-            )
-        units.append(unit)
+            workers = min(len(rendered), max(2, os.cpu_count() or 2))
+            with ThreadPoolExecutor(workers) as pool:
+                for p, unit in zip(
+                    rendered, pool.map(lambda p: build(p, options, sources), rendered), strict=True
+                ):
+                    built[id(p)] = unit
+        units = []
+        for p in plans:
+            found = built.get(id(p))
+            unit = found if found is not None else build(p, options, sources)
+            if unit.kind == STDIN and _empty(unit):
+                raise InputError(
+                    "stdin is empty: nothing to lint (did the command before the pipe fail?)"
+                )
+            units.append(unit)
+    finally:
+        sources.close()  # the private copies renderers read, whatever happened
     return _with_parts(units)
 
 

@@ -27,14 +27,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from gpulint.core.paths import display_path, within
-from gpulint.input.document import as_dict, as_list
+from gpulint.input.document import as_dict, as_list, position_of
 from gpulint.input.units.boundary import inside, real, tree_problem
+from gpulint.input.units.filetree import remove_tree
+from gpulint.input.units.gofields import CHART, REQUIREMENTS, misspelled
+from gpulint.input.units.tools import BudgetSpent
+from gpulint.input.units.tracked import Spend, TrackedTree
 from gpulint.input.yamlparse import YamlError, parse_documents
 
 # What a private copy may hold: charts hold hundreds of files, not tens of thousands.
@@ -55,6 +59,19 @@ def chart_metadata(chart: str) -> dict[str, Any]:
         if requirements.get("dependencies"):
             data = {**data, "dependencies": requirements["dependencies"]}
     return data
+
+
+def folded_chart_key(chart: str) -> tuple[int, int, str, str] | None:
+    """The first key of ``chart``'s Chart.yaml (or requirements.yaml) that Helm takes for a
+    field it does not spell exactly (``Dependencies:``, a dependency's ``Repository:``:
+    ``gpulint.input.units.gofields``): (line, column, the key, the field); None when every
+    key is spelled as Helm documents it."""
+    for name, struct in (("Chart.yaml", CHART), ("requirements.yaml", REQUIREMENTS)):
+        data = _read_yaml(os.path.join(chart, name))
+        for found in misspelled(data, struct):
+            line, column = position_of(data, found.path)
+            return line, column, found.key, found.field
+    return None
 
 
 def is_library(chart: str) -> bool:
@@ -105,8 +122,10 @@ class Dependency:
         return f"{self.key} ({where})"
 
 
-def vendored_names(chart: str) -> set[str]:
-    """The chart names ``charts/`` holds (directories and ``.tgz`` archives)."""
+def vendored_names(chart: str, tracked: TrackedTree | None = None) -> set[str]:
+    """The chart names ``charts/`` holds (directories and ``.tgz`` archives); with
+    ``tracked``, only those git tracks: an archive ``helm dependency build`` wrote and git
+    ignores is not handed to Helm, so its dependency counts as absent."""
     found: set[str] = set()
     directory = os.path.join(chart, "charts")
     try:
@@ -116,9 +135,13 @@ def vendored_names(chart: str) -> set[str]:
     for entry in entries:
         path = os.path.join(directory, entry)
         if os.path.isdir(path):
+            if tracked is not None and not tracked.readable(os.path.join(path, "Chart.yaml")):
+                continue
             name = chart_metadata(path).get("name")
             found.add(name if isinstance(name, str) else entry)
         elif entry.endswith(".tgz"):
+            if tracked is not None and not tracked.readable(path):
+                continue
             # name-1.2.3.tgz: the name is everything before the version.
             found.add(re.sub(r"-v?\d[\w.+-]*\.tgz$", "", entry))
     return found
@@ -179,7 +202,7 @@ class Prepared:
 
     def remove(self) -> None:
         if self.copy is not None:
-            shutil.rmtree(self.copy, ignore_errors=True)
+            remove_tree(self.copy)
             self.copy = None
 
     def unmirrored(self, text: str) -> str:
@@ -202,33 +225,56 @@ class Prepared:
         )
 
 
-def prepare(chart: str, values_files: list[str], boundaries: tuple[str, ...]) -> Prepared:
-    """The chart to render: itself when every dependency is in ``charts/``, else a private
-    copy with its ``file://`` dependencies vendored and absent remote ones left out."""
+def prepare(
+    chart: str,
+    values_files: list[str],
+    boundaries: tuple[str, ...],
+    tracked: TrackedTree,
+    spend: Spend,
+    scan: Callable[[str], str | None] = tree_problem,
+) -> Prepared:
+    """The chart to render, always a copy of what git tracks (``tracked``): the run's copy
+    of the chart when every dependency is in ``charts/``, else a private copy with its
+    ``file://`` dependencies vendored and absent remote ones left out. ``spend`` counts what
+    is copied against the run's budget; ``scan`` looks at a dependency's tree (once per run)."""
     prepared = Prepared(chart)
     dependencies = [
         Dependency(as_dict(d)) for d in as_list(chart_metadata(chart).get("dependencies"))
     ]
-    vendored = vendored_names(chart)
+    vendored = vendored_names(chart, tracked)
     absent = [d for d in dependencies if d.name and d.name not in vendored]
-    if not absent:
-        return prepared
-    copy = tempfile.mkdtemp(prefix="gpulint-chart-")
-    prepared.copy = copy
-    target = os.path.join(copy, "chart")
     try:
-        counter = _Counter()
-        _copy_tree(chart, target, counter)
+        if not absent:
+            prepared.directory = tracked.directory(chart, spend)
+            return prepared
+        expected = _expected_entries(chart, boundaries, tracked, spend)
+        if expected > MAX_FILES:
+            raise _Refused(_too_large())
+        copy = tempfile.mkdtemp(prefix="gpulint-chart-")
+        prepared.copy = copy
+        target = os.path.join(copy, "chart")
+        counter = _Counter(spend)
+        source = real(chart)
+        if source is None:
+            raise _Refused(f"{display_path(chart)} cannot be resolved")
+        tracked.copy(source, target, counter.spend)
         values = merged_values(chart, values_files)
-        _vendor(prepared, chart, target, values, boundaries, counter, 0)
+        _vendor(prepared, chart, target, values, boundaries, tracked, counter, scan)
     except _Refused as refused:
         prepared.remove()
         prepared.problem = str(refused)
+        return prepared
+    except BudgetSpent as spent:
+        prepared.remove()
+        prepared.problem = str(spent)
         return prepared
     except OSError as error:
         prepared.remove()
         prepared.problem = f"its copy could not be made ({error.strerror})"
         return prepared
+    except BaseException:
+        prepared.remove()
+        raise
     prepared.directory = target
     return prepared
 
@@ -238,71 +284,142 @@ class _Refused(Exception):
 
 
 class _Counter:
-    def __init__(self) -> None:
-        self.files = 0
+    """What one chart's copy holds (files, directories and links, and bytes), within its own
+    bounds and the run's budget."""
+
+    def __init__(self, spend: Spend) -> None:
+        self.entries = 0
         self.bytes = 0
+        self._spend = spend
+
+    def spend(self, entries: int, size: int) -> None:
+        self.entries += entries
+        self.bytes += size
+        if self.entries > MAX_FILES or self.bytes > MAX_BYTES:
+            raise _Refused(_too_large())
+        self._spend(entries, size)
+
+
+def _too_large() -> str:
+    return (
+        f"it and its dependencies hold more than {MAX_FILES:,} files, directories and links, "
+        f"or {MAX_BYTES >> 20} MiB"
+    )
+
+
+def _expected_entries(
+    chart: str, boundaries: tuple[str, ...], tracked: TrackedTree, spend: Spend
+) -> int:
+    """How many files the private copy of ``chart`` with its file:// dependencies would
+    hold (each vendored where it is needed, as Helm nests them), counted from git's listing
+    before anything is copied; past ``MAX_FILES`` it stops counting."""
+    total = 0
+    stack: list[tuple[str, int]] = [(chart, 0)]
+    while stack and total <= MAX_FILES:
+        source, depth = stack.pop()
+        location = real(source)
+        if location is None:
+            continue
+        total += tracked.count(location, spend)
+        names = vendored_names(source, tracked)  # in charts/ already: counted with the chart
+        for raw in as_list(chart_metadata(source).get("dependencies")):
+            dependency = Dependency(as_dict(raw))
+            local = dependency.local_path
+            if local is None or depth >= MAX_DEPTH or dependency.name in names:
+                continue
+            names.add(dependency.name)
+            path = os.path.normpath(os.path.join(source, local))
+            if inside(path, boundaries) and os.path.isfile(os.path.join(path, "Chart.yaml")):
+                stack.append((path, depth + 1))
+    return total
 
 
 def _vendor(
     prepared: Prepared,
-    source: str,
-    target: str,
+    chart: str,
+    copied: str,
     values: dict[str, Any],
     boundaries: tuple[str, ...],
+    tracked: TrackedTree,
     counter: _Counter,
-    depth: int,
+    scan: Callable[[str], str | None],
 ) -> None:
-    """Put ``source``'s absent ``file://`` dependencies into ``target``/charts/ and rewrite
-    ``target``'s Chart.yaml without the absent remote ones."""
-    metadata = chart_metadata(source)
-    dependencies = [Dependency(as_dict(d)) for d in as_list(metadata.get("dependencies"))]
-    vendored = vendored_names(source)
-    kept: list[Any] = []
-    for raw, dependency in zip(as_list(metadata.get("dependencies")), dependencies, strict=True):
-        if not dependency.name or dependency.name in vendored:
+    """Put the chart's absent ``file://`` dependencies (and theirs, ``MAX_DEPTH`` levels)
+    into the copy's charts/ directories, and rewrite each copied Chart.yaml without the
+    absent remote ones: a loop over a stack of charts, not a recursion."""
+    stack: list[tuple[str, str, dict[str, Any], int]] = [(chart, copied, values, 0)]
+    while stack:
+        source, target, scope, depth = stack.pop()
+        metadata = chart_metadata(source)
+        raws = as_list(metadata.get("dependencies"))
+        vendored = vendored_names(source, tracked)
+        kept: list[Any] = []
+        children: list[tuple[str, str, dict[str, Any], int]] = []
+        for raw in raws:
+            dependency = Dependency(as_dict(raw))
+            if not dependency.name or dependency.name in vendored:
+                kept.append(raw)
+                continue
+            local = dependency.local_path
+            if local is None:
+                if enabled(dependency, scope):
+                    prepared.left_out.append(dependency)
+                else:
+                    prepared.disabled.append(dependency)
+                continue
+            path = _dependency_directory(dependency, source, local, boundaries, tracked, depth)
+            problem = scan(path)
+            if problem is not None:
+                raise _Refused(f"in its dependency {dependency.name}, {problem}")
+            name = chart_metadata(path).get("name")
+            name = name if isinstance(name, str) and name else dependency.name
+            if not _CHART_NAME.fullmatch(name) or name in (".", ".."):
+                # The directory it is copied to is named after it: never a path.
+                raise _Refused(f"its dependency {dependency.name} has the chart name {name!r}")
+            sub = os.path.join(target, "charts", name)
             kept.append(raw)
-            continue
-        local = dependency.local_path
-        if local is None:
-            if enabled(dependency, values):
-                prepared.left_out.append(dependency)
-            else:
-                prepared.disabled.append(dependency)
-            continue
-        path = os.path.normpath(os.path.join(source, local))
-        if not inside(path, boundaries):
-            raise _Refused(
-                f"its dependency {dependency.name} ({dependency.repository}) is outside the "
-                "repository"
-            )
-        if not os.path.isfile(os.path.join(path, "Chart.yaml")):
-            raise _Refused(
-                f"its dependency {dependency.name} ({dependency.repository}) is not a chart "
-                "directory"
-            )
-        if depth >= MAX_DEPTH:
-            raise _Refused(f"its file:// dependencies nest more than {MAX_DEPTH} deep")
-        problem = tree_problem(path)
-        if problem is not None:
-            raise _Refused(f"in its dependency {dependency.name}, {problem}")
-        name = chart_metadata(path).get("name")
-        name = name if isinstance(name, str) and name else dependency.name
-        if not _CHART_NAME.fullmatch(name) or name in (".", ".."):
-            # The directory it is copied to is named after it: never a path.
-            raise _Refused(f"its dependency {dependency.name} has the chart name {name!r}")
-        sub = os.path.join(target, "charts", name)
-        if os.path.exists(sub):
-            kept.append(raw)
-            continue  # the same chart twice (two aliases): one copy serves both
-        _copy_tree(path, sub, counter)
-        if prepared.copy is not None:
-            shown = os.path.relpath(sub, os.path.join(prepared.copy, "chart"))
-            prepared.vendored[shown.replace(os.sep, "/")] = path
-        _vendor(
-            prepared, path, sub, as_dict(values.get(dependency.key)), boundaries, counter, depth + 1
+            if os.path.exists(sub):
+                continue  # the same chart twice (two aliases): one copy serves both
+            location = real(path)
+            if location is None:
+                raise _Refused(f"its dependency {dependency.name} cannot be resolved")
+            tracked.copy(location, sub, counter.spend)
+            if prepared.copy is not None:
+                shown = os.path.relpath(sub, os.path.join(prepared.copy, "chart"))
+                prepared.vendored[shown.replace(os.sep, "/")] = path
+            children.append((path, sub, as_dict(scope.get(dependency.key)), depth + 1))
+        _rewrite(target, metadata, kept)
+        stack.extend(reversed(children))  # the first dependency's own ones next
+
+
+def _dependency_directory(
+    dependency: Dependency,
+    source: str,
+    local: str,
+    boundaries: tuple[str, ...],
+    tracked: TrackedTree,
+    depth: int,
+) -> str:
+    """The directory of a ``file://`` dependency, refused when it is outside the repository,
+    not a chart git tracks, or nested too deep."""
+    path = os.path.normpath(os.path.join(source, local))
+    if not inside(path, boundaries):
+        raise _Refused(
+            f"its dependency {dependency.name} ({dependency.repository}) is outside the repository"
         )
-        kept.append(raw)
-    _rewrite(target, metadata, kept)
+    if not os.path.isfile(os.path.join(path, "Chart.yaml")):
+        raise _Refused(
+            f"its dependency {dependency.name} ({dependency.repository}) is not a chart directory"
+        )
+    unreadable = tracked.unreadable(os.path.join(path, "Chart.yaml"))
+    if unreadable is not None:
+        raise _Refused(
+            f"its dependency {dependency.name} ({dependency.repository}) cannot be handed to "
+            f"Helm: {unreadable}"
+        )
+    if depth >= MAX_DEPTH:
+        raise _Refused(f"its file:// dependencies nest more than {MAX_DEPTH} deep")
+    return path
 
 
 def _rewrite(target: str, metadata: dict[str, Any], dependencies: list[Any]) -> None:
@@ -317,31 +434,6 @@ def _rewrite(target: str, metadata: dict[str, Any], dependencies: list[Any]) -> 
             os.remove(path)
     with open(os.path.join(target, "Chart.yaml"), "w", encoding="utf-8") as handle:
         json.dump(data, handle, default=str)
-
-
-def _copy_tree(source: str, target: str, counter: _Counter) -> None:
-    """Regular files of ``source`` (already checked by ``tree_problem``: links stay inside
-    it) copied to ``target``, bounded in files and bytes."""
-    root = real(source)
-    if root is None:
-        raise _Refused(f"{display_path(source)} cannot be resolved")
-    for directory, dirs, files in os.walk(root):
-        dirs.sort()
-        relative = os.path.relpath(directory, root)
-        os.makedirs(os.path.normpath(os.path.join(target, relative)), exist_ok=True)
-        for name in sorted(files):
-            path = os.path.join(directory, name)
-            found = real(path)
-            if found is None or not within(found, root) or not os.path.isfile(found):
-                continue
-            counter.files += 1
-            counter.bytes += os.path.getsize(found)
-            if counter.files > MAX_FILES or counter.bytes > MAX_BYTES:
-                raise _Refused(
-                    f"it and its dependencies hold more than {MAX_FILES:,} files or "
-                    f"{MAX_BYTES >> 20} MiB"
-                )
-            shutil.copyfile(found, os.path.normpath(os.path.join(target, relative, name)))
 
 
 # --- values a user supplies at install ----------------------------------------------------

@@ -30,6 +30,15 @@ from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.input.loader import LoadedFile, load_file
 from gpulint.input.units import KUSTOMIZATION_NAMES
 from gpulint.input.units.boundary import boundaries_of, inside
+from gpulint.input.units.gofields import (
+    HELM_GENERATOR as HELM_GENERATOR_CONFIG,
+)
+from gpulint.input.units.gofields import (
+    KUSTOMIZATION,
+    Misspelled,
+    misspelled,
+    unknown,
+)
 from gpulint.input.units.patching import depth_in, json_pointer, selects
 from gpulint.input.units.references import is_remote, remote_reason
 from gpulint.input.yamlparse import YamlError, YList, parse_documents
@@ -93,10 +102,17 @@ class Kustomization:
         data = self.document.data if self.document is not None else None
         self.data: dict[str, Any] = data if isinstance(data, dict) else {}
         self.is_component = self.data.get("kind") == "Component"
+        # Keys kustomize reads as a field gpulint would not see in that spelling, and keys
+        # that are no field of a kustomization (``gpulint.input.units.gofields``).
+        self.misspelled: list[Misspelled] = list(misspelled(self.data, KUSTOMIZATION))
+        self.unknown_keys: list[tuple[Path, str]] = unknown(self.data, KUSTOMIZATION)
         self.directories: list[Reference] = []  # bases and components
         self.files: list[Reference] = []
         self.remote: list[Reference] = []
-        self.helm_charts: Path | None = ("helmCharts",) if self.data.get("helmCharts") else None
+        self.helm_charts: Path | None = None
+        for key in ("helmCharts", "helmChartInflationGenerator"):
+            if self.helm_charts is None and self.data.get(key):
+                self.helm_charts = (key,)
         self.chart_homes: list[str] = []  # directories whose charts kustomize's helm reads
         self.helm_problems: list[Reference] = []  # downloads, paths out of the repository
         self._read()
@@ -142,7 +158,7 @@ class Kustomization:
             (globals_.get("configHome"), ("helmGlobals", "configHome"))
         ]
         config_homes += [
-            (data.get("configHome"), (*field, "configHome")) for data, field in generators
+            (data.get("configHome"), _spot(data, field, "configHome")) for data, field in generators
         ]
         for config_home, field in config_homes:
             if config_home is not None:
@@ -151,23 +167,41 @@ class Kustomization:
             self._read_chart(data, field)
 
     def _helm_generators(self) -> list[tuple[dict[str, Any], Path]]:
-        """Each Helm chart the kustomization inflates (``helmCharts:``, or a
-        HelmChartInflationGenerator among its generators and transformers), with its field."""
+        """Each Helm chart the kustomization inflates (``helmCharts:``, the deprecated
+        ``helmChartInflationGenerator:`` kustomize still converts to them, or a
+        HelmChartInflationGenerator among its generators and transformers), with its field
+        and its settings under helmCharts' names."""
         generators: list[tuple[dict[str, Any], Path]] = []
         for i, item in enumerate(as_list(self.data.get("helmCharts"))):
             generators.append((as_dict(item), ("helmCharts", i)))
+        for i, item in enumerate(as_list(self.data.get("helmChartInflationGenerator"))):
+            generators.append((_HelmChartArgs(as_dict(item)), ("helmChartInflationGenerator", i)))
         for key in ("generators", "transformers"):
             for i, item in enumerate(as_list(self.data.get(key))):
                 for data in self._configurations(item):
-                    if data.get("kind") == HELM_GENERATOR:
-                        generators.append((data, (key, i)))
+                    if data.get("kind") != HELM_GENERATOR:
+                        continue
+                    generators.append((data, (key, i)))
+                    for found in misspelled(data, HELM_GENERATOR_CONFIG):
+                        # The plugin reads its configuration case-insensitively too.
+                        self.helm_problems.append(
+                            Reference(
+                                found.key,
+                                (key, i),
+                                found.key,
+                                f"a HelmChartInflationGenerator field {found.field} spelled "
+                                f"{found.key!r}",
+                            )
+                        )
         return generators
 
     def _read_chart_homes(
         self, globals_: dict[str, Any], generators: list[tuple[dict[str, Any], Path]]
     ) -> None:
         homes: list[tuple[Any, Path]] = [(globals_.get("chartHome"), ("helmGlobals", "chartHome"))]
-        homes += [(data.get("chartHome"), (*field, "chartHome")) for data, field in generators]
+        homes += [
+            (data.get("chartHome"), _spot(data, field, "chartHome")) for data, field in generators
+        ]
         for home, field in homes:
             if home is None:
                 continue
@@ -189,16 +223,25 @@ class Kustomization:
         name = data.get("name")
         if repo not in (None, ""):
             self.helm_problems.append(
-                Reference(str(repo), (*field, "repo"), str(repo), "a chart repository to download")
+                Reference(
+                    str(repo),
+                    _spot(data, field, "repo"),
+                    str(repo),
+                    "a chart repository to download",
+                )
             )
         if isinstance(name, str) and (remote_reason(name) or "/" in name or name in ".."):
             self.helm_problems.append(
-                Reference(name, (*field, "name"), name, "a chart name that is not local")
+                Reference(name, _spot(data, field, "name"), name, "a chart name that is not local")
             )
         for key in ("valuesFile", "additionalValuesFiles"):
             values = data.get(key)
             for j, item in enumerate(values if isinstance(values, list) else [values]):
-                spot = (*field, key, j) if isinstance(values, list) else (*field, key)
+                spot = (
+                    (*_spot(data, field, key), j)
+                    if isinstance(values, list)
+                    else _spot(data, field, key)
+                )
                 if item is not None:
                     self._helm_path(item, spot)
 
@@ -343,6 +386,43 @@ class Kustomization:
             ):
                 return (field, i, "name")
         return None
+
+
+# helmChartInflationGenerator's fields under the helmCharts and helmGlobals names kustomize
+# converts them to (api/types/helmchartargs.go ``SplitHelmParameters``, ``makeHelmChartFromHca``).
+_INFLATION_FIELDS = {
+    "chartName": "name",
+    "chartVersion": "version",
+    "chartRepoUrl": "repo",
+    "values": "valuesFile",
+    "valuesLocal": "valuesInline",
+    "valuesMerge": "valuesMerge",
+    "releaseName": "releaseName",
+    "chartHome": "chartHome",
+    "helmHome": "configHome",
+}
+
+
+def _spot(data: dict[str, Any], field: Path, name: str) -> Path:
+    """Where the setting ``name`` (a helmCharts name) of a chart inflated at ``field`` is
+    written: under its own key, or a helmChartInflationGenerator entry's."""
+    written = data.written.get(name, name) if isinstance(data, _HelmChartArgs) else name
+    return (*field, written)
+
+
+class _HelmChartArgs(dict[str, Any]):
+    """A helmChartInflationGenerator entry as the helmCharts entry (with its chart and
+    configuration homes) kustomize makes of it; ``written`` gives the key as written for a
+    helmCharts name, where a problem is placed."""
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        super().__init__()
+        self.written: dict[str, str] = {}
+        for key, value in item.items():
+            name = _INFLATION_FIELDS.get(key) if isinstance(key, str) else None
+            if name is not None:
+                self[name] = value
+                self.written[name] = key
 
 
 class Patch:

@@ -23,7 +23,7 @@ from gpulint.input.loader import (
 )
 from gpulint.input.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
 from gpulint.input.units.boundary import boundaries_of
-from gpulint.input.units.clusters import declaration
+from gpulint.input.units.clusters import PathScan, declaration
 from gpulint.input.units.parallel import load_all
 from gpulint.input.units.roots import DirectoryTree, application_roots
 from gpulint.input.units.scope import OWN_FILE, not_input, not_input_by_name
@@ -179,7 +179,10 @@ def plan(
         else:
             remaining.append(loaded)
     plans.extend(declared.plans())
-    plans.extend(_split(remaining))
+    scan = PathScan()
+    plans.extend(_split(remaining, scan))
+    if scan.spent is not None:
+        found.skipped.append((scan.spent_by or ".", scan.spent))
     if found.stdin:
         plans.append(UnitPlan("<stdin>", STDIN, "-"))
     _place_problems(plans, found)
@@ -451,7 +454,7 @@ def _matching_directories(
 # --- plain files: one unit, or one per directory holding its own copy of an object ------------
 
 
-def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
+def _split(loaded: list[LoadedFile], scan: PathScan) -> list[UnitPlan]:
     """Plain files as units: directories that each hold their own copy of one object
     (same kind, namespace and name) are separate units; the rest is cut into applications
     (``gpulint.input.units.roots``)."""
@@ -505,7 +508,7 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
         unit = UnitPlan(display_path(directory), FILES, directory)
         unit.loaded = groups[root]
         plans.append(unit)
-    declared, rest = _declared_directories(loaded, rest)
+    declared, rest = _declared_directories(loaded, rest, scan)
     for directory, files in declared:
         unit = UnitPlan(display_path(directory), FILES, directory)
         unit.loaded = files
@@ -522,17 +525,18 @@ def _split(loaded: list[LoadedFile]) -> list[UnitPlan]:
 
 
 def _declared_directories(
-    every: list[LoadedFile], loaded: list[LoadedFile]
+    every: list[LoadedFile], loaded: list[LoadedFile], scan: PathScan
 ) -> tuple[list[tuple[str, list[LoadedFile]]], list[LoadedFile]]:
     """The files of ``loaded`` under a directory a GitOps object of ``every`` deploys (a Flux
     Kustomization's ``spec.path``, an Argo CD Application's source path ...), one unit per
     directory (the deepest that holds a file), and the files under none."""
-    directories = {
-        d.directory
-        for file in every
-        for document in file.documents
-        for d in declaration(document.data, file.path, os.path.dirname(file.path) or ".")
-    }
+    directories: set[str] = set()
+    for file in every:
+        for document in file.documents:
+            found = declaration(document.data, file.path, os.path.dirname(file.path) or ".", scan)
+            directories.update(d.directory for d in found)
+        if scan.spent is not None and scan.spent_by is None:
+            scan.spent_by = file.path
     if not directories:
         return [], loaded
     holding = _Directories(directories)

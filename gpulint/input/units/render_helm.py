@@ -17,10 +17,10 @@ from gpulint.input.loader import (
     read_bounded,
 )
 from gpulint.input.units import RenderOptions, RenderProblem, Unit
-from gpulint.input.units.boundary import tree_problem
 from gpulint.input.units.charts import (
     REQUIRED_RETRIES,
     Prepared,
+    folded_chart_key,
     is_library,
     prepare,
     required_value,
@@ -35,6 +35,7 @@ from gpulint.input.units.sources import (
     failure_message,
 )
 from gpulint.input.units.tools import Tool, ToolOutput, run_tool
+from gpulint.input.units.walk import tree_files
 
 
 def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceFiles) -> None:
@@ -52,14 +53,19 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
     tool = options.helm
 
     def fallback() -> None:
-        for root, dirs, files in os.walk(chart):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for name in sorted(files):
+        for root, files in tree_files(chart):
+            for name in files:
                 if name.endswith((".yaml", ".yml", ".json")) and name != "Chart.yaml":
                     loaded = sources.load(os.path.join(root, name))
                     if loaded is not None:
                         unit.loaded.append(loaded)
                         unit.files.add(loaded.path)
+
+    def unavailable(message: str, fix: str, line: int = 1, column: int = 1) -> None:
+        unit.render_problems.append(
+            RenderProblem(RENDER_UNAVAILABLE, chart_yaml, line, column, message, fix)
+        )
+        fallback()
 
     if tool is None:
         unit.render_problems.append(
@@ -75,7 +81,20 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
         )
         fallback()
         return
-    problem = tree_problem(chart)
+    folded = folded_chart_key(chart)
+    if folded is not None:
+        at_line, at_column, spelled, field = folded
+        unavailable(
+            f"chart {unit.name} was not rendered: its Chart.yaml spells the field {field} as "
+            f"{spelled!r}. Helm reads Chart.yaml with Go's case-insensitive JSON decoding and "
+            "takes it for that field, which gpulint does not read in that spelling; its "
+            "values are linted, its templates skipped.",
+            f"write {field} exactly as Helm documents it",
+            at_line,
+            at_column,
+        )
+        return
+    problem = sources.tree_problem(chart)
     if problem is not None:
         # Helm loads every file of the chart and follows links: a link to /proc/self/environ
         # or ~/.ssh/id_rsa would be readable by `.Files.Get` and printed by `fail`.
@@ -93,7 +112,23 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
         )
         fallback()
         return
-    prepared = prepare(chart, options.helm_values, tuple(sources.boundaries))
+    unreadable = sources.tracked.unreadable(chart_yaml)
+    if unreadable is not None:
+        unavailable(
+            f"chart {unit.name} was not rendered: gpulint hands Helm only the files git "
+            f"tracks, and its Chart.yaml is not one ({unreadable}); its values are linted, "
+            "its templates skipped.",
+            "commit the chart (`git add` it) before linting it",
+        )
+        return
+    prepared = prepare(
+        chart,
+        options.helm_values,
+        tuple(sources.boundaries),
+        sources.tracked,
+        options.budget.spend,
+        sources.tree_problem,
+    )
     if prepared.problem is not None:
         unit.render_problems.append(
             RenderProblem(
@@ -109,15 +144,17 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
         )
         fallback()
         return
-    stand_in_dir = tempfile.mkdtemp(prefix="gpulint-values-")
     try:
-        output, stood = _render_chart(tool, prepared, options, stand_in_dir)
+        stand_in_dir = tempfile.mkdtemp(prefix="gpulint-values-")
+        try:
+            output, stood = _render_chart(tool, prepared, options, stand_in_dir)
+        finally:
+            shutil.rmtree(stand_in_dir, ignore_errors=True)
     finally:
-        shutil.rmtree(stand_in_dir, ignore_errors=True)
         prepared.remove()
     unit.rendered_by.append(f"{tool.name} template {display_path(chart)}")
     if not output.ok:
-        message = prepared.unmirrored(output.message)
+        message = sources.tracked.unmirrored(prepared.unmirrored(output.message))
         if output.budget_spent:
             unit.render_problems.append(
                 RenderProblem(

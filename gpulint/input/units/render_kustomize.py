@@ -15,7 +15,6 @@ from gpulint.input.loader import (
     load_file,
 )
 from gpulint.input.units import KUSTOMIZE, RenderOptions, RenderProblem, Unit
-from gpulint.input.units.boundary import tree_problem
 from gpulint.input.units.buildmetadata import remove_wrapper, wrapper_kustomization
 from gpulint.input.units.kustomize import (
     Kustomization,
@@ -33,7 +32,8 @@ from gpulint.input.units.sources import (
     unavailable_unit,
 )
 from gpulint.input.units.standins import StandInTree, is_generator_input
-from gpulint.input.units.tools import Tool, ToolOutput, run_tool
+from gpulint.input.units.tools import BudgetSpent, Tool, ToolOutput, run_tool
+from gpulint.input.units.tracked import TrackedTree
 
 
 def build_kustomization(
@@ -49,24 +49,83 @@ def build_kustomization(
     if _refused(unit, kustomization, chain, sources):
         return
     missing = [(k, r) for k in chain for r in k.files if not os.path.exists(r.resolved)]
+    # Generator inputs a setup step writes and git ignores (a certificate, an .env) exist in
+    # a workspace but are never handed to kustomize: they are stood in like missing ones.
+    untracked = [
+        (k, r)
+        for k in chain
+        for r in k.files
+        if os.path.exists(r.resolved) and not sources.tracked.readable(r.resolved)
+    ]
+    stood_in = missing + untracked
     stand_ins: StandInTree | None = None
     if (
-        missing
-        and all(is_generator_input(r) for _, r in missing)
+        stood_in
+        and all(is_generator_input(r) for _, r in stood_in)
         and not any(k.helm_charts for k in chain)
     ):
-        stand_ins = StandInTree.make(chain, [r.resolved for _, r in missing])
+        try:
+            stand_ins = StandInTree.make(
+                chain, [r.resolved for _, r in stood_in], sources.tracked, options.budget.spend
+            )
+        except BudgetSpent as spent:
+            _over_budget(unit, kustomization, chain, sources, spent)
+            return
     if stand_ins is not None:
         try:
             _run_kustomize(unit, kustomization, chain, options, sources, stand_ins, depth)
         finally:
             stand_ins.remove()
         return
+    if untracked and not missing:
+        _untracked(unit, kustomization, chain, sources, untracked)
+        return
     own = _missing_problems(unit, kustomization, missing)
     if missing:
         _judge_parts(unit, kustomization, options, sources, depth, own)
         return
     _run_kustomize(unit, kustomization, chain, options, sources, depth=depth)
+
+
+def _over_budget(
+    unit: Unit,
+    kustomization: Kustomization,
+    chain: list[Kustomization],
+    sources: SourceFiles,
+    spent: BudgetSpent,
+) -> None:
+    unavailable_unit(
+        unit,
+        chain,
+        sources,
+        kustomization.location(),
+        f"kustomization {unit.name} was not built: {spent}; its files are linted one by one "
+        "instead.",
+        "lint fewer units per run, or keep what the kustomizations read smaller",
+    )
+
+
+def _untracked(
+    unit: Unit,
+    kustomization: Kustomization,
+    chain: list[Kustomization],
+    sources: SourceFiles,
+    untracked: list[tuple[Kustomization, Reference]],
+) -> None:
+    """GL705 for a kustomization that names files git does not track (other than generator
+    inputs, which are stood in): kustomize is handed only what git tracks."""
+    owner, reference = untracked[0]
+    shown = ", ".join(r.path for _, r in untracked[:3])
+    unavailable_unit(
+        unit,
+        chain,
+        sources,
+        owner.location(reference.field),
+        f"kustomization {unit.name} names files git does not track ({shown}). gpulint hands "
+        "kustomize only the files git tracks (a CI workspace holds credentials other steps "
+        "leave in it); its files are linted one by one instead.",
+        "commit the files (`git add` them) before linting",
+    )
 
 
 def _refused(
@@ -83,6 +142,30 @@ def _refused(
         owner, reference = references[0]
         return owner.location(reference.field)
 
+    folded = [(k, m) for k in chain for m in k.misspelled]
+    if folded:
+        owner, found = folded[0]
+        shown = "; ".join(f"{m.key!r} for {m.field}" for _, m in folded[:3])
+        unavailable(
+            f"kustomization {unit.name} spells fields in ways kustomize matches "
+            f"case-insensitively to fields gpulint checks only in their own spelling ({shown}). "
+            "gpulint does not hand it to kustomize; its files are linted one by one instead.",
+            "write each field exactly as kustomize documents it (resources, helmCharts ...)",
+            owner.location(found.path),
+        )
+        return True
+    unknown_keys = [(k, path, key) for k in chain for path, key in k.unknown_keys]
+    if unknown_keys:
+        owner, path, _ = unknown_keys[0]
+        shown = ", ".join(repr(key) for _, _, key in unknown_keys[:3])
+        unavailable(
+            f"kustomization {unit.name} has fields that are not kustomization fields ({shown}): "
+            "the kustomize gpulint knows refuses them, and gpulint does not hand a newer "
+            "one fields it does not judge; its files are linted one by one instead.",
+            "remove or correct the fields (a typo of resources, patches ...?)",
+            owner.location(path),
+        )
+        return True
     remote = [(k, r) for k in chain for r in k.remote]
     if remote:
         shown = "; ".join(f"{r.path} ({r.reason})" for _, r in remote[:3])
@@ -126,6 +209,17 @@ def _refused(
             )
         )
         fallback_files(unit, chain, sources)
+        return True
+    untracked = [k for k in chain if not sources.tracked.readable(k.file)]
+    if untracked:
+        reason = sources.tracked.unreadable(untracked[0].file)
+        unavailable(
+            f"kustomization {unit.name} includes {display_path(untracked[0].file)}, which "
+            f"gpulint does not hand to kustomize ({reason}): kustomize is given only the "
+            "files git tracks; its files are linted one by one instead.",
+            "commit the kustomization (`git add` it) before linting it",
+            untracked[0].location(),
+        )
         return True
     return False
 
@@ -263,7 +357,7 @@ def _run_kustomize(
         return
     argv = list(tool.argv)
     helm_charts = [k for k in chain if k.helm_charts]
-    home_problem = _chart_home_problem(helm_charts)
+    home_problem = _chart_home_problem(helm_charts, sources)
     if home_problem is not None:
         home, problem = home_problem
         unavailable(
@@ -285,8 +379,22 @@ def _run_kustomize(
             )
             return
         argv += ["--enable-helm", "--helm-command", helm.argv[0]]
+    tree: StandInTree | TrackedTree = stand_ins if stand_ins is not None else sources.tracked
+    if stand_ins is None:
+        try:
+            _copy_chain(chain, sources.tracked, options)
+        except BudgetSpent as spent:
+            _over_budget(unit, kustomization, chain, sources, spent)
+            return
+        except OSError as error:
+            unavailable(
+                f"kustomization {unit.name} was not built: what it reads could not be copied "
+                f"for kustomize ({error.strerror}); its files are linted one by one instead.",
+                "lint the repository from a git work tree whose files git can list",
+            )
+            return
     wrapper, _ = wrapper_kustomization(kustomization.directory)
-    built = wrapper if stand_ins is None else stand_ins.mirror_wrapper(wrapper)
+    built = tree.mirror_wrapper(wrapper)
     try:
         output = run_tool(
             [*argv, built],
@@ -297,11 +405,10 @@ def _run_kustomize(
         )
     finally:
         remove_wrapper(wrapper)
+        remove_wrapper(built)
     unit.rendered_by.append(f"{tool.name} {display_path(kustomization.directory)}")
     if not output.ok:
-        message = output.message.replace(built, "<gpulint wrapper>")
-        if stand_ins is not None:
-            message = stand_ins.unmirrored(message)
+        message = tree.unmirrored(output.message.replace(built, "<gpulint wrapper>"))
         _not_built(unit, kustomization, chain, options, sources, tool, output, message, depth)
         return
     unit.judged.update(os.path.realpath(k.directory) for k in chain)
@@ -310,6 +417,21 @@ def _run_kustomize(
     rendered = load_file(f"<{tool.name} {display_path(kustomization.directory)}>", output.stdout)
     map_kustomize_output(unit, rendered, wrapper, kustomization, sources, chain)
     unit.loaded.append(rendered)
+
+
+def _copy_chain(chain: list[Kustomization], tracked: TrackedTree, options: RenderOptions) -> None:
+    """Copy what kustomize may read of a kustomization chain to the run's private tree: each
+    kustomization's directory (kustomize reads below it: its load restrictor refuses the
+    rest), each file it names elsewhere, and the chart homes Helm reads. Raises BudgetSpent
+    or OSError."""
+    spend = options.budget.spend
+    for kustomization in chain:
+        tracked.directory(kustomization.directory, spend)
+        for reference in kustomization.files:
+            tracked.file(reference.resolved, spend)
+        for home in kustomization.chart_homes:
+            if os.path.isdir(home):
+                tracked.directory(home, spend)
 
 
 def _not_built(
@@ -383,12 +505,14 @@ def _not_built(
     _judge_parts(unit, kustomization, options, sources, depth)
 
 
-def _chart_home_problem(helm_charts: list[Kustomization]) -> tuple[str, str] | None:
+def _chart_home_problem(
+    helm_charts: list[Kustomization], sources: SourceFiles
+) -> tuple[str, str] | None:
     """The first chart home that holds a link out of itself or a file that is not a regular
     file (``gpulint.input.units.boundary.tree_problem``), with what is wrong in it."""
     for owner in helm_charts:
         for home in owner.chart_homes:
-            problem = tree_problem(home)
+            problem = sources.tree_problem(home)
             if problem is not None:
                 return home, problem
     return None

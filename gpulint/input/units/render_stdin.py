@@ -24,6 +24,7 @@ from gpulint.input.units.kustomize import (
 from gpulint.input.units.kustomize_origins import map_kustomize_output
 from gpulint.input.units.render_helm import template_comments
 from gpulint.input.units.sources import SourceFiles
+from gpulint.input.units.walk import tree_files
 
 
 def read_stdin(unit: Unit, options: RenderOptions, sources: SourceFiles) -> None:
@@ -154,16 +155,11 @@ def _piped_kustomize_root(documents: list[Document]) -> str | None:
 
 
 def _kustomization_dirs(top: str, depth: int = 6) -> list[str]:
-    found = []
-    for root, dirs, files in os.walk(top):
-        dirs[:] = sorted(
-            d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv")
-        )
-        if root.count(os.sep) - top.count(os.sep) >= depth:
-            dirs[:] = []
-        if any(name in files for name in KUSTOMIZATION_NAMES):
-            found.append(os.path.normpath(root))
-    return found
+    return [
+        os.path.normpath(root)
+        for root, files in tree_files(top, max_depth=depth)
+        if any(name in files for name in KUSTOMIZATION_NAMES)
+    ]
 
 
 def _find_chart(name: str, base: str | None, sources: SourceFiles) -> str | None:
@@ -185,12 +181,7 @@ def _find_chart_anywhere(name: str, base: str | None) -> str | None:
             return os.path.normpath(candidate)
         if os.path.isfile(os.path.join(top, "Chart.yaml")) and chart_name(top) == name:
             return os.path.normpath(top)
-    for root, dirs, files in os.walk("."):
-        dirs[:] = sorted(
-            d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv")
-        )
-        if root.count(os.sep) >= 6:
-            dirs[:] = []
+    for root, files in tree_files(".", max_depth=6):
         if "Chart.yaml" in files and chart_name(root) == name:
             return os.path.normpath(root)
     return None

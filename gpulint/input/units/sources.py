@@ -13,7 +13,7 @@ from gpulint.input.loader import (
     read_bounded,
 )
 from gpulint.input.units import RenderOptions, RenderProblem, Unit
-from gpulint.input.units.boundary import boundaries_of, inside
+from gpulint.input.units.boundary import boundaries_of, inside, tree_problem
 from gpulint.input.units.helm import TemplateText
 from gpulint.input.units.kustomize import (
     KUSTOMIZATION_NAMES,
@@ -22,6 +22,7 @@ from gpulint.input.units.kustomize import (
 )
 from gpulint.input.units.scope import GENERATOR_FIELDS, generator_data_not_input
 from gpulint.input.units.tools import ToolOutput
+from gpulint.input.units.tracked import TrackedTree
 
 RENDER_FAILED, RENDER_UNAVAILABLE = "GL704", "GL705"
 
@@ -38,6 +39,22 @@ class SourceFiles:
         self._kustomizations: dict[str, Kustomization] = {}
         self._templates: dict[str, TemplateText | None] = {}
         self._parts: dict[str, Unit] = {}
+        # What renderers read: the tracked files of what units render, copied once per run
+        # and removed by ``close``.
+        self.tracked = TrackedTree(self.boundaries)
+        self._scans: dict[str, str | None] = {}
+
+    def close(self) -> None:
+        """Remove the run's private copies."""
+        self.tracked.remove()
+
+    def tree_problem(self, tree: str) -> str | None:
+        """``gpulint.input.units.boundary.tree_problem`` of a chart or chart home, looked at
+        once per run however many charts depend on it."""
+        key = os.path.realpath(tree)
+        if key not in self._scans:
+            self._scans[key] = tree_problem(tree)
+        return self._scans[key]
 
     def part(self, directory: str) -> Unit | None:
         """A base already built alone for an overlay that did not build."""

@@ -22,7 +22,9 @@ import stat
 import tempfile
 
 from gpulint.core.paths import display_path
+from gpulint.input.units.filetree import make_directories, remove_tree
 from gpulint.input.units.kustomize import Kustomization, Reference
+from gpulint.input.units.tracked import Spend, TrackedTree
 
 GENERATORS = ("configMapGenerator", "secretGenerator")
 # What a copy may hold: a kustomization chain reads tens of files, not thousands.
@@ -42,15 +44,22 @@ class StandInTree:
         self.stood_in = stood_in
 
     @classmethod
-    def make(cls, chain: list[Kustomization], missing: list[str]) -> StandInTree | None:
+    def make(
+        cls, chain: list[Kustomization], missing: list[str], tracked: TrackedTree, spend: Spend
+    ) -> StandInTree | None:
         """The copy, or None when the chain reads something that cannot be copied safely
-        (not a regular file, or more than the bounds allow)."""
+        (not a regular file, or more than the bounds allow). Only files git tracks are
+        copied (``tracked``): ``missing`` holds the generator inputs that do not exist or
+        that git does not track. ``spend`` counts the copy against the run's budget (raises
+        BudgetSpent)."""
         files = {os.path.realpath(k.file) for k in chain}
         for kustomization in chain:
             for reference in kustomization.files:
                 if reference.resolved and os.path.isfile(reference.resolved):
                     files.add(os.path.realpath(reference.resolved))
-        if len(files) + len(missing) > MAX_FILES:
+        stood = {os.path.realpath(path) for path in missing}
+        files = {f for f in files if f not in stood}
+        if len(files) + len(missing) > MAX_FILES or not all(tracked.readable(f) for f in files):
             return None
         tree = cls(tempfile.mkdtemp(prefix="gpulint-standins-"), [])
         total = 0
@@ -61,18 +70,23 @@ class StandInTree:
                 if not stat.S_ISREG(info.st_mode) or total > MAX_BYTES:
                     tree.remove()
                     return None
+                spend(1, info.st_size)
                 target = tree.place(real)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
+                make_directories(os.path.dirname(target))
                 shutil.copyfile(real, target, follow_symlinks=False)
             for path in missing:
+                spend(1, 0)
                 target = tree.place(os.path.realpath(path))
-                os.makedirs(os.path.dirname(target), exist_ok=True)
+                make_directories(os.path.dirname(target))
                 with open(target, "wb"):
                     pass
                 tree.stood_in.append(path)
         except OSError:
             tree.remove()
             return None
+        except BaseException:
+            tree.remove()
+            raise
         return tree
 
     def place(self, real: str) -> str:
@@ -82,7 +96,7 @@ class StandInTree:
     def mirror_wrapper(self, wrapper: str) -> str:
         """The wrapper kustomization, copied to its place in the copy; the directory to build."""
         target = self.place(wrapper)
-        os.makedirs(target, exist_ok=True)
+        make_directories(target)
         shutil.copyfile(
             os.path.join(wrapper, "kustomization.yaml"), os.path.join(target, "kustomization.yaml")
         )
@@ -103,4 +117,4 @@ class StandInTree:
         )
 
     def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)

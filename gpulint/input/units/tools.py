@@ -33,12 +33,20 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from gpulint.input.units.filetree import remove_tree
+
 RENDER_TIMEOUT = 120.0  # seconds for one kustomize build or helm template
 RENDER_BUDGET = 600.0  # seconds of rendering for a whole run
+# What the private copies of one run (the tracked files renderers read, charts with their
+# file:// dependencies) may hold together: files, directories and links, and bytes. A
+# repository's charts and kustomizations hold thousands of files, not hundreds of thousands.
+COPY_ENTRIES = 200_000
+COPY_BYTES = 1 << 30
 CPU_LIMIT = 120  # seconds of CPU for one renderer process
 # Address space for one renderer process. Go reserves about 600 MiB of it before the first
 # allocation (helm and kubectl fail to start under 512 MiB); a chart that renders the
@@ -107,20 +115,58 @@ def find_helm(command: str | None = None) -> Tool | None:
     return Tool((helm,), "helm") if helm else None
 
 
+class BudgetSpent(Exception):
+    """A private copy stopped: the run's render budget (seconds, entries or bytes) is spent.
+    The message says which."""
+
+
 class RenderBudget:
     """The seconds a run may spend rendering, shared by every unit (and thread) of the run:
     a repository of many slow charts stops rendering when it is spent, instead of taking
-    ``RENDER_TIMEOUT`` per unit."""
+    ``RENDER_TIMEOUT`` per unit. Copying what renderers read counts against the same
+    seconds, and against the entries and bytes every copy of the run may hold together."""
 
-    def __init__(self, seconds: float = RENDER_BUDGET) -> None:
+    def __init__(
+        self,
+        seconds: float = RENDER_BUDGET,
+        entries: int = COPY_ENTRIES,
+        size: int = COPY_BYTES,
+    ) -> None:
         self.seconds = seconds
+        self.entries = entries
+        self.size = size
         self._deadline: float | None = None
+        self._entries = 0
+        self._bytes = 0
+        self._lock = threading.Lock()
 
     def remaining(self) -> float:
         now = time.monotonic()
         if self._deadline is None:
             self._deadline = now + self.seconds  # the clock starts at the first render
         return self._deadline - now
+
+    def spend(self, entries: int, size: int = 0) -> None:
+        """Count files, directories or links copied (and their bytes); raises BudgetSpent
+        when the run's copies would hold more than the budget allows or its time is up."""
+        with self._lock:
+            self._entries += entries
+            self._bytes += size
+            over_entries = self._entries > self.entries
+            over_bytes = self._bytes > self.size
+        if over_entries:
+            raise BudgetSpent(
+                f"the run's copies for its renderers would hold more than {self.entries:,} "
+                "files, directories and links"
+            )
+        if over_bytes:
+            raise BudgetSpent(
+                f"the run's copies for its renderers would hold more than {self.size >> 20:,} MiB"
+            )
+        if self.remaining() <= 0:
+            raise BudgetSpent(
+                f"the run's render budget of {self.seconds:g} s ran out before it started"
+            )
 
 
 class Limits(NamedTuple):
@@ -272,7 +318,7 @@ def run_tool(
     try:
         return _run(argv, max_bytes, timeout, limits, private, out_of_budget, budget)
     finally:
-        shutil.rmtree(private, ignore_errors=True)
+        remove_tree(private)  # a tool may leave a tree of any depth in it
 
 
 def _run(
@@ -369,8 +415,6 @@ def _out_of_memory(message: str) -> bool:
     return "out of memory" in lowered or "cannot allocate memory" in lowered
 
 
-# A word that assigns, as an environment dump prints them (``env``, /proc/*/environ).
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _SPACE = re.compile(r"(\s+)")
 ENVIRON_RUN = 3  # this many NAME=value words in a row are taken for an environment dump
 # Variables whose values are paths or names that messages legitimately hold.
@@ -437,7 +481,7 @@ def _without_assignment_runs(text: str) -> str:
     index = 0
     while index < len(words):
         end = index
-        while end < len(words) and _ASSIGNMENT.match(words[end]):
+        while end < len(words) and _assigns(words[end]):
             end += 1
         if end - index >= ENVIRON_RUN:
             kept.append(REMOVED)
@@ -450,6 +494,19 @@ def _without_assignment_runs(text: str) -> str:
             kept.append(parts[2 * index + 1])
         index += 1
     return "".join(kept)
+
+
+def _assigns(word: str) -> bool:
+    """Does ``word`` hold ``NAME=`` (as an environment dump prints its variables: ``env``,
+    /proc/*/environ), wherever a template glued it (``Error:A=1``, ``=A=1``)? Linear in the
+    word."""
+    at = word.find("=", 1)
+    while at > 0:
+        before = word[at - 1]
+        if before.isalnum() or before == "_":
+            return True
+        at = word.find("=", at + 1)
+    return False
 
 
 def _trim(text: str) -> str:

@@ -158,3 +158,47 @@ def _consider_file(
         )
         return
     found.files.append(path)
+
+
+# The most entries a walk of one chart or search for kustomizations looks at (the walk of
+# the command line's paths above has its own bounds: every file it finds is read).
+TREE_LIMIT = 20_000
+
+
+def tree_files(
+    top: str, max_depth: int | None = None, limit: int = TREE_LIMIT
+) -> list[tuple[str, list[str]]]:
+    """(directory, its file names) for ``top`` and every directory below it, as ``os.walk``
+    gives them top-down with names sorted, but from a loop over a stack (``os.walk``
+    recurses, and a tree 1,000 directories deep ends in RecursionError), without hidden
+    directories or ``SKIP_DIRS``, without following links to directories, ``max_depth``
+    levels at most and ``limit`` entries in all (what is past them is left out)."""
+    found: list[tuple[str, list[str]]] = []
+    seen = 0
+    stack = [(top, 0)]
+    while stack:
+        directory, depth = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listing = sorted(entries, key=_NAME)
+        except OSError:
+            continue
+        files: list[str] = []
+        subdirectories: list[str] = []
+        for entry in listing:
+            seen += 1
+            if seen > limit:
+                found.append((directory, files))
+                return found
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not entry.name.startswith(".") and entry.name not in SKIP_DIRS:
+                        subdirectories.append(entry.path)
+                elif not entry.is_symlink() or not os.path.isdir(entry.path):
+                    files.append(entry.name)
+            except OSError:
+                continue
+        found.append((directory, files))
+        if max_depth is None or depth < max_depth:
+            stack.extend((d, depth + 1) for d in reversed(subdirectories))
+    return found
