@@ -82,6 +82,7 @@ from gpulint.engine.rule import (
     related,
 )
 from gpulint.engine.scopes import PodOwner
+from gpulint.engine.versions import Release, Versions
 from gpulint.input.document import (
     Document,
     Manifest,
@@ -458,6 +459,7 @@ __all__ = [
     "QueryCheck",
     "Reading",
     "Related",
+    "Release",
     "Replayed",
     "ResolvedTarget",
     "RevisionAutoscaling",
@@ -473,6 +475,7 @@ __all__ = [
     "TargetRef",
     "TriggerEvidence",
     "Verdict",
+    "Versions",
     "abbreviated",
     "ago",
     "annotation_text",

@@ -81,6 +81,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
     if value is None or is_unknown(value):
         return
     version = inventory.settings.kserve_version
+    note = mode_note(version, inventory.settings.versions.defaulted("kserve"))
     path = ("metadata", "annotations", MODE_ANNOTATION)
     configmap = inventory.kserve_mode_source()
     links = [related(configmap, ("data", "deploy"), "cluster default")] if configmap else []
@@ -94,7 +95,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
                 path,
                 f"InferenceService {isvc.name} uses the deprecated deployment mode {value}. "
                 f"KServe 0.16 and later rewrite it to {spelled}, the name to write on "
-                f"{mode_note(version)}.",
+                f"{note}.",
                 f"{MODE_ANNOTATION}: {spelled}",
                 severity=Severity.INFO,
             )
@@ -106,13 +107,13 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             path,
             f"InferenceService {isvc.name} sets deployment mode {value}, which its KServe "
             f"release does not know. The name exists from KServe 0.16, and the clusters run "
-            f"{mode_note(version)}: KServe ignores it without a warning and {source}, so it "
+            f"{note}: KServe ignores it without a warning and {source}, so it "
             f"runs in {isvc.mode} mode.",
             _fix(
                 isvc,
                 inventory,
                 MODE_VALUES[value],
-                f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
+                f"{MODE_ANNOTATION}: {spelled}   # {note}",
             ),
             related=links,
         )
@@ -121,7 +122,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
     meant = ""
     if suggestion:
         written = mode_spelling(suggestion, version)
-        also = f" ({written}: {mode_note(version)})" if written != suggestion else ""
+        also = f" ({written}: {note})" if written != suggestion else ""
         meant = f". Did you mean {suggestion}{also}?"
     spelled = mode_spelling(suggestion or STANDARD, version)
     source = isvc.default_mode_source(configmap)
@@ -135,7 +136,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             isvc,
             inventory,
             MODE_VALUES.get(suggestion or STANDARD, suggestion or STANDARD),
-            f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
+            f"{MODE_ANNOTATION}: {spelled}   # {note}",
         ),
         related=links,
     )
