@@ -4,7 +4,9 @@
 The spec-level validation of the Kubernetes API server (pkg/apis/autoscaling/validation):
 
 * ``minReplicas`` must be an integer >= 1; 0 is accepted only with the ``HPAScaleToZero``
-  feature gate (alpha, off by default) and only if the HPA has an Object or External metric;
+  feature gate and only if the HPA has an Object or External metric. The gate is alpha and
+  off by default from Kubernetes 1.16 to 1.36, beta and on by default from 1.37
+  (kubernetes/kubernetes#139648), so the verdict follows ``kubernetes-version``;
 * ``maxReplicas`` must be present, an integer >= 1 and >= ``minReplicas``;
 * both are 32-bit integers: a number beyond 2147483647 (or written with more digits than
   any number Kubernetes reads, ``0xfff...``) is out of range;
@@ -49,16 +51,20 @@ spec:
 
 ## Options
 ``scale-to-zero-gate`` says whether your clusters run with the ``HPAScaleToZero`` feature gate.
-With the default (true) ``minReplicas: 0`` is accepted when an Object or External metric is
-present, as the API server does with the gate on; set it to false to report every
-``minReplicas: 0``.
+Unset (the default), it follows ``kubernetes-version`` in ``.gpulint.yaml``: on from
+Kubernetes 1.37, off before. Set it to true for clusters that turn the alpha gate on, or to
+false for clusters that turn the beta gate off; with the gate on, ``minReplicas: 0`` is
+accepted when an Object or External metric is present, as the API server does.
 
 ## References
 - Kubernetes pkg/apis/autoscaling/validation/validation.go: ``validateHorizontalPodAutoscaler
   Spec``, ``validateScalingRules``, ``validateScalingPolicy`` (MaxStabilizationWindowSeconds
   3600, MaxPeriodSeconds 1800).
 - Kubernetes pkg/apis/autoscaling/v2/defaults.go: policies are defaulted only when nil.
-- Kubernetes feature gates: HPAScaleToZero (alpha).
+- Kubernetes feature gates: HPAScaleToZero, alpha from 1.16, beta and on by default from
+  1.37 (kubernetes/kubernetes#139648, pkg/features/kube_features.go; the blog post
+  kubernetes/website#56290); KEP-2021 (kubernetes/enhancements@64765b4:
+  keps/sig-autoscaling/2021-scale-from-zero/kep.yaml).
 """
 
 from __future__ import annotations
@@ -74,7 +80,9 @@ from gpulint.ruleapi import (
     Inventory,
     OversizedNumber,
     Path,
+    Release,
     Severity,
+    Versions,
     abbreviated,
     edits,
     int32_out_of_range,
@@ -93,12 +101,15 @@ STAGES = ("autoscaler",)
 
 OPTIONS = {
     "scale-to-zero-gate": {
-        "type": "boolean",
-        "default": True,
-        "description": "the clusters enable the alpha HPAScaleToZero feature gate, so "
-        "minReplicas: 0 is valid with an Object or External metric",
+        "type": ["boolean", "null"],
+        "default": None,
+        "description": "the clusters run with the HPAScaleToZero feature gate, so "
+        "minReplicas: 0 is valid with an Object or External metric (unset: as "
+        "kubernetes-version says, on from 1.37)",
     },
 }
+# HPAScaleToZero is beta and on by default from this release (kubernetes/kubernetes#139648).
+SCALE_TO_ZERO_DEFAULT_ON = Release(1, 37)
 
 MAX_STABILIZATION_WINDOW_SECONDS = 3600
 MAX_PERIOD_SECONDS = 1800
@@ -156,15 +167,15 @@ def _written(value: Any, rule: str) -> str:
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if is_generated(hpa.manifest):
         return
-    yield from _replicas(hpa, ctx)
+    yield from _replicas(hpa, ctx, inventory.settings.versions)
     yield from _target_ref(hpa, ctx)
     if hpa.version in ("v2", "v2beta2"):  # the versions that have behavior
         yield from _behavior(hpa, ctx)
 
 
-def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
+def _replicas(hpa: HPA, ctx: Context, versions: Versions) -> Iterator[Finding]:
     name = abbreviated(hpa.name)
-    minimum, problem = _min_replicas(hpa, name, ctx)
+    minimum, problem = _min_replicas(hpa, name, ctx, versions)
     if problem is not None:
         yield problem
     problem = _max_replicas(hpa, name, minimum, ctx)
@@ -172,7 +183,9 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield problem
 
 
-def _min_replicas(hpa: HPA, name: str, ctx: Context) -> tuple[int | None, Finding | None]:
+def _min_replicas(
+    hpa: HPA, name: str, ctx: Context, versions: Versions
+) -> tuple[int | None, Finding | None]:
     """The minimum the HPA keeps (None: unknown or refused) and the finding refusing it."""
     raw_min = hpa.min_replicas
     if raw_min is None:
@@ -199,17 +212,15 @@ def _min_replicas(hpa: HPA, name: str, ctx: Context) -> tuple[int | None, Findin
             ),
         )
     scales_on_objects = any(m.type in ("Object", "External") for m in hpa.metrics)
-    if raw_min > 0 or (raw_min == 0 and scales_on_objects and _gate(ctx)):
+    gate_on, gate = _gate(ctx, versions)
+    if raw_min > 0 or (raw_min == 0 and scales_on_objects and gate_on):
         return raw_min, None
     if raw_min == 0 and scales_on_objects:
-        why = (
-            "It needs the alpha HPAScaleToZero feature gate, which is off unless the "
-            "cluster turns it on (option scale-to-zero-gate is false)"
-        )
+        why = f"It needs the HPAScaleToZero feature gate, and {gate}"
     elif raw_min == 0:
         why = (
-            "It is accepted only with the alpha HPAScaleToZero feature gate and at least "
-            "one Object or External metric, and this HPA has none"
+            "It is accepted only with at least one Object or External metric (and the "
+            "HPAScaleToZero feature gate), and this HPA has none"
         )
     else:
         why = "It must be greater than or equal to 1"
@@ -291,8 +302,19 @@ def _max_replicas(hpa: HPA, name: str, minimum: int | None, ctx: Context) -> Fin
     )
 
 
-def _gate(ctx: Context) -> bool:
-    return ctx.options.get("scale-to-zero-gate", True) is not False
+def _gate(ctx: Context, versions: Versions) -> tuple[bool, str]:
+    """Is HPAScaleToZero on, and (when it is off) why gpulint takes it so."""
+    option = ctx.options.get("scale-to-zero-gate")
+    if option is not None:
+        return option is not False, "option scale-to-zero-gate is false"
+    if versions.kubernetes >= SCALE_TO_ZERO_DEFAULT_ON:
+        return True, ""
+    hint = versions.setting_hint("kubernetes")
+    return False, (
+        f"the clusters run {versions.named('kubernetes')}{' ' + hint if hint else ''}, where "
+        f"it is alpha and off by default (on by default from {SCALE_TO_ZERO_DEFAULT_ON}; set "
+        "option scale-to-zero-gate: true if they turn it on)"
+    )
 
 
 def _target_ref(hpa: HPA, ctx: Context) -> Iterator[Finding]:
