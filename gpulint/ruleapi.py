@@ -89,6 +89,7 @@ from gpulint.input.document import (
     Path,
     as_dict,
     as_list,
+    dig,
     plain_data,
     yaml_text,
 )
@@ -169,6 +170,7 @@ from gpulint.metrics.promql import (
     reads_no_series,
     top_level_text,
 )
+from gpulint.metrics.serving import from_the_pods
 
 if TYPE_CHECKING:
     from gpulint.chain.gpusum import ONE_GPU_MAX, gpus_per_pod, gpus_summed, summed_gpu_series
@@ -494,6 +496,7 @@ __all__ = [
     "dcgm_labels",
     "dcgm_series_read",
     "dcgm_targets",
+    "dig",
     "edits",
     "endpoint_problems",
     "enough_history",
@@ -504,6 +507,7 @@ __all__ = [
     "float_text",
     "format_duration",
     "format_number",
+    "from_the_pods",
     "generated_by",
     "generated_hpa_metrics",
     "generator_of",
