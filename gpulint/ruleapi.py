@@ -154,6 +154,7 @@ from gpulint.kinds.triggers import PrometheusTrigger
 from gpulint.kinds.view import AdapterMetric, KindView, generated_by, generator_of, is_generated
 from gpulint.kinds.vpa import PDB_KIND, RESIZABLE, UPDATER_MIN_REPLICAS, VPA, budgets_covering
 from gpulint.kinds.workload import (
+    ClaimedGpu,
     Container,
     GpuRequest,
     PodTemplate,
@@ -419,6 +420,7 @@ __all__ = [
     "AdapterRule",
     "Answer",
     "Autoscaler",
+    "ClaimedGpu",
     "ClusterSnapshot",
     "Component",
     "Container",

@@ -136,6 +136,7 @@ BUILTIN = (
     Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
     Resource("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
     Resource("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+    Resource("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", namespaced=False),
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
 )
 CRDS = {

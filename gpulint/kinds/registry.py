@@ -262,6 +262,17 @@ KINDS: tuple[KindSpec, ...] = (
         watched=True,
         why_watched="DRA: the claims pods name say whether they hold GPUs.",
     ),
+    # A DeviceClass that serves an extended resource (spec.extendedResourceName, KEP-5004)
+    # makes that resource name a GPU's when the class is a GPU class. Cluster mode reads them;
+    # the webhook knows the implicit deviceclass.resource.kubernetes.io/<class> names only.
+    KindSpec(
+        "DeviceClass",
+        "resource.k8s.io",
+        ("v1", "v1beta2", "v1beta1"),
+        "deviceclasses",
+        DEVICE_CLAIM,
+        read=True,
+    ),
     # Configuration: ConfigMaps hold the prometheus-adapter config and KServe's
     # inferenceservice-config; PrometheusRules create series (record:).
     KindSpec("ConfigMap", "", ("v1",), "configmaps", CONFIG),
