@@ -298,9 +298,10 @@ spec:
         "Deployment flowers-predictor either (its revisions are "
         "flowers-predictor-NNNNN-deployment)."
     )
-    # The InferenceService's part of the fix, addressed to it (the name every release reads).
+    # The InferenceService's part of the fix, addressed to it (the name of the KServe judged
+    # for: 0.20 by default, gpulint.engine.versions).
     assert "\n---\n# on InferenceService flowers: " in finding.fix
-    assert "\n    serving.kserve.io/deploymentMode: RawDeployment\n" in finding.fix
+    assert "\n    serving.kserve.io/deploymentMode: Standard\n" in finding.fix
 
 
 # --- GL107 ----------------------------------------------------------------------------------
