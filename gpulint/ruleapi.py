@@ -112,7 +112,7 @@ from gpulint.kinds.hpa import (
     scale_down_fix,
     scale_up_fix,
 )
-from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.keda import HPA_OWNERSHIP_VALIDATION, ScaledObject
 from gpulint.kinds.knative import (
     CONFIGURATION_LABEL,
     KNATIVE_SERVING_GROUP,
@@ -169,6 +169,7 @@ from gpulint.metrics.promql import (
     outermost_aggregations,
     placed_aggregations,
     reads_no_series,
+    selectors_in_query,
     top_level_text,
 )
 from gpulint.metrics.serving import from_the_pods
@@ -379,6 +380,7 @@ __all__ = [
     "HPA",
     "HPA_CLASS",
     "HPA_KIND",
+    "HPA_OWNERSHIP_VALIDATION",
     "INT32_MAX",
     "KNATIVE",
     "KNATIVE_CLASS_ANNOTATION",
@@ -568,6 +570,7 @@ __all__ = [
     "scale_up_fix",
     "seen_over",
     "selection_problem",
+    "selectors_in_query",
     "sent_to",
     "series_labels",
     "short_history",
