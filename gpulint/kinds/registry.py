@@ -57,6 +57,8 @@ class ViewContext(NamedTuple):
 
     kserve_default_mode: str
     kserve_version: tuple[int, int] | None = None
+    # Knative's default autoscaler class (config-autoscaler pod-autoscaler-class).
+    knative_default_class: str = "kpa.autoscaling.knative.dev"
 
 
 class KindSpec(NamedTuple):
@@ -115,7 +117,7 @@ def _inference_service(manifest: Manifest, context: ViewContext) -> InferenceSer
 
 
 def _knative_service(manifest: Manifest, context: ViewContext) -> KnativeService:
-    return KnativeService(manifest)
+    return KnativeService(manifest, context.knative_default_class)
 
 
 def _workload(
