@@ -112,7 +112,7 @@ from gpulint.kinds.hpa import (
     scale_down_fix,
     scale_up_fix,
 )
-from gpulint.kinds.keda import HPA_OWNERSHIP_VALIDATION, ScaledObject
+from gpulint.kinds.keda import HPA_OWNERSHIP_VALIDATION, ScaledObject, prometheus_triggers
 from gpulint.kinds.knative import (
     CONFIGURATION_LABEL,
     KNATIVE_SERVING_GROUP,
@@ -172,7 +172,7 @@ from gpulint.metrics.promql import (
     selectors_in_query,
     top_level_text,
 )
-from gpulint.metrics.serving import from_the_pods
+from gpulint.metrics.serving import Rename, family_hint, from_the_pods, renamed
 
 if TYPE_CHECKING:
     from gpulint.chain.gpusum import ONE_GPU_MAX, gpus_per_pod, gpus_summed, summed_gpu_series
@@ -466,6 +466,7 @@ __all__ = [
     "Reading",
     "Related",
     "Release",
+    "Rename",
     "Replayed",
     "ResolvedTarget",
     "RevisionAutoscaling",
@@ -508,6 +509,7 @@ __all__ = [
     "exporter_pods",
     "external_class_fix",
     "failing_poll",
+    "family_hint",
     "float_text",
     "format_duration",
     "format_number",
@@ -554,10 +556,12 @@ __all__ = [
     "placement_problems",
     "plain_data",
     "prometheus_address",
+    "prometheus_triggers",
     "querytemplate",
     "ratio_target_fix",
     "reads_no_series",
     "related",
+    "renamed",
     "render_resource_template",
     "requested_metric_name",
     "revision_autoscalers",

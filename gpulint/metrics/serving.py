@@ -146,6 +146,15 @@ def renamed(series: str) -> Rename | None:
     known = RENAMES.get(name)
     if known is not None:
         return known
+    # A counter is exposed with _total (and _created) after its name.
+    for suffix in ("_total", "_created"):
+        base = RENAMES.get(name.removesuffix(suffix)) if name.endswith(suffix) else None
+        if base is not None:
+            new = base.replacement
+            return base._replace(
+                name=name,
+                replacement=new + suffix if new and " " not in new else new,
+            )
     for old, project, new in RENAMED_FAMILIES:
         if name.startswith(old):
             return Rename(name, project, None, "0.9", None, f"the {new}* names")

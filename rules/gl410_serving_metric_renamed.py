@@ -1,0 +1,152 @@
+"""A query or metric names a serving metric its project removed or renamed.
+
+## What it checks
+The series names written in prometheus-adapter rules (``seriesQuery``), KEDA prometheus
+trigger queries (including ``{__name__=~"..."}``) and HPA ``Pods``/``Object``/``External``
+metric names (GKE's ``prometheus.googleapis.com|<name>|gauge`` form included) against the
+catalog of renamed serving metrics (``gpulint.metrics.serving``), each with the release that
+changed it and the name to use instead:
+
+* vLLM removed ``vllm:gpu_cache_usage_perc``, ``vllm:gpu_prefix_cache_queries`` and
+  ``vllm:gpu_prefix_cache_hits`` in 0.12 (deprecated in 0.10): use ``vllm:kv_cache_usage_perc``,
+  ``vllm:prefix_cache_queries``, ``vllm:prefix_cache_hits``; the V0 metrics
+  ``vllm:num_requests_swapped``, ``vllm:cpu_cache_usage_perc`` and
+  ``vllm:gpu_prefix_cache_hit_rate`` earlier still;
+* the llm-d endpoint picker writes its metrics under ``llm_d_epp_*`` and keeps the old
+  ``inference_objective_*`` and ``inference_extension_*`` names only as deprecated duplicates
+  (EPP 0.9).
+
+## Why is this bad?
+A removed series has no samples on the releases that removed it: the adapter serves nothing,
+the KEDA query reads 0 (``ignoreNullValues``), and the workload stops scaling on it after an
+upgrade of the model server, with no error anywhere. A deprecated name works until the next
+release removes it.
+
+## Example
+```yaml
+query: avg(vllm:gpu_cache_usage_perc{model_name="llama"})
+```
+
+## Use instead
+```yaml
+query: avg(vllm:kv_cache_usage_perc{model_name="llama"})
+```
+
+## References
+- vllm-project/vllm#18354 (deprecated ``gpu_`` metrics, vLLM 0.10), #29330 (removed),
+  #14136 and #15458 (V0 metrics); vLLM's metrics docs: deprecated in X.Y, hidden in X.Y+1,
+  removed in X.Y+2.
+- llm-d/llm-d-router metrics tests ("Deprecated: Use llm_d_epp_request_total"); llm-d/llm-d
+  #1850 and #1880 (the guides moved to ``llm_d_epp_*``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpulint.ruleapi import (
+    Context,
+    Document,
+    Finding,
+    Inventory,
+    Path,
+    Rename,
+    Severity,
+    abbreviated,
+    canonical_metric_name,
+    edits,
+    family_hint,
+    is_generated,
+    metric_names_in_query,
+    prometheus_triggers,
+    renamed,
+    selectors_in_query,
+)
+
+ID = "GL410"
+NAME = "serving-metric-renamed"
+SEVERITY = Severity.WARNING
+SCOPE = "inventory"
+STAGES = ("prometheus",)
+FIXES = ("unsafe",)
+
+
+def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:
+    for rule in inventory.adapter_rules():
+        query = rule.series_query
+        if query:
+            yield from _names(
+                rule.document, (*rule.path, "seriesQuery"), query, "its seriesQuery", ctx
+            )
+    views = [*inventory.scaled_objects, *inventory.items_of("scaledjob")]
+    for trigger in prometheus_triggers(views):
+        query = trigger.query
+        if query and not is_generated(trigger.manifest):
+            yield from _names(trigger.manifest, trigger.query_path, query, "its query", ctx)
+    for hpa in inventory.hpas:
+        if is_generated(hpa.manifest):
+            continue
+        for metric in hpa.metrics:
+            if metric.is_custom and metric.name:
+                found = renamed(canonical_metric_name(metric.name))
+                if found is not None:
+                    yield _finding(
+                        hpa.manifest, metric.name_path, found, "the metric", metric.name, ctx
+                    )
+
+
+def _names(
+    document: Document, path: Path, query: str, where: str, ctx: Context
+) -> Iterator[Finding]:
+    names = list(metric_names_in_query(query))
+    for selector in selectors_in_query(query):
+        names += selector.literal_names() or []
+    seen: set[str] = set()
+    for name in names:
+        found = renamed(canonical_metric_name(name))
+        if found is not None and found.name not in seen:
+            seen.add(found.name)
+            yield _finding(document, path, found, where, query, ctx)
+
+
+def _finding(
+    document: Document, path: Path, found: Rename, where: str, written: str, ctx: Context
+) -> Finding:
+    name = abbreviated(found.name)
+    if found.removed_in:
+        what = (
+            f"The {found.project} metric {name} was removed in {found.project} "
+            f"{found.removed_in} (deprecated in {found.deprecated_in}): {where} finds no series "
+            f"on {found.project} {found.removed_in} and later, so nothing scales on it after "
+            "that upgrade"
+        )
+    else:
+        what = (
+            f"The {found.project} metric {name} is deprecated since {found.project} "
+            f"{found.deprecated_in}: it is written beside its new name until a release drops it"
+        )
+    instead = found.instead()
+    hint = family_hint(found)
+    if hint:
+        instead += f" ({hint})"
+    key = str(path[-1])
+    replacement = found.replacement
+    if key == "seriesQuery":
+        # The rule's name.matches and metricsQuery may name the series too: by hand.
+        plan = None
+        fix = (
+            f"# in seriesQuery, and in name.matches and metricsQuery where they name it:\n"
+            f"# {found.name} -> {replacement or instead}"
+        )
+    elif replacement and " " not in replacement and "\n" not in written:
+        text = written.replace(found.name, replacement)
+        plan = edits.unsafe(edits.Replace(document, path, _quoted(text)))
+        fix = f"{key}: {_quoted(text)}"
+    else:
+        plan = None
+        fix = f"# {found.name}: {instead}"
+    return ctx.finding(document, path, f"{what}; {instead}.", fix, plan=plan)
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
