@@ -1,9 +1,10 @@
 """A query or metric names a serving metric its project removed or renamed.
 
 ## What it checks
-The series names written in prometheus-adapter rules (``seriesQuery``), KEDA prometheus
-trigger queries (including ``{__name__=~"..."}``) and HPA ``Pods``/``Object``/``External``
-metric names (GKE's ``prometheus.googleapis.com|<name>|gauge`` form included) against the
+The series names an autoscaler reads: a KEDA ScaledObject's prometheus trigger queries
+(including ``{__name__=~"..."}``), an HPA's ``Pods``/``Object``/``External`` metric names
+(GKE's ``prometheus.googleapis.com|<name>|gauge`` form included) and the ``seriesQuery`` of
+the prometheus-adapter rules that serve them, against the
 catalog of renamed serving metrics (``gpulint.metrics.serving``), each with the release that
 changed it and the name to use instead:
 
@@ -45,12 +46,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
+    HPA,
     Context,
     Document,
     Finding,
     Inventory,
     Path,
     Rename,
+    ScaledObject,
     Severity,
     abbreviated,
     canonical_metric_name,
@@ -58,7 +61,6 @@ from gpulint.ruleapi import (
     family_hint,
     is_generated,
     metric_names_in_query,
-    prometheus_triggers,
     renamed,
     selectors_in_query,
 )
@@ -66,33 +68,32 @@ from gpulint.ruleapi import (
 ID = "GL410"
 NAME = "serving-metric-renamed"
 SEVERITY = Severity.WARNING
-SCOPE = "inventory"
+SCOPE = "autoscaler"
 STAGES = ("prometheus",)
 FIXES = ("unsafe",)
 
 
-def check(inventory: Inventory, _: Inventory, ctx: Context) -> Iterator[Finding]:
-    for rule in inventory.adapter_rules():
-        query = rule.series_query
-        if query:
-            yield from _names(
-                rule.document, (*rule.path, "seriesQuery"), query, "its seriesQuery", ctx
-            )
-    views = [*inventory.scaled_objects, *inventory.items_of("scaledjob")]
-    for trigger in prometheus_triggers(views):
-        query = trigger.query
-        if query and not is_generated(trigger.manifest):
-            yield from _names(trigger.manifest, trigger.query_path, query, "its query", ctx)
-    for hpa in inventory.hpas:
-        if is_generated(hpa.manifest):
+def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
+    if is_generated(view.manifest):
+        return
+    if isinstance(view, ScaledObject):
+        for trigger in view.prometheus_triggers:
+            if trigger.query:
+                yield from _names(
+                    trigger.manifest, trigger.query_path, trigger.query, "its query", ctx
+                )
+        return
+    for metric in view.metrics:
+        if not metric.is_custom or not metric.name:
             continue
-        for metric in hpa.metrics:
-            if metric.is_custom and metric.name:
-                found = renamed(canonical_metric_name(metric.name))
-                if found is not None:
-                    yield _finding(
-                        hpa.manifest, metric.name_path, found, "the metric", metric.name, ctx
-                    )
+        found = renamed(canonical_metric_name(metric.name))
+        if found is not None:
+            yield _finding(view.manifest, metric.name_path, found, "the metric", metric.name, ctx)
+        # The adapter rules that serve it (one finding per rule: the runner keeps one of each).
+        for rule in inventory.rules_exposing(metric.name, metric.api, view.manifest):
+            if rule.series_query:
+                path = (*rule.path, "seriesQuery")
+                yield from _names(rule.document, path, rule.series_query, "its seriesQuery", ctx)
 
 
 def _names(
