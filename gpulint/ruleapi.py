@@ -82,12 +82,14 @@ from gpulint.engine.rule import (
     related,
 )
 from gpulint.engine.scopes import PodOwner
+from gpulint.engine.versions import Release, Versions
 from gpulint.input.document import (
     Document,
     Manifest,
     Path,
     as_dict,
     as_list,
+    dig,
     plain_data,
     yaml_text,
 )
@@ -110,7 +112,7 @@ from gpulint.kinds.hpa import (
     scale_down_fix,
     scale_up_fix,
 )
-from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.keda import HPA_OWNERSHIP_VALIDATION, ScaledObject, prometheus_triggers
 from gpulint.kinds.knative import (
     CONFIGURATION_LABEL,
     KNATIVE_SERVING_GROUP,
@@ -152,6 +154,7 @@ from gpulint.kinds.triggers import PrometheusTrigger
 from gpulint.kinds.view import AdapterMetric, KindView, generated_by, generator_of, is_generated
 from gpulint.kinds.vpa import PDB_KIND, RESIZABLE, UPDATER_MIN_REPLICAS, VPA, budgets_covering
 from gpulint.kinds.workload import (
+    ClaimedGpu,
     Container,
     GpuRequest,
     PodTemplate,
@@ -166,8 +169,10 @@ from gpulint.metrics.promql import (
     outermost_aggregations,
     placed_aggregations,
     reads_no_series,
+    selectors_in_query,
     top_level_text,
 )
+from gpulint.metrics.serving import Rename, family_hint, from_the_pods, renamed
 
 if TYPE_CHECKING:
     from gpulint.chain.gpusum import ONE_GPU_MAX, gpus_per_pod, gpus_summed, summed_gpu_series
@@ -375,6 +380,7 @@ __all__ = [
     "HPA",
     "HPA_CLASS",
     "HPA_KIND",
+    "HPA_OWNERSHIP_VALIDATION",
     "INT32_MAX",
     "KNATIVE",
     "KNATIVE_CLASS_ANNOTATION",
@@ -416,6 +422,7 @@ __all__ = [
     "AdapterRule",
     "Answer",
     "Autoscaler",
+    "ClaimedGpu",
     "ClusterSnapshot",
     "Component",
     "Container",
@@ -458,6 +465,8 @@ __all__ = [
     "QueryCheck",
     "Reading",
     "Related",
+    "Release",
+    "Rename",
     "Replayed",
     "ResolvedTarget",
     "RevisionAutoscaling",
@@ -473,6 +482,7 @@ __all__ = [
     "TargetRef",
     "TriggerEvidence",
     "Verdict",
+    "Versions",
     "abbreviated",
     "ago",
     "annotation_text",
@@ -491,6 +501,7 @@ __all__ = [
     "dcgm_labels",
     "dcgm_series_read",
     "dcgm_targets",
+    "dig",
     "edits",
     "endpoint_problems",
     "enough_history",
@@ -498,9 +509,11 @@ __all__ = [
     "exporter_pods",
     "external_class_fix",
     "failing_poll",
+    "family_hint",
     "float_text",
     "format_duration",
     "format_number",
+    "from_the_pods",
     "generated_by",
     "generated_hpa_metrics",
     "generator_of",
@@ -543,10 +556,12 @@ __all__ = [
     "placement_problems",
     "plain_data",
     "prometheus_address",
+    "prometheus_triggers",
     "querytemplate",
     "ratio_target_fix",
     "reads_no_series",
     "related",
+    "renamed",
     "render_resource_template",
     "requested_metric_name",
     "revision_autoscalers",
@@ -559,6 +574,7 @@ __all__ = [
     "scale_up_fix",
     "seen_over",
     "selection_problem",
+    "selectors_in_query",
     "sent_to",
     "series_labels",
     "short_history",

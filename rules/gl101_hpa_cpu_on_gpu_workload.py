@@ -48,11 +48,17 @@ spec:
       metric: {name: DCGM_FI_DEV_GPU_UTIL}   # exposed by prometheus-adapter
       target: {type: AverageValue, averageValue: "70"}
 ```
-Keep the CPU metric next to the GPU one if you like: the HPA takes the largest proposal.
+Keep the CPU metric next to the GPU one if you like, the HPA takes the largest proposal,
+provided every container of the pods (sidecars included) requests CPU, or the pod sets a
+pod-level CPU request (Kubernetes 1.34 and later): otherwise the CPU metric has no value, and a
+failing metric blocks every scale-down of the HPA (GL118).
 
 ## References
 - Kubernetes autoscaling/v2 defaults.go: no metrics means CPU 80% utilization.
 - Kubernetes HPA docs, "Scaling on multiple metrics".
+- kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go
+  ``calculatePodRequests`` (sidecars counted since kubernetes/kubernetes#120001, pod-level
+  requests since #132430).
 - Kubernetes docs, "Dynamic Resource Allocation"; kubernetes/api resource/v1/types.go.
 """
 

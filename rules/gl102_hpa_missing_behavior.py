@@ -8,7 +8,10 @@ KEDA copies ``spec.advanced.horizontalPodAutoscalerConfig.behavior`` into the HP
 without it that HPA has Kubernetes' defaults. It also reports a scale-down whose stabilization
 window is shorter than ``min-scale-down-stabilization-seconds`` (60 s by default), in an HPA's
 ``behavior`` and in a ScaledObject's alike; a scale-down that sets ``selectPolicy: Disabled``
-is left alone. Autoscalers that cannot scale out are not
+is left alone, and so is a ScaledObject KEDA's annotations pause
+(``autoscaling.keda.sh/paused`` or ``paused-replicas``: KEDA does not scale it;
+``paused-scale-in``/``paused-scale-out``: KEDA disables that direction of its HPA, so only the
+other is judged). Autoscalers that cannot scale out are not
 judged: ``minReplicas`` equal to ``maxReplicas``, or at most one replica (KEDA's 0 to 1 is its
 activation, not its HPA's). HPAs that KEDA, KServe or Knative generated (found in cluster
 dumps) are not judged either: their behavior comes from their owner.
@@ -266,18 +269,24 @@ KEDA_BEHAVIOR: Path = ("spec", "advanced", "horizontalPodAutoscalerConfig", "beh
 def _check_scaled_object(
     scaled: ScaledObject, target: str, resources: str, links: list[Related], ctx: Context
 ) -> Iterator[Finding]:
-    """KEDA's HPA gets the ScaledObject's advanced.horizontalPodAutoscalerConfig.behavior."""
+    """KEDA's HPA gets the ScaledObject's advanced.horizontalPodAutoscalerConfig.behavior; a
+    direction KEDA's pause annotations disable has no behavior to judge."""
     behavior = scaled.behavior
-    if is_unknown(behavior):
+    pause = scaled.pause
+    if is_unknown(behavior) or pause.scaling:
         return
     directions: dict[str, Any] = behavior if isinstance(behavior, dict) else {}
     wanted = {
-        "scaleUp": ctx.options.get("report-missing-scale-up", True) is not False,
-        "scaleDown": ctx.options.get("report-missing-scale-down", True) is not False,
+        "scaleUp": ctx.options.get("report-missing-scale-up", True) is not False
+        and not pause.scale_out,
+        "scaleDown": ctx.options.get("report-missing-scale-down", True) is not False
+        and not pause.scale_in,
     }
     missing = [d for d in ("scaleUp", "scaleDown") if directions.get(d) is None and wanted[d]]
     if missing:
         yield _missing_keda_directions(scaled, target, resources, links, ctx, missing)
+    if pause.scale_in:
+        return  # KEDA sets scaleDown.selectPolicy: Disabled (controllers/keda/hpa.go)
     yield from _short_window(
         scaled.manifest,
         f"KEDA ScaledObject {scaled.name}",

@@ -18,8 +18,11 @@ tutorial's "scale on queue depth instead"), and a note says the check did not ru
 An HPA of yours that has the very name of the HPA KServe (or KEDA) generates is reported as
 well: the controller takes it over and overwrites its spec. HPAs that KEDA, KServe or Knative
 created themselves (ownerReference or the ``scaledobject.keda.sh/name`` label) count through
-their owner, and an HPA that a ScaledObject adopts with
-``scaledobject.keda.sh/transfer-hpa-ownership`` is not a second claimant. Each of your
+their owner, and an HPA that a ScaledObject adopts is not a second claimant: the ScaledObject
+names it in ``advanced.horizontalPodAutoscalerConfig.name`` and carries
+``scaledobject.keda.sh/transfer-hpa-ownership: "true"``, or the HPA carries
+``validations.keda.sh/hpa-ownership: "false"``, which KEDA's webhook honours by leaving it out
+of its check (KEDA then updates that HPA as its own). Each of your
 autoscalers in the group gets a finding at its ``scaleTargetRef`` naming all the others.
 
 ## Why is this bad?
@@ -65,7 +68,10 @@ written, and deletes the others (a file left with no document is deleted).
 - Kubernetes HPA docs, "Scaling on multiple metrics": the largest proposal wins.
 - kserve hpa_reconciler.go (HPA named after the component), keda_reconciler.go; KServe docs
   "Disable HPA in Raw Deployment" (``serving.kserve.io/autoscalerClass: external``).
-- kedacore/keda controllers/keda/hpa.go (``keda-hpa-<name>``); kedacore/keda#4683, #5825.
+- kedacore/keda controllers/keda/hpa.go (``keda-hpa-<name>``); kedacore/keda#4683, #5825;
+  apis/keda/v1alpha1/scaledobject_webhook.go ``verifyHpas`` and scaledobject_types.go
+  (``ValidationsHpaOwnershipAnnotation``, ``ScaledObjectTransferHpaOwnershipAnnotation``) at
+  kedacore/keda@8b4f083.
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ from typing import Any, NamedTuple
 
 from gpulint.ruleapi import (
     HPA,
+    HPA_OWNERSHIP_VALIDATION,
     KSERVE_CLASS_ANNOTATION,
     RESOURCE_METRIC_TYPES,
     Autoscaler,
@@ -182,6 +189,17 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
         if a.kind == "ScaledObject"
         and (so := _scaled_object(a.manifest, inventory)) is not None
         and so.adopts_hpa
+    }
+    # An HPA that opts out of KEDA's ownership check, named by a ScaledObject as its HPA:
+    # KEDA admits the ScaledObject and takes that HPA over (scaledobject_webhook.go verifyHpas).
+    named_by_keda = {(_namespace(a, group), a.hpa_name) for a in claims if a.kind == "ScaledObject"}
+    adopted |= {
+        (_namespace(a, group), a.manifest.name)
+        for a in claims
+        if a.kind == HPA_KIND
+        # exactly "false": the webhook compares the string as written
+        and a.manifest.annotations.get(HPA_OWNERSHIP_VALIDATION) == "false"
+        and (_namespace(a, group), a.manifest.name) in named_by_keda
     }
     claims = [
         a

@@ -48,8 +48,8 @@ autoscaling.knative.dev/target: "70"
 ## References
 - knative/serving pkg/reconciler/configuration/resources/revision.go (``<configuration>-%05d``)
   and pkg/reconciler/revision/resources/names/names.go (``<revision>-deployment``).
-- knative/serving pkg/reconciler/autoscaling/kpa/scaler.go: KPA patches the revision
-  Deployment's replicas.
+- knative/serving pkg/reconciler/autoscaling/kpa/scaler.go: KPA writes the revision
+  Deployment's replicas (through ``/scale`` since knative-v1.22.0, knative/serving#16540).
 - Knative docs, "Supported autoscaler types" (KPA and HPA classes).
 """
 

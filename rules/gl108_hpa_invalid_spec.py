@@ -4,7 +4,9 @@
 The spec-level validation of the Kubernetes API server (pkg/apis/autoscaling/validation):
 
 * ``minReplicas`` must be an integer >= 1; 0 is accepted only with the ``HPAScaleToZero``
-  feature gate (alpha, off by default) and only if the HPA has an Object or External metric;
+  feature gate and only if the HPA has an Object or External metric. The gate is alpha and
+  off by default from Kubernetes 1.16 to 1.36, beta and on by default from 1.37
+  (kubernetes/kubernetes#139648), so the verdict follows ``kubernetes-version``;
 * ``maxReplicas`` must be present, an integer >= 1 and >= ``minReplicas``;
 * both are 32-bit integers: a number beyond 2147483647 (or written with more digits than
   any number Kubernetes reads, ``0xfff...``) is out of range;
@@ -12,7 +14,11 @@ The spec-level validation of the Kubernetes API server (pkg/apis/autoscaling/val
 * in ``behavior.scaleUp`` / ``behavior.scaleDown``: ``stabilizationWindowSeconds`` in 0..3600,
   ``selectPolicy`` one of ``Max``, ``Min``, ``Disabled``, ``tolerance`` a quantity >= 0, and
   ``policies`` not an empty list; each policy has ``type`` ``Pods`` or ``Percent``, an integer
-  ``value`` > 0 and ``periodSeconds`` in 1..1800.
+  ``value`` > 0 and ``periodSeconds`` in 1..1800;
+* ``tolerance`` on a Kubernetes release that ignores it (``kubernetes-version``): it is
+  alpha in 1.33 and 1.34, where the gate is off by default and the API server drops the
+  field without a word (a warning), and unknown before 1.33, where ``kubectl apply`` refuses
+  it; from 1.35 it is on by default (KEP-4951).
 
 Policies are validated after defaulting: leaving ``policies`` out gets Kubernetes' default
 policies, but an explicit ``policies: []`` is kept and rejected. Values that are still template
@@ -49,16 +55,25 @@ spec:
 
 ## Options
 ``scale-to-zero-gate`` says whether your clusters run with the ``HPAScaleToZero`` feature gate.
-With the default (true) ``minReplicas: 0`` is accepted when an Object or External metric is
-present, as the API server does with the gate on; set it to false to report every
-``minReplicas: 0``.
+Unset (the default), it follows ``kubernetes-version`` in ``.gpulint.yaml``: on from
+Kubernetes 1.37, off before. Set it to true for clusters that turn the alpha gate on, or to
+false for clusters that turn the beta gate off; with the gate on, ``minReplicas: 0`` is
+accepted when an Object or External metric is present, as the API server does.
 
 ## References
 - Kubernetes pkg/apis/autoscaling/validation/validation.go: ``validateHorizontalPodAutoscaler
   Spec``, ``validateScalingRules``, ``validateScalingPolicy`` (MaxStabilizationWindowSeconds
   3600, MaxPeriodSeconds 1800).
 - Kubernetes pkg/apis/autoscaling/v2/defaults.go: policies are defaulted only when nil.
-- Kubernetes feature gates: HPAScaleToZero (alpha).
+- KEP-4951 (kubernetes/enhancements keps/sig-autoscaling/4951-configurable-hpa-tolerance):
+  HPAConfigurableTolerance alpha 1.33, beta and on by default 1.35
+  (kubernetes/kubernetes#133128, kubernetes/website#52981), GA 1.37 (#140107); with the gate
+  off, pkg/registry/autoscaling/horizontalpodautoscaler/strategy.go ``dropDisabledFields``
+  clears it.
+- Kubernetes feature gates: HPAScaleToZero, alpha from 1.16, beta and on by default from
+  1.37 (kubernetes/kubernetes#139648, pkg/features/kube_features.go; the blog post
+  kubernetes/website#56290); KEP-2021 (kubernetes/enhancements@64765b4:
+  keps/sig-autoscaling/2021-scale-from-zero/kep.yaml).
 """
 
 from __future__ import annotations
@@ -74,7 +89,9 @@ from gpulint.ruleapi import (
     Inventory,
     OversizedNumber,
     Path,
+    Release,
     Severity,
+    Versions,
     abbreviated,
     edits,
     int32_out_of_range,
@@ -93,12 +110,18 @@ STAGES = ("autoscaler",)
 
 OPTIONS = {
     "scale-to-zero-gate": {
-        "type": "boolean",
-        "default": True,
-        "description": "the clusters enable the alpha HPAScaleToZero feature gate, so "
-        "minReplicas: 0 is valid with an Object or External metric",
+        "type": ["boolean", "null"],
+        "default": None,
+        "description": "the clusters run with the HPAScaleToZero feature gate, so "
+        "minReplicas: 0 is valid with an Object or External metric (unset: as "
+        "kubernetes-version says, on from 1.37)",
     },
 }
+# HPAScaleToZero is beta and on by default from this release (kubernetes/kubernetes#139648).
+SCALE_TO_ZERO_DEFAULT_ON = Release(1, 37)
+# behavior.*.tolerance (KEP-4951): alpha in 1.33, beta and on by default from 1.35
+# (kubernetes/kubernetes#133128, kubernetes/website#52981), GA in 1.37 (#140107).
+TOLERANCE_ALPHA, TOLERANCE_DEFAULT_ON = Release(1, 33), Release(1, 35)
 
 MAX_STABILIZATION_WINDOW_SECONDS = 3600
 MAX_PERIOD_SECONDS = 1800
@@ -156,15 +179,15 @@ def _written(value: Any, rule: str) -> str:
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if is_generated(hpa.manifest):
         return
-    yield from _replicas(hpa, ctx)
+    yield from _replicas(hpa, ctx, inventory.settings.versions)
     yield from _target_ref(hpa, ctx)
     if hpa.version in ("v2", "v2beta2"):  # the versions that have behavior
-        yield from _behavior(hpa, ctx)
+        yield from _behavior(hpa, ctx, inventory.settings.versions)
 
 
-def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
+def _replicas(hpa: HPA, ctx: Context, versions: Versions) -> Iterator[Finding]:
     name = abbreviated(hpa.name)
-    minimum, problem = _min_replicas(hpa, name, ctx)
+    minimum, problem = _min_replicas(hpa, name, ctx, versions)
     if problem is not None:
         yield problem
     problem = _max_replicas(hpa, name, minimum, ctx)
@@ -172,7 +195,9 @@ def _replicas(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         yield problem
 
 
-def _min_replicas(hpa: HPA, name: str, ctx: Context) -> tuple[int | None, Finding | None]:
+def _min_replicas(
+    hpa: HPA, name: str, ctx: Context, versions: Versions
+) -> tuple[int | None, Finding | None]:
     """The minimum the HPA keeps (None: unknown or refused) and the finding refusing it."""
     raw_min = hpa.min_replicas
     if raw_min is None:
@@ -199,17 +224,15 @@ def _min_replicas(hpa: HPA, name: str, ctx: Context) -> tuple[int | None, Findin
             ),
         )
     scales_on_objects = any(m.type in ("Object", "External") for m in hpa.metrics)
-    if raw_min > 0 or (raw_min == 0 and scales_on_objects and _gate(ctx)):
+    gate_on, gate = _gate(ctx, versions)
+    if raw_min > 0 or (raw_min == 0 and scales_on_objects and gate_on):
         return raw_min, None
     if raw_min == 0 and scales_on_objects:
-        why = (
-            "It needs the alpha HPAScaleToZero feature gate, which is off unless the "
-            "cluster turns it on (option scale-to-zero-gate is false)"
-        )
+        why = f"It needs the HPAScaleToZero feature gate, and {gate}"
     elif raw_min == 0:
         why = (
-            "It is accepted only with the alpha HPAScaleToZero feature gate and at least "
-            "one Object or External metric, and this HPA has none"
+            "It is accepted only with at least one Object or External metric (and the "
+            "HPAScaleToZero feature gate), and this HPA has none"
         )
     else:
         why = "It must be greater than or equal to 1"
@@ -291,8 +314,19 @@ def _max_replicas(hpa: HPA, name: str, minimum: int | None, ctx: Context) -> Fin
     )
 
 
-def _gate(ctx: Context) -> bool:
-    return ctx.options.get("scale-to-zero-gate", True) is not False
+def _gate(ctx: Context, versions: Versions) -> tuple[bool, str]:
+    """Is HPAScaleToZero on, and (when it is off) why gpulint takes it so."""
+    option = ctx.options.get("scale-to-zero-gate")
+    if option is not None:
+        return option is not False, "option scale-to-zero-gate is false"
+    if versions.kubernetes >= SCALE_TO_ZERO_DEFAULT_ON:
+        return True, ""
+    hint = versions.setting_hint("kubernetes")
+    return False, (
+        f"the clusters run {versions.named('kubernetes')}{' ' + hint if hint else ''}, where "
+        f"it is alpha and off by default (on by default from {SCALE_TO_ZERO_DEFAULT_ON}; set "
+        "option scale-to-zero-gate: true if they turn it on)"
+    )
 
 
 def _target_ref(hpa: HPA, ctx: Context) -> Iterator[Finding]:
@@ -324,25 +358,25 @@ def _target_ref(hpa: HPA, ctx: Context) -> Iterator[Finding]:
         )
 
 
-def _behavior(hpa: HPA, ctx: Context) -> Iterator[Finding]:
+def _behavior(hpa: HPA, ctx: Context, versions: Versions) -> Iterator[Finding]:
     behavior = hpa.spec.get("behavior")
     if not isinstance(behavior, dict):
         return
     for direction in ("scaleUp", "scaleDown"):
         rules = behavior.get(direction)
         if isinstance(rules, dict) and not is_unknown(rules):
-            yield from _scaling_rules(hpa, ctx, direction, rules)
+            yield from _scaling_rules(hpa, ctx, direction, rules, versions)
 
 
 def _scaling_rules(
-    hpa: HPA, ctx: Context, direction: str, rules: dict[str, Any]
+    hpa: HPA, ctx: Context, direction: str, rules: dict[str, Any], versions: Versions
 ) -> Iterator[Finding]:
     base: Path = ("spec", "behavior", direction)
     where = f"HorizontalPodAutoscaler {abbreviated(hpa.name)}: behavior.{direction}"
     for problem in (
         _window(hpa, ctx, base, where, rules.get("stabilizationWindowSeconds")),
         _select_policy(hpa, ctx, base, where, rules.get("selectPolicy")),
-        _tolerance(hpa, ctx, base, where, rules.get("tolerance")),
+        _tolerance(hpa, ctx, base, where, rules.get("tolerance"), versions),
     ):
         if problem is not None:
             yield problem
@@ -406,12 +440,14 @@ def _select_policy(hpa: HPA, ctx: Context, base: Path, where: str, select: Any) 
     )
 
 
-def _tolerance(hpa: HPA, ctx: Context, base: Path, where: str, tolerance: Any) -> Finding | None:
+def _tolerance(
+    hpa: HPA, ctx: Context, base: Path, where: str, tolerance: Any, versions: Versions
+) -> Finding | None:
     if tolerance is None or is_unknown(tolerance):
         return None
     quantity = try_quantity(tolerance)
     if quantity is not None and quantity.value >= 0:
-        return None
+        return _tolerance_release(hpa, ctx, base, where, versions)
     return ctx.finding(
         hpa.manifest,
         (*base, "tolerance"),
@@ -419,6 +455,45 @@ def _tolerance(hpa: HPA, ctx: Context, base: Path, where: str, tolerance: Any) -
         + _written(tolerance, "a quantity greater than or equal to zero"),
         'tolerance: "0.1"   # the controller default: 10%',
         plan=_set(hpa, (*base, "tolerance"), '"0.1"'),
+    )
+
+
+def _tolerance_release(
+    hpa: HPA, ctx: Context, base: Path, where: str, versions: Versions
+) -> Finding | None:
+    """A valid tolerance on a Kubernetes release where it does nothing: before 1.35 the
+    HPAConfigurableTolerance gate is off by default and the API server drops the field
+    (strategy.go ``dropDisabledFields``); before 1.33 the field does not exist."""
+    release = versions.kubernetes
+    if release >= TOLERANCE_DEFAULT_ON:
+        return None
+    hint = versions.setting_hint("kubernetes")
+    runs = f"{versions.named('kubernetes')}{' ' + hint if hint else ''}"
+    if release >= TOLERANCE_ALPHA:
+        text = (
+            f"{where}.tolerance does nothing on {runs}. The HPAConfigurableTolerance "
+            f"feature gate is alpha and off by default before Kubernetes {TOLERANCE_DEFAULT_ON}, "
+            "and with it off the API server drops the field without a word, so the "
+            "controller keeps its cluster-wide tolerance (--horizontal-pod-autoscaler-"
+            "tolerance, 10%)."
+        )
+        severity = Severity.WARNING
+    else:
+        text = (
+            f"{where}.tolerance is a field {runs} does not know: it appears in Kubernetes "
+            f"{TOLERANCE_ALPHA} (alpha) and is on by default from {TOLERANCE_DEFAULT_ON}. "
+            "kubectl apply refuses the unknown field (strict field validation) and other "
+            "clients have it dropped, so the controller keeps its cluster-wide tolerance."
+        )
+        severity = None
+    return ctx.finding(
+        hpa.manifest,
+        (*base, "tolerance"),
+        text,
+        f"# delete tolerance, or set kubernetes-version if the clusters run "
+        f"{TOLERANCE_DEFAULT_ON} or later (or turn HPAConfigurableTolerance on)",
+        severity=severity,
+        plan=edits.safe(edits.Delete(hpa.manifest, (*base, "tolerance"))),
     )
 
 

@@ -5,6 +5,10 @@ A HorizontalPodAutoscaler whose ``apiVersion`` is ``autoscaling/v2beta1`` (not s
 Kubernetes 1.25) or ``autoscaling/v2beta2`` (not served since 1.26). HPAs that KEDA, KServe or
 Knative generated (in a cluster dump read through an old version) are left to their owners.
 
+The verdict follows ``kubernetes-version`` in ``.gpulint.yaml`` (default: the newest
+release): on a release that still serves the version, the finding is a warning that the
+upgrade to the release that removes it will fail.
+
 ## Why is this bad?
 The API server of a current cluster does not know these versions: ``kubectl apply`` stops with
 ``no matches for kind "HorizontalPodAutoscaler" in version "autoscaling/v2beta2"`` and a Helm
@@ -55,6 +59,7 @@ from gpulint.ruleapi import (
     Context,
     Finding,
     Inventory,
+    Release,
     Severity,
     edits,
     is_generated,
@@ -69,7 +74,7 @@ FIXES = ("safe",)
 STAGES = ("autoscaler",)
 
 # The last Kubernetes minor release that served each version is the one before these.
-NOT_SERVED_SINCE = {"v2beta1": "1.25", "v2beta2": "1.26"}
+NOT_SERVED_SINCE = {"v2beta1": Release(1, 25), "v2beta2": Release(1, 26)}
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -77,12 +82,24 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if since is None or is_generated(hpa.manifest):
         return
     api_version = hpa.manifest.api_version
-    message = (
-        f"HorizontalPodAutoscaler {hpa.name} is written in {api_version}, which Kubernetes "
-        f"stopped serving in {since}. Applying it fails with "
-        f'\'no matches for kind "HorizontalPodAutoscaler" in version "{api_version}"\' and the '
-        "workload is left without an autoscaler."
-    )
+    versions = inventory.settings.versions
+    failure = f'\'no matches for kind "HorizontalPodAutoscaler" in version "{api_version}"\''
+    severity = None
+    if versions.kubernetes >= since:
+        message = (
+            f"HorizontalPodAutoscaler {hpa.name} is written in {api_version}, which Kubernetes "
+            f"stopped serving in {since}. Applying it fails with {failure} and the workload "
+            "is left without an autoscaler."
+        )
+    else:
+        hint = versions.setting_hint("kubernetes")
+        message = (
+            f"HorizontalPodAutoscaler {hpa.name} is written in {api_version}, which "
+            f"{versions.named('kubernetes')}{' ' + hint if hint else ''} still serves but "
+            f"Kubernetes {since} no longer does. After that upgrade, applying it fails with "
+            f"{failure} and the workload is left without an autoscaler."
+        )
+        severity = Severity.WARNING
     api = edits.Replace(hpa.manifest, ("apiVersion",), "autoscaling/v2")
     converted = hpa.metrics_in_v2()
     if hpa.version == "v2beta2" or not converted:
@@ -97,4 +114,4 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
             "# and spec.metrics in the v2 shape (the other fields stay as they are):\n" + spec
         )
         plan = edits.safe(api, edits.Set(hpa.manifest, ("spec", "metrics"), converted))
-    yield ctx.finding(hpa.manifest, ("apiVersion",), message, fix, plan=plan)
+    yield ctx.finding(hpa.manifest, ("apiVersion",), message, fix, plan=plan, severity=severity)

@@ -10,8 +10,9 @@ InferenceService must be in the input; without it gpulint cannot know the class.
 
 ## Why is this bad?
 The KPA does not go through an HPA: every 2 seconds it computes the replicas a revision
-needs from request concurrency (or rps) and patches ``spec.replicas`` of the revision's
-Deployment directly. An HPA on the same Deployment writes ``spec.replicas`` from its own
+needs from request concurrency (or rps) and writes the replicas of the revision's
+Deployment directly (through the ``/scale`` subresource since knative 1.22, a JSON patch of
+``spec.replicas`` before). An HPA on the same Deployment writes ``spec.replicas`` from its own
 metric every 15 seconds. The two never agree, so the replica count flaps between their
 answers: GPU pods are started and killed over and over, each paying the model load. When the
 KPA scales the revision to zero, the HPA stops with ``ScalingActive=False``. (That the
@@ -47,8 +48,9 @@ spec:
 For a KServe InferenceService put the same annotations on its ``metadata.annotations``.
 
 ## References
-- knative/serving pkg/reconciler/autoscaling/kpa/scaler.go (patches the Deployment's
-  replicas); pkg/autoscaler/scaling/multiscaler.go (2 s tick).
+- knative/serving pkg/reconciler/autoscaling/kpa/scaler.go (``applyScale``: the Deployment's
+  replicas, through ``/scale`` since knative/serving#16540, knative-v1.22.0);
+  pkg/autoscaler/scaling/multiscaler.go (2 s tick).
 - Knative docs, "Supported autoscaler types".
 - kserve pkg/controller/v1alpha1/utils/utils.go ``SetAutoScalingAnnotations`` (KPA unless
   the InferenceService sets a class).
@@ -117,8 +119,8 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             ref.path,
             f"{autoscaler.describe()} scales Deployment {ref.name}, which Knative's KPA scales "
             f"too. The Deployment is a revision of {found.description}, whose revisions are "
-            f"scaled by the {settings.describe_class()}: the KPA patches the Deployment's "
-            f"spec.replicas itself every 2 seconds from {metric}, the {kind} sets it from its "
+            f"scaled by the {settings.describe_class()}: the KPA writes the Deployment's "
+            f"replicas itself every 2 seconds from {metric}, the {kind} sets them from its "
             f"own metric every 15 seconds, so the replica count flaps between the two and "
             f"{pods} are started and killed over and over.",
             hpa_class_fix(

@@ -12,6 +12,9 @@ and ``scaleTarget`` to the metric and target annotations):
   ``memory``) and an ``autoscaling.knative.dev/target`` that is fractional, not a number, or
   missing.
 
+A revision that names no class has the cluster's default: KPA, unless a ``config-autoscaler``
+ConfigMap in the input sets ``pod-autoscaler-class`` (knative/serving
+config/core/configmaps/autoscaler.yaml), as clusters that run the HPA class by default do.
 Third-party autoscaler classes are left alone, as Knative does.
 
 ## Why is this bad?

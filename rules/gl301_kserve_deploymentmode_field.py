@@ -187,7 +187,7 @@ def _fix(
     version = inventory.settings.kserve_version
     meant = value if isinstance(value, str) and value in MODE_VALUES else STANDARD
     mode = mode_spelling(meant, version)
-    note = f"   # {mode_note(version)}"
+    note = f"   # {mode_note(version, inventory.settings.versions.defaulted('kserve'))}"
     line = f"{MODE_ANNOTATION}: {mode}{note}"
     if switch:
         return f"{standard_mode_fix(isvc, inventory, line)}\n# and delete {written}"

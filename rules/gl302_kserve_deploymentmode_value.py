@@ -4,12 +4,11 @@
 The value of ``serving.kserve.io/deploymentMode`` on a ``serving.kserve.io``
 InferenceService. KServe knows ``Standard``, ``Knative`` and ``ModelMesh``, and the
 deprecated aliases ``RawDeployment`` and ``Serverless``, spelled exactly so. Any other value
-(``Raw``, ``rawDeployment``, ``serverless``, ``""`` ...) is an error. With ``kserve.version``
-in ``.gpulint.yaml``, the names are judged against it: ``Standard``/``Knative`` on KServe
-before 0.16 are errors (that KServe does not know them), ``RawDeployment``/``Serverless``
-from 0.16 on are reported at info level. Without it, both spellings pass, and fixes write
-the old names, which every release accepts. Templated values (``{{ .Values.mode }}``) are
-not judged.
+(``Raw``, ``rawDeployment``, ``serverless``, ``""`` ...) is an error. The names are judged
+against ``kserve.version`` in ``.gpulint.yaml`` (default: the newest KServe, 0.20):
+``Standard``/``Knative`` on KServe before 0.16 are errors (that KServe does not know them),
+``RawDeployment``/``Serverless`` from 0.16 on are reported at info level, and fixes write
+the names of that release. Templated values (``{{ .Values.mode }}``) are not judged.
 
 ## Why is this bad?
 KServe compares the value case-sensitively and, when it does not recognize it, silently
@@ -81,6 +80,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
     if value is None or is_unknown(value):
         return
     version = inventory.settings.kserve_version
+    note = mode_note(version, inventory.settings.versions.defaulted("kserve"))
     path = ("metadata", "annotations", MODE_ANNOTATION)
     configmap = inventory.kserve_mode_source()
     links = [related(configmap, ("data", "deploy"), "cluster default")] if configmap else []
@@ -94,7 +94,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
                 path,
                 f"InferenceService {isvc.name} uses the deprecated deployment mode {value}. "
                 f"KServe 0.16 and later rewrite it to {spelled}, the name to write on "
-                f"{mode_note(version)}.",
+                f"{note}.",
                 f"{MODE_ANNOTATION}: {spelled}",
                 severity=Severity.INFO,
             )
@@ -106,13 +106,13 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             path,
             f"InferenceService {isvc.name} sets deployment mode {value}, which its KServe "
             f"release does not know. The name exists from KServe 0.16, and the clusters run "
-            f"{mode_note(version)}: KServe ignores it without a warning and {source}, so it "
+            f"{note}: KServe ignores it without a warning and {source}, so it "
             f"runs in {isvc.mode} mode.",
             _fix(
                 isvc,
                 inventory,
                 MODE_VALUES[value],
-                f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
+                f"{MODE_ANNOTATION}: {spelled}   # {note}",
             ),
             related=links,
         )
@@ -121,7 +121,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
     meant = ""
     if suggestion:
         written = mode_spelling(suggestion, version)
-        also = f" ({written}: {mode_note(version)})" if written != suggestion else ""
+        also = f" ({written}: {note})" if written != suggestion else ""
         meant = f". Did you mean {suggestion}{also}?"
     spelled = mode_spelling(suggestion or STANDARD, version)
     source = isvc.default_mode_source(configmap)
@@ -135,7 +135,7 @@ def check(isvc: InferenceService, inventory: Inventory, ctx: Context) -> Iterato
             isvc,
             inventory,
             MODE_VALUES.get(suggestion or STANDARD, suggestion or STANDARD),
-            f"{MODE_ANNOTATION}: {spelled}   # {mode_note(version)}",
+            f"{MODE_ANNOTATION}: {spelled}   # {note}",
         ),
         related=links,
     )

@@ -94,10 +94,11 @@ RESOURCE_METRICS = ("cpu", "memory")
 
 def _fix(isvc: InferenceService, inventory: Inventory) -> str:
     version = inventory.settings.kserve_version
+    note = mode_note(version, inventory.settings.versions.defaulted("kserve"))
     mode = mode_spelling(STANDARD, version)
     metric = inventory.served_name(GPU_UTIL, isvc.manifest) or GPU_UTIL
     return (
-        f"metadata:\n  annotations:\n    {MODE_ANNOTATION}: {mode}   # {mode_note(version)}; "
+        f"metadata:\n  annotations:\n    {MODE_ANNOTATION}: {mode}   # {note}; "
         "recreate the InferenceService: the mode cannot change on update\n"
         f"    {KSERVE_CLASS_ANNOTATION}: external   # then add your own HPA on a GPU metric\n"
         "# or stay in Knative mode and scale on a GPU metric:\n"

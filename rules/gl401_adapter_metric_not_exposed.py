@@ -66,9 +66,14 @@ rules:
       matches: "^DCGM_FI_DEV_GPU_UTIL$"
       as: "gpu_utilization"
 ```
-or name the metric ``DCGM_FI_DEV_GPU_UTIL`` in the HPA.
+or name the metric ``DCGM_FI_DEV_GPU_UTIL`` in the HPA. For a new setup, consider a KEDA
+ScaledObject with a ``prometheus`` trigger instead: it queries Prometheus itself, with no
+adapter rule to keep in step, and prometheus-adapter's maintainers propose deprecating the
+adapter in its favour (kubernetes-sigs/prometheus-adapter#701, a field-by-field migration in
+#703; its last release is v0.12.0, 2024).
 
 ## References
+- kubernetes-sigs/prometheus-adapter#701 (open: deprecation in favour of KEDA proposed).
 - kubernetes-sigs/prometheus-adapter pkg/naming/metric_namer.go (``matches``/``as``
   defaults) and docs/config.md ("Naming").
 - prometheus-community/helm-charts charts/prometheus-adapter templates/configmap.yaml (the

@@ -52,6 +52,8 @@ rules:
 ```
 
 ## References
+- kubernetes-sigs/prometheus-adapter#701: its maintainers propose deprecating the adapter in
+  favour of KEDA's prometheus scaler (migration notes in #703).
 - kubernetes-sigs/prometheus-adapter pkg/config/config.go (the schema) and
   pkg/config/loader.go (``yaml.UnmarshalStrict``).
 - pkg/naming/metric_namer.go: "cannot have both an `is` ... and `isNot` ... expression in a

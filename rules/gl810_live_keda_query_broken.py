@@ -13,6 +13,9 @@ headers such as ``Host`` are not sent, and the finding says so). It reports:
   ``values``, no ``value``), or more than one series: KEDA fails with "prometheus query ...
   returned multiple elements" whatever ``ignoreNullValues`` says; the message names the labels
   that set the series apart;
+* one series now, whose labels name a pod (``pod``, ``exported_pod`` ...), for a workload
+  that can run more than one replica: a warning, since the second pod's series makes it
+  several (GL120 says the same offline, from the query);
 * a query Prometheus takes longer to answer than KEDA waits: the trigger's ``timeout`` (a Go
   duration or milliseconds), else ``KEDA_HTTP_DEFAULT_TIMEOUT``, 3000 ms by default. gpulint
   measures from where it runs and waits 2 s more than KEDA would before it gives up (a
@@ -90,6 +93,7 @@ from gpulint.ruleapi import (
     listing,
     metric_names_in_query,
     scale_of,
+    selectors_in_query,
     sent_to,
 )
 
@@ -138,6 +142,10 @@ def _problems(evidence: TriggerEvidence) -> Iterator[tuple[str, str, Severity | 
         if broken is not None:
             why, fix = broken
             yield f"{head}: {why}{context}", fix, None
+        else:
+            per_pod = _one_of_several(evidence, evidence.reading, trigger.query or "")
+            if per_pod is not None:
+                yield f"{head}: {per_pod[0]}{context}", per_pod[1], Severity.WARNING
     slow = _slow(evidence)
     if slow:
         yield (
@@ -200,6 +208,41 @@ def _unreadable(evidence: TriggerEvidence, reading: Reading, query: str) -> tupl
             ),
         )
     return None
+
+
+# Labels that name the pod a series is about (dcgm-exporter's, through honorLabels or not;
+# the pod a model server's series is scraped from).
+POD_LABELS = ("pod", "exported_pod", "pod_name", "kubernetes_pod_name")
+
+
+def _one_of_several(
+    evidence: TriggerEvidence, reading: Reading, query: str
+) -> tuple[str, str] | None:
+    """One series now, but the series of one pod (the answer names it) of a workload that may
+    run more: the first scale-out makes the answer several series (GL120 offline)."""
+    if reading.answer is not Answer.VALUE or reading.count != 1 or not reading.shown:
+        return None
+    sample = reading.shown[0]
+    label = next((k for k in POD_LABELS if sample.label(k)), None)
+    pinned = [
+        m
+        for selector in selectors_in_query(query)
+        for m in selector.matchers
+        if m.label in POD_LABELS and m.op == "="
+    ]
+    if pinned:
+        return None  # the query names the pod: its series stay that pod's
+    owner = evidence.trigger.scaled_object
+    maximum = owner.scaling_range().maximum
+    if label is None or owner.target_ref is None or maximum is None or maximum < 2:
+        return None
+    return (
+        f"the query answers one series now, {code(f'{label}={sample.label(label)!r}', 120)}: "
+        f"one series per pod, and {owner.describe_target()} can run up to {maximum} replicas. "
+        "From the second pod on, KEDA fails every poll with 'prometheus query ... returned "
+        f"multiple elements', so {failing_poll(evidence)}",
+        f"query: {_quoted(f'{_aggregate(query)}({query.strip()})')}   # one value for the workload",
+    )
 
 
 def _aggregate(query: str) -> str:

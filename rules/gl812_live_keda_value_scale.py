@@ -27,6 +27,10 @@ a threshold above an hour of idle load may well be reached at the daily peak. Th
 one value: a ratio never exceeds 1.
 
 ## Why is this bad?
+A ScaledObject with ``advanced.scalingModifiers`` is not judged: KEDA then hands its HPA one
+composite metric, the formula over the triggers' values, against ``scalingModifiers.target``,
+and no trigger's threshold is used (keda-docs 2.20, "scalingModifiers").
+
 KEDA hands the value to the HPA it made as an External metric against ``threshold``. A
 ratio against 70 never reaches it; a target nothing reaches or everything exceeds turns
 autoscaling off in one direction; and a trigger that is never active (the value must be
@@ -95,8 +99,8 @@ REQUIRES = "live"  # runs only with --prometheus
 
 def check(scaled_object: ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     live: LiveSnapshot | None = inventory.live
-    if live is None:
-        return
+    if live is None or scaled_object.scaling_modifiers is not None:
+        return  # KEDA compares the formula's value with scalingModifiers.target instead
     scaling = scaled_object.scaling_range()
     for trigger in scaled_object.prometheus_triggers:
         evidence = live.for_trigger(trigger)

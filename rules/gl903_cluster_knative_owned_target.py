@@ -11,8 +11,9 @@ mistake from the Deployment's name, labels and ownerReferences; in cluster mode 
 Revision-owned ones to this rule.
 
 ## Why is this bad?
-Knative made that Deployment for one revision and scales it itself (the KPA patches its
-replicas, or the HPA class creates its own HPA), so two autoscalers write one replica count.
+Knative made that Deployment for one revision and scales it itself (the KPA writes its
+replicas through ``/scale``, or the HPA class creates its own HPA), so two autoscalers write
+one replica count.
 The next change of the Service's template creates a new revision and a new Deployment:
 traffic moves there, and the autoscaler keeps scaling a Deployment that serves nothing and is
 deleted soon after.
@@ -41,7 +42,8 @@ autoscaling.knative.dev/target: "70"
 ## References
 - knative/serving pkg/reconciler/revision/resources/deploy.go (``MakeDeployment``: the
   controller ownerReference to the Revision).
-- knative/serving pkg/reconciler/autoscaling/kpa/scaler.go (KPA writes the replicas).
+- knative/serving pkg/reconciler/autoscaling/kpa/scaler.go (KPA writes the replicas, through
+  the ``/scale`` subresource since knative-v1.22.0: knative/serving#16540).
 - Knative docs, "Supported autoscaler types".
 """
 

@@ -9,6 +9,10 @@ What it does as kube-apiserver does:
 
 * discovery: ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``, ``/apis/<group>/<version>``;
   a CRD that is not installed is absent from all of them and its paths answer 404;
+* ``/version`` (``major``, ``minor``, ``gitVersion``), and GET of an installed CRD's
+  CustomResourceDefinition (``/apis/apiextensions.k8s.io/v1/customresourcedefinitions/<name>``)
+  with the labels its project's release manifests give it (KEDA's
+  ``app.kubernetes.io/version``, Knative's ``serving.knative.dev/release``, none for KServe);
 * one resourceVersion counter for the whole server (etcd's revision); each write raises it
   and stamps ``metadata.resourceVersion`` (plus ``uid``, ``creationTimestamp``, ``generation``);
 * list, across namespaces or in one: ``labelSelector`` (``=``, ``==``, ``!=``, ``in``,
@@ -132,6 +136,7 @@ BUILTIN = (
     Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
     Resource("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
     Resource("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+    Resource("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", namespaced=False),
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
 )
 CRDS = {
@@ -161,6 +166,14 @@ CRDS = {
         Resource("nvidia.com", "v1", "ClusterPolicy", "clusterpolicies", False, namespaced=False),
     ),
 }
+
+
+# What the projects' release manifests label their CRDs with (gpulint.cluster.versions).
+CRD_LABELS = {
+    "scaledobjects.keda.sh": {"app.kubernetes.io/version": "2.20.2"},
+    "services.serving.knative.dev": {"serving.knative.dev/release": "v1.23.0"},
+}
+CRD_RESOURCE = "customresourcedefinitions.apiextensions.k8s.io"
 
 
 def status(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict:
@@ -300,6 +313,9 @@ class FakeCluster:
         self.bookmark_interval = 5.0
         self.expired_watches = 0  # watches answered with a 410 ERROR event
         self.pause_between_pages: Any = None  # a test hook (path) run before a next page
+        # /version, and the labels of each installed CRD's CustomResourceDefinition.
+        self.version: dict[str, str] = {"major": "1", "minor": "37", "gitVersion": "v1.37.1"}
+        self.crd_labels: dict[str, dict[str, str]] = dict(CRD_LABELS)
 
     # --- writes (what `kubectl apply` would cause) -------------------------------------------
 
@@ -404,6 +420,8 @@ class FakeCluster:
                 self.granted_in[key] = in_namespaces[pair]
             else:
                 self.forbidden.add(key)
+        if ("apiextensions.k8s.io", "customresourcedefinitions") not in everywhere:
+            self.forbidden.add(CRD_RESOURCE)
 
     def apply(self, obj: dict) -> dict:
         """Create, or replace what exists (status included, as a test setting it wants)."""
@@ -616,6 +634,10 @@ class KubeFake:
         self, request: web.Request, path: str, query: dict[str, str]
     ) -> web.StreamResponse:
         parts = path.strip("/").split("/")
+        if path == "/version":
+            return web.json_response(self.cluster.version)
+        if parts[:4] == ["apis", "apiextensions.k8s.io", "v1", "customresourcedefinitions"]:
+            return self._crd(parts[4:])
         if path == "/api":
             return web.json_response(
                 {
@@ -651,6 +673,38 @@ class KubeFake:
             group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
             return self._resource_list(group, version)
         return await self._objects(request, parts, query)
+
+    def _crd(self, rest: list[str]) -> web.Response:
+        """An installed CRD's CustomResourceDefinition (GET by name only)."""
+        cluster = self.cluster
+        if CRD_RESOURCE in cluster.forbidden:
+            raise ApiFailure(
+                403,
+                "Forbidden",
+                f'customresourcedefinitions.apiextensions.k8s.io "{rest[0] if rest else ""}" '
+                f'is forbidden: User "{USER}" cannot get resource "customresourcedefinitions" '
+                'in API group "apiextensions.k8s.io" at the cluster scope',
+            )
+        with cluster.lock:
+            installed = {r.key: r for r in cluster.resources.values() if not r.builtin and r.group}
+        if len(rest) != 1 or rest[0] not in installed:
+            raise ApiFailure(404, "NotFound", "the server could not find the requested resource")
+        resource = installed[rest[0]]
+        return web.json_response(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {
+                    "name": resource.key,
+                    "labels": cluster.crd_labels.get(resource.key, {}),
+                },
+                "spec": {
+                    "group": resource.group,
+                    "names": {"kind": resource.kind, "plural": resource.plural},
+                    "versions": [{"name": resource.version, "served": True, "storage": True}],
+                },
+            }
+        )
 
     def _groups(self) -> list[dict[str, Any]]:
         groups: dict[str, list[str]] = {}
@@ -1046,7 +1100,8 @@ class KubeFake:
 
 def load_world(cluster: FakeCluster, text: str) -> None:
     """Objects, and a ``kubefake: {custom: [...], external: [...], ...}`` document that sets
-    what the metrics APIs serve, from one YAML text (the cluster fixtures' format)."""
+    what the metrics APIs serve (and ``version: "1.34"``, ``crd-labels: {<crd>: {...}}``, what
+    the server says it runs), from one YAML text (the cluster fixtures' format)."""
     for document in yaml.safe_load_all(text):
         if not isinstance(document, dict):
             continue
@@ -1057,6 +1112,14 @@ def load_world(cluster: FakeCluster, text: str) -> None:
             for api in ("custom", "external"):
                 if api + "-api" in settings:
                     cluster.metrics_apis[api] = settings[api + "-api"]
+            if "version" in settings:
+                major, _, minor = str(settings["version"]).partition(".")
+                cluster.version = {
+                    "major": major,
+                    "minor": minor,
+                    "gitVersion": f"v{major}.{minor}.0",
+                }
+            cluster.crd_labels.update(settings.get("crd-labels") or {})
             continue
         if "apiVersion" in document and "kind" in document:
             cluster.apply(document)

@@ -333,15 +333,71 @@ def test_configured_device_classes_count_as_gpus() -> None:
         ],
     )
     deployment = _deployment([TEMPLATE_CLAIM], [])
-    assert _gpus(_inventory(template, deployment)) == []
-    settings = settings_from_data(
-        {"gpu-device-classes": ["gpu.amd.com", "gpu.intel.*"]}, ".gpulint.yaml", {}
-    )
-    assert settings.gpu_device_classes == ["gpu.amd.com", "gpu.intel.*"]
+    # AMD's DRA driver's class is known (ROCm/k8s-gpu-dra-driver#73); Intel's is configured.
+    built_in = _gpus(_inventory(template, deployment))
+    assert [g.resource.split()[3] for g in built_in] == ["gpu.amd.com"]
+    settings = settings_from_data({"gpu-device-classes": ["gpu.intel.*"]}, ".gpulint.yaml", {})
+    assert settings.gpu_device_classes == ["gpu.intel.*"]
     found = _gpus(_inventory(template, deployment, settings=settings))
     assert [g.resource.split()[3] for g in found] == ["gpu.amd.com", "gpu.intel.com"]
     with pytest.raises(ConfigError, match="gpu-device-classes"):
         settings_from_data({"gpu-device-classes": "gpu.amd.com"}, ".gpulint.yaml", {})
+
+
+def _device_class(name: str, extended: str | None = None) -> Manifest:
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": "true"}}]}
+    if extended:
+        spec["extendedResourceName"] = extended
+    data = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    return Manifest(data, "classes.yaml")
+
+
+def _asking(resource: str) -> dict[str, Any]:
+    deployment = _deployment([], [])
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {resource: 1}}
+    deployment["spec"]["template"]["spec"].pop("resourceClaims", None)
+    return deployment
+
+
+def _requested(inventory: Inventory) -> list[Any]:
+    (deployment,) = inventory.workloads
+    (template,) = pod_templates(deployment)
+    return template.gpu_requests(inventory.gpu_names)
+
+
+def test_dra_extended_resources_are_gpus_when_their_class_is_one() -> None:
+    """KEP-5004: ``deviceclass.resource.kubernetes.io/<class>`` and a DeviceClass's
+    ``extendedResourceName`` name the class that serves a container's extended resource."""
+    implicit = _inventory(_asking("deviceclass.resource.kubernetes.io/gpu.nvidia.com"))
+    assert [g.resource for g in _requested(implicit)] == [
+        "deviceclass.resource.kubernetes.io/gpu.nvidia.com"
+    ]
+    assert (
+        _requested(_inventory(_asking("deviceclass.resource.kubernetes.io/nic.example.com"))) == []
+    )
+    # A name of the cluster's own is a GPU's once a GPU DeviceClass serves it.
+    inventory = _inventory(_asking("example.com/h100"))
+    assert _requested(inventory) == []
+    served = _device_class("gpu.nvidia.com", "example.com/h100")
+    inventory.add_manifest(served)
+    assert [g.resource for g in _requested(inventory)] == ["example.com/h100"]
+    assert inventory.gpu_names.dra_class_of("example.com/h100") == "gpu.nvidia.com"
+    assert inventory.remove_manifest(served)
+    assert _requested(inventory) == []
+    # ... and so is a class of one's own that serves nvidia.com/gpu, for claims naming it.
+    own = _inventory(_device_class("a100.example.com", "nvidia.com/gpu"))
+    assert own.gpu_names.is_gpu_class("a100.example.com")
+    assert not own.gpu_names.is_gpu_class("nic.example.com")
+    fpga = _inventory(
+        _device_class("fpga.example.com", "example.com/fpga"), _asking("example.com/fpga")
+    )
+    assert _requested(fpga) == []
 
 
 def test_a_template_that_comes_or_goes_changes_the_answer() -> None:

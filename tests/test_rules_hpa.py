@@ -12,6 +12,7 @@ import pytest
 
 from gpulint.core.model import Finding, Severity
 from gpulint.engine.config import RuleSettings, Settings
+from gpulint.engine.versions import Release
 
 from .conftest import FIXTURES, lint_paths, lint_text
 
@@ -297,9 +298,10 @@ spec:
         "Deployment flowers-predictor either (its revisions are "
         "flowers-predictor-NNNNN-deployment)."
     )
-    # The InferenceService's part of the fix, addressed to it (the name every release reads).
+    # The InferenceService's part of the fix, addressed to it (the name of the KServe judged
+    # for: 0.20 by default, gpulint.engine.versions).
     assert "\n---\n# on InferenceService flowers: " in finding.fix
-    assert "\n    serving.kserve.io/deploymentMode: RawDeployment\n" in finding.fix
+    assert "\n    serving.kserve.io/deploymentMode: Standard\n" in finding.fix
 
 
 # --- GL107 ----------------------------------------------------------------------------------
@@ -422,11 +424,15 @@ def test_gl108_scale_to_zero_depends_on_the_feature_gate_option() -> None:
     settings = _settings("GL108", **{"scale-to-zero-gate": False})
     (finding,) = _only(lint_text(SCALE_TO_ZERO, settings=settings, select=["GL108"]), "GL108")
     assert finding.message == (
-        "HorizontalPodAutoscaler worker: minReplicas 0 is not allowed. It needs the alpha "
-        "HPAScaleToZero feature gate, which is off unless the cluster turns it on (option "
-        "scale-to-zero-gate is false); the API server rejects the object."
+        "HorizontalPodAutoscaler worker: minReplicas 0 is not allowed. It needs the "
+        "HPAScaleToZero feature gate, and option scale-to-zero-gate is false; the API server "
+        "rejects the object."
     )
     assert (finding.location.line, finding.location.column) == (6, 3)
+    # Before 1.37 the gate is off by default, and the option turns it on.
+    settings = _settings("GL108", **{"scale-to-zero-gate": True})
+    settings.versions = settings.versions.with_release("kubernetes", Release(1, 34), "config")
+    assert _only(lint_text(SCALE_TO_ZERO, settings=settings, select=["GL108"]), "GL108") == []
 
 
 # --- every rule: malformed input is not a traceback -----------------------------------------

@@ -60,7 +60,11 @@ def test_configured_severity_replaces_the_per_finding_severity() -> None:
     on_016.kserve_version = (0, 16)
     default = [f for f in lint_text(ALIAS, settings=on_016) if f.rule == "GL302"]
     assert [f.severity for f in default] == [Severity.INFO]
-    assert [f for f in lint_text(ALIAS) if f.rule == "GL302"] == []  # release unknown
+    on_015 = Settings()
+    on_015.kserve_version = (0, 15)  # the alias is the name that release knows
+    assert [f for f in lint_text(ALIAS, settings=on_015) if f.rule == "GL302"] == []
+    # Not configured: the newest release, where the alias is deprecated.
+    assert [f.severity for f in lint_text(ALIAS) if f.rule == "GL302"] == [Severity.INFO]
 
 
 NO_ANNOTATION_GPU = """
@@ -195,6 +199,8 @@ CORPUS_FINDINGS = {
     ("GL305", "kserve__kserve/test__benchmark__sklearn_hpa.yaml", 8),
     ("GL305", "kserve__kserve/test__benchmark__sklearn_hpa.yaml", 9),
     ("GL304", "kserve__kserve/test__benchmark__sklearn_hpa.yaml", 11),
+    # RawDeployment, deprecated on the KServe gpulint judges for by default (0.20): info.
+    ("GL302", "kserve__kserve/test__benchmark__sklearn_hpa.yaml", 6),
 }
 
 
@@ -244,7 +250,8 @@ rules:
 
 @pytest.mark.parametrize(
     ("version", "spelled"),
-    [(None, "RawDeployment"), ((0, 15), "RawDeployment"), ((0, 16), "Standard")],
+    # None: not configured, so the newest KServe (gpulint.engine.versions), which has Standard.
+    [(None, "Standard"), ((0, 15), "RawDeployment"), ((0, 16), "Standard")],
 )
 def test_fixes_spell_the_deployment_mode_for_the_configured_kserve(
     version: tuple[int, int] | None, spelled: str

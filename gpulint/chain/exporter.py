@@ -22,6 +22,14 @@ Tolerations").
   ``tolerations`` (default: only ``node-role.kubernetes.io/control-plane`` NoSchedule), and
   serves ``service.port`` (9400) as container port ``metrics`` (deployment/values.yaml,
   templates/daemonset.yaml).
+
+It maps GPUs to the pods that hold them through the kubelet's pod-resources API: a GPU a
+device plugin allocated always, a GPU allocated through Dynamic Resource Allocation only with
+``--kubernetes-enable-dra`` (env ``KUBERNETES_ENABLE_DRA``, default false; the chart's
+``kubernetesDRA.enabled``, default false, sets the env), and then only for the driver
+``gpu.nvidia.com`` (NVIDIA/dcgm-exporter@d5e5f51: pkg/cmd/app.go ``CLIKubernetesEnableDRA``,
+internal/pkg/transformation/kubernetes.go ``toDeviceToPodsDRA``, const.go
+``DRAGPUDriverName``, deployment/values.yaml ``kubernetesDRA``).
 """
 
 from __future__ import annotations
@@ -170,12 +178,59 @@ class ContainerPort(NamedTuple):
     number: int | None
 
 
+class DraMapping(NamedTuple):
+    """Whether the exporter labels GPUs allocated through DRA with their pods: True, False,
+    or None (gpulint cannot tell); where that is said, or would be, and how it is spelled."""
+
+    enabled: bool | None
+    path: Path
+    setting: str
+
+
+DRA_FLAG = "--kubernetes-enable-dra"
+DRA_ENV = "KUBERNETES_ENABLE_DRA"
+_GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+
+def _go_bool(value: Any) -> bool | None:
+    text = str(value).strip() if isinstance(value, str | bool | int) else ""
+    if isinstance(value, bool):
+        return value
+    return True if text in _GO_TRUE else False if text in _GO_FALSE else None
+
+
+def _daemonset_dra(template: Any, spec_path: Path) -> DraMapping:
+    """``--kubernetes-enable-dra`` in a container's command or args, or the env variable
+    (the flag wins, as urfave/cli reads it)."""
+    for container in template.containers:
+        if container.init:
+            continue
+        for key in ("command", "args"):
+            for index, item in enumerate(as_list(container.data.get(key))):
+                if not isinstance(item, str):
+                    continue
+                flag, _, value = item.strip().partition("=")
+                if flag == DRA_FLAG:
+                    enabled = True if not value else _go_bool(value)
+                    return DraMapping(enabled, (*container.path, key, index), DRA_FLAG)
+        for index, item in enumerate(as_list(container.data.get("env"))):
+            entry = as_dict(item)
+            if entry.get("name") == DRA_ENV:
+                path = (*container.path, "env", index)
+                return DraMapping(_go_bool(entry.get("value")), path, DRA_ENV)
+    main = next((c for c in template.containers if not c.init), None)
+    path = (*main.path, "args") if main is not None else spec_path
+    return DraMapping(False, path, DRA_FLAG)
+
+
 class DcgmExporter:
     """One dcgm-exporter DaemonSet, written out or made by a chart."""
 
     __slots__ = (
         "chart",
         "document",
+        "dra",
         "kind",
         "made_by",
         "name",
@@ -198,8 +253,10 @@ class DcgmExporter:
         placement: Placement,
         made_by: str | None = None,
         chart: ChartValues | None = None,
+        dra: DraMapping | None = None,
     ) -> None:
         self.kind = kind  # DaemonSet | gpu-operator | dcgm-exporter
+        self.dra = dra or DraMapping(None, path, DRA_FLAG)
         self.name = name
         self.namespace = namespace
         self.document = document
@@ -275,6 +332,7 @@ def exporter_of(manifest: Manifest) -> DcgmExporter | None:
         labels_of(template.labels),
         ports,
         placement_of_pod(manifest.get(spec_path), spec_path),
+        dra=_daemonset_dra(template, spec_path),
     )
 
 
@@ -308,6 +366,7 @@ def chart_exporter(values: ChartValues) -> DcgmExporter | None:
             ),
             made_by=values.describe(),
             chart=values,
+            dra=_operator_dra(values, base),
         )
     if values.chart == DCGM_EXPORTER:
         data = values.values
@@ -334,8 +393,32 @@ def chart_exporter(values: ChartValues) -> DcgmExporter | None:
             ),
             made_by=values.describe(),
             chart=values,
+            dra=_chart_dra(values),
         )
     return None
+
+
+def _chart_dra(values: ChartValues) -> DraMapping:
+    """dcgm-exporter chart values: ``kubernetesDRA.enabled`` (default false)."""
+    section = values.values.get("kubernetesDRA")
+    if isinstance(section, dict) and "enabled" in section:
+        enabled = _go_bool(section["enabled"])
+        return DraMapping(enabled, values.path("kubernetesDRA", "enabled"), "kubernetesDRA.enabled")
+    path = values.path("kubernetesDRA") if "kubernetesDRA" in values.values else values.path()
+    return DraMapping(False, path, "kubernetesDRA.enabled")
+
+
+def _operator_dra(values: ChartValues, base: Path) -> DraMapping:
+    """gpu-operator values: the env it gives dcgm-exporter (``dcgmExporter.env``); without
+    it, what the operator sets is not gpulint's to tell."""
+    exporter = as_dict(values.get("dcgmExporter"))
+    for index, item in enumerate(as_list(exporter.get("env"))):
+        entry = as_dict(item)
+        if entry.get("name") == DRA_ENV:
+            return DraMapping(
+                _go_bool(entry.get("value")), values.path("dcgmExporter", "env", index), DRA_ENV
+            )
+    return DraMapping(None, base, DRA_ENV)
 
 
 def ignored_placement(values: ChartValues) -> list[Path]:

@@ -24,17 +24,28 @@ def read_settings(args: argparse.Namespace, stderr: TextIO) -> Settings | None:
     from gpulint.engine.config import ConfigError, Settings, find_config, load_settings
     from gpulint.engine.registry import rule_names, rule_option_schemas
 
-    if getattr(args, "no_config", False):
-        return Settings()
-    path = args.config or find_config()
+    path = None if getattr(args, "no_config", False) else (args.config or find_config())
     if path is None:
-        return Settings()
+        return with_version_options(Settings(), args)
     try:
-        return load_settings(path, rule_option_schemas(), rule_names())
+        settings = load_settings(path, rule_option_schemas(), rule_names())
     except ConfigError as error:
         for line in str(error).splitlines():
             stderr.write(f"gpulint: configuration error: {line}\n")
         return None
+    return with_version_options(settings, args)
+
+
+def with_version_options(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``settings`` with the releases ``--kubernetes-version`` ... name for this run."""
+    from gpulint.engine.versions import OPTION, PROJECTS, parse_release
+
+    for project in PROJECTS:
+        text = getattr(args, f"{project}_version", None)
+        release = parse_release(text) if isinstance(text, str) else None
+        if release is not None:
+            settings.versions = settings.versions.with_release(project, release, OPTION)
+    return settings
 
 
 def read_selection(args: argparse.Namespace, stderr: TextIO) -> Selection | None:

@@ -227,6 +227,7 @@ def _lint_once(
         inventory, cluster_notes = cluster
         findings = run(inventory, selection)
         result = Result(findings, 0, len(inventory.manifests), inventory.skipped)
+        result.versions = inventory.settings.versions  # with what the cluster said
         notes = cluster_notes + notes
     else:
         assembly = assembled(args, settings, stderr)

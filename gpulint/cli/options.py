@@ -69,6 +69,32 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_version_options(parser: argparse.ArgumentParser) -> None:
+    """``--kubernetes-version`` ...: the releases the clusters run, for this run
+    (gpulint.engine.versions); each beats .gpulint.yaml and what --cluster reads."""
+    from gpulint.engine.versions import NAMES, NEWEST, OPTIONS, PROJECTS, SETTINGS
+
+    versions = parser.add_argument_group(
+        "the releases the clusters run (the verdicts that depend on them follow them)"
+    )
+    for project in PROJECTS:
+        versions.add_argument(
+            OPTIONS[project],
+            type=_release,
+            metavar="X.Y",
+            help=f"{NAMES[project]} (default: {SETTINGS[project]} in .gpulint.yaml, what "
+            f"--cluster reads, else {NEWEST[project]})",
+        )
+
+
+def _release(text: str) -> str:
+    from gpulint.engine.versions import parse_release
+
+    if parse_release(text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a release such as 1.35 or v2.18.1")
+    return text
+
+
 def add_fix_options(parser: argparse.ArgumentParser) -> None:
     fixes = parser.add_argument_group("fixes")
     fixes.add_argument(

@@ -16,6 +16,7 @@ from gpulint.cli.options import (
     add_lint_options,
     add_live_options,
     add_render_options,
+    add_version_options,
 )
 
 
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default: the current directory",
     )
     add_lint_options(lint)
+    add_version_options(lint)
     add_fix_options(lint)
     add_render_options(lint)
     add_live_options(lint)
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="*", metavar="PATH", help="manifests with the HPAs and their workloads"
     )
     add_lint_options(check)
+    add_version_options(check)
     add_render_options(check)
     add_live_options(check, required=True)
 
@@ -100,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--color", choices=("auto", "always", "never"), default="auto", help=COLOR_HELP
     )
     add_input_options(trace)
+    add_version_options(trace)
     add_render_options(trace)
     add_live_options(trace)
     add_cluster_options(trace)

@@ -10,6 +10,11 @@ with exponential backoff from the last resourceVersion seen. A 403 is recorded
 
 ``ClusterCache.evaluate`` answers from memory only: it lays the admitted object over the
 cached inventory (``gpulint.admission.overlay``) under the lock.
+
+One more thread reads the releases the cluster runs (``gpulint.cluster.versions``: Kubernetes
+from /version, KEDA and Knative from their CRDs' labels) at start and again every
+``recheck_interval``, so that an upgrade is followed; the rules read them from the cache's
+settings.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from gpulint.cluster.reading import (
     resource_version,
     too_deep_note,
 )
+from gpulint.cluster.versions import read_versions
 from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
 from gpulint.engine.registry import Selection, all_rules
@@ -104,7 +110,9 @@ class ClusterCache:
         embedded: EmbeddedWorker | None = None,
     ) -> None:
         self.api = KubeApi(api_client)
-        self.settings = settings
+        # A copy: what the cluster says it runs replaces the configured releases in it only.
+        self.settings = settings.with_versions(settings.versions)
+        self.configured_versions = settings.versions
         streams = watched_kinds(adapter_configmaps, configmap_namespaces)
         # Each stream holds a connection while it watches; with fewer in the pool, urllib3
         # drops connections instead of reusing them.
@@ -118,11 +126,12 @@ class ClusterCache:
         # Parses the YAML a ConfigMap embeds (the adapter's config) with limits, away from
         # this process; without one, in the stream's thread.
         self.embedded = embedded
-        self.inventory = Inventory(settings, by_directory=False)
+        self.inventory = Inventory(self.settings, by_directory=False)
         self.lock = threading.RLock()
         self._store: dict[ObjectKey, _Entry] = {}
         self._stopping = threading.Event()
         self._streams = [_Stream(self, kind) for kind in streams]
+        self._versions = _VersionReader(self)
         self._warmed = False
         # Objects listed or watched with parts nested too deeply to read (kept without them).
         self.too_deep_objects = 0
@@ -136,6 +145,7 @@ class ClusterCache:
         """Start listing and watching in background threads; returns at once."""
         for stream in self._streams:
             stream.start()
+        self._versions.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop every stream and wait up to ``timeout`` seconds for the threads to end."""
@@ -143,9 +153,9 @@ class ClusterCache:
         for stream in self._streams:
             stream.interrupt()
         end = time.monotonic() + timeout
-        for stream in self._streams:
-            if stream.is_alive():
-                stream.join(max(0.0, end - time.monotonic()))
+        for thread in [*self._streams, self._versions]:
+            if thread.is_alive():
+                thread.join(max(0.0, end - time.monotonic()))
 
     def synced(self) -> bool:
         return all(s.state in (SYNCED, ABSENT, FORBIDDEN) for s in self._streams)
@@ -328,6 +338,41 @@ def evaluate_alone(
         deadline,
         embedded,
     )
+
+
+class _VersionReader(threading.Thread):
+    """Reads the releases the cluster runs, at start and every ``recheck_interval``."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        super().__init__(name="gpulint-versions", daemon=True)
+        self.cache = cache
+        self.notes: list[str] = []
+
+    def run(self) -> None:
+        cache = self.cache
+        failures = 0
+        while not cache._stopping.is_set():
+            try:
+                versions, notes = read_versions(cache.api, cache.configured_versions)
+            except ApiError as error:  # unreachable: try again soon
+                first, most = cache.backoff
+                failures += 1
+                log.warning("versions not read: %s; retrying", error.message)
+                cache._stopping.wait(min(most, first * (2 ** min(failures, 16))))
+                continue
+            except Exception:  # never let it die: log and try again later
+                log.exception("versions not read: unexpected error")
+                cache._stopping.wait(cache.recheck_interval)
+                continue
+            failures = 0
+            if versions != cache.settings.versions:
+                log.info("judged for %s", versions.describe())
+            cache.settings.versions = versions  # one assignment: evaluations see old or new
+            for note in notes:
+                if note not in self.notes:
+                    log.warning("%s", note)
+            self.notes = notes
+            cache._stopping.wait(cache.recheck_interval)
 
 
 class _Stream(threading.Thread):

@@ -63,7 +63,7 @@ class WatchedKind(NamedTuple):
 
 
 # Kinds without a namespace: listed cluster-wide even with --namespace.
-CLUSTER_SCOPED = ("Namespace", "ClusterPolicy")
+CLUSTER_SCOPED = ("Namespace", "ClusterPolicy", "DeviceClass")
 
 
 def _resource(spec: KindSpec) -> WatchedKind:

@@ -28,6 +28,7 @@ from gpulint.cluster.reading import (
     too_deep_note,
 )
 from gpulint.cluster.snapshot import ClusterSnapshot
+from gpulint.cluster.versions import read_versions
 from gpulint.engine.config import Settings
 from gpulint.engine.registry import Selection, rule_index
 from gpulint.input.loader import InputError
@@ -151,6 +152,13 @@ def cluster_inventory(
     api_client, name = connect(kubeconfig, context)
     try:
         api = KubeApi(api_client)
+        try:
+            versions, version_notes = read_versions(api, settings.versions)
+        except ApiError as error:
+            raise ClusterError(
+                f"cannot reach the Kubernetes API server at {api.server}: {error.message}"
+            ) from None
+        settings = settings.with_versions(versions)
         inventory, states, notes = read_cluster(
             api,
             settings,
@@ -181,4 +189,4 @@ def cluster_inventory(
     summary = f"read {count} object{'s' * (count != 1)} from {api.server} ({name}, {scope})"
     if absent:
         summary += f"; not served there: {', '.join(absent)}"
-    return inventory, [summary, *notes]
+    return inventory, [summary, *version_notes, *notes]

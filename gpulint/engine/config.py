@@ -14,6 +14,9 @@ Example::
     kserve:
       default-deployment-mode: Standard
       version: "0.15"           # how fixes spell deployment modes (Standard from 0.16)
+    kubernetes-version: "1.35"  # the releases the clusters run (gpulint.engine.versions);
+    keda-version: "2.18"        # each defaults to the newest when gpulint was made
+    knative-version: "1.22"
     exclude: ["charts/*/templates/**"]
     units: ["clusters/*"]       # one lint unit per matching directory ("." : the whole tree)
     clusters:                   # which directories one cluster runs (docs/context.md)
@@ -33,19 +36,31 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpulint.core.model import Severity
+from gpulint.engine.versions import (
+    CONFIG,
+    KEDA,
+    KNATIVE,
+    KSERVE,
+    KUBERNETES,
+    RELEASE,
+    SETTINGS,
+    Release,
+    Versions,
+    parse_release,
+)
 from gpulint.input.document import position_of
 from gpulint.input.yamlparse import YamlError, parse_documents, rebuilt_map
 
 CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")
-KSERVE_VERSION = re.compile(
-    r"^v?([0-9]{1,4})\.([0-9]{1,4})(\.[0-9]{1,6})?([-+][0-9A-Za-z.-]{0,64})?$"
-)
+KSERVE_VERSION = RELEASE
+# The top-level keys that name a project's release (``kserve.version`` is under kserve:).
+VERSION_KEYS = {SETTINGS[p]: p for p in (KUBERNETES, KEDA, KNATIVE)}
 
 
 def parse_kserve_version(text: str) -> tuple[int, int] | None:
     """``v0.15.2`` -> (0, 15)."""
-    match = KSERVE_VERSION.match(text.strip())
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    release = parse_release(text)
+    return (release.major, release.minor) if release else None
 
 
 class ConfigError(Exception):
@@ -114,11 +129,11 @@ class Settings:
         "gpu_device_classes",
         "gpu_resources",
         "kserve_default_mode",
-        "kserve_version",
         "metric_aliases",
         "rules",
         "source",
         "units",
+        "versions",
     )
 
     def __init__(
@@ -140,8 +155,8 @@ class Settings:
         )
         self.metric_aliases: dict[str, str] = {} if metric_aliases is None else metric_aliases
         self.kserve_default_mode = kserve_default_mode
-        # The KServe release of the clusters (major, minor): decides how modes are spelled.
-        self.kserve_version: tuple[int, int] | None = None
+        # The releases of Kubernetes, KEDA, Knative and KServe the clusters run.
+        self.versions = Versions()
         self.exclude: list[str] = [] if exclude is None else exclude
         self.source = source
         # Globs (relative to the configuration's directory) of directories that are one
@@ -152,6 +167,25 @@ class Settings:
 
     def __repr__(self) -> str:
         return f"Settings(rules={self.rules!r}, gpu_resources={self.gpu_resources!r})"
+
+    def with_versions(self, versions: Versions) -> Settings:
+        """A copy judging for ``versions`` (what a cluster says it runs)."""
+        import copy
+
+        copied = copy.copy(self)
+        copied.versions = versions
+        return copied
+
+    @property
+    def kserve_version(self) -> tuple[int, int] | None:
+        """The KServe release (major, minor): decides how deployment modes are spelled."""
+        release = self.versions.kserve
+        return (release.major, release.minor)
+
+    @kserve_version.setter
+    def kserve_version(self, version: tuple[int, int] | None) -> None:
+        if version is not None:
+            self.versions = self.versions.with_release(KSERVE, Release(*version), CONFIG)
 
     def rule(self, rule_id: str) -> RuleSettings:
         return self.rules.get(rule_id) or RuleSettings()
@@ -216,9 +250,10 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
                     "default-deployment-mode": {
                         "enum": ["Knative", "Standard", "Serverless", "RawDeployment", "ModelMesh"]
                     },
-                    "version": {"type": "string", "pattern": KSERVE_VERSION.pattern},
+                    "version": _release_schema(),
                 },
             },
+            **{key: _release_schema() for key in VERSION_KEYS},
             "exclude": {"type": "array", "items": {"type": "string"}},
             "units": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "clusters": {
@@ -236,6 +271,11 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
             },
         },
     }
+
+
+def _release_schema() -> dict[str, Any]:
+    """A release, quoted: ``"1.35"``, ``v2.18.1`` (an unquoted 1.30 is the number 1.3)."""
+    return {"type": "string", "pattern": RELEASE.pattern}
 
 
 def load_settings(
@@ -358,6 +398,10 @@ def settings_from_data(
     version = (data.get("kserve") or {}).get("version")
     if isinstance(version, str):
         settings.kserve_version = parse_kserve_version(version)
+    for key, project in VERSION_KEYS.items():
+        release = parse_release(data[key]) if isinstance(data.get(key), str) else None
+        if release is not None:
+            settings.versions = settings.versions.with_release(project, release, CONFIG)
     mode = (data.get("kserve") or {}).get("default-deployment-mode")
     if mode:
         settings.kserve_default_mode = {"Serverless": "Knative", "RawDeployment": "Standard"}.get(
@@ -422,6 +466,18 @@ def unit_pattern_problem(pattern: str) -> str | None:
 
 
 def _describe(error: Any) -> str:
+    path = list(error.absolute_path)
+    names_release = bool(path) and (
+        path[-1] in VERSION_KEYS or (len(path) == 2 and path == ["kserve", "version"])
+    )
+    if names_release and error.validator in ("type", "pattern"):
+        shown = error.instance if isinstance(error.instance, str) else repr(error.instance)
+        if isinstance(error.instance, int | float) and not isinstance(error.instance, bool):
+            return (
+                f'write the release quoted, as "1.35": unquoted, YAML reads it as the number '
+                f"{shown} (and 1.30 as 1.3)"
+            )
+        return f'{shown!r} is not a release such as "1.35" or v1.35.2'
     if error.validator == "additionalProperties":
         return str(error.message).replace("Additional properties are not allowed", "unknown key")
     if error.validator == "oneOf" and isinstance(error.instance, dict):

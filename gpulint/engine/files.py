@@ -203,6 +203,7 @@ def lint_units(
     findings = merge(per_unit) if len(per_unit) > 1 else (per_unit[0][1] if per_unit else [])
     result = Result(findings, len(files), objects, _unique(skipped), units=summaries)
     result.clusters = run_context.clusters
+    result.versions = settings.versions
     result.not_checked = merged(unchecked)
     result.inputs = frozenset(files)
     for unit in units:

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from gpulint.adoption.edits import SAFE, Edit, Sources, resolve
 from gpulint.core.model import Finding, NotChecked, Severity
+from gpulint.engine.versions import Versions
 
 # How a user changes the context units are judged with (reports print it with the contexts).
 CONTEXT_CHANGE = (
@@ -88,6 +89,7 @@ class Result:
         "sources",
         "suppressed",
         "units",
+        "versions",
     )
 
     def __init__(
@@ -110,6 +112,8 @@ class Result:
         # Checks that could not run on an object (gpulint.engine.coverage.NotChecked).
         self.not_checked: list[NotChecked] = []
         self.config = config  # the .gpulint.yaml in use, if any
+        # The releases judged for (gpulint.engine.versions); None: not said (a bare Result).
+        self.versions: Versions | None = None
         self.suppressed: dict[str, int] = {}  # rule -> findings silenced by suppressions
         self.lint_seconds = 0.0
         self.render_wall: float | None = None

@@ -46,9 +46,10 @@ from gpulint.inventory.targets import ResolvedTarget, TargetResolver
 from gpulint.kinds.classify import Classified, classify_document, classify_manifest
 from gpulint.kinds.hpa import HPA
 from gpulint.kinds.keda import ScaledObject
-from gpulint.kinds.knative import KnativeService
+from gpulint.kinds.knative import KnativeService, default_class_from_configmap
 from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
 from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_view, spec_for
+from gpulint.kinds.revisions import KPA_CLASS
 from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.scaling import ScalingRange, replicas_range
 from gpulint.kinds.view import KindView
@@ -102,6 +103,8 @@ class Inventory:
         self.render_problems: list[RenderProblem] = []  # units that did not render
         self.kserve_default_mode = self.settings.kserve_default_mode
         self._kserve_mode_source: Manifest | None = None
+        self.knative_default_class = KPA_CLASS
+        self._knative_class_source: Manifest | None = None
         self._owned: dict[int, list[Any]] = {}  # problems a ConfigMap's embedded YAML added
         self.live: LiveSnapshot | None = None  # filled by the live Prometheus check
         self.cluster: ClusterSnapshot | None = None  # filled by cluster mode
@@ -210,6 +213,8 @@ class Inventory:
             self._owned[id(manifest)] = owned
         if classified.kserve_mode is not None:
             self._set_kserve_default_mode(classified.kserve_mode, manifest)
+        if classified.knative_class is not None:
+            self._set_knative_default_class(classified.knative_class, manifest)
         if view is not None:
             self._index_view(view)
         if self.claims.has_floating():
@@ -217,7 +222,9 @@ class Inventory:
 
     def view_context(self) -> ViewContext:
         """What views are built with: the KServe default mode and version in force."""
-        return ViewContext(self.kserve_default_mode, self.settings.kserve_version)
+        return ViewContext(
+            self.kserve_default_mode, self.settings.kserve_version, self.knative_default_class
+        )
 
     def _index_view(self, view: KindView) -> None:
         self.resolver.view_added(view)
@@ -235,6 +242,22 @@ class Inventory:
         for isvc in self.inference_services:
             isvc.default_mode = mode
         self.claims.reset_kserve()
+
+    def _set_knative_default_class(self, klass: str, source: Manifest | None) -> None:
+        """Revisions that name no class take this one; what the Knative Services read through
+        the metrics APIs depends on it, so they are indexed again."""
+        self._knative_class_source = source
+        if klass == self.knative_default_class:
+            return
+        self.knative_default_class = klass
+        for ksvc in self.knative_services:
+            self._unindex_view(ksvc)
+            ksvc.use_default_class(klass)
+            self._index_view(ksvc)
+
+    def knative_class_source(self) -> Manifest | None:
+        """The config-autoscaler ConfigMap that sets Knative's default class, if any."""
+        return self._knative_class_source
 
     # --- incremental change -------------------------------------------------------------------
 
@@ -283,6 +306,13 @@ class Inventory:
             gone = {id(item) for item in owned}
             self.problems = [p for p in self.problems if id(p) not in gone]
             self.duplicates = [d for d in self.duplicates if id(d) not in gone]
+        if self._knative_class_source is manifest:
+            klass, class_source = KPA_CLASS, None
+            for candidate in self.store.by_name.get(("ConfigMap", "config-autoscaler"), []):
+                found_class = default_class_from_configmap(candidate)
+                if found_class is not None:
+                    klass, class_source = found_class, candidate
+            self._set_knative_default_class(klass, class_source)
         if self._kserve_mode_source is manifest:
             # The last inferenceservice-config still present sets the default again.
             mode, source = self.settings.kserve_default_mode, None

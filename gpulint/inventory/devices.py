@@ -1,4 +1,5 @@
-"""The ResourceClaims and ResourceClaimTemplates pods name (DRA), and who names each.
+"""The ResourceClaims and ResourceClaimTemplates pods name (DRA), and who names each; and the
+DeviceClasses that serve extended resources (``spec.extendedResourceName``, KEP-5004).
 
 Pod templates look their claims up here (``gpulint.kinds.workload.ClaimSource``): by kind,
 namespace and name, as the API server resolves them, and among copies in several
@@ -15,7 +16,15 @@ from typing import Any
 
 from gpulint.input.document import Document, Manifest
 from gpulint.inventory.store import Key, ObjectStore, key_of
-from gpulint.kinds.dra import GROUP, is_device_claim
+from gpulint.kinds.dra import (
+    DEVICE_CLASS,
+    GPU_DRIVERS,
+    GROUP,
+    class_drivers,
+    extended_resource_name,
+    is_device_claim,
+    is_device_class,
+)
 from gpulint.kinds.workload import PodTemplate, pod_templates
 
 
@@ -25,6 +34,31 @@ class DeviceClaims:
         self.generation = 0
         self._users: dict[Key, dict[int, Manifest]] | None = None
         self._named: dict[int, list[Key]] = {}  # id(pod owner) -> the claims it names
+        self._classes: tuple[int, dict[str, str], frozenset[str]] | None = None
+
+    def _read_classes(self) -> tuple[int, dict[str, str], frozenset[str]]:
+        """What the input's DeviceClasses say, worked out again when one comes or goes."""
+        if self._classes is None or self._classes[0] != self.generation:
+            extended: dict[str, str] = {}
+            gpu_classes: set[str] = set()
+            for manifest in self.store.of_kind(DEVICE_CLASS):
+                if manifest.group != GROUP:
+                    continue
+                name = extended_resource_name(manifest)
+                if name is not None:
+                    extended.setdefault(name, manifest.name)
+                if any(driver in GPU_DRIVERS for driver in class_drivers(manifest)):
+                    gpu_classes.add(manifest.name)
+            self._classes = (self.generation, extended, frozenset(gpu_classes))
+        return self._classes
+
+    def extended_resources(self) -> dict[str, str]:
+        """Extended resource name -> the DeviceClass of the input that serves it."""
+        return self._read_classes()[1]
+
+    def gpu_classes(self) -> frozenset[str]:
+        """The input's DeviceClasses that pick devices of a GPU driver."""
+        return self._read_classes()[2]
 
     def find(
         self, kind: str, namespace: str | None, name: str, near: Document | None
@@ -33,13 +67,13 @@ class DeviceClaims:
         return found if found is not None and found.group == GROUP else None
 
     def added(self, manifest: Manifest, view: Any) -> None:
-        if is_device_claim(manifest):
+        if is_device_claim(manifest) or is_device_class(manifest):
             self.generation += 1
         elif self._users is not None:
             self._index(manifest, view)
 
     def removed(self, manifest: Manifest) -> None:
-        if is_device_claim(manifest):
+        if is_device_claim(manifest) or is_device_class(manifest):
             self.generation += 1
         elif self._users is not None:
             for key in self._named.pop(id(manifest), []):

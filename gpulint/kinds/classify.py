@@ -37,6 +37,7 @@ from gpulint.input.gitops import (
 from gpulint.input.loader import LoadProblem
 from gpulint.input.yamlparse import DuplicateKey, ParsedDocument, YamlError, parse_documents
 from gpulint.kinds.keda import is_scaled_object
+from gpulint.kinds.knative import default_class_from_configmap
 from gpulint.kinds.kserve import default_mode_from_configmap
 
 # (text, line offset, column offset) -> the documents of an embedded YAML text; raises
@@ -57,6 +58,7 @@ class Classified:
         "charts",
         "document",
         "duplicates",
+        "knative_class",
         "kserve_mode",
         "problems",
         "release_files",
@@ -72,6 +74,7 @@ class Classified:
         self.problems: list[LoadProblem] = []  # an embedded config that does not parse
         self.duplicates: list[tuple[Document | None, DuplicateKey]] = []
         self.kserve_mode: str | None = None  # inferenceservice-config's default mode
+        self.knative_class: str | None = None  # config-autoscaler's pod-autoscaler-class
 
     def __repr__(self) -> str:
         return f"Classified({self.document!r})"
@@ -176,6 +179,7 @@ def classify_manifest(
     found = Classified(manifest)
     if manifest.kind == "ConfigMap" and manifest.api_version == "v1":
         found.kserve_mode = default_mode_from_configmap(manifest)
+        found.knative_class = default_class_from_configmap(manifest)
         _embedded_configs(found, manifest, text, embedded)
     elif is_wrapper(manifest):
         _wrapped_values(found, manifest, text, embedded)

@@ -35,7 +35,17 @@ What the API says (kubernetes/api at 10b39a3, ``resource/v1*/types.go`` and
 NVIDIA/k8s-dra-driver-gpu (deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-*)
 installs the classes ``gpu.nvidia.com`` (``type == 'gpu'``), ``mig.nvidia.com``
 (``type == 'mig'``), ``vfio.gpu.nvidia.com`` (passthrough to virtual machines) and
-``compute-domain-*.nvidia.com`` (IMEX channels, not GPUs).
+``compute-domain-*.nvidia.com`` (IMEX channels, not GPUs); AMD's DRA driver installs
+``gpu.amd.com`` (ROCm/k8s-gpu-dra-driver#73).
+
+DRA extended resources (KEP-5004, beta and on by default in Kubernetes 1.36, GA in 1.37:
+kubernetes/kubernetes#138488) let a container ask for a device the old way, as an extended
+resource in ``resources.limits``, and be served by DRA: a DeviceClass names the resource in
+``spec.extendedResourceName`` (NVIDIA's chart sets ``nvidia.com/gpu`` on ``gpu.nvidia.com``,
+NVIDIA/k8s-dra-driver-gpu@2240711:deployments/helm/dra-driver-nvidia-gpu/templates/
+deviceclass-gpu.yaml; AMD's ``amd.com/gpu`` on ``gpu.amd.com``), and every class also answers
+to ``deviceclass.resource.kubernetes.io/<class name>`` (kubernetes/enhancements
+keps/sig-scheduling/5004-dra-extended-resource).
 
 Everything read here is bounded: at most the number of entries the API server accepts, and
 counts outside what a claim can be allocated are unknown.
@@ -43,6 +53,7 @@ counts outside what a claim can be allocated are unknown.
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from gpulint.input.document import Manifest, Path, as_dict, as_list, dig
@@ -51,9 +62,13 @@ from gpulint.input.yamlparse import looks_templated
 GROUP = "resource.k8s.io"
 CLAIM, CLAIM_TEMPLATE = "ResourceClaim", "ResourceClaimTemplate"
 
-# Device classes of whole GPUs and of GPU slices, with NVIDIA's DRA driver.
-GPU_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
+# Device classes of whole GPUs and of GPU slices: NVIDIA's DRA driver (a GPU passed through to a
+# virtual machine is one too) and AMD's.
+GPU_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com", "gpu.amd.com")
 MIG_DEVICE_CLASSES = ("mig.nvidia.com",)
+DEVICE_CLASS = "DeviceClass"
+# The extended resource name every DeviceClass answers to (KEP-5004).
+IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 MAX_REQUESTS = 32  # DeviceRequestsMaxSize
 MAX_SUBREQUESTS = 8  # FirstAvailableDeviceRequestMaxSize
@@ -63,6 +78,10 @@ MAX_DEVICES = 32  # AllocationResultsMaxSize: devices one claim can be allocated
 MAX_POD_CLAIMS = 64
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+# A DeviceClass holds at most 32 selectors (DeviceSelectorsMaxSize), each CEL expression at
+# most 10 Ki characters (CELSelectorExpressionMaxLength).
+MAX_SELECTORS = 32
+MAX_CEL_CHARS = 10 * 1024
 
 
 class Alternative(NamedTuple):
@@ -104,6 +123,34 @@ def claim_spec_path(kind: str) -> Path:
 
 def is_device_claim(manifest: Manifest) -> bool:
     return manifest.group == GROUP and manifest.kind in (CLAIM, CLAIM_TEMPLATE)
+
+
+def is_device_class(manifest: Manifest) -> bool:
+    return manifest.group == GROUP and manifest.kind == DEVICE_CLASS
+
+
+# DRA drivers of GPUs: a DeviceClass whose selector picks their devices is a GPU class (the
+# drivers' own classes say ``device.driver == 'gpu.nvidia.com'``).
+GPU_DRIVERS = ("gpu.nvidia.com", "gpu.amd.com")
+_DRIVER_IN_CEL = re.compile(r"""device\.driver\s*==\s*['"]([^'"]+)['"]""")
+
+
+def class_drivers(manifest: Manifest) -> tuple[str, ...]:
+    """The drivers a DeviceClass's CEL selectors pick devices of (``device.driver == '...'``)."""
+    found: list[str] = []
+    for item in as_list(as_dict(manifest.data.get("spec")).get("selectors"))[:MAX_SELECTORS]:
+        expression = as_dict(as_dict(item).get("cel")).get("expression")
+        if isinstance(expression, str):
+            found += _DRIVER_IN_CEL.findall(expression[:MAX_CEL_CHARS])
+    return tuple(dict.fromkeys(found))
+
+
+def extended_resource_name(manifest: Manifest) -> str | None:
+    """The extended resource a DeviceClass serves (``spec.extendedResourceName``), if any."""
+    name = as_dict(manifest.data.get("spec")).get("extendedResourceName")
+    if not isinstance(name, str) or not name or looks_templated(name):
+        return None
+    return name
 
 
 def device_requests(manifest: Manifest) -> list[DeviceRequest]:

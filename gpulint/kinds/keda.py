@@ -2,7 +2,19 @@
 
 Facts (kedacore/keda v2.20): a ScaledObject creates an HPA named ``keda-hpa-<name>`` (or
 ``spec.advanced.horizontalPodAutoscalerConfig.name``); scaleTargetRef.kind defaults to
-Deployment; the annotation ``scaledobject.keda.sh/transfer-hpa-ownership`` adopts an existing HPA.
+Deployment; the annotation ``scaledobject.keda.sh/transfer-hpa-ownership`` adopts an existing
+HPA, and an HPA annotated ``validations.keda.sh/hpa-ownership: "false"`` is left out of KEDA's
+webhook check (apis/keda/v1alpha1/scaledobject_webhook.go ``verifyHpas``).
+
+Pausing (apis/keda/v1alpha1/scaledobject_types.go, controllers/keda/hpa.go): with
+``autoscaling.keda.sh/paused-replicas`` (any value) or ``autoscaling.keda.sh/paused`` KEDA
+stops scaling the workload; ``paused-scale-in`` and ``paused-scale-out`` set the HPA's
+``scaleDown`` or ``scaleUp`` ``selectPolicy`` to ``Disabled``. A boolean annotation that is not
+a Go boolean counts as true (``getBoolAnnotation``).
+
+``advanced.scalingModifiers`` (``formula``, ``target``, ``activationTarget``, ``metricType``)
+replaces the HPA metrics of the triggers the formula names by one composite metric
+(keda-docs 2.20 reference/scaledobject-spec.md "scalingModifiers").
 
 Its ``type: prometheus`` triggers are read in ``gpulint.kinds.triggers`` (a ScaledJob's too).
 """
@@ -10,7 +22,7 @@ Its ``type: prometheus`` triggers are read in ``gpulint.kinds.triggers`` (a Scal
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict, as_list
@@ -20,6 +32,46 @@ from gpulint.kinds.triggers import KEDA_GROUP, PrometheusTrigger, keda_range
 from gpulint.kinds.view import KindView, QueryTrace, TraceSource
 
 TRANSFER_OWNERSHIP = "scaledobject.keda.sh/transfer-hpa-ownership"
+HPA_OWNERSHIP_VALIDATION = "validations.keda.sh/hpa-ownership"
+PAUSED = "autoscaling.keda.sh/paused"
+PAUSED_REPLICAS = "autoscaling.keda.sh/paused-replicas"
+PAUSED_SCALE_IN = "autoscaling.keda.sh/paused-scale-in"
+PAUSED_SCALE_OUT = "autoscaling.keda.sh/paused-scale-out"
+_GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+_GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+
+
+def _bool_annotation(annotations: dict[str, Any], key: str) -> bool:
+    """KEDA's getBoolAnnotation: absent is false; a value that is no Go boolean is true."""
+    if key not in annotations:
+        return False
+    value = str(annotations[key]).strip()
+    return value not in _GO_FALSE
+
+
+class Pause(NamedTuple):
+    """What KEDA's pause annotations stop, and the annotation that says it."""
+
+    scaling: bool  # paused or paused-replicas: no autoscaling at all
+    replicas: Any  # the paused-replicas value, as written (None without it)
+    scale_in: bool
+    scale_out: bool
+    annotation: str
+
+    @property
+    def any(self) -> bool:
+        return self.scaling or self.scale_in or self.scale_out
+
+
+def pause_of(annotations: dict[str, Any]) -> Pause:
+    if PAUSED_REPLICAS in annotations:
+        return Pause(True, annotations[PAUSED_REPLICAS], False, False, PAUSED_REPLICAS)
+    if _bool_annotation(annotations, PAUSED):
+        return Pause(True, None, False, False, PAUSED)
+    scale_in = _bool_annotation(annotations, PAUSED_SCALE_IN)
+    scale_out = _bool_annotation(annotations, PAUSED_SCALE_OUT)
+    which = PAUSED_SCALE_IN if scale_in else PAUSED_SCALE_OUT if scale_out else ""
+    return Pause(False, None, scale_in, scale_out, which)
 
 
 class ScaledObject(KindView):
@@ -152,6 +204,19 @@ class ScaledObject(KindView):
     def behavior(self) -> Any:
         """``advanced.horizontalPodAutoscalerConfig.behavior``: KEDA copies it into its HPA."""
         return self.hpa_config.get("behavior")
+
+    @property
+    def pause(self) -> Pause:
+        """What the pause annotations stop (``autoscaling.keda.sh/paused*``)."""
+        return pause_of(self.manifest.annotations)
+
+    @property
+    def scaling_modifiers(self) -> dict[str, Any] | None:
+        """``advanced.scalingModifiers`` when it says anything (KEDA's IsUsingModifiers)."""
+        modifiers = as_dict(self.spec.get("advanced")).get("scalingModifiers")
+        if isinstance(modifiers, dict) and any(v not in (None, "") for v in modifiers.values()):
+            return modifiers
+        return None
 
     @property
     def adopts_hpa(self) -> str | None:

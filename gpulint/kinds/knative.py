@@ -67,11 +67,32 @@ def knative_range(annotations: dict[str, Any], path: Path, by: str) -> ScalingRa
     return ScalingRange(minimum, None if maximum == 0 else maximum, by, max_path)
 
 
-class KnativeService(KindView):
-    """A Knative Service or Configuration (both carry a revision template at spec.template)."""
+# The cluster's default autoscaler class: key pod-autoscaler-class of ConfigMap
+# config-autoscaler (knative/serving@98e5ef9: config/core/configmaps/autoscaler.yaml;
+# pkg/apis/autoscaling/register.go, pkg/autoscaler/config/autoscalerconfig ``PodAutoscalerClass``).
+CONFIG_AUTOSCALER = "config-autoscaler"
+CLASS_KEY = "pod-autoscaler-class"
+CONFIGURED_CLASS = f"the cluster's default class, {CONFIG_AUTOSCALER} {CLASS_KEY}"
 
-    def __init__(self, manifest: Manifest) -> None:
+
+def default_class_from_configmap(manifest: Manifest) -> str | None:
+    """The default autoscaler class a ``config-autoscaler`` ConfigMap sets, if this is one."""
+    if manifest.kind != "ConfigMap" or manifest.name != CONFIG_AUTOSCALER:
+        return None
+    value = as_dict(manifest.data.get("data")).get(CLASS_KEY)
+    text = annotation_text(value)
+    return text if text else None
+
+
+class KnativeService(KindView):
+    """A Knative Service or Configuration (both carry a revision template at spec.template).
+
+    ``default_class`` is the class of revisions that name none: KPA, unless the cluster's
+    ``config-autoscaler`` ConfigMap in the input says otherwise (the inventory sets it)."""
+
+    def __init__(self, manifest: Manifest, default_class: str = KPA_CLASS) -> None:
         self.manifest = manifest
+        self.default_class = default_class
         self.template_path: Path = ("spec", "template")
         self.template: PodTemplate | None = pod_template_at(
             manifest.data, self.template_path, "revision template", manifest
@@ -80,12 +101,20 @@ class KnativeService(KindView):
             as_dict(as_dict(manifest.data.get("spec")).get("template")).get("metadata")
         )
         self.template_annotations: dict[str, Any] = as_dict(template_meta.get("annotations"))
-        self._reads: list[RevisionMetric] = revision_adapter_reads(
-            self.revision_autoscaling(), self.template_annotations
-        )
+        self._reads: list[RevisionMetric] = []
+        self.reads_metrics_api = False
+        self._read_metrics()
+
+    def _read_metrics(self) -> None:
+        self._reads = revision_adapter_reads(self.revision_autoscaling(), self.template_annotations)
         # On the HPA class, serving-hpa makes each revision an HPA that reads the metric
         # (gpulint.kinds.revisions).
         self.reads_metrics_api = bool(self._reads)
+
+    def use_default_class(self, default_class: str) -> None:
+        """The cluster's default class changed (its config-autoscaler came or went)."""
+        self.default_class = default_class
+        self._read_metrics()
 
     def scaling_range(self) -> ScalingRange:
         """The replicas the revisions can have (``gpulint.kinds.scaling``)."""
@@ -102,7 +131,7 @@ class KnativeService(KindView):
     @property
     def autoscaler_class(self) -> str:
         value = self.template_annotations.get(CLASS_ANNOTATION)
-        return value if isinstance(value, str) and value else KPA_CLASS
+        return value if isinstance(value, str) and value else self.default_class
 
     @property
     def uses_kpa(self) -> bool:
@@ -146,7 +175,8 @@ class KnativeService(KindView):
 
         klass = setting(CLASS_ANNOTATION)
         if klass is None or not klass.value:
-            klass = AutoscalingSetting(KPA_CLASS, None, "the default class")
+            origin = "the default class" if self.default_class == KPA_CLASS else CONFIGURED_CLASS
+            klass = AutoscalingSetting(self.default_class, None, origin)
         metric = setting(METRIC_ANNOTATION)
         if metric is None and klass.value in DEFAULT_METRICS:
             metric = AutoscalingSetting(DEFAULT_METRICS[klass.value], None, "default metric")

@@ -68,13 +68,15 @@ def mode_spelling(mode: str, version: tuple[int, int] | None) -> str:
     return LEGACY_NAMES.get(canonical, canonical)
 
 
-def mode_note(version: tuple[int, int] | None) -> str:
-    """What a fix that writes a mode should say about the spelling it chose."""
+def mode_note(version: tuple[int, int] | None, defaulted: bool = False) -> str:
+    """What a fix that writes a mode should say about the spelling it chose; ``defaulted``:
+    nobody said which KServe the clusters run (gpulint.engine.versions)."""
     if version is None:
         return "the name every KServe release accepts; set kserve.version for 0.16's names"
+    where = "the default: set kserve.version in .gpulint.yaml" if defaulted else "kserve.version"
     if version >= RENAMED_IN:
-        return f"KServe {version[0]}.{version[1]} (kserve.version)"
-    return f"KServe before 0.16 (kserve.version {version[0]}.{version[1]})"
+        return f"KServe {version[0]}.{version[1]} ({where})"
+    return f"KServe before 0.16 ({where} {version[0]}.{version[1]})"
 
 
 AUTOSCALER_CLASSES = ("hpa", "external", "keda", "none")

@@ -57,6 +57,8 @@ class ViewContext(NamedTuple):
 
     kserve_default_mode: str
     kserve_version: tuple[int, int] | None = None
+    # Knative's default autoscaler class (config-autoscaler pod-autoscaler-class).
+    knative_default_class: str = "kpa.autoscaling.knative.dev"
 
 
 class KindSpec(NamedTuple):
@@ -115,7 +117,7 @@ def _inference_service(manifest: Manifest, context: ViewContext) -> InferenceSer
 
 
 def _knative_service(manifest: Manifest, context: ViewContext) -> KnativeService:
-    return KnativeService(manifest)
+    return KnativeService(manifest, context.knative_default_class)
 
 
 def _workload(
@@ -261,6 +263,17 @@ KINDS: tuple[KindSpec, ...] = (
         DEVICE_CLAIM,
         watched=True,
         why_watched="DRA: the claims pods name say whether they hold GPUs.",
+    ),
+    # A DeviceClass that serves an extended resource (spec.extendedResourceName, KEP-5004)
+    # makes that resource name a GPU's when the class is a GPU class. Cluster mode reads them;
+    # the webhook knows the implicit deviceclass.resource.kubernetes.io/<class> names only.
+    KindSpec(
+        "DeviceClass",
+        "resource.k8s.io",
+        ("v1", "v1beta2", "v1beta1"),
+        "deviceclasses",
+        DEVICE_CLAIM,
+        read=True,
     ),
     # Configuration: ConfigMaps hold the prometheus-adapter config and KServe's
     # inferenceservice-config; PrometheusRules create series (record:).

@@ -18,6 +18,7 @@ from gpulint.core.quantity import is_unknown, try_quantity
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list, dig
 from gpulint.kinds.dra import (
     GPU_DEVICE_CLASSES,
+    IMPLICIT_EXTENDED_PREFIX,
     MIG_DEVICE_CLASSES,
     DeviceRequest,
     PodClaim,
@@ -74,11 +75,25 @@ class ClaimSource(Protocol):
         self, kind: str, namespace: str | None, name: str, near: Document | None
     ) -> Manifest | None: ...
 
+    def extended_resources(self) -> dict[str, str]:
+        """Extended resource name -> the DeviceClass that serves it (DRA, KEP-5004)."""
+        ...
+
+    def gpu_classes(self) -> frozenset[str]:
+        """DeviceClasses whose selectors pick devices of a GPU driver."""
+        ...
+
 
 class GpuNames:
     """Which resource names and DRA device classes count as GPUs (the built-in ones plus
     configured extras; a trailing ``*`` matches a prefix), and where the claims pods name
-    are found (none: every claim's device class is unknown)."""
+    are found (none: every claim's device class is unknown).
+
+    With DRA extended resources a resource name is a GPU's when the DeviceClass that serves it
+    is a GPU class: ``deviceclass.resource.kubernetes.io/<class>`` names its class, and a
+    DeviceClass of the input names its ``extendedResourceName``; a class is a GPU class when
+    it is a known one, when its selectors pick a GPU driver's devices (``device.driver ==
+    'gpu.nvidia.com'``), or when it serves a GPU resource name (``nvidia.com/gpu``)."""
 
     def __init__(
         self,
@@ -90,11 +105,36 @@ class GpuNames:
         self.classes, self.class_prefixes = _names(GPU_DEVICE_CLASSES, (), device_classes)
         self.claims = claims
 
-    def is_gpu(self, resource: str) -> bool:
+    def _named_gpu(self, resource: str) -> bool:
         return resource in self.exact or resource.startswith(self.prefix_tuple)
 
+    def is_gpu(self, resource: str) -> bool:
+        if self._named_gpu(resource):
+            return True
+        served_by = self.dra_class_of(resource)
+        return served_by is not None and self.is_gpu_class(served_by)
+
     def is_gpu_class(self, device_class: str) -> bool:
-        return device_class in self.classes or device_class.startswith(self.class_prefixes)
+        if device_class in self.classes or device_class.startswith(self.class_prefixes):
+            return True
+        if self.claims is None:
+            return False
+        if device_class in self.claims.gpu_classes():
+            return True
+        return any(
+            served == device_class and self._named_gpu(name)
+            for name, served in self.claims.extended_resources().items()
+        )
+
+    def dra_class_of(self, resource: str) -> str | None:
+        """The DeviceClass that serves an extended resource through DRA: the one named in
+        ``deviceclass.resource.kubernetes.io/<class>``, or a DeviceClass of the input whose
+        ``extendedResourceName`` it is (None: a device plugin's, as far as gpulint knows)."""
+        if resource.startswith(IMPLICIT_EXTENDED_PREFIX):
+            return resource[len(IMPLICIT_EXTENDED_PREFIX) :] or None
+        if self.claims is None:
+            return None
+        return self.claims.extended_resources().get(resource)
 
     @property
     def claims_generation(self) -> int:
@@ -242,8 +282,9 @@ class PodTemplate:
 
     def gpu_requests(self, names: GpuNames = DEFAULT_GPU_NAMES) -> list[GpuRequest]:
         # Several rules ask about the same template: answer once per set of GPU names (each
-        # inventory has its own), and again once the claims it names may have changed.
-        stamp = names.claims_generation if self.claims else 0
+        # inventory has its own), and again once the claims it names, or the DeviceClasses
+        # that say which extended resources are GPUs, may have changed.
+        stamp = names.claims_generation
         cached = self._gpus
         if cached is None or cached[0] is not names or cached[1] != stamp:
             cached = self._gpus = (names, stamp, self._find_gpu_requests(names))

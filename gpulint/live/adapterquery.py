@@ -1,10 +1,14 @@
 """The query prometheus-adapter sends for an HPA, built the way the adapter builds it.
 
-prometheus-adapter v0.12 pkg/naming/metrics_query.go: for a custom metric the label matchers
-are ``<namespace label>="<ns>"``, then ``<resource label>="<name>"`` (``=~"a|b"`` for several
-objects), then the HPA's metric selector; ``.GroupBy`` is the resource label. For an external
-metric they are the namespace matcher (unless ``resources.namespaced: false``) and the
-selector; ``.GroupBy`` is empty. Values are quoted with Go's ``%q``.
+prometheus-adapter v0.12 (kubernetes-sigs/prometheus-adapter@01919d0:pkg/naming/
+metrics_query.go ``Build``, ``BuildExternal``, ``processQueryParts``): for a custom metric the
+label matchers are the HPA's metric selector, requirement by requirement in the order of
+their keys (a ``labels.Selector`` keeps them sorted), then ``<namespace label>="<ns>"``, then
+``<resource label>="<name>"`` (``=~"a|b"`` for several objects); ``.GroupBy`` is the resource
+label. For an external metric they are the selector and the namespace matcher (unless
+``resources.namespaced: false``); ``.GroupBy`` is empty. ``.LabelValuesByName`` holds every
+label matched, the selector's included, its values joined with ``|``. Values are quoted with
+Go's ``%q``; a requirement's values are a sorted set (``Values().List()``).
 
 Pod names follow their controllers: a Deployment's pods are ``<deployment>-<pod-template-hash>-
 <5 characters>``, a StatefulSet's ``<statefulset>-<ordinal>`` (kubernetes pkg/controller).
@@ -39,29 +43,46 @@ def label_matches(label: str, value: str) -> str:
     return f"{label}=~{go_quote(value)}"
 
 
-def selector_matchers(selector: Mapping[str, Any] | None) -> list[str]:
-    """An HPA ``metric.selector`` as the adapter turns it into Prometheus matchers."""
-    found: list[str] = []
+def _requirements(selector: Mapping[str, Any] | None) -> list[tuple[str, str, list[str]]]:
+    """An HPA ``metric.selector`` as a ``labels.Selector`` holds it: (key, operator, values)
+    sorted by key, each requirement's values a sorted set."""
+    found: list[tuple[str, str, list[str]]] = []
     data = as_dict(selector)
     for key, value in as_dict(data.get("matchLabels")).items():
         if isinstance(key, str) and isinstance(value, str | int | float | bool):
-            found.append(label_eq(key, str(value)))
+            found.append((key, "Equals", [str(value)]))
     for item in as_list(data.get("matchExpressions")):
         expression = as_dict(item)
         label, operator = expression.get("key"), expression.get("operator")
-        values = [str(v) for v in as_list(expression.get("values"))]
-        if not isinstance(label, str):
-            continue
-        key = label
-        if operator == "In":
-            found.append(label_matches(key, "|".join(values)))
-        elif operator == "NotIn":
-            found.append(f"{key}!~{go_quote('|'.join(values))}")
-        elif operator == "Exists":
-            found.append(f'{key}!=""')
-        elif operator == "DoesNotExist":
-            found.append(f'{key}=""')
-    return found
+        if isinstance(label, str) and operator in ("In", "NotIn", "Exists", "DoesNotExist"):
+            values = sorted({str(v) for v in as_list(expression.get("values"))})
+            found.append((label, str(operator), values))
+    return sorted(found, key=lambda requirement: requirement[0])
+
+
+def _matcher(key: str, operator: str, values: list[str]) -> str:
+    """``selectMatcher`` and ``selectTargetValue``: one value is = or !=, several a regex;
+    In and NotIn are always regexes; Exists is != "", DoesNotExist = ""."""
+    joined = "|".join(values)
+    if operator == "Exists":
+        return f"{key}!={go_quote('')}"
+    if operator == "DoesNotExist":
+        return f"{key}={go_quote('')}"
+    if operator == "Equals":
+        return label_eq(key, joined) if len(values) == 1 else label_matches(key, joined)
+    if operator == "In":
+        return label_matches(key, joined)
+    return f"{key}!~{go_quote(joined)}"
+
+
+def selector_matchers(selector: Mapping[str, Any] | None) -> list[str]:
+    """An HPA ``metric.selector`` as the adapter turns it into Prometheus matchers."""
+    return [_matcher(key, op, values) for key, op, values in _requirements(selector)]
+
+
+def selector_values(selector: Mapping[str, Any] | None) -> dict[str, list[str]]:
+    """What the selector adds to ``.LabelValuesByName``: each label and its values."""
+    return {key: values for key, _, values in _requirements(selector)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +145,11 @@ def render_query(
 ) -> str:
     """The metricsQuery as the adapter renders it (raises querytemplate errors)."""
     template = rule.metrics_query or ""
-    matchers = object_matchers(mapping, namespace, objects, pattern)
-    matchers.extend(selector_matchers(selector))
+    # The selector's matchers first, then the namespace and the objects (metrics_query.go).
+    matchers = selector_matchers(selector)
+    matchers += object_matchers(mapping, namespace, objects, pattern)
     group_by = [mapping.object_label] if mapping.object_label else []
-    values: dict[str, list[str]] = {}
+    values: dict[str, list[str]] = selector_values(selector)
     if mapping.namespaced and namespace and mapping.namespace_label:
         values[mapping.namespace_label] = [namespace]
     if mapping.object_label and (objects or pattern):

@@ -34,6 +34,7 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         add_input_options,
         add_render_options,
         add_selection_options,
+        add_version_options,
     )
 
     parser.add_argument(
@@ -104,6 +105,7 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
     add_selection_options(parser, "GL95")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     add_input_options(parser)
+    add_version_options(parser)
     add_render_options(parser)
     add_cluster_options(parser)
 

@@ -35,7 +35,7 @@ from gpulint.replay.activation import (
     KedaActivation,
     hpa_min_replicas,
 )
-from gpulint.replay.behavior import Behavior
+from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, Behavior, Tolerances
 from gpulint.replay.model import ReplayMetric, ReplaySpec
 
 # When the pod template has no probe to tell: a GPU inference pod pulls a large image and
@@ -143,6 +143,7 @@ def _hpa_spec(hpa: HPA, inventory: Inventory, ready_after: float | None) -> Repl
         document=hpa.manifest,
         path=("spec", "metrics"),
         behavior_path=("spec", "behavior") if hpa.behavior is not None else ("spec",),
+        tolerances=Tolerances.from_spec(hpa.behavior, inventory.settings.versions.kubernetes),
     )
 
 
@@ -218,6 +219,16 @@ def _scaled_object_spec(
 ) -> ReplaySpec:
     if scaled.target_ref is None:
         raise _Untraceable("it has no scaleTargetRef")
+    pause = scaled.pause
+    if pause.scaling:
+        raise _Untraceable(f"KEDA does not scale it: it carries {pause.annotation}")
+    if scaled.scaling_modifiers is not None:
+        # KEDA's HPA then reads one composite metric, the formula over the triggers against
+        # scalingModifiers.target; the triggers' thresholds are not used (keda-docs 2.20).
+        raise _Untraceable(
+            "its advanced.scalingModifiers replaces the triggers' thresholds by one composite "
+            "metric (the formula against its target), which gpulint does not replay"
+        )
     others = [t.get("type") for t in scaled.triggers if t.get("type") != "prometheus"]
     if others:
         raise _Untraceable(f"it has {others[0]} triggers, which gpulint cannot read back")
@@ -260,6 +271,15 @@ def _scaled_object_spec(
     )
     seconds, source, gpus = _pods(inventory, scaled, ready_after)
     behavior = scaled.behavior
+    replayed = Behavior.from_spec(behavior)
+    if pause.scale_in or pause.scale_out:
+        # paused-scale-in/out: KEDA sets that direction's selectPolicy to Disabled
+        # (kedacore/keda controllers/keda/hpa.go).
+        base = replayed or Behavior(DEFAULT_SCALE_UP, DEFAULT_SCALE_DOWN)
+        replayed = Behavior(
+            base.up._replace(select="Disabled") if pause.scale_out else base.up,
+            base.down._replace(select="Disabled") if pause.scale_in else base.down,
+        )
     return ReplaySpec(
         "ScaledObject",
         scaled.namespace or "default",
@@ -268,7 +288,7 @@ def _scaled_object_spec(
         scaled.target_ref.name,
         hpa_min_replicas(scaling.minimum),
         scaling.maximum,
-        Behavior.from_spec(behavior),
+        replayed,
         tuple(metrics),
         seconds,
         source,
@@ -281,6 +301,8 @@ def _scaled_object_spec(
             if isinstance(behavior, dict)
             else ("spec",)
         ),
+        # KEDA copies the behavior, tolerances included, into the HPA it makes
+        tolerances=Tolerances.from_spec(behavior, inventory.settings.versions.kubernetes),
     )
 
 

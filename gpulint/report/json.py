@@ -122,6 +122,8 @@ def result_to_dict(result: Result) -> dict[str, Any]:
             "lintSeconds": round(result.lint_seconds, 3),
         },
     }
+    if result.versions is not None:
+        report["summary"]["versions"] = result.versions.as_dict()
     if result.clusters:
         report["summary"]["clusters"] = [_cluster(cluster) for cluster in result.clusters]
     if any(unit.context for unit in result.units):

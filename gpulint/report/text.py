@@ -40,6 +40,9 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     _write_skipped(result.skipped, stream, width)
     for note in result.notes:
         _write(stream, "note: ", escape_controls(note), width)
+    if result.versions is not None and result.objects:
+        judged = f"judged for {result.versions.describe()}"
+        _write(stream, "versions: ", escape_controls(judged), width)
     _write(stream, "", _summary(result), width, INDENT)
     if len(result.units) > 1:
         shown = ", ".join(

@@ -112,6 +112,7 @@ SCALED_OBJECT = {
     "metadata": {"name": "triton-queue", "namespace": "ml"},
     "spec": {
         "scaleTargetRef": {"name": "triton"},
+        "minReplicaCount": 1,  # at zero, Triton's own series could not wake it (GL117)
         "advanced": {
             "horizontalPodAutoscalerConfig": {
                 "behavior": {

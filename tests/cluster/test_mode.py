@@ -77,7 +77,9 @@ spec:
     metadata: {labels: {app: embedder}}
     spec:
       containers:
-      - {name: server, image: embedder, resources: {limits: {nvidia.com/gpu: 1}}}
+      - name: server
+        image: embedder
+        resources: {requests: {cpu: "1"}, limits: {nvidia.com/gpu: 1}}
 ---
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler

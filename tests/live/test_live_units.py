@@ -11,7 +11,7 @@ import time
 import pytest
 import yaml
 
-from gpulint.chain.adapter import AdapterConfig
+from gpulint.chain.adapter import AdapterConfig, AdapterRule
 from gpulint.engine.config import Settings
 from gpulint.engine.registry import Selection
 from gpulint.engine.runner import run
@@ -166,12 +166,13 @@ def test_hpa_selectors_become_matchers_as_in_the_adapter() -> None:
             {"key": "test", "operator": "DoesNotExist"},
         ],
     }
+    # A labels.Selector keeps its requirements sorted by key (metrics_query.go reads them so).
     assert selector_matchers(selector) == [
-        'model="llama"',
         'gpu=~"0|1"',
-        'zone!~"a"',
+        'model="llama"',
         'pod!=""',
         'test=""',
+        'zone!~"a"',
     ]
 
 
@@ -209,12 +210,55 @@ def test_render_for_pods_in_the_adapter_order() -> None:
             None,
             {"matchLabels": {"gpu": "0"}},
         )
-        == 'avg(DCGM_FI_DEV_GPU_UTIL{exported_namespace="ml",exported_pod=~"a|b",gpu="0"}) '
+        == 'avg(DCGM_FI_DEV_GPU_UTIL{gpu="0",exported_namespace="ml",exported_pod=~"a|b"}) '
         "by (exported_pod)"
     )
     assert (
         render_query(rule, labels, "DCGM_FI_DEV_GPU_UTIL", "ml", ["a"])
         == 'avg(DCGM_FI_DEV_GPU_UTIL{exported_namespace="ml",exported_pod="a"}) by (exported_pod)'
+    )
+
+
+def test_rendered_as_the_adapters_own_tests_expect() -> None:
+    """kubernetes-sigs/prometheus-adapter@01919d0:pkg/naming/metrics_query_test.go, taken as
+    data: the selector's matchers come first, and .LabelValuesByName holds its labels."""
+    custom = _rule(
+        {
+            "seriesQuery": 'metric{resource!=""}',
+            "resources": {"overrides": {"resource": {"resource": "pod"}}},
+            "metricsQuery": "<<.LabelMatchers>>",
+        }
+    ).rules[0]
+    labels = mapping_for(custom)
+    selector = {"matchLabels": {"metric1": "value1"}}
+    # "LabelMatchers with additional metrics filter"
+    assert render_query(custom, labels, "metric", None, ["bar"], None, selector) == (
+        'metric1="value1",resource="bar"'
+    )
+    namespaces = {"overrides": {"namespaces": {"resource": "namespace"}}}
+
+    def external(query: str) -> AdapterRule:
+        data = {"seriesQuery": 'metric{namespaces!=""}', "resources": namespaces}
+        document = Document({"externalRules": [{**data, "metricsQuery": query}]}, "a.yaml")
+        (rule,) = AdapterConfig(document, AdapterConfig.CONFIG).all_rules()
+        return rule
+
+    matchers = external("<<.LabelMatchers>>")
+    # "single LabelMatchers value with namespace"
+    assert render_query(
+        matchers,
+        mapping_for(matchers),
+        "metric",
+        "default",
+        [],
+        None,
+        {"matchLabels": {"foo": "bar"}},
+    ) == ('foo="bar",namespaces="default"')
+    by_name = external("<<.LabelValuesByName>>")
+    # "single LabelValuesByName with multiple selectors", here without a namespace
+    in_both = {"matchExpressions": [{"key": "foo", "operator": "In", "values": ["baz", "bar"]}]}
+    assert render_query(by_name, mapping_for(by_name), "metric", None, [], None, in_both) == (
+        "map[foo:bar|baz]"
     )
 
 

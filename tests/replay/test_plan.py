@@ -6,7 +6,9 @@ from pathlib import Path
 
 from gpulint.engine.config import Settings
 from gpulint.engine.runner import inventory_from_paths
-from gpulint.replay.plan import DEFAULT_POD_READY_AFTER_S, plan
+from gpulint.engine.versions import CONFIG, KUBERNETES, Release
+from gpulint.replay.behavior import Tolerances
+from gpulint.replay.plan import DEFAULT_POD_READY_AFTER_S, Plan, plan
 
 KSERVE = """
 apiVersion: serving.kserve.io/v1beta1
@@ -66,3 +68,81 @@ def test_pod_start_time_from_probes_option_or_default() -> None:
     overridden = {s.name: s for s in plan(inventory, 300.0).specs}
     assert overridden["step"].pod_ready_after_s == 300
     assert overridden["step"].pod_ready_source == "--pod-ready-after"
+
+
+KEDA_PAUSED = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llm, namespace: ml}
+spec:
+  selector: {matchLabels: {app: llm}}
+  template:
+    metadata: {labels: {app: llm}}
+    spec:
+      containers:
+      - {name: server, image: vllm, resources: {limits: {nvidia.com/gpu: 1}}}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: NAME
+  namespace: ml
+  annotations: ANNOTATIONS
+spec:
+  scaleTargetRef: {name: llm}
+  minReplicaCount: 1
+  maxReplicaCount: 4
+  advanced: ADVANCED
+  triggers:
+  - type: prometheus
+    name: waiting
+    metadata:
+      serverAddress: http://prometheus:9090
+      query: sum(vllm:num_requests_waiting)
+      threshold: "5"
+"""
+
+
+def _keda(tmp_path: Path, name: str, annotations: str, advanced: str = "{}") -> Plan:
+    text = KEDA_PAUSED.replace("NAME", name).replace("ANNOTATIONS", annotations)
+    (tmp_path / f"{name}.yaml").write_text(text.replace("ADVANCED", advanced))
+    return plan(inventory_from_paths([str(tmp_path / f"{name}.yaml")], Settings()))
+
+
+def test_keda_pause_annotations_and_scaling_modifiers(tmp_path: Path) -> None:
+    """A paused ScaledObject is not replayed; paused-scale-in/out disable that direction, as
+    KEDA's HPA does; scalingModifiers' composite metric is not replayed on the triggers'
+    thresholds, which KEDA does not use then."""
+    paused = _keda(tmp_path, "paused", '{autoscaling.keda.sh/paused-replicas: "2"}')
+    assert paused.specs == []
+    (skipped,) = paused.skipped
+    assert "autoscaling.keda.sh/paused-replicas" in skipped.reason
+    scale_in = _keda(tmp_path, "scale-in", '{autoscaling.keda.sh/paused-scale-in: "true"}')
+    (spec,) = scale_in.specs
+    assert spec.behavior.down.select == "Disabled" and spec.behavior.up.select == "Max"
+    modifiers = _keda(
+        tmp_path,
+        "composite",
+        "{}",
+        '{scalingModifiers: {formula: "waiting * 2", target: "10"}}',
+    )
+    (skipped,) = modifiers.skipped
+    assert "scalingModifiers" in skipped.reason
+
+
+def test_the_tolerances_are_replayed_on_the_releases_that_honour_them(tmp_path: Path) -> None:
+    """behavior.*.tolerance (which KEDA copies into its HPA) is on by default from Kubernetes
+    1.35 (KEP-4951); on 1.34 the API server drops it and the controller's 10% applies."""
+    advanced = "{horizontalPodAutoscalerConfig: {behavior: {scaleUp: {tolerance: 50m}, " + (
+        'scaleDown: {tolerance: "0.2"}}}}'
+    )
+    text = KEDA_PAUSED.replace("NAME", "tolerant").replace("ANNOTATIONS", "{}")
+    (tmp_path / "tolerant.yaml").write_text(text.replace("ADVANCED", advanced))
+    by_release = {}
+    for minor in (34, 35):
+        settings = Settings()
+        settings.versions = settings.versions.with_release(KUBERNETES, Release(1, minor), CONFIG)
+        (spec,) = plan(inventory_from_paths([str(tmp_path)], settings)).specs
+        by_release[minor] = spec.tolerances
+    assert by_release[34] == Tolerances(down=0.1, up=0.1)
+    assert by_release[35] == Tolerances(down=0.2, up=0.05)

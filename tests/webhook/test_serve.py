@@ -57,7 +57,7 @@ def test_refuses_kserve_deploymentmode_as_a_field_with_the_cli_message(
     assert f"GL301 kserve-deploymentmode-field: {cli_message}\n" in message
     for line in cli_fix.splitlines():
         assert f"\n    {line}" in message
-    assert "serving.kserve.io/deploymentMode: RawDeployment" in message
+    assert "serving.kserve.io/deploymentMode: Standard" in message  # KServe 0.20 by default
     # Below the deny level: a warning, prefixed with its rule ID.
     assert [w.split(":")[0] for w in response["warnings"]] == ["GL306"]
 
