@@ -131,6 +131,9 @@ DEFAULT_SCALE_DOWN = (
 def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if view.target_ref is None or is_generated(view.manifest):
         return
+    behavior_path = view.behavior_path
+    if behavior_path is None:
+        return  # its controller writes the behavior from settings of its own
     if not view.scaling_range().scales_out:
         return  # fixed, or 0 to 1: there is no scaling to pace
     target = inventory.resolve_target(view.namespace, view.target_ref, view.manifest)
@@ -145,7 +148,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         yield from _check_scaled_object(view, target.describe(), resources, links, ctx)
         return
     hpa = view
-    subject = f"HorizontalPodAutoscaler {hpa.name} scales {target.describe()}, which asks for GPUs,"
+    subject = f"{hpa.full_title} scales {target.describe()}, which asks for GPUs,"
     minimum = _minimum_window(ctx)
     suggested_window = max(minimum, DEFAULT_SCALE_DOWN_WINDOW)
     wanted = {
@@ -165,14 +168,14 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         if _indented_lists(hpa.manifest):
             fixes = {d: _indent_list_items(text) for d, text in fixes.items()}
         snippet = "behavior:\n" + "\n".join(fixes[d] for d in missing)
-        path: Path = ("spec", "behavior") if "behavior" in hpa.spec else ("spec",)
+        path: Path = behavior_path if "behavior" in hpa.spec else hpa.spec_path
         plan = None
         if has_behavior and (not directions or isinstance(behavior, dict)):
             # The same text as the fix shown, inserted where it belongs.
             plan = edits.safe(
                 edits.Insert(
                     hpa.manifest,
-                    ("spec", "behavior"),
+                    behavior_path,
                     _dedent("\n".join(fixes[d] for d in missing)),
                 )
             )
@@ -196,8 +199,8 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         )
     yield from _short_window(
         hpa.manifest,
-        f"HorizontalPodAutoscaler {hpa.name}",
-        ("spec", "behavior"),
+        hpa.full_title,
+        behavior_path,
         directions,
         target.describe(),
         resources,
@@ -260,13 +263,12 @@ def _short_window(
             )
 
 
-KEDA_BEHAVIOR: Path = ("spec", "advanced", "horizontalPodAutoscalerConfig", "behavior")
-
-
 def _check_scaled_object(
     scaled: ScaledObject, target: str, resources: str, links: list[Related], ctx: Context
 ) -> Iterator[Finding]:
     """KEDA's HPA gets the ScaledObject's advanced.horizontalPodAutoscalerConfig.behavior."""
+    behavior_path = scaled.behavior_path
+    assert behavior_path is not None
     behavior = scaled.behavior
     if is_unknown(behavior):
         return
@@ -280,8 +282,8 @@ def _check_scaled_object(
         yield _missing_keda_directions(scaled, target, resources, links, ctx, missing)
     yield from _short_window(
         scaled.manifest,
-        f"KEDA ScaledObject {scaled.name}",
-        KEDA_BEHAVIOR,
+        scaled.title,
+        behavior_path,
         directions,
         target,
         resources,
@@ -298,7 +300,8 @@ def _missing_keda_directions(
     ctx: Context,
     missing: list[str],
 ) -> Finding:
-    behavior = scaled.behavior
+    behavior, behavior_path = scaled.behavior, scaled.behavior_path
+    assert behavior_path is not None
     directions: dict[str, Any] = behavior if isinstance(behavior, dict) else {}
     minimum = _minimum_window(ctx)
     defaults = {"scaleUp": DEFAULT_SCALE_UP, "scaleDown": DEFAULT_SCALE_DOWN}
@@ -311,8 +314,11 @@ def _missing_keda_directions(
     plan = None
     if behavior is None or isinstance(behavior, dict):
         body = _dedent("\n".join(fixes[d] for d in missing))
-        plan = edits.safe(edits.Insert(scaled.manifest, KEDA_BEHAVIOR, body))
-    fix = "# under spec:\nadvanced:\n  horizontalPodAutoscalerConfig:\n" + _indent(_indent(snippet))
+        plan = edits.safe(edits.Insert(scaled.manifest, behavior_path, body))
+    under = ".".join(str(step) for step in scaled.spec_path)
+    fix = f"# under {under}:\nadvanced:\n  horizontalPodAutoscalerConfig:\n" + _indent(
+        _indent(snippet)
+    )
     if directions:
         fix = snippet
     what = "sets no behavior" if not directions else f"sets no behavior.{missing[0]}"
@@ -320,8 +326,8 @@ def _missing_keda_directions(
         what = "sets no behavior"
     return ctx.finding(
         scaled.manifest,
-        KEDA_BEHAVIOR,  # placed at the deepest part of it that is written
-        f"KEDA ScaledObject {scaled.name} scales {target}, which asks for GPUs, but {what} in "
+        behavior_path,  # placed at the deepest part of it that is written
+        f"{scaled.title} scales {target}, which asks for GPUs, but {what} in "
         f"advanced.horizontalPodAutoscalerConfig. The pods ask for {resources}, and KEDA's HPA "
         f"has Kubernetes' defaults: {consequence}.",
         fix,

@@ -51,7 +51,7 @@ from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
 from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_view, spec_for
 from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.scaling import ScalingRange, replicas_range
-from gpulint.kinds.view import KindView
+from gpulint.kinds.view import KindView, generator_of
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
 
 if TYPE_CHECKING:
@@ -310,6 +310,20 @@ class Inventory:
     def view_of(self, manifest: Manifest) -> KindView | None:
         """The typed view an object of the inventory is read through, if it has one."""
         return self.store.view_of(manifest)
+
+    def judged_at_generator(self, manifest: Manifest) -> bool:
+        """Was ``manifest`` (an HPA or ScaledObject read from a cluster) made by a controller
+        from settings an object of the inventory holds, whose view hands them to the rules as
+        the autoscaler they become (``KindView.generated_autoscalers``)? Rules judge those
+        settings there, where a user writes them, and not a second time here."""
+        generator = generator_of(manifest)
+        if generator is None:
+            return False
+        found = self.store.find_in_group(
+            generator.group, generator.kind, manifest.namespace, generator.name, manifest
+        )
+        view = self.view_of(found) if found is not None else None
+        return view is not None and bool(view.generated_autoscalers())
 
     def inference_service_of(self, manifest: Manifest) -> InferenceService | None:
         return self.resolver.inference_service(manifest)

@@ -14,6 +14,9 @@ HPA). Readers never ask which view class they hold:
   targets a workload without setting its replicas says so here only, and admission brings it
   in whenever that workload or an autoscaler on it changes);
 * ``scaling_range_of(workload)``: the replicas it gives one of the workloads it claims;
+* ``written_replicas(workload)``: where the object writes a replica count its controller
+  sets on a workload it makes on every reconcile (an LLMInferenceService's ``replicas``), so
+  that an autoscaler on that workload is overwritten;
 * ``generated_names()``: the names a controller gives the workloads it makes for the object
   (KServe's ``<isvc>-predictor``, Knative's ``<service>-NNNNN-deployment`` parent), which
   admission follows to the autoscalers on them;
@@ -33,6 +36,10 @@ HPA). Readers never ask which view class they hold:
 * ``prometheus_urls()``: the Prometheus addresses it queries (the scrape chain checks them);
 * ``trace_sources()``: the metrics ``gpulint trace`` follows from it, each one of three shapes
   (``AdapterTrace``, ``QueryTrace``, ``RevisionTrace``) whose stages the trace knows;
+* ``generated_autoscalers()``: the HPAs and ScaledObjects a controller makes from settings
+  written inside the object (a NIMService's ``spec.scale.hpa``), read as the HPA or
+  ScaledObject they become (``gpulint.kinds.generated``): ``gpulint replay`` replays them, and
+  the view hands them to the rule scopes the HPA and KEDA rules iterate;
 * ``generator()``: the object whose controller made it (``generator_of``), the one answer to
   "who generated this object" for every reader and rule.
 
@@ -67,12 +74,21 @@ class Generator(NamedTuple):
 # API group their ownerReferences name: KEDA makes an HPA per ScaledObject (kedacore/keda
 # controllers/keda/hpa.go), KServe a Knative Service, HPA or ScaledObject per InferenceService
 # component (kserve pkg/controller/v1beta1/inferenceservice/reconcilers), Knative's HPA class an
-# HPA per PodAutoscaler (knative/serving pkg/reconciler/autoscaling/hpa).
+# HPA per PodAutoscaler (knative/serving pkg/reconciler/autoscaling/hpa); the LLM serving
+# stacks theirs: KServe an HPA or ScaledObject per LLMInferenceService workload
+# (pkg/controller/v1alpha2/llmisvc/scaling.go), the NIM operator an HPA per NIMService
+# (NVIDIA/k8s-nim-operator api/apps/v1alpha1 GetHPAParams), AIBrix an HPA per PodAutoscaler of
+# the HPA strategy (vllm-project/aibrix pkg/controller/podautoscaler/hpa_resources.go), the
+# production-stack operator a ScaledObject per VLLMRuntime (operator/internal/controller).
 GENERATOR_KINDS: frozenset[tuple[str, str]] = frozenset(
     {
         ("ScaledObject", "keda.sh"),
         ("InferenceService", "serving.kserve.io"),
         ("PodAutoscaler", "autoscaling.internal.knative.dev"),
+        ("LLMInferenceService", "serving.kserve.io"),
+        ("NIMService", "apps.nvidia.com"),
+        ("PodAutoscaler", "autoscaling.aibrix.ai"),
+        ("VLLMRuntime", "production-stack.vllm.ai"),
     }
 )
 # KEDA labels the HPA it makes with its ScaledObject's name (kedacore/keda
@@ -186,6 +202,11 @@ class KindView(ManifestView):
         """The replicas the object gives the workload named ``workload`` (one it claims)."""
         return None
 
+    def written_replicas(self, workload: str) -> Path | None:
+        """Where the object writes the replicas its controller sets on ``workload`` (one it
+        makes) on every reconcile; None when the controller leaves them to an autoscaler."""
+        return None
+
     def generated_names(self) -> list[str]:
         """Names a controller gives the workloads it makes for the object."""
         return []
@@ -214,6 +235,11 @@ class KindView(ManifestView):
 
     def trace_sources(self) -> list[TraceSource]:
         """The metrics ``gpulint trace`` follows from the object, in the order written."""
+        return []
+
+    def generated_autoscalers(self) -> list[KindView]:
+        """The HPAs and ScaledObjects a controller makes from settings written inside the
+        object (``gpulint.kinds.generated``), each a view of the HPA or ScaledObject kind."""
         return []
 
     def generator(self) -> Generator | None:
