@@ -99,6 +99,8 @@ from gpulint.inventory import (
     TargetGroup,
     key_of,
 )
+from gpulint.kinds.aibrix import AIBrixPodAutoscaler
+from gpulint.kinds.generated import GeneratedHPA, GeneratedScaledObject
 from gpulint.kinds.hpa import (
     CUSTOM_METRIC_TYPES,
     HPA,
@@ -137,6 +139,9 @@ from gpulint.kinds.kserve import (
     mode_note,
     mode_spelling,
 )
+from gpulint.kinds.kubeai import KubeAIModel
+from gpulint.kinds.llmisvc import LLMInferenceService
+from gpulint.kinds.nim import NIMService
 from gpulint.kinds.revisions import CLASS_ANNOTATION as KNATIVE_CLASS_ANNOTATION
 from gpulint.kinds.revisions import (
     HPA_CLASS,
@@ -147,15 +152,17 @@ from gpulint.kinds.revisions import (
     annotation_text,
 )
 from gpulint.kinds.scaledjob import ScaledJob
-from gpulint.kinds.scaletarget import TargetRef
+from gpulint.kinds.scaletarget import TargetRef, WrittenReplicas
 from gpulint.kinds.triggers import PrometheusTrigger
 from gpulint.kinds.view import AdapterMetric, KindView, generated_by, generator_of, is_generated
+from gpulint.kinds.vllmruntime import VLLMRuntime
 from gpulint.kinds.vpa import PDB_KIND, RESIZABLE, UPDATER_MIN_REPLICAS, VPA, budgets_covering
 from gpulint.kinds.workload import (
     Container,
     GpuRequest,
     PodTemplate,
 )
+from gpulint.kinds.wva import REPLICA_GAUGES, VARIANT_LABEL, VariantAutoscaling
 from gpulint.metrics.promql import (
     Matcher,
     PlacedAggregation,
@@ -396,6 +403,7 @@ __all__ = [
     "OVERRIDE_KEYS",
     "PDB_KIND",
     "POD_LABELS",
+    "REPLICA_GAUGES",
     "RESIZABLE",
     "RESOURCES_KEYS",
     "RESOURCE_METRIC_TYPES",
@@ -410,7 +418,9 @@ __all__ = [
     "TIMEOUT",
     "UNAVAILABLE",
     "UPDATER_MIN_REPLICAS",
+    "VARIANT_LABEL",
     "VPA",
+    "AIBrixPodAutoscaler",
     "AdapterConfig",
     "AdapterMetric",
     "AdapterRule",
@@ -426,6 +436,8 @@ __all__ = [
     "EndpointState",
     "Exporter",
     "Finding",
+    "GeneratedHPA",
+    "GeneratedScaledObject",
     "GpuMetric",
     "GpuRequest",
     "HpaEvidence",
@@ -434,6 +446,8 @@ __all__ = [
     "Inventory",
     "KindView",
     "KnativeService",
+    "KubeAIModel",
+    "LLMInferenceService",
     "LiveSnapshot",
     "Location",
     "Manifest",
@@ -443,6 +457,7 @@ __all__ = [
     "MetricTarget",
     "MissingSeries",
     "Monitor",
+    "NIMService",
     "OversizedNumber",
     "ParsedUrl",
     "Path",
@@ -472,7 +487,10 @@ __all__ = [
     "TargetGroup",
     "TargetRef",
     "TriggerEvidence",
+    "VLLMRuntime",
+    "VariantAutoscaling",
     "Verdict",
+    "WrittenReplicas",
     "abbreviated",
     "ago",
     "annotation_text",

@@ -94,6 +94,7 @@ from gpulint.ruleapi import (
     AdapterRule,
     Context,
     Finding,
+    GeneratedHPA,
     Inventory,
     KindView,
     Related,
@@ -499,6 +500,8 @@ def _wrong_api(
 def _reader(view: KindView) -> str:
     """Who reads the metric, for the headline: the HPA, or the HPA Knative makes."""
     name = abbreviated(view.name, NAME_CHARS)
+    if isinstance(view, GeneratedHPA):
+        return f"HPA {name} (made by {view.made_by})"
     if isinstance(view, HPA):
         return f"HPA {name}"
     return f"The HPA Knative makes for each revision of Knative {view.manifest.kind} {name}"

@@ -349,6 +349,8 @@ def _scalars(text: str) -> set[str]:
         elif isinstance(node, list):
             for item in node:
                 walk(item)
+        elif isinstance(node, bool):
+            found.add("true" if node else "false")  # as YAML writes it
         elif node is not None:
             found.add(str(node))
 

@@ -51,7 +51,7 @@ from gpulint.kinds.kserve import InferenceService, default_mode_from_configmap
 from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_view, spec_for
 from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.scaling import ScalingRange, replicas_range
-from gpulint.kinds.view import KindView, generator_of
+from gpulint.kinds.view import GeneratedWorkload, KindView, generator_of
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
 
 if TYPE_CHECKING:
@@ -341,6 +341,13 @@ class Inventory:
         ``near`` is the autoscaler's document: among copies of the same object in several
         directories, the nearest is the one it scales."""
         return self.resolver.resolve(namespace, ref, near)
+
+    def generated_workload(
+        self, namespace: str | None, name: str
+    ) -> tuple[KindView, GeneratedWorkload] | None:
+        """The object whose controller makes the workload ``name`` (``KindView
+        .generated_workloads``), and that workload; None for a workload written out."""
+        return self.resolver.generated(namespace, name)
 
     def isvc_for_component(
         self, namespace: str | None, name: str

@@ -54,13 +54,14 @@ class KubeAIModel(KindView):
         path = ("spec", "maxReplicas") if "maxReplicas" in self.spec else ("spec",)
         return ScalingRange(minimum, maximum, f"KubeAI Model {self.name}", path)
 
+    def settings(self) -> str:
+        """``targetRequests 100, 0 or more replicas``: what KubeAI scales it by."""
+        target = self.spec.get("targetRequests", DEFAULT_TARGET_REQUESTS)
+        return f"targetRequests {target}, {self.scaling_range().describe()}"
+
     def describe(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
-        target = self.spec.get("targetRequests", DEFAULT_TARGET_REQUESTS)
-        return (
-            f"KubeAI's own autoscaler of Model {where}{self.name} "
-            f"(targetRequests {target}, {self.scaling_range().describe()})"
-        )
+        return f"KubeAI's own autoscaler of Model {where}{self.name} ({self.settings()})"
 
     # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------
 

@@ -47,7 +47,7 @@ from gpulint.input.document import Manifest, Path, as_dict
 from gpulint.kinds.dra import pod_claims
 from gpulint.kinds.generated import GeneratedHPA, GeneratedScaledObject
 from gpulint.kinds.hpa import HpaMetric, MetricTarget
-from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef, WrittenReplicas
 from gpulint.kinds.scaling import ScalingRange, replica_count
 from gpulint.kinds.view import GeneratedWorkload, KindView, TraceSource
 from gpulint.kinds.workload import PodTemplate, containers_of
@@ -57,6 +57,12 @@ KSERVE_GROUP = "serving.kserve.io"
 STOP_ANNOTATION = "serving.kserve.io/stop"
 WVA_METRIC = "wva_desired_replicas"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
+# The CRD's refusal of replicas beside scaling in one workload (WorkloadSpec's
+# x-kubernetes-validations rule, llm_inference_service_types.go).
+REPLICAS_REFUSED = (
+    "replicas and scaling are mutually exclusive; use scaling for autoscaled deployments or "
+    "replicas for static deployments"
+)
 
 # knative.dev/pkg kmeta.ChildName: names longer than 63 characters keep a prefix of the parent
 # and the MD5 of the whole parent, then the suffix.
@@ -299,10 +305,10 @@ class LLMInferenceService(KindView):
                 return self.scaling_range(part)
         return None
 
-    def written_replicas(self, workload: str) -> Path | None:
+    def written_replicas(self, workload: str) -> WrittenReplicas | None:
         for part in self.parts:
             if self.workload_ref(part).name == workload and "replicas" in part.data:
-                return (*part.path, "replicas")
+                return WrittenReplicas((*part.path, "replicas"), "KServe", REPLICAS_REFUSED)
         return None
 
     def generated_autoscalers(self) -> list[KindView]:

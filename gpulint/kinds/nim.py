@@ -29,7 +29,7 @@ from typing import Any
 from gpulint.input.document import Manifest, Path, as_dict
 from gpulint.kinds.dra import pod_claims
 from gpulint.kinds.generated import GeneratedHPA
-from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef, WrittenReplicas
 from gpulint.kinds.scaling import ScalingRange, replica_count
 from gpulint.kinds.view import GeneratedWorkload, KindView, TraceSource
 from gpulint.kinds.workload import Container, PodTemplate
@@ -37,6 +37,9 @@ from gpulint.kinds.workload import Container, PodTemplate
 NIM_GROUP = "apps.nvidia.com"
 NIMSERVICE_KIND = "NIMService"
 SCALE_HPA: Path = ("spec", "scale", "hpa")
+# The CRD's refusal of spec.replicas beside spec.scale.enabled (an x-kubernetes-validations
+# rule of NIMServiceSpec, nimservice_types.go, since v3.1.0).
+REPLICAS_REFUSED = "spec.replicas cannot be set when spec.scale.enabled is true"
 
 
 class NIMService(KindView):
@@ -126,10 +129,10 @@ class NIMService(KindView):
             return self._hpa.scaling_range()
         return None
 
-    def written_replicas(self, workload: str) -> Path | None:
+    def written_replicas(self, workload: str) -> WrittenReplicas | None:
         if workload != self.name or "replicas" not in self.spec or self.multi_node:
             return None
-        return ("spec", "replicas")
+        return WrittenReplicas(("spec", "replicas"), "the NIM operator", REPLICAS_REFUSED)
 
     def generated_autoscalers(self) -> list[KindView]:
         return [self._hpa] if self._hpa is not None else []

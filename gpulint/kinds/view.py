@@ -57,7 +57,7 @@ from typing import Any, NamedTuple, Protocol
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, ManifestView, Path
 from gpulint.kinds.revisions import RevisionTrace
-from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef, WrittenReplicas
 from gpulint.kinds.scaling import ScalingRange
 from gpulint.kinds.workload import PodTemplate
 
@@ -202,9 +202,9 @@ class KindView(ManifestView):
         """The replicas the object gives the workload named ``workload`` (one it claims)."""
         return None
 
-    def written_replicas(self, workload: str) -> Path | None:
-        """Where the object writes the replicas its controller sets on ``workload`` (one it
-        makes) on every reconcile; None when the controller leaves them to an autoscaler."""
+    def written_replicas(self, workload: str) -> WrittenReplicas | None:
+        """The replicas the object's controller writes to ``workload`` (one it makes) on
+        every reconcile; None when it leaves them to an autoscaler."""
         return None
 
     def generated_names(self) -> list[str]:

@@ -30,7 +30,7 @@ from typing import Any
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict
 from gpulint.kinds.generated import GeneratedScaledObject
-from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef, WrittenReplicas
 from gpulint.kinds.scaling import ScalingRange, replica_count
 from gpulint.kinds.view import GeneratedWorkload, KindView, TraceSource
 from gpulint.kinds.workload import Container, PodTemplate
@@ -224,10 +224,14 @@ class VLLMRuntime(KindView):
             return self._scaled_object.scaling_range()
         return None
 
-    def written_replicas(self, workload: str) -> Path | None:
+    def written_replicas(self, workload: str) -> WrittenReplicas | None:
         if workload != self.name:
             return None
-        return ("spec", "deploymentConfig", "replicas")
+        return WrittenReplicas(
+            ("spec", "deploymentConfig", "replicas"),
+            "the production-stack operator",
+            scale_ref=self.ref,
+        )
 
     def generated_autoscalers(self) -> list[KindView]:
         return [self._scaled_object] if self._scaled_object is not None else []
