@@ -113,6 +113,7 @@ class AIBrixPodAutoscaler(KindView):
             self.scaling_range(),
             metrics=metrics,
             behavior_written=False,
+            metric_name_key="targetMetric",
         )
 
     # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------

@@ -39,7 +39,9 @@ class GeneratedHPA(HPA):
     written (``behavior``; for a NIMService its whole HPA spec); ``metrics`` are the HPA's
     metrics, each with the path of what asks for it (read from ``spec`` when None);
     ``scaling`` is the range the controller gives it. ``behavior_written`` is False when the
-    controller writes the behavior itself from settings of its own (AIBrix)."""
+    controller writes the behavior itself from settings of its own (AIBrix);
+    ``metric_name_key`` is the key its metrics are named under there, when it is not
+    ``metric.name``."""
 
     def __init__(
         self,
@@ -52,6 +54,8 @@ class GeneratedHPA(HPA):
         *,
         metrics: list[HpaMetric] | None = None,
         behavior_written: bool = True,
+        metric_name_key: str | None = None,
+        metric_names_written: bool = True,
     ) -> None:
         self.manifest = manifest
         self.generated_name = name
@@ -66,6 +70,12 @@ class GeneratedHPA(HPA):
         behavior = spec.get("behavior") if behavior_written else None
         self.behavior = behavior if isinstance(behavior, dict) else None
         self.behavior_written = behavior_written
+        # The key that names a metric where the settings are written, when it is not an HPA
+        # metric's ``metric.name`` (AIBrix's ``targetMetric``).
+        self.metric_name_key = metric_name_key
+        # False when the controller writes the metrics' names itself (KServe's
+        # wva_desired_replicas): only the adapter can be changed to serve them.
+        self.metric_names_written = metric_names_written
         self.metrics = self._read_metrics(spec) if metrics is None else metrics
         # With no metrics the API server defaults an HPA to CPU 80% (autoscaling/v2 defaults.go).
         self.defaults_to_cpu = not self.metrics

@@ -258,7 +258,16 @@ class LLMInferenceService(KindView):
             MetricTarget("Value", 1, None, None, at),
             {"matchLabels": {"variant_name": name}},
         )
-        return GeneratedHPA(self.manifest, name, ref, settings, at, scaling, metrics=[metric])
+        return GeneratedHPA(
+            self.manifest,
+            name,
+            ref,
+            settings,
+            at,
+            scaling,
+            metrics=[metric],
+            metric_names_written=False,
+        )
 
     # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------
 
