@@ -56,6 +56,9 @@ class ReplaySpec:
     document: Document | None = None  # where findings point
     path: Path = ()
     behavior_path: Path = ()
+    # Where its maximum is written, when not at spec.maxReplicas (spec.maxReplicaCount): the
+    # settings a controller makes the autoscaler from (a NIMService's spec.scale.hpa).
+    max_path: Path | None = None
 
     @property
     def key(self) -> str:
