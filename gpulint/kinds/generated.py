@@ -38,7 +38,8 @@ class GeneratedHPA(HPA):
     ``spec`` is the mapping written at ``spec_path`` that holds what the HPA's spec takes as
     written (``behavior``; for a NIMService its whole HPA spec); ``metrics`` are the HPA's
     metrics, each with the path of what asks for it (read from ``spec`` when None);
-    ``scaling`` is the range the controller gives it. ``behavior_written`` is False when the
+    ``scaling`` is the range the controller gives it; ``written_at`` the node of ``manifest``
+    its settings belong to, when wider than ``spec_path``. ``behavior_written`` is False when the
     controller writes the behavior itself from settings of its own (AIBrix);
     ``metric_name_key`` is the key its metrics are named under there, when it is not
     ``metric.name``."""
@@ -56,6 +57,7 @@ class GeneratedHPA(HPA):
         behavior_written: bool = True,
         metric_name_key: str | None = None,
         metric_names_written: bool = True,
+        written_at: Path | None = None,
     ) -> None:
         self.manifest = manifest
         self.generated_name = name
@@ -63,6 +65,7 @@ class GeneratedHPA(HPA):
         self.version = "v2"
         self.spec = spec
         self.spec_path = spec_path
+        self.written_at = spec_path if written_at is None else written_at
         self.target_ref = target_ref
         self.scaling = scaling
         self.min_replicas = scaling.minimum
@@ -118,7 +121,8 @@ class GeneratedScaledObject(ScaledObject):
     point at the settings it is made from; ``triggers_at`` is where the triggers are written
     (by default ``spec_path`` + ``triggers``). ``behavior_at`` is where the behavior KEDA
     copies into its HPA is written; None when the controller writes it from settings of
-    another shape."""
+    another shape. ``written_at`` is the node of ``manifest`` its settings belong to, when wider
+    than ``spec_path``."""
 
     def __init__(
         self,
@@ -131,12 +135,14 @@ class GeneratedScaledObject(ScaledObject):
         *,
         triggers_at: Path | None = None,
         behavior_at: Path | None = None,
+        written_at: Path | None = None,
     ) -> None:
         self.manifest = manifest
         self.generated_name = name
         self.made_by = made_by(manifest)
         self.spec = spec
         self.spec_path = spec_path
+        self.written_at = spec_path if written_at is None else written_at
         self.target_ref = target_ref
         self.scaling = scaling
         self._triggers_at = triggers_at if triggers_at is not None else (*spec_path, "triggers")

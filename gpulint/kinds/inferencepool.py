@@ -16,6 +16,8 @@ Facts (kubernetes-sigs/gateway-api-inference-extension@84436a9):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpulint.input.document import Manifest, as_dict
 from gpulint.kinds.view import KindView
 from gpulint.kinds.workload import PodTemplate
@@ -42,6 +44,17 @@ class InferencePool(KindView):
             return False
         labels = template.labels
         return all(str(labels.get(key)) == value for key, value in self.match_labels.items())
+
+    def metric_source(self, series: str, labels: Mapping[str, str]) -> str | None:
+        if labels.get(POOL_LABEL) != self.name:
+            return None
+        if self.namespace and labels.get("namespace") not in (None, self.namespace):
+            return None
+        where = f"{self.namespace}/" if self.namespace else ""
+        return (
+            f"{series} is the endpoint picker's, for InferencePool {where}{self.name} (the "
+            f"model server pods with {self.describe_selector() or 'no selector'})"
+        )
 
     def describe_selector(self) -> str:
         return ",".join(f"{key}={value}" for key, value in self.match_labels.items())

@@ -167,6 +167,7 @@ class ScaledObject(KindView):
                         path,
                         self.target_ref,
                         "KEDA prometheus trigger",
+                        self.written_at,
                     )
                 )
         return found

@@ -227,6 +227,7 @@ class LLMInferenceService(KindView):
                 scaling_range,
                 triggers_at=at,
                 behavior_at=(*at, "advanced", "horizontalPodAutoscalerConfig", "behavior"),
+                written_at=part.path,
             )
         keda = scaling.get("keda")
         if isinstance(keda, dict):
@@ -241,6 +242,7 @@ class LLMInferenceService(KindView):
                 at,
                 scaling_range,
                 behavior_at=(*at, "advanced", "horizontalPodAutoscalerConfig", "behavior"),
+                written_at=part.path,
             )
         return None
 
@@ -267,6 +269,7 @@ class LLMInferenceService(KindView):
             scaling,
             metrics=[metric],
             metric_names_written=False,
+            written_at=part.path,
         )
 
     # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------

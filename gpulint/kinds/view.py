@@ -36,10 +36,15 @@ HPA). Readers never ask which view class they hold:
 * ``prometheus_urls()``: the Prometheus addresses it queries (the scrape chain checks them);
 * ``trace_sources()``: the metrics ``gpulint trace`` follows from it, each one of three shapes
   (``AdapterTrace``, ``QueryTrace``, ``RevisionTrace``) whose stages the trace knows;
+* ``metric_source(series, labels)``: how the object is where a series an autoscaler reads
+  comes from (llm-d's WVA publishes ``wva_desired_replicas`` for a VariantAutoscaling; an
+  endpoint picker labels its pool's series with an InferencePool's name), for the trace;
 * ``generated_autoscalers()``: the HPAs and ScaledObjects a controller makes from settings
   written inside the object (a NIMService's ``spec.scale.hpa``), read as the HPA or
   ScaledObject they become (``gpulint.kinds.generated``): ``gpulint replay`` replays them, and
-  the view hands them to the rule scopes the HPA and KEDA rules iterate;
+  the view hands them to the rule scopes the HPA and KEDA rules iterate; each says in
+  ``written_at`` the node of the object it is written under, so that the trace of one (an
+  LLMInferenceService's prefill ScaledObject) is not broken by a finding on another;
 * ``generator()``: the object whose controller made it (``generator_of``), the one answer to
   "who generated this object" for every reader and rule.
 
@@ -51,7 +56,7 @@ module imports no view and no registry, so every view can import it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from gpulint.chain.address import PrometheusUrl
@@ -154,6 +159,8 @@ class AdapterMetric(Protocol):
     def target(self) -> Any: ...
     @property
     def described_object(self) -> dict[str, Any] | None: ...
+    @property
+    def selector(self) -> dict[str, Any] | None: ...
 
 
 class AdapterTrace(NamedTuple):
@@ -174,6 +181,9 @@ class QueryTrace(NamedTuple):
     path: Path
     ref: TargetRef | None  # the workload it scales
     detail: str  # "KEDA prometheus trigger"
+    # The node of its object the autoscaler is written under, when the object holds several
+    # (``KindView.written_at``); None: the whole object is the autoscaler.
+    within: Path | None = None
 
 
 TraceSource = AdapterTrace | QueryTrace | RevisionTrace
@@ -185,6 +195,10 @@ class KindView(ManifestView):
     manifest: Manifest
     # A view may decide it per object (a Knative Service reads only on the HPA class).
     reads_metrics_api: bool = False
+    # Where in ``manifest`` the view is written when it is made from settings inside another
+    # object (``gpulint.kinds.generated``: an LLMInferenceService's ``spec.prefill``); None
+    # for an object of its own.
+    written_at: Path | None = None
 
     def pod_templates(self) -> list[PodTemplate]:
         """The pod templates the object makes pods from (with their GPU claims)."""
@@ -236,6 +250,12 @@ class KindView(ManifestView):
     def trace_sources(self) -> list[TraceSource]:
         """The metrics ``gpulint trace`` follows from the object, in the order written."""
         return []
+
+    def metric_source(self, series: str, labels: Mapping[str, str]) -> str | None:
+        """How the object is the source of ``series`` as an autoscaler selects it
+        (``labels``: its label matchers, name to value), for ``gpulint trace``; None when
+        it is not."""
+        return None
 
     def generated_autoscalers(self) -> list[KindView]:
         """The HPAs and ScaledObjects a controller makes from settings written inside the

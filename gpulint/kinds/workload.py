@@ -295,7 +295,8 @@ class PodTemplate:
         """GPUs one pod of this template holds (app containers; init containers run first)."""
         total = 0
         for request in self.gpu_requests(names):
-            if request.container_path[-2] == "initContainers":
+            # A view may hold a container at a path of one key (a NIMService's is ``spec``).
+            if request.container_path[-2:-1] == ("initContainers",):
                 continue
             count = request.count
             if count is None:

@@ -20,6 +20,8 @@ Facts (llm-d/llm-d-workload-variant-autoscaler@b08b1c7):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpulint.input.document import Manifest, as_dict
 from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.view import KindView
@@ -28,6 +30,10 @@ WVA_GROUP = "llmd.ai"
 VARIANT_AUTOSCALING_KIND = "VariantAutoscaling"
 # The gauges WVA publishes per variant, and the label that names the variant.
 REPLICA_GAUGES = ("wva_desired_replicas", "wva_current_replicas")
+PUBLISHED = (*REPLICA_GAUGES, "wva_desired_ratio")
+# Where Prometheus keeps WVA's namespace label: exported_namespace behind a ServiceMonitor
+# with honorLabels false (WVA's samples select on it), namespace otherwise.
+NAMESPACE_LABELS = ("exported_namespace", "namespace")
 VARIANT_LABEL = "variant_name"
 
 
@@ -56,6 +62,19 @@ class VariantAutoscaling(KindView):
         model = self.spec.get("modelID")
         of = f" (model {model})" if isinstance(model, str) and model else ""
         return f"VariantAutoscaling {where}{self.name}{of}"
+
+    def metric_source(self, series: str, labels: Mapping[str, str]) -> str | None:
+        if series not in PUBLISHED or labels.get(VARIANT_LABEL) != self.name:
+            return None
+        namespaces = {labels[key] for key in NAMESPACE_LABELS if key in labels}
+        if self.namespace and namespaces and self.namespace not in namespaces:
+            return None
+        ref = self.target_ref
+        sizes = f", which sizes {ref.kind} {ref.name}" if ref is not None else ""
+        return (
+            f"{series} is published by llm-d's Workload Variant Autoscaler for "
+            f"{self.describe()}{sizes}"
+        )
 
     def target_refs(self) -> list[TargetRef]:
         return [self.target_ref] if self.target_ref is not None else []
