@@ -190,8 +190,8 @@ def test_llm_inference_service_wva_hpa_through_the_adapter(
         "(made by LLMInferenceService llm/granite)"
     )
     assert stages["adapter-rule"]["status"] == "ok"
-    assert stages["autoscaler"]["status"] == "broken"  # GL410: KServe's Value target
-    assert "GL410" in stages["autoscaler"]["findings"]
+    assert stages["autoscaler"]["status"] == "broken"  # GL411: KServe's Value target
+    assert "GL411" in stages["autoscaler"]["findings"]
 
 
 def test_llm_inference_service_keda_query_names_its_inference_pool(
@@ -207,7 +207,7 @@ def test_llm_inference_service_keda_query_names_its_inference_pool(
         "llm/granite-pool (the model server pods with app.kubernetes.io/name=granite)"
     )
     assert stages["autoscaler"]["detail"].startswith("KEDA prometheus trigger: max(llm_d_epp")
-    # GL410 on the decode workload's HPA (spec.scaling) is not the prefill ScaledObject's.
+    # GL411 on the decode workload's HPA (spec.scaling) is not the prefill ScaledObject's.
     assert stages["autoscaler"]["status"] == "ok"
     assert stages["autoscaler"]["findings"] == []
 
@@ -240,7 +240,7 @@ def test_variant_autoscaling_and_kubeai_model_in_the_traces_of_their_hpas(
     wva = links(traces[("HorizontalPodAutoscaler", "llama-8b", "wva_desired_replicas")])
     assert wva["exporter"]["object"]["kind"] == "VariantAutoscaling"
     assert "published by llm-d's Workload Variant Autoscaler" in wva["exporter"]["detail"]
-    assert wva["autoscaler"]["status"] == "ok"  # AverageValue: no GL410
+    assert wva["autoscaler"]["status"] == "ok"  # AverageValue: no GL411
     model = links(traces[("HorizontalPodAutoscaler", "qwen", "vllm_num_requests_waiting")])
     assert model["workload"]["status"] == "ok"
     assert model["workload"]["object"]["kind"] == "Model"

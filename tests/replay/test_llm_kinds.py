@@ -6,7 +6,7 @@ the kinds the plan takes.
 
 The replayed controller is gpulint's model of Kubernetes' (gpulint/replay/replicas.py; its
 parity with kubernetes/kubernetes' replica_calculator_test.go is tests/replay/
-test_controller_parity.py): what it shows is what GL410 says.
+test_controller_parity.py): what it shows is what GL411 says.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ from gpulint.ruleapi import (
     yaml_text,
 )
 
-ID = "GL410"
+ID = "GL411"
 NAME = "replica-count-value-target"
 SEVERITY = Severity.ERROR
 SCOPE = "autoscaler"
