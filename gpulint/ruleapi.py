@@ -152,7 +152,7 @@ from gpulint.kinds.revisions import (
     annotation_text,
 )
 from gpulint.kinds.scaledjob import ScaledJob
-from gpulint.kinds.scaletarget import TargetRef, WrittenReplicas
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef, WrittenReplicas
 from gpulint.kinds.triggers import PrometheusTrigger
 from gpulint.kinds.view import AdapterMetric, KindView, generated_by, generator_of, is_generated
 from gpulint.kinds.vllmruntime import VLLMRuntime
@@ -474,6 +474,7 @@ __all__ = [
     "Reading",
     "Related",
     "Replayed",
+    "ReplicaClaim",
     "ResolvedTarget",
     "RevisionAutoscaling",
     "Scale",

@@ -75,6 +75,7 @@ from gpulint.ruleapi import (
     Inventory,
     KindView,
     Manifest,
+    ReplicaClaim,
     Severity,
     TargetGroup,
     WrittenReplicas,
@@ -101,16 +102,39 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
     written = owner.written_replicas(workload.name)
     if written is None:
         return
-    own = [a for a in group.autoscalers if a.manifest is owner.manifest]
+    own = [a for a in group.autoscalers if _same_object(a.manifest, owner.manifest)]
     if own:
         # The object autoscales the workload itself: the two settings cannot stand together
-        # (another autoscaler beside its own is GL103's).
-        if written.refused is not None:
-            yield _refused(owner, own[0], written, ctx)
+        # (another autoscaler beside its own is GL103's). Copies of the object (the same
+        # model in two sample files of a directory) are one object: each is judged with its
+        # own settings, never with another copy's.
+        for copy in inventory.of_kind(owner.manifest.kind):
+            view = inventory.view_of(copy) if _same_object(copy, owner.manifest) else None
+            says = view.written_replicas(workload.name) if view is not None else None
+            if view is None or says is None or says.refused is None:
+                continue
+            claim = next((c for c in view.replica_claims() if _claims(c, workload.name)), None)
+            if claim is not None:
+                yield _refused(view, claim, says, ctx)
         return
     for autoscaler in group.autoscalers:
         where = f"{namespace}/" if namespace else ""
         yield _overwritten(owner, autoscaler, written, f"{kind} {where}{name}", ctx)
+
+
+def _same_object(one: Manifest, other: Manifest) -> bool:
+    return (one.kind, one.group, one.namespace, one.name) == (
+        other.kind,
+        other.group,
+        other.namespace,
+        other.name,
+    )
+
+
+def _claims(claim: ReplicaClaim, workload: str) -> bool:
+    """Does the object's own autoscaling (``claim``) scale the workload it makes?"""
+    named = claim.ref.name if claim.ref is not None else claim.workload
+    return named == workload
 
 
 def _describe(owner: KindView) -> str:
@@ -122,7 +146,7 @@ def _field(written: WrittenReplicas) -> str:
     return ".".join(str(step) for step in written.path)
 
 
-def _refused(owner: KindView, own: Autoscaler, written: WrittenReplicas, ctx: Context) -> Finding:
+def _refused(owner: KindView, own: ReplicaClaim, written: WrittenReplicas, ctx: Context) -> Finding:
     return ctx.finding(
         owner.manifest,
         written.path,
