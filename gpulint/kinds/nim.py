@@ -57,8 +57,13 @@ class NIMService(KindView):
         self.multi_node = isinstance(spec.get("multiNode"), dict)
         platform = spec.get("inferencePlatform")
         self.standalone = platform in (None, "", "standalone")
+        # On the KServe platform the operator makes an InferenceService instead, from
+        # spec.annotations and some of spec.scale (GetInferenceServiceParams; GL133).
+        self.on_kserve = platform == "kserve"
+        self.annotations = as_dict(spec.get("annotations"))
         enabled = self.scale.get("enabled")
-        self.autoscaled = self.standalone and (enabled is True or str(enabled).lower() == "true")
+        self.scale_enabled = enabled is True or str(enabled).lower() == "true"
+        self.autoscaled = self.standalone and self.scale_enabled
         self._hpa: GeneratedHPA | None = self._generated_hpa() if self.autoscaled else None
         self.reads_metrics_api = self._hpa is not None and bool(self._hpa.adapter_reads())
 
@@ -71,6 +76,10 @@ class NIMService(KindView):
         )
         ref = TargetRef("Deployment", self.name, "apps/v1", SCALE_HPA)
         return GeneratedHPA(self.manifest, self.name, ref, settings, SCALE_HPA, scaling)
+
+    def describe(self) -> str:
+        """``nim-service/llama``."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
     @property
     def hpa(self) -> GeneratedHPA | None:
