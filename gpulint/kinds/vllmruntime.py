@@ -190,7 +190,8 @@ class VLLMRuntime(KindView):
             if isinstance(gpu, str | int) and not isinstance(gpu, bool) and str(gpu):
                 asked = {"requests": {kind: gpu}, "limits": {kind: gpu}}
             path: Path = ("spec", "deploymentConfig")
-            container = Container("vllm", path, {"resources": asked})
+            count_at: Path = (*path, "resources", "gpu")
+            container = Container("vllm", path, {"resources": asked}, count_at=count_at)
             found = self.manifest.templates = [
                 PodTemplate(path, {}, [container], "vllm container", [], self.manifest)
             ]

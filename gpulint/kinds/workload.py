@@ -198,6 +198,10 @@ class Container(NamedTuple):
     path: Path
     data: dict[str, Any]
     init: bool = False
+    # Where the object writes the one GPU count its controller sets as both request and
+    # limit of this container (a VLLMRuntime's deploymentConfig.resources.gpu); None when the
+    # container's resources are written out.
+    count_at: Path | None = None
 
     @property
     def resources(self) -> dict[str, Any]:
