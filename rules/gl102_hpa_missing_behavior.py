@@ -327,9 +327,9 @@ def _missing_keda_directions(
     return ctx.finding(
         scaled.manifest,
         behavior_path,  # placed at the deepest part of it that is written
-        f"{scaled.title} scales {target}, which asks for GPUs, but {what} in "
-        f"advanced.horizontalPodAutoscalerConfig. The pods ask for {resources}, and KEDA's HPA "
-        f"has Kubernetes' defaults: {consequence}.",
+        f"{scaled.title} scales {target}, which asks for GPUs, but {what}. The pods ask for "
+        f"{resources}, and KEDA's HPA, which takes its behavior from "
+        f"advanced.horizontalPodAutoscalerConfig, has Kubernetes' defaults: {consequence}.",
         fix,
         related=links,
         plan=plan,

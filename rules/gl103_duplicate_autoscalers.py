@@ -294,8 +294,8 @@ def _finding(
             )
         elif controller.implicit:
             maker = (
-                f"the controller of {controller.manifest.kind} {controller.manifest.name} "
-                f"creates ({controller.note})"
+                f"that {controller.manifest.kind} {controller.manifest.name} makes "
+                f"({controller.note})"
             )
         else:
             maker = f"KEDA creates for ScaledObject {controller.manifest.name}"
@@ -304,11 +304,19 @@ def _finding(
             if controller.kind == "KServe" and generated == "HPA"
             else ""
         )
-        parts.append(
-            f"{_describe(autoscaler)} has the name of the {generated} {maker} in the same "
-            f"namespace. The controller takes it over and overwrites its spec with its own{own}, "
-            f"so what is written here never applies to {target}."
-        )
+        if controller.implicit and controller.kind != "KServe":
+            # The object's name and the part it is made for make a long headline already.
+            parts.append(
+                f"{_describe(autoscaler)} has the name of the {generated} {maker}. In one "
+                "namespace the controller takes it over and overwrites its spec with its own, "
+                f"so what is written here never applies to {target}."
+            )
+        else:
+            parts.append(
+                f"{_describe(autoscaler)} has the name of the {generated} {maker} in the same "
+                "namespace. The controller takes it over and overwrites its spec with its "
+                f"own{own}, so what is written here never applies to {target}."
+            )
     if len(order) > 1:
         others = [name for i, name in enumerate(names) if i != index][:NAMED]
         shown = [f"this {_describe(autoscaler)}", *others]

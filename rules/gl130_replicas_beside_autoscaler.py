@@ -151,7 +151,7 @@ def _refused(owner: KindView, own: ReplicaClaim, written: WrittenReplicas, ctx: 
         owner.manifest,
         written.path,
         f"{_describe(owner)} sets {_field(written)} beside its own autoscaling "
-        f"({own.note}), which the API server refuses: its CRD allows one or the other "
+        f"({own.note}), which the API server refuses. Its CRD allows one or the other "
         f"('{written.refused}'), so the object is not created or updated and the model is not "
         "served as written.",
         f"# delete {_field(written)}: {own.note} sets the replicas (its minReplicas is the floor)",
@@ -197,9 +197,10 @@ def _overwritten(
     return ctx.finding(
         autoscaler.manifest,
         autoscaler.path,
-        f"{shown} scales {workload}, whose replicas {written.controller} writes from "
-        f"{_field(written)} of {_describe(owner)} on every reconcile. Each scale-out is "
-        "undone at the next reconcile, so the GPU pods it starts are killed again while they "
+        f"{autoscaler.manifest.kind} {autoscaler.manifest.name} scales {workload}, whose "
+        f"replicas {written.controller} writes on every reconcile. It writes "
+        f"{_field(written)} of {_describe(owner)} there, so each scale-out of {shown} is "
+        "undone at the next reconcile: the GPU pods it starts are killed again while they "
         "load their model, and the workload never keeps the replicas either side wants.",
         fix,
         related=[related(owner.manifest, written.path, f"{_field(written)} of {_describe(owner)}")],

@@ -97,7 +97,7 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             yield ctx.finding(
                 other.manifest,
                 other.path,
-                f"{other.describe()} scales {target}, which {view.describe()} scales too. "
+                f"{_short(other)} scales {target}, which {view.describe()} scales too. "
                 f"{how(other)} AIBrix refuses a second PodAutoscaler on a target, but does not "
                 "look for HPAs or ScaledObjects.",
                 fix,
@@ -105,7 +105,7 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
                 deletes=[o.manifest for o in yours],
                 fix_at_path=False,
             )
-        named = ", ".join(o.describe() for o in others)
+        named = ", ".join(_short(o) for o in others)
         yield ctx.finding(
             pa.manifest,
             pa.path,
@@ -117,6 +117,13 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
             deletes=[o.manifest for o in yours],
             fix_at_path=False,
         )
+
+
+def _short(autoscaler: Autoscaler) -> str:
+    """``ScaledObject deepseek``: kind and name, for a headline (the message says the rest)."""
+    if autoscaler.implicit:
+        return autoscaler.describe()
+    return f"{autoscaler.manifest.kind} {autoscaler.manifest.name}"
 
 
 def _how(view: AIBrixPodAutoscaler) -> Callable[[Autoscaler], str]:

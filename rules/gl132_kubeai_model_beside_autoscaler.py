@@ -84,10 +84,12 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
         yield ctx.finding(
             other.manifest,
             other.path,
-            f"{other.describe()} scales KubeAI Model {where}{model.name}, which KubeAI's own "
-            f"autoscaler scales too ({model.settings()}; autoscalingDisabled is not set), "
-            "through the same /scale. Each overwrites the other's spec.replicas at every sync, "
-            "so GPU pods are started and killed while they load their model.",
+            f"{other.manifest.kind} {other.manifest.name} scales KubeAI Model "
+            f"{where}{model.name}, which KubeAI's own autoscaler scales too. Both write "
+            f"spec.replicas through the Model's /scale ({other.describe()}; KubeAI's "
+            f"{model.settings()}, autoscalingDisabled is not set), and each overwrites the "
+            "other's count at every sync, so GPU pods are started and killed while they load "
+            "their model.",
             f"# on Model {model.name}: KubeAI leaves spec.replicas to {other.describe()}\n"
             "spec:\n  autoscalingDisabled: true",
             related=[related(model.manifest, ("spec",), f"KubeAI Model {model.name}")],

@@ -114,13 +114,13 @@ def check(nim: NIMService, inventory: Inventory, ctx: Context) -> Iterator[Findi
         return
     kept, dropped = _metrics(nim)
     if kept is None:
-        reads = f"CPU at {DEFAULT_CPU_UTILIZATION}% utilization, KServe's default"
+        reads, default = f"CPU at {DEFAULT_CPU_UTILIZATION}% utilization", ", KServe's default"
     else:
-        reads = _describe(kept[1])
+        reads, default = _describe(kept[1]), ""
     lost = ""
     if dropped:
         names = ", ".join(_describe(entry) for _, entry in dropped)
-        lost = f"; the NIM operator drops what else spec.scale.hpa.metrics says ({names})"
+        lost = f"; it drops what else spec.scale.hpa.metrics says ({names})"
     resources = ", ".join(sorted({g.resource for g in gpus}))
     links = [related(nim.manifest, path, "dropped") for path, _ in dropped]
     configmap = inventory.kserve_mode_source()
@@ -131,11 +131,11 @@ def check(nim: NIMService, inventory: Inventory, ctx: Context) -> Iterator[Findi
     yield ctx.finding(
         nim.manifest,
         kept[0] if kept is not None else ("spec", "scale", "enabled"),
-        f"NIMService {nim.describe()} asks for {resources} but runs on the KServe platform in "
-        f"Standard mode ({source}), where KServe's HPA {nim.name}-predictor scales it on "
-        f"{reads}{lost}. The NIM operator hands KServe only a cpu or memory metric of "
-        "spec.scale, and a GPU model server's CPU idles while its GPU saturates, so it does "
-        "not scale out when it should.",
+        f"NIMService {nim.describe()} asks for GPUs, but KServe's HPA {nim.name}-predictor "
+        f"scales it on {reads}. It runs on the KServe platform in Standard mode ({source}), "
+        f"where the NIM operator hands KServe only a cpu or memory metric of spec.scale{lost}, "
+        f"and KServe scales on {reads}{default}. The pods ask for {resources}, and a GPU model "
+        "server's CPU idles while its GPU saturates, so it does not scale out when it should.",
         "# the standalone platform: the NIM operator makes the HPA of spec.scale.hpa as "
         "written\n"
         "inferencePlatform: standalone\n"

@@ -115,10 +115,11 @@ def check(nim: NIMService, inventory: Inventory, ctx: Context) -> Iterator[Findi
     if autoscaler_class == KPA_CLASS:
         scaled_on = str(metric) if isinstance(metric, str) and metric else "concurrency"
         unit = "requests in flight per pod" if scaled_on == "concurrency" else "per pod"
-        on = f"{scaled_on} (target {target} {unit})" if target is not None else scaled_on
-        how = f"Knative's KPA scales it on {on}, never on GPU load"
+        aim = f" with a target of {target} {unit}" if target is not None else ""
+        short, how = "KPA", f"Knative's KPA scales it on {scaled_on}"
     else:
-        how = f"Knative's HPA class scales it on {metric or 'cpu'}, not on GPU load"
+        scaled_on, aim = str(metric or "cpu"), ""
+        short, how = "HPA class", f"Knative's HPA class scales it on {scaled_on}"
     resources = ", ".join(sorted({g.resource for g in gpus}))
     path: Path = ("spec", "inferencePlatform")
     for key in (KNATIVE_CLASS_ANNOTATION, METRIC_ANNOTATION, MODE_ANNOTATION):
@@ -134,10 +135,12 @@ def check(nim: NIMService, inventory: Inventory, ctx: Context) -> Iterator[Findi
     yield ctx.finding(
         nim.manifest,
         path,
-        f"NIMService {nim.describe()} asks for {resources} but runs on the KServe platform in "
-        f"Knative mode ({source}), where {how}. In Knative mode the NIM operator hands KServe "
-        "spec.annotations and not spec.scale, so the revisions of its model server add GPU "
-        "pods on request bursts and stay put while long generations saturate the GPUs.",
+        f"NIMService {nim.describe()} asks for GPUs, but Knative's {short} scales it on "
+        f"{scaled_on}, not on GPU load. It runs on the KServe platform in Knative mode "
+        f"({source}), where {how}{aim}; the pods ask for {resources}. In Knative mode the NIM "
+        "operator hands KServe spec.annotations and not spec.scale, so the revisions of its "
+        "model server add GPU pods on request bursts and stay put while long generations "
+        "saturate the GPUs.",
         "# Knative's HPA class on a GPU metric (spec.annotations reach the revisions)\n"
         "spec:\n"
         "  annotations:\n"

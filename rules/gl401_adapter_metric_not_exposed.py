@@ -572,7 +572,7 @@ def _reader(view: KindView) -> str:
     """Who reads the metric, for the headline: the HPA, or the HPA Knative makes."""
     name = abbreviated(view.name, NAME_CHARS)
     if isinstance(view, GeneratedHPA):
-        return f"HPA {name} (made by {view.made_by})"
+        return f"HPA {name}"  # placed in the object that makes it
     if isinstance(view, HPA):
         return f"HPA {name}"
     return f"The HPA Knative makes for each revision of Knative {view.manifest.kind} {name}"

@@ -171,7 +171,7 @@ def _kserve_actuator(
         hpa.manifest,
         hpa.spec_path,
         f"{subject}, the number of replicas WVA wants, against a Value target of "
-        f"{_number(value)}: KServe writes its HPA so. {_consequence(value)}",
+        f"{_number(value)}. KServe writes its HPA so. {_consequence(value)}",
         "# the KEDA actuator reads the count per pod (threshold 1, KEDA's AverageValue)\n" + shown,
         related=links,
         plan=edits.unsafe(edits.Set(hpa.manifest, wva, replaced)),
@@ -196,9 +196,10 @@ def _check_trigger(
     yield ctx.finding(
         scaled.manifest,
         path,
-        f"{trigger.describe()} reads {', '.join(names)}, a number of replicas, with "
-        f"metricType Value and threshold {_number(threshold)}: KEDA's HPA reads it as an "
-        f"External metric with a Value target. {_consequence(threshold)}",
+        f"Trigger {trigger.index} of ScaledObject {scaled.name} reads "
+        f"{', '.join(names)}, a number of replicas, with metricType Value. With threshold "
+        f"{_number(threshold)}, KEDA's HPA reads it as an External metric with a Value target "
+        f"({trigger.describe()}). {_consequence(threshold)}",
         f"# delete metricType: Value (KEDA's default, AverageValue, reads the count per pod)\n"
         f'threshold: "{_number(threshold)}"',
         related=links,
