@@ -101,6 +101,8 @@ from gpulint.inventory import (
     TargetGroup,
     key_of,
 )
+from gpulint.kinds.aibrix import AIBrixPodAutoscaler
+from gpulint.kinds.generated import GeneratedHPA, GeneratedScaledObject
 from gpulint.kinds.hpa import (
     CUSTOM_METRIC_TYPES,
     HPA,
@@ -139,6 +141,9 @@ from gpulint.kinds.kserve import (
     mode_note,
     mode_spelling,
 )
+from gpulint.kinds.kubeai import KubeAIModel
+from gpulint.kinds.llmisvc import LLMInferenceService
+from gpulint.kinds.nim import NIMService
 from gpulint.kinds.revisions import CLASS_ANNOTATION as KNATIVE_CLASS_ANNOTATION
 from gpulint.kinds.revisions import (
     HPA_CLASS,
@@ -149,9 +154,10 @@ from gpulint.kinds.revisions import (
     annotation_text,
 )
 from gpulint.kinds.scaledjob import ScaledJob
-from gpulint.kinds.scaletarget import TargetRef
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef, WrittenReplicas
 from gpulint.kinds.triggers import PrometheusTrigger
 from gpulint.kinds.view import AdapterMetric, KindView, generated_by, generator_of, is_generated
+from gpulint.kinds.vllmruntime import VLLMRuntime
 from gpulint.kinds.vpa import PDB_KIND, RESIZABLE, UPDATER_MIN_REPLICAS, VPA, budgets_covering
 from gpulint.kinds.workload import (
     ClaimedGpu,
@@ -159,6 +165,7 @@ from gpulint.kinds.workload import (
     GpuRequest,
     PodTemplate,
 )
+from gpulint.kinds.wva import REPLICA_GAUGES, VARIANT_LABEL, VariantAutoscaling
 from gpulint.metrics.promql import (
     Matcher,
     PlacedAggregation,
@@ -402,6 +409,7 @@ __all__ = [
     "OVERRIDE_KEYS",
     "PDB_KIND",
     "POD_LABELS",
+    "REPLICA_GAUGES",
     "RESIZABLE",
     "RESOURCES_KEYS",
     "RESOURCE_METRIC_TYPES",
@@ -416,7 +424,9 @@ __all__ = [
     "TIMEOUT",
     "UNAVAILABLE",
     "UPDATER_MIN_REPLICAS",
+    "VARIANT_LABEL",
     "VPA",
+    "AIBrixPodAutoscaler",
     "AdapterConfig",
     "AdapterMetric",
     "AdapterRule",
@@ -433,6 +443,8 @@ __all__ = [
     "EndpointState",
     "Exporter",
     "Finding",
+    "GeneratedHPA",
+    "GeneratedScaledObject",
     "GpuMetric",
     "GpuRequest",
     "HpaEvidence",
@@ -441,6 +453,8 @@ __all__ = [
     "Inventory",
     "KindView",
     "KnativeService",
+    "KubeAIModel",
+    "LLMInferenceService",
     "LiveSnapshot",
     "Location",
     "Manifest",
@@ -450,6 +464,7 @@ __all__ = [
     "MetricTarget",
     "MissingSeries",
     "Monitor",
+    "NIMService",
     "OversizedNumber",
     "ParsedUrl",
     "Path",
@@ -468,6 +483,7 @@ __all__ = [
     "Release",
     "Rename",
     "Replayed",
+    "ReplicaClaim",
     "ResolvedTarget",
     "RevisionAutoscaling",
     "Scale",
@@ -481,8 +497,11 @@ __all__ = [
     "TargetGroup",
     "TargetRef",
     "TriggerEvidence",
+    "VLLMRuntime",
+    "VariantAutoscaling",
     "Verdict",
     "Versions",
+    "WrittenReplicas",
     "abbreviated",
     "ago",
     "annotation_text",

@@ -134,6 +134,9 @@ DEFAULT_SCALE_DOWN = (
 def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
     if view.target_ref is None or is_generated(view.manifest):
         return
+    behavior_path = view.behavior_path
+    if behavior_path is None:
+        return  # its controller writes the behavior from settings of its own
     if not view.scaling_range().scales_out:
         return  # fixed, or 0 to 1: there is no scaling to pace
     target = inventory.resolve_target(view.namespace, view.target_ref, view.manifest)
@@ -148,7 +151,7 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         yield from _check_scaled_object(view, target.describe(), resources, links, ctx)
         return
     hpa = view
-    subject = f"HorizontalPodAutoscaler {hpa.name} scales {target.describe()}, which asks for GPUs,"
+    subject = f"{hpa.full_title} scales {target.describe()}, which asks for GPUs,"
     minimum = _minimum_window(ctx)
     suggested_window = max(minimum, DEFAULT_SCALE_DOWN_WINDOW)
     wanted = {
@@ -168,14 +171,14 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         if _indented_lists(hpa.manifest):
             fixes = {d: _indent_list_items(text) for d, text in fixes.items()}
         snippet = "behavior:\n" + "\n".join(fixes[d] for d in missing)
-        path: Path = ("spec", "behavior") if "behavior" in hpa.spec else ("spec",)
+        path: Path = behavior_path if "behavior" in hpa.spec else hpa.spec_path
         plan = None
         if has_behavior and (not directions or isinstance(behavior, dict)):
             # The same text as the fix shown, inserted where it belongs.
             plan = edits.safe(
                 edits.Insert(
                     hpa.manifest,
-                    ("spec", "behavior"),
+                    behavior_path,
                     _dedent("\n".join(fixes[d] for d in missing)),
                 )
             )
@@ -199,8 +202,8 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         )
     yield from _short_window(
         hpa.manifest,
-        f"HorizontalPodAutoscaler {hpa.name}",
-        ("spec", "behavior"),
+        hpa.full_title,
+        behavior_path,
         directions,
         target.describe(),
         resources,
@@ -263,14 +266,13 @@ def _short_window(
             )
 
 
-KEDA_BEHAVIOR: Path = ("spec", "advanced", "horizontalPodAutoscalerConfig", "behavior")
-
-
 def _check_scaled_object(
     scaled: ScaledObject, target: str, resources: str, links: list[Related], ctx: Context
 ) -> Iterator[Finding]:
     """KEDA's HPA gets the ScaledObject's advanced.horizontalPodAutoscalerConfig.behavior; a
     direction KEDA's pause annotations disable has no behavior to judge."""
+    behavior_path = scaled.behavior_path
+    assert behavior_path is not None
     behavior = scaled.behavior
     pause = scaled.pause
     if is_unknown(behavior) or pause.scaling:
@@ -289,8 +291,8 @@ def _check_scaled_object(
         return  # KEDA sets scaleDown.selectPolicy: Disabled (controllers/keda/hpa.go)
     yield from _short_window(
         scaled.manifest,
-        f"KEDA ScaledObject {scaled.name}",
-        KEDA_BEHAVIOR,
+        scaled.title,
+        behavior_path,
         directions,
         target,
         resources,
@@ -307,7 +309,8 @@ def _missing_keda_directions(
     ctx: Context,
     missing: list[str],
 ) -> Finding:
-    behavior = scaled.behavior
+    behavior, behavior_path = scaled.behavior, scaled.behavior_path
+    assert behavior_path is not None
     directions: dict[str, Any] = behavior if isinstance(behavior, dict) else {}
     minimum = _minimum_window(ctx)
     defaults = {"scaleUp": DEFAULT_SCALE_UP, "scaleDown": DEFAULT_SCALE_DOWN}
@@ -320,8 +323,11 @@ def _missing_keda_directions(
     plan = None
     if behavior is None or isinstance(behavior, dict):
         body = _dedent("\n".join(fixes[d] for d in missing))
-        plan = edits.safe(edits.Insert(scaled.manifest, KEDA_BEHAVIOR, body))
-    fix = "# under spec:\nadvanced:\n  horizontalPodAutoscalerConfig:\n" + _indent(_indent(snippet))
+        plan = edits.safe(edits.Insert(scaled.manifest, behavior_path, body))
+    under = ".".join(str(step) for step in scaled.spec_path)
+    fix = f"# under {under}:\nadvanced:\n  horizontalPodAutoscalerConfig:\n" + _indent(
+        _indent(snippet)
+    )
     if directions:
         fix = snippet
     what = "sets no behavior" if not directions else f"sets no behavior.{missing[0]}"
@@ -329,10 +335,10 @@ def _missing_keda_directions(
         what = "sets no behavior"
     return ctx.finding(
         scaled.manifest,
-        KEDA_BEHAVIOR,  # placed at the deepest part of it that is written
-        f"KEDA ScaledObject {scaled.name} scales {target}, which asks for GPUs, but {what} in "
-        f"advanced.horizontalPodAutoscalerConfig. The pods ask for {resources}, and KEDA's HPA "
-        f"has Kubernetes' defaults: {consequence}.",
+        behavior_path,  # placed at the deepest part of it that is written
+        f"{scaled.title} scales {target}, which asks for GPUs, but {what}. The pods ask for "
+        f"{resources}, and KEDA's HPA, which takes its behavior from "
+        f"advanced.horizontalPodAutoscalerConfig, has Kubernetes' defaults: {consequence}.",
         fix,
         related=links,
         plan=plan,

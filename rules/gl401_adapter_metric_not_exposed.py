@@ -93,12 +93,14 @@ from gpulint.ruleapi import (
     EXTERNAL,
     HPA,
     METRIC_ANNOTATION,
+    REPLICA_GAUGES,
     SERIES_NAME,
     AdapterConfig,
     AdapterMetric,
     AdapterRule,
     Context,
     Finding,
+    GeneratedHPA,
     Inventory,
     KindView,
     Related,
@@ -111,6 +113,7 @@ from gpulint.ruleapi import (
     generated_by,
     names_a_gpu,
     requested_metric_name,
+    yaml_text,
 )
 
 ID = "GL401"
@@ -175,6 +178,9 @@ def _check_metric(
     elsewhere = [
         r for c in configs for r in c.rules_for_api(other_api) if r.could_expose(wanted_there)
     ]
+    if isinstance(hpa, GeneratedHPA) and not hpa.metric_names_written and (elsewhere or rules):
+        yield _controller_named(hpa, metric, name, elsewhere, configs, head, ctx)
+        return
     if elsewhere:
         yield _wrong_api(hpa, metric, name, elsewhere, head, ctx)
         return
@@ -443,6 +449,72 @@ def _check_resource(
     )
 
 
+def _controller_named(
+    hpa: GeneratedHPA,
+    metric: AdapterMetric,
+    name: str,
+    elsewhere: list[AdapterRule],
+    configs: list[AdapterConfig],
+    head: str,
+    ctx: Context,
+) -> Finding:
+    """A metric whose name the controller that makes the HPA writes (KServe's
+    ``wva_desired_replicas``): only a rule that serves it under that name helps."""
+    api = metric.api
+    where = "external" if api == EXTERNAL else "custom"
+    said = (
+        f" {capitalized(elsewhere[0].describe())} exposes it on the "
+        f"{'custom' if api == EXTERNAL else 'external'} metrics API instead."
+        if elsewhere
+        else ""
+    )
+    rule: dict[str, object]
+    if name in REPLICA_GAUGES:
+        # The rule of WVA's own adapter values (llm-d-workload-variant-autoscaler
+        # config/samples/prometheus-adapter-values.yaml).
+        rule = {
+            "seriesQuery": f'{name}{{variant_name!="",exported_namespace!=""}}',
+            "resources": {
+                "overrides": {
+                    "exported_namespace": {"resource": "namespace"},
+                    "variant_name": {"resource": "deployment"},
+                }
+            },
+            "metricsQuery": f"{name}{{<<.LabelMatchers>>}}",
+        }
+    else:
+        rule = {
+            "seriesQuery": f'{name}{{namespace!=""}}',
+            "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
+            "metricsQuery": f"{name}{{<<.LabelMatchers>>}}",
+        }
+    config = configs[0]
+    key = (
+        ("external" if api == EXTERNAL else "custom")
+        if config.form == config.HELM_VALUES
+        else ("externalRules" if api == EXTERNAL else "rules")
+    )
+    parent = (*config.base, "rules") if config.form == config.HELM_VALUES else config.base
+    written = config.document.get((*parent, key))
+    if isinstance(written, list):
+        op: edits.Op = edits.Extend(config.document, (*parent, key), (rule,))
+    else:
+        op = edits.Insert(config.document, parent, ((key, [rule]),))
+    shown = yaml_text({key: [rule]}).rstrip("\n")
+    return ctx.finding(
+        hpa.manifest,
+        metric.name_path,
+        f"{head}, which no rule of the adapter exposes on the {where} metrics API.{said} "
+        f"{hpa.made_by}'s controller names the metric, so the adapter must serve it under "
+        f'that name: until then the HPA reports "the server could not find the metric '
+        f'{name}" and does not scale.',
+        f"# in {config.describe_short()}, under "
+        f"{'.'.join(str(s) for s in parent) or 'the top level'}:\n{shown}",
+        plan=edits.unsafe(op),
+        fix_at_path=False,
+    )
+
+
 def _wrong_api(
     hpa: KindView,
     metric: AdapterMetric,
@@ -504,6 +576,8 @@ def _wrong_api(
 def _reader(view: KindView) -> str:
     """Who reads the metric, for the headline: the HPA, or the HPA Knative makes."""
     name = abbreviated(view.name, NAME_CHARS)
+    if isinstance(view, GeneratedHPA):
+        return f"HPA {name}"  # placed in the object that makes it
     if isinstance(view, HPA):
         return f"HPA {name}"
     return f"The HPA Knative makes for each revision of Knative {view.manifest.kind} {name}"
@@ -511,13 +585,17 @@ def _reader(view: KindView) -> str:
 
 def _name_fix(view: KindView, name: str) -> str:
     """The metric name written where the reader names it: the HPA's ``metric.name``, a
-    Knative Service's metric annotation."""
+    Knative Service's metric annotation, the key of the settings an HPA is made from."""
+    if isinstance(view, GeneratedHPA) and view.metric_name_key is not None:
+        return f"{view.metric_name_key}: {name}"
     if isinstance(view, HPA):
         return f"metric:\n  name: {name}"
     return f"{METRIC_ANNOTATION}: {name}"
 
 
 def _or_in(view: KindView) -> str:
+    if isinstance(view, GeneratedHPA):
+        return f"# or in {view.made_by}:"
     return (
         "# or in the HPA:"
         if isinstance(view, HPA)

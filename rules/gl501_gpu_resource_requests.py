@@ -12,7 +12,11 @@ names configured under ``gpu-resources``):
   beyond the largest quantity Kubernetes holds (2^63-1, so ``1e3000000`` is out of range);
 * a count of zero (warning).
 
-Templated counts (``{{ .Values.gpus }}``, ``${gpu_count}``) are not judged.
+Templated counts (``{{ .Values.gpus }}``, ``${gpu_count}``) are not judged. The LLM serving
+kinds are judged through the containers their controllers make; a VLLMRuntime writes one count,
+``deploymentConfig.resources.gpu``, that its operator sets as the request and the limit both
+(production-stack operator/internal/controller/vllmruntime_controller.go), so only that
+count's value is judged, where it is written.
 
 ## Why is this bad?
 GPUs are extended resources: they cannot be overcommitted or split, so Kubernetes wants them
@@ -118,6 +122,9 @@ def _check_resource(
 ) -> Iterator[Finding]:
     who = _describe(owner, template, container)
     res = abbreviated(name, NAME_CHARS)
+    if container.count_at is not None:
+        yield from _check_count(owner, who, container.count_at, limit, ctx)
+        return
     base = (*container.path, "resources")
     request_path = (*base, "requests", name)
     limit_path = (*base, "limits", name)
@@ -169,6 +176,39 @@ def _check_resource(
             f"resources:\n  limits:\n    {name}: {shown_limit}\n"
             f"# and delete {name} from resources.requests (it defaults to the limit)",
         )
+
+
+def _check_count(
+    owner: PodOwner, who: _Who, path: tuple[str | int, ...], count: Any, ctx: Context
+) -> Iterator[Finding]:
+    """One count the controller writes as request and limit both (a VLLMRuntime's
+    deploymentConfig.resources.gpu): only its value can be wrong, and it is fixed there."""
+    problem = None if is_unknown(count) else _problem(count)
+    if problem is None:
+        return
+    kind, reason = problem
+    field = str(path[-1])
+    written = ".".join(str(step) for step in path)
+    headline = f"{who.kind} {abbreviated(who.name)}: {written} {_SHORT[kind]}."
+    if kind == "zero":
+        yield ctx.finding(
+            owner.manifest,
+            path,
+            f"{headline} Its value {_shown(count)} reserves no GPU, yet the controller still "
+            "declares the container a GPU consumer, and without a device-plugin allocation an "
+            "image that sets NVIDIA_VISIBLE_DEVICES=all sees every GPU of the node.",
+            f'{field}: "1"   # or delete {field} if the model server needs no GPU',
+            severity=Severity.WARNING,
+        )
+        return
+    yield ctx.finding(
+        owner.manifest,
+        path,
+        f"{headline} Its value {_shown(count)} {reason}, and the controller writes it as the "
+        "container's GPU request and limit, so the workload it makes is refused; a device "
+        "plugin hands out whole devices.",
+        f'{field}: "{_whole(count)}"   # whole GPUs',
+    )
 
 
 def _value_finding(

@@ -62,14 +62,18 @@ def check(replayed: Replayed, inventory: Inventory, ctx: Context) -> Iterator[Fi
     )
     needed = max(spec.max_replicas + 1, math.ceil(peak - 1e-9))
     field = "maxReplicaCount" if spec.kind == "ScaledObject" else "maxReplicas"
+    path = spec.max_path or ("spec", field)
+    # The maximum where it is written: spec.maxReplicas, or the settings a controller makes
+    # the autoscaler from (a NIMService's spec.scale.hpa.maxReplicas).
+    fix = "\n".join(f"{'  ' * depth}{step}:" for depth, step in enumerate(path[:-1]))
     yield ctx.finding(
         spec.document,
-        ("spec", field),
+        path,
         f"Replayed over the load it saw, {spec.kind} {spec.name} sits at {field} "
         f"{spec.max_replicas} with the load above target for {longest.seconds / 60:.0f} "
         f"minutes, from {stamp(longest.start)} to {stamp(longest.end)} "
         f"({replayed.figures.time_at_max_s / 60:.0f} minutes at the maximum in all): the load "
         f"needed up to {needed} pods at the target",
-        f"spec:\n  {field}: {needed}   # or lower the load per pod; each pod holds "
-        f"{spec.gpus_per_pod} GPU(s)",
+        f"{fix}\n{'  ' * (len(path) - 1)}{path[-1]}: {needed}   # or lower the load per pod; "
+        f"each pod holds {spec.gpus_per_pod} GPU(s)",
     )

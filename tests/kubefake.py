@@ -165,7 +165,43 @@ CRDS = {
     "gpu-operator": (
         Resource("nvidia.com", "v1", "ClusterPolicy", "clusterpolicies", False, namespaced=False),
     ),
+    # The LLM serving stacks (kserve/kserve config/crd/full/llmisvc; llm-d's workload variant
+    # autoscaler config/crd/bases; gateway-api-inference-extension config/crd/bases;
+    # vllm-project/aibrix config/crd/autoscaling; kubeai-project/kubeai charts/kubeai/crds;
+    # vllm-project/production-stack operator/config/crd; NVIDIA/k8s-nim-operator
+    # bundle/manifests), each at its storage version.
+    "kserve-llmisvc": (
+        Resource(
+            "serving.kserve.io", "v1alpha2", "LLMInferenceService", "llminferenceservices", False
+        ),
+    ),
+    "llm-d": (
+        Resource("llmd.ai", "v1alpha1", "VariantAutoscaling", "variantautoscalings", False),
+        Resource("inference.networking.k8s.io", "v1", "InferencePool", "inferencepools", False),
+    ),
+    "aibrix": (
+        Resource("autoscaling.aibrix.ai", "v1alpha1", "PodAutoscaler", "podautoscalers", False),
+    ),
+    "kubeai": (Resource("kubeai.org", "v1", "Model", "models", False),),
+    "production-stack": (
+        Resource("production-stack.vllm.ai", "v1alpha1", "VLLMRuntime", "vllmruntimes", False),
+    ),
+    "nim-operator": (Resource("apps.nvidia.com", "v1alpha1", "NIMService", "nimservices", False),),
 }
+# What a FakeCluster serves unless a test says otherwise.
+DEFAULT_CRDS = (
+    "keda",
+    "kserve",
+    "knative",
+    "prometheus-operator",
+    "vpa",
+    "kserve-llmisvc",
+    "llm-d",
+    "aibrix",
+    "kubeai",
+    "production-stack",
+    "nim-operator",
+)
 
 
 # What the projects' release manifests label their CRDs with (gpulint.cluster.versions).
@@ -287,9 +323,7 @@ class _Watcher:
 class FakeCluster:
     """The API server's state: objects, history, watchers, RBAC, metrics."""
 
-    def __init__(
-        self, crds: Iterable[str] = ("keda", "kserve", "knative", "prometheus-operator", "vpa")
-    ) -> None:
+    def __init__(self, crds: Iterable[str] = DEFAULT_CRDS) -> None:
         self.lock = threading.RLock()
         self.resources: dict[str, Resource] = {}
         for resource in BUILTIN:

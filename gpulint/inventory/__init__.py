@@ -52,7 +52,7 @@ from gpulint.kinds.registry import VIEW_SCOPES, WORKLOAD, ViewContext, build_vie
 from gpulint.kinds.revisions import KPA_CLASS
 from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.scaling import ScalingRange, replicas_range
-from gpulint.kinds.view import KindView
+from gpulint.kinds.view import GeneratedWorkload, KindView, generator_of
 from gpulint.kinds.workload import GpuNames, PodTemplate, pod_templates
 
 if TYPE_CHECKING:
@@ -341,6 +341,20 @@ class Inventory:
         """The typed view an object of the inventory is read through, if it has one."""
         return self.store.view_of(manifest)
 
+    def judged_at_generator(self, manifest: Manifest) -> bool:
+        """Was ``manifest`` (an HPA or ScaledObject read from a cluster) made by a controller
+        from settings an object of the inventory holds, whose view hands them to the rules as
+        the autoscaler they become (``KindView.generated_autoscalers``)? Rules judge those
+        settings there, where a user writes them, and not a second time here."""
+        generator = generator_of(manifest)
+        if generator is None:
+            return False
+        found = self.store.find_in_group(
+            generator.group, generator.kind, manifest.namespace, generator.name, manifest
+        )
+        view = self.view_of(found) if found is not None else None
+        return view is not None and bool(view.generated_autoscalers())
+
     def inference_service_of(self, manifest: Manifest) -> InferenceService | None:
         return self.resolver.inference_service(manifest)
 
@@ -357,6 +371,13 @@ class Inventory:
         ``near`` is the autoscaler's document: among copies of the same object in several
         directories, the nearest is the one it scales."""
         return self.resolver.resolve(namespace, ref, near)
+
+    def generated_workload(
+        self, namespace: str | None, name: str
+    ) -> tuple[KindView, GeneratedWorkload] | None:
+        """The object whose controller makes the workload ``name`` (``KindView
+        .generated_workloads``), and that workload; None for a workload written out."""
+        return self.resolver.generated(namespace, name)
 
     def isvc_for_component(
         self, namespace: str | None, name: str

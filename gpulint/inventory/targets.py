@@ -47,7 +47,9 @@ class ResolvedTarget:
         self.owner = owner  # the InferenceService / Knative Service that generates it
         self.templates: list[PodTemplate] = [] if templates is None else templates
         self.template_document = template_document
-        self.via = via  # object | kserve | kserve-legacy | knative-revision | kserve-knative
+        self.via = (
+            via  # object | kserve | kserve-legacy | knative-revision | kserve-knative | generated
+        )
 
     def __repr__(self) -> str:
         return f"ResolvedTarget(key={self.key!r}, ref={self.ref!r})"
@@ -169,17 +171,20 @@ class TargetResolver:
             ref.name,
         )
         if manifest is not None:
-            return ResolvedTarget(
-                key, ref, manifest, None, pod_templates(manifest), manifest, "object"
-            )
+            # A kind with a view of its own keeps its pods there (a VLLMRuntime's container,
+            # which its /scale lets an autoscaler scale).
+            view = self.store.view_of(manifest)
+            templates = view.pod_templates() if view is not None else pod_templates(manifest)
+            return ResolvedTarget(key, ref, manifest, None, templates, manifest, "object")
         if kind != "Deployment":
             return ResolvedTarget(key, ref)
         found = self.generated(namespace, ref.name)
         if found is not None:
-            return _generated(key, ref, found, "kserve")
+            return _generated(key, ref, found, "kserve" if _kserve(found) else "generated")
         if ref.name.endswith("-default"):
+            # KServe before 0.11 named the Deployment <isvc>-predictor-default
             found = self.generated(namespace, ref.name[: -len("-default")])
-            if found is not None:
+            if found is not None and _kserve(found):
                 return _generated(key, ref, found, "kserve-legacy")
         parent = revision_deployment_parent(ref.name)
         if parent is not None:
@@ -191,9 +196,15 @@ class TargetResolver:
                         key, ref, None, ksvc.manifest, templates, ksvc.manifest, "knative-revision"
                     )
                 found = self.generated(namespace, candidate)
-                if found is not None:
+                if found is not None and _kserve(found):
                     return _generated(key, ref, found, "kserve-knative")
         return ResolvedTarget(key, ref)
+
+
+def _kserve(found: Generated) -> bool:
+    """Made by KServe for an InferenceService component (the names it used before 0.11 and
+    its Knative revisions are followed for those alone)."""
+    return found[0].manifest.kind == "InferenceService"
 
 
 def _generated(key: Key, ref: TargetRef, found: Generated, via: str) -> ResolvedTarget:

@@ -39,6 +39,7 @@ from gpulint.input.yamlparse import DuplicateKey, ParsedDocument, YamlError, par
 from gpulint.kinds.keda import is_scaled_object
 from gpulint.kinds.knative import default_class_from_configmap
 from gpulint.kinds.kserve import default_mode_from_configmap
+from gpulint.kinds.llmisvc import is_llm_inference_service
 
 # (text, line offset, column offset) -> the documents of an embedded YAML text; raises
 # YamlError for text that does not parse.
@@ -186,20 +187,25 @@ def classify_manifest(
     else:
         found.scrapes.extend(scrapes_in_manifest(manifest))
         if text is not None and is_scaled_object(manifest):
-            _trigger_query_starts(manifest, text)
+            _trigger_query_starts(manifest, text, ("spec", "triggers"))
+        elif text is not None and is_llm_inference_service(manifest):
+            # the triggers of the ScaledObjects KServe makes (gpulint.kinds.llmisvc)
+            for workload in (("spec",), ("spec", "prefill")):
+                _trigger_query_starts(manifest, text, (*workload, "scaling", "keda", "triggers"))
         policy = cluster_policy_values(manifest)
         if policy is not None:
             found.charts.append(policy)
     return found
 
 
-def _trigger_query_starts(manifest: Manifest, text: bytes) -> None:
-    """Where the text of each block-scalar ``query: |`` of a prometheus trigger starts:
-    GL402 and the live trigger rules point at the query itself, not at its ``|``."""
-    for index, trigger in enumerate(as_list(as_dict(manifest.data.get("spec")).get("triggers"))):
+def _trigger_query_starts(manifest: Manifest, text: bytes, triggers: Path) -> None:
+    """Where the text of each block-scalar ``query: |`` of the prometheus triggers at
+    ``triggers`` starts: GL402 and the live trigger rules point at the query itself, not at
+    its ``|``."""
+    for index, trigger in enumerate(as_list(manifest.get(triggers))):
         if not isinstance(as_dict(as_dict(trigger).get("metadata")).get("query"), str):
             continue
-        path: Path = ("spec", "triggers", index, "metadata", "query")
+        path: Path = (*triggers, index, "metadata", "query")
         written = manifest.location(path, key=False, raw=True)
         line, column = embedded_origin(manifest, path, text)
         if (line + 1, column + 1) != (written.line, written.column):

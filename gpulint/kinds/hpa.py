@@ -113,7 +113,14 @@ def hpa_range(spec: dict[str, Any], by: str) -> ScalingRange:
 
 
 class HPA(KindView):
-    """A HorizontalPodAutoscaler object, in any API version."""
+    """A HorizontalPodAutoscaler object, in any API version.
+
+    ``spec_path`` is where its spec is written in ``manifest``: ``spec`` for an HPA object;
+    another place for the HPA a controller makes from a spec written inside another object
+    (``gpulint.kinds.generated.GeneratedHPA``), so that rules place what they say, and the
+    edits of their fixes, in the object a user wrote."""
+
+    spec_path: Path = ("spec",)
 
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest
@@ -143,6 +150,22 @@ class HPA(KindView):
     def scaling_range(self) -> ScalingRange:
         """The replicas this HPA can set (``gpulint.kinds.scaling``)."""
         return hpa_range(self.spec, f"HorizontalPodAutoscaler {self.name}")
+
+    @property
+    def title(self) -> str:
+        """``HPA llm``: how messages name it (a generated HPA says who makes it)."""
+        return f"HPA {self.name}"
+
+    @property
+    def full_title(self) -> str:
+        """``HorizontalPodAutoscaler llm``, for messages that spell the kind out."""
+        return f"HorizontalPodAutoscaler {self.name}"
+
+    @property
+    def behavior_path(self) -> Path | None:
+        """Where ``behavior`` is (or would be) written; None when the controller that makes the
+        HPA writes its behavior itself, from settings of its own (AIBrix)."""
+        return (*self.spec_path, "behavior")
 
     # --- the kind protocol (gpulint.kinds.view) ---------------------------------------------
 
@@ -216,7 +239,7 @@ class HPA(KindView):
         return metrics
 
     def _read_metric(self, index: int, entry: dict[str, Any]) -> HpaMetric:
-        base: Path = ("spec", "metrics", index)
+        base: Path = (*self.spec_path, "metrics", index)
         kind = entry.get("type")
         kind = kind if isinstance(kind, str) else ""
         field = _SOURCE_FIELDS.get(kind, "")

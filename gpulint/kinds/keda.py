@@ -75,6 +75,13 @@ def pause_of(annotations: dict[str, Any]) -> Pause:
 
 
 class ScaledObject(KindView):
+    """A KEDA ScaledObject. ``spec_path`` is where its spec is written in ``manifest``:
+    ``spec`` for a ScaledObject; another place for the one a controller makes from settings
+    written inside another object (``gpulint.kinds.generated.GeneratedScaledObject``)."""
+
+    spec_path: Path = ("spec",)
+    made_by: str | None = None
+
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest
         spec = as_dict(manifest.data.get("spec"))
@@ -118,6 +125,22 @@ class ScaledObject(KindView):
     def scaling_range(self) -> ScalingRange:
         """The replicas KEDA and its HPA can set (``gpulint.kinds.scaling``)."""
         return keda_range(self.spec, f"KEDA ScaledObject {self.name}")
+
+    @property
+    def title(self) -> str:
+        """``KEDA ScaledObject llm``: how messages name it (a generated one says who makes
+        it)."""
+        return f"KEDA ScaledObject {self.name}"
+
+    @property
+    def triggers_path(self) -> Path:
+        return (*self.spec_path, "triggers")
+
+    @property
+    def behavior_path(self) -> Path | None:
+        """Where KEDA reads the behavior it copies into its HPA; None when the controller that
+        makes the ScaledObject writes it itself, from settings of another shape."""
+        return (*self.spec_path, "advanced", "horizontalPodAutoscalerConfig", "behavior")
 
     def describe_target(self) -> str:
         """``Deployment llm``: what it scales."""
@@ -185,7 +208,7 @@ class ScaledObject(KindView):
             if trigger.get("type") != "prometheus":
                 continue
             query = as_dict(trigger.get("metadata")).get("query")
-            path: Path = ("spec", "triggers", index)
+            path: Path = (*self.triggers_path, index)
             if isinstance(query, str):
                 url = urls.get((*path, "metadata", "serverAddress"))
                 found.append(
@@ -196,6 +219,7 @@ class ScaledObject(KindView):
                         path,
                         self.target_ref,
                         "KEDA prometheus trigger",
+                        self.written_at,
                     )
                 )
         return found

@@ -29,15 +29,22 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from gpulint.input.document import Manifest, Path
+from gpulint.kinds.aibrix import AIBrixPodAutoscaler
 from gpulint.kinds.hpa import HPA
+from gpulint.kinds.inferencepool import InferencePool
 from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.knative import KnativeService
 from gpulint.kinds.kserve import InferenceService
+from gpulint.kinds.kubeai import KubeAIModel
+from gpulint.kinds.llmisvc import LLMInferenceService
+from gpulint.kinds.nim import NIMService
 from gpulint.kinds.scaledjob import TEMPLATE_PATH as SCALED_JOB_TEMPLATE
 from gpulint.kinds.scaledjob import ScaledJob
 from gpulint.kinds.view import KindView
+from gpulint.kinds.vllmruntime import VLLMRuntime
 from gpulint.kinds.vpa import VPA
 from gpulint.kinds.workload import TEMPLATE_PATHS
+from gpulint.kinds.wva import VariantAutoscaling
 
 WORKLOAD, AUTOSCALER, GENERATOR, CONFIG, MONITORING, NETWORK = (
     "workload",
@@ -120,6 +127,34 @@ def _knative_service(manifest: Manifest, context: ViewContext) -> KnativeService
     return KnativeService(manifest, context.knative_default_class)
 
 
+def _llm_inference_service(manifest: Manifest, context: ViewContext) -> LLMInferenceService:
+    return LLMInferenceService(manifest)
+
+
+def _variant_autoscaling(manifest: Manifest, context: ViewContext) -> VariantAutoscaling:
+    return VariantAutoscaling(manifest)
+
+
+def _inference_pool(manifest: Manifest, context: ViewContext) -> InferencePool:
+    return InferencePool(manifest)
+
+
+def _aibrix_podautoscaler(manifest: Manifest, context: ViewContext) -> AIBrixPodAutoscaler:
+    return AIBrixPodAutoscaler(manifest)
+
+
+def _kubeai_model(manifest: Manifest, context: ViewContext) -> KubeAIModel:
+    return KubeAIModel(manifest)
+
+
+def _vllm_runtime(manifest: Manifest, context: ViewContext) -> VLLMRuntime:
+    return VLLMRuntime(manifest)
+
+
+def _nim_service(manifest: Manifest, context: ViewContext) -> NIMService:
+    return NIMService(manifest)
+
+
 def _workload(
     kind: str,
     group: str,
@@ -169,6 +204,33 @@ KINDS: tuple[KindSpec, ...] = (
         evaluated=True,
         watched=True,
     ),
+    # AIBrix's PodAutoscaler: an HPA of its own (HPA strategy), or AIBrix sets the replicas
+    # through /scale (KPA, APA).
+    KindSpec(
+        "PodAutoscaler",
+        "autoscaling.aibrix.ai",
+        ("v1alpha1",),
+        "podautoscalers",
+        AUTOSCALER,
+        "aibrix-podautoscaler",
+        _aibrix_podautoscaler,
+        claim_rank=1,
+        evaluated=True,
+        watched=True,
+    ),
+    # llm-d's Workload Variant Autoscaler sizes its target and publishes the replica count an
+    # HPA or KEDA reads (no claim on the replicas itself).
+    KindSpec(
+        "VariantAutoscaling",
+        "llmd.ai",
+        ("v1alpha1",),
+        "variantautoscalings",
+        AUTOSCALER,
+        "variantautoscaling",
+        _variant_autoscaling,
+        evaluated=True,
+        watched=True,
+    ),
     # Resizes a workload's pods (no claim on its replicas); evicts them in most modes.
     KindSpec(
         "VerticalPodAutoscaler",
@@ -202,6 +264,57 @@ KINDS: tuple[KindSpec, ...] = (
         GENERATOR,
         "isvc",
         _inference_service,
+        claim_rank=2,
+        evaluated=True,
+        watched=True,
+    ),
+    # LLM serving stacks: each makes the model server's workload, and most an autoscaler of
+    # it (claim rank 2: the HPA or ScaledObject a controller makes).
+    KindSpec(
+        "LLMInferenceService",
+        "serving.kserve.io",
+        ("v1alpha2", "v1alpha1"),
+        "llminferenceservices",
+        GENERATOR,
+        "llmisvc",
+        _llm_inference_service,
+        claim_rank=2,
+        evaluated=True,
+        watched=True,
+    ),
+    KindSpec(
+        "NIMService",
+        "apps.nvidia.com",
+        ("v1alpha1",),
+        "nimservices",
+        GENERATOR,
+        "nimservice",
+        _nim_service,
+        claim_rank=2,
+        evaluated=True,
+        watched=True,
+    ),
+    KindSpec(
+        "VLLMRuntime",
+        "production-stack.vllm.ai",
+        ("v1alpha1",),
+        "vllmruntimes",
+        GENERATOR,
+        "vllmruntime",
+        _vllm_runtime,
+        claim_rank=2,
+        evaluated=True,
+        watched=True,
+    ),
+    # KubeAI makes the model server's pods itself and scales the Model through its /scale.
+    KindSpec(
+        "Model",
+        "kubeai.org",
+        ("v1",),
+        "models",
+        GENERATOR,
+        "kubeai-model",
+        _kubeai_model,
         claim_rank=2,
         evaluated=True,
         watched=True,
@@ -308,6 +421,18 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("Endpoints", "", ("v1",), "endpoints", NETWORK),
     KindSpec("EndpointSlice", "discovery.k8s.io", ("v1",), "endpointslices", NETWORK),
     KindSpec("Namespace", "", ("v1",), "namespaces", CONFIG, read=True),
+    # The model server pods an endpoint picker routes to (Gateway API Inference Extension):
+    # read for the trace of a query on a pool's series.
+    KindSpec(
+        "InferencePool",
+        "inference.networking.k8s.io",
+        ("v1",),
+        "inferencepools",
+        NETWORK,
+        "inferencepool",
+        _inference_pool,
+        read=True,
+    ),
     KindSpec("PodMonitoring", "monitoring.googleapis.com", ("v1",), "podmonitorings", MONITORING),
     KindSpec(
         "ClusterPodMonitoring",

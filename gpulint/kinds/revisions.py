@@ -146,6 +146,7 @@ class RevisionMetric:
     type = "Pods"
     api = "custom"
     described_object = None
+    selector = None  # Knative writes no metric selector
 
     def __init__(self, name: str, name_path: Path, target: RevisionTarget) -> None:
         self.name = name

@@ -62,6 +62,8 @@ class ScaledJob(KindView):
             t for t in as_list(spec.get("triggers")) if isinstance(t, dict)
         ]
         self.target_ref: TargetRef | None = None
+        self.triggers_path: Path = ("spec", "triggers")
+        self.made_by: str | None = None
         self.asks_for_none = "counts no work waiting"
         self.prometheus_triggers: list[PrometheusTrigger] = [
             PrometheusTrigger(self, index, trigger)

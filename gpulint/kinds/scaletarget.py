@@ -42,3 +42,17 @@ class ReplicaClaim(NamedTuple):
     workload: str | None = None
     implicit: bool = False  # made by a controller, not written as an autoscaler
     note: str = ""
+
+
+class WrittenReplicas(NamedTuple):
+    """A replica count an object writes to a workload its controller makes, on every
+    reconcile (``KindView.written_replicas``)."""
+
+    path: Path  # where the object writes it
+    controller: str  # who writes it: "KServe", "the NIM operator"
+    # The API server's refusal when the object autoscales the workload itself beside it (an
+    # x-kubernetes-validations rule of its CRD); None when it may.
+    refused: str | None = None
+    # The object's own /scale, when the count is written whether or not the object says it
+    # (a default): an autoscaler must scale the object, not the workload.
+    scale_ref: TargetRef | None = None

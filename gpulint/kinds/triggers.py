@@ -57,12 +57,21 @@ class TriggerOwner(Protocol):
     target_ref: TargetRef | None  # None for a ScaledJob: its jobs come from its own template
     # What an inactive trigger does, after "the trigger is never active and ".
     asks_for_none: str
+    # The object whose controller makes the ScaledObject (``LLMInferenceService ml/llm``);
+    # None for one written as such.
+    made_by: str | None
 
     @property
     def name(self) -> str: ...
 
     @property
     def namespace(self) -> str | None: ...
+
+    @property
+    def triggers_path(self) -> Path:
+        """Where the triggers are written in ``manifest`` (``spec.triggers``; elsewhere for
+        the ScaledObject a controller makes from another object's settings)."""
+        ...
 
     def scaling_range(self) -> ScalingRange: ...
 
@@ -104,7 +113,7 @@ class PrometheusTrigger:
 
     @property
     def path(self) -> Path:
-        return ("spec", "triggers", self.index)
+        return (*self.scaled_object.triggers_path, self.index)
 
     @property
     def query_path(self) -> Path:
@@ -185,6 +194,11 @@ class PrometheusTrigger:
         name = self.data.get("name")
         named = f" ({name})" if isinstance(name, str) and name else ""
         owner = self.scaled_object
+        if owner.made_by is not None:
+            return (
+                f"prometheus trigger {self.index}{named} of ScaledObject {owner.name} "
+                f"(made by {owner.made_by})"
+            )
         where = f"{owner.namespace}/" if owner.namespace else ""
         kind = owner.manifest.kind
         return f"prometheus trigger {self.index}{named} of {kind} {where}{owner.name}"

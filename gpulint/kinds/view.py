@@ -14,6 +14,9 @@ HPA). Readers never ask which view class they hold:
   targets a workload without setting its replicas says so here only, and admission brings it
   in whenever that workload or an autoscaler on it changes);
 * ``scaling_range_of(workload)``: the replicas it gives one of the workloads it claims;
+* ``written_replicas(workload)``: where the object writes a replica count its controller
+  sets on a workload it makes on every reconcile (an LLMInferenceService's ``replicas``), so
+  that an autoscaler on that workload is overwritten;
 * ``generated_names()``: the names a controller gives the workloads it makes for the object
   (KServe's ``<isvc>-predictor``, Knative's ``<service>-NNNNN-deployment`` parent), which
   admission follows to the autoscalers on them;
@@ -33,6 +36,15 @@ HPA). Readers never ask which view class they hold:
 * ``prometheus_urls()``: the Prometheus addresses it queries (the scrape chain checks them);
 * ``trace_sources()``: the metrics ``gpulint trace`` follows from it, each one of three shapes
   (``AdapterTrace``, ``QueryTrace``, ``RevisionTrace``) whose stages the trace knows;
+* ``metric_source(series, labels)``: how the object is where a series an autoscaler reads
+  comes from (llm-d's WVA publishes ``wva_desired_replicas`` for a VariantAutoscaling; an
+  endpoint picker labels its pool's series with an InferencePool's name), for the trace;
+* ``generated_autoscalers()``: the HPAs and ScaledObjects a controller makes from settings
+  written inside the object (a NIMService's ``spec.scale.hpa``), read as the HPA or
+  ScaledObject they become (``gpulint.kinds.generated``): ``gpulint replay`` replays them, and
+  the view hands them to the rule scopes the HPA and KEDA rules iterate; each says in
+  ``written_at`` the node of the object it is written under, so that the trace of one (an
+  LLMInferenceService's prefill ScaledObject) is not broken by a finding on another;
 * ``generator()``: the object whose controller made it (``generator_of``), the one answer to
   "who generated this object" for every reader and rule.
 
@@ -44,13 +56,13 @@ module imports no view and no registry, so every view can import it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, ManifestView, Path
 from gpulint.kinds.revisions import RevisionTrace
-from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef, WrittenReplicas
 from gpulint.kinds.scaling import ScalingRange
 from gpulint.kinds.workload import PodTemplate
 
@@ -67,12 +79,21 @@ class Generator(NamedTuple):
 # API group their ownerReferences name: KEDA makes an HPA per ScaledObject (kedacore/keda
 # controllers/keda/hpa.go), KServe a Knative Service, HPA or ScaledObject per InferenceService
 # component (kserve pkg/controller/v1beta1/inferenceservice/reconcilers), Knative's HPA class an
-# HPA per PodAutoscaler (knative/serving pkg/reconciler/autoscaling/hpa).
+# HPA per PodAutoscaler (knative/serving pkg/reconciler/autoscaling/hpa); the LLM serving
+# stacks theirs: KServe an HPA or ScaledObject per LLMInferenceService workload
+# (pkg/controller/v1alpha2/llmisvc/scaling.go), the NIM operator an HPA per NIMService
+# (NVIDIA/k8s-nim-operator api/apps/v1alpha1 GetHPAParams), AIBrix an HPA per PodAutoscaler of
+# the HPA strategy (vllm-project/aibrix pkg/controller/podautoscaler/hpa_resources.go), the
+# production-stack operator a ScaledObject per VLLMRuntime (operator/internal/controller).
 GENERATOR_KINDS: frozenset[tuple[str, str]] = frozenset(
     {
         ("ScaledObject", "keda.sh"),
         ("InferenceService", "serving.kserve.io"),
         ("PodAutoscaler", "autoscaling.internal.knative.dev"),
+        ("LLMInferenceService", "serving.kserve.io"),
+        ("NIMService", "apps.nvidia.com"),
+        ("PodAutoscaler", "autoscaling.aibrix.ai"),
+        ("VLLMRuntime", "production-stack.vllm.ai"),
     }
 )
 # KEDA labels the HPA it makes with its ScaledObject's name (kedacore/keda
@@ -138,6 +159,8 @@ class AdapterMetric(Protocol):
     def target(self) -> Any: ...
     @property
     def described_object(self) -> dict[str, Any] | None: ...
+    @property
+    def selector(self) -> dict[str, Any] | None: ...
 
 
 class AdapterTrace(NamedTuple):
@@ -158,6 +181,9 @@ class QueryTrace(NamedTuple):
     path: Path
     ref: TargetRef | None  # the workload it scales
     detail: str  # "KEDA prometheus trigger"
+    # The node of its object the autoscaler is written under, when the object holds several
+    # (``KindView.written_at``); None: the whole object is the autoscaler.
+    within: Path | None = None
 
 
 TraceSource = AdapterTrace | QueryTrace | RevisionTrace
@@ -169,6 +195,10 @@ class KindView(ManifestView):
     manifest: Manifest
     # A view may decide it per object (a Knative Service reads only on the HPA class).
     reads_metrics_api: bool = False
+    # Where in ``manifest`` the view is written when it is made from settings inside another
+    # object (``gpulint.kinds.generated``: an LLMInferenceService's ``spec.prefill``); None
+    # for an object of its own.
+    written_at: Path | None = None
 
     def pod_templates(self) -> list[PodTemplate]:
         """The pod templates the object makes pods from (with their GPU claims)."""
@@ -184,6 +214,11 @@ class KindView(ManifestView):
 
     def scaling_range_of(self, workload: str) -> ScalingRange | None:
         """The replicas the object gives the workload named ``workload`` (one it claims)."""
+        return None
+
+    def written_replicas(self, workload: str) -> WrittenReplicas | None:
+        """The replicas the object's controller writes to ``workload`` (one it makes) on
+        every reconcile; None when it leaves them to an autoscaler."""
         return None
 
     def generated_names(self) -> list[str]:
@@ -214,6 +249,17 @@ class KindView(ManifestView):
 
     def trace_sources(self) -> list[TraceSource]:
         """The metrics ``gpulint trace`` follows from the object, in the order written."""
+        return []
+
+    def metric_source(self, series: str, labels: Mapping[str, str]) -> str | None:
+        """How the object is the source of ``series`` as an autoscaler selects it
+        (``labels``: its label matchers, name to value), for ``gpulint trace``; None when
+        it is not."""
+        return None
+
+    def generated_autoscalers(self) -> list[KindView]:
+        """The HPAs and ScaledObjects a controller makes from settings written inside the
+        object (``gpulint.kinds.generated``), each a view of the HPA or ScaledObject kind."""
         return []
 
     def generator(self) -> Generator | None:

@@ -238,6 +238,10 @@ class Container(NamedTuple):
     path: Path
     data: dict[str, Any]
     init: bool = False
+    # Where the object writes the one GPU count its controller sets as both request and
+    # limit of this container (a VLLMRuntime's deploymentConfig.resources.gpu); None when the
+    # container's resources are written out.
+    count_at: Path | None = None
 
     @property
     def resources(self) -> dict[str, Any]:
@@ -336,7 +340,8 @@ class PodTemplate:
         """GPUs one pod of this template holds (app containers; init containers run first)."""
         total = 0
         for request in self.gpu_requests(names):
-            if request.container_path[-2] == "initContainers":
+            # A view may hold a container at a path of one key (a NIMService's is ``spec``).
+            if request.container_path[-2:-1] == ("initContainers",):
                 continue
             count = request.count
             if count is None:

@@ -58,6 +58,9 @@ class ReplaySpec:
     behavior_path: Path = ()
     # behavior.*.tolerance on a release that honours it, else the controller flag's 10%
     tolerances: Tolerances = DEFAULT_TOLERANCES
+    # Where its maximum is written, when not at spec.maxReplicas (spec.maxReplicaCount): the
+    # settings a controller makes the autoscaler from (a NIMService's spec.scale.hpa).
+    max_path: Path | None = None
 
     @property
     def key(self) -> str:

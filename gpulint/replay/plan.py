@@ -19,10 +19,11 @@ from typing import Any
 
 from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
 from gpulint.core.quantity import INT32_MAX, try_quantity
-from gpulint.input.document import as_dict
+from gpulint.input.document import Path, as_dict
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HPA_KIND, HpaMetric
 from gpulint.kinds.keda import ScaledObject
+from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.view import generated_by
 from gpulint.kinds.workload import PodTemplate
 from gpulint.live.adapterquery import QueryLabels, mapping_for, pod_name_pattern, render_query
@@ -73,12 +74,28 @@ def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
         except _Untraceable as why:
             skipped.append(Skipped(kind, namespace, name, str(why)))
 
-    for hpa in inventory.hpas:
+    # The HPAs and ScaledObjects controllers make from settings written inside other objects
+    # (a NIMService's spec.scale, an LLMInferenceService's spec.scaling: KindView
+    # .generated_autoscalers), replayed as the autoscalers they become; in a cluster the
+    # objects they became are those, replayed once.
+    generated = [
+        made
+        for scope in VIEW_SCOPES
+        for view in inventory.items_of(scope)
+        for made in view.generated_autoscalers()
+    ]
+    hpas = [h for h in inventory.hpas if not inventory.judged_at_generator(h.manifest)]
+    hpas += [made for made in generated if isinstance(made, HPA)]
+    scaled_objects = [
+        s for s in inventory.scaled_objects if not inventory.judged_at_generator(s.manifest)
+    ]
+    scaled_objects += [made for made in generated if isinstance(made, ScaledObject)]
+    for hpa in hpas:
         if hpa.is_fragment or generated_by(hpa.manifest, "ScaledObject") is not None:
             continue
         namespace = hpa.namespace or "default"
         add(HPA_KIND, namespace, hpa.name, lambda h=hpa: _hpa_spec(h, inventory, pod_ready_after_s))
-    for scaled in inventory.scaled_objects:
+    for scaled in scaled_objects:
         namespace = scaled.namespace or "default"
         present.add((namespace, scaled.hpa_name))
         add(
@@ -141,8 +158,13 @@ def _hpa_spec(hpa: HPA, inventory: Inventory, ready_after: float | None) -> Repl
         source,
         gpus,
         document=hpa.manifest,
-        path=("spec", "metrics"),
-        behavior_path=("spec", "behavior") if hpa.behavior is not None else ("spec",),
+        path=(*hpa.spec_path, "metrics"),
+        behavior_path=(
+            hpa.behavior_path
+            if hpa.behavior is not None and hpa.behavior_path is not None
+            else hpa.spec_path
+        ),
+        max_path=_max_path(scaling.path, hpa.spec_path),
         tolerances=Tolerances.from_spec(hpa.behavior, inventory.settings.versions.kubernetes),
     )
 
@@ -295,15 +317,25 @@ def _scaled_object_spec(
         gpus,
         keda=keda,
         document=scaled.manifest,
-        path=("spec", "triggers"),
+        path=scaled.triggers_path,
         behavior_path=(
-            ("spec", "advanced", "horizontalPodAutoscalerConfig", "behavior")
-            if isinstance(behavior, dict)
-            else ("spec",)
+            scaled.behavior_path
+            if isinstance(behavior, dict) and scaled.behavior_path is not None
+            else scaled.spec_path
         ),
         # KEDA copies the behavior, tolerances included, into the HPA it makes
         tolerances=Tolerances.from_spec(behavior, inventory.settings.versions.kubernetes),
+        max_path=_max_path(scaling.path, scaled.spec_path),
     )
+
+
+def _max_path(written: Path | None, spec_path: Path) -> Path | None:
+    """Where the maximum of an autoscaler made from another object's settings is written
+    (None for an HPA's or ScaledObject's own spec, whose field the rules name)."""
+    if spec_path == ("spec",) or written is None or not written:
+        return None
+    last = written[-1]
+    return written if isinstance(last, str) and last.startswith("max") else None
 
 
 def _within_int32(minimum: int, maximum: int, low: str, high: str) -> None:

@@ -13,6 +13,7 @@ A link's status:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,6 +48,7 @@ from gpulint.trace.links import (
     BROKEN,
     OK,
     UNKNOWN,
+    Anchor,
     Link,
     StageFindings,
     Trace,
@@ -69,12 +71,19 @@ class _Chain:
 
     # --- workload --------------------------------------------------------------------------
 
-    def workload(self, namespace: str | None, ref: TargetRef | None, near: Document) -> Link:
+    def workload(
+        self,
+        namespace: str | None,
+        ref: TargetRef | None,
+        near: Document,
+        own: Anchor | None = None,
+    ) -> Link:
+        """``own``: the anchor of the autoscaler's part of ``near`` (``_own_anchor``)."""
         if ref is None:
             return link("workload", None, UNKNOWN, "the autoscaler has no scaleTargetRef", [])
         target = self.inventory.resolve_target(namespace, ref, near)
         shown = target.describe()
-        anchors = [anchor(near)]
+        anchors = [own or anchor(near)]
         document = target.manifest or target.owner
         if document is None:
             return link(
@@ -85,7 +94,8 @@ class _Chain:
                 self.findings.on("workload", anchors),
                 obj=ObjectRef(ref.api_version, ref.kind or "Deployment", namespace, ref.name),
             )
-        anchors.append(anchor(document))
+        if document is not near:
+            anchors.append(anchor(document))
         findings = self.findings.on("workload", anchors)
         refuted = _refuting(findings, near)
         if refuted is not None:
@@ -113,12 +123,21 @@ class _Chain:
 
     # --- exporter, service, scrape ----------------------------------------------------------
 
-    def scrape_links(self, gpu: bool, near: Document) -> list[Link]:
+    def scrape_links(
+        self, gpu: bool, near: Document, source: tuple[Manifest, str] | None = None
+    ) -> list[Link]:
         if not gpu:
             why = "the metric is not a dcgm-exporter series: its exporter is not traced"
-            return [
+            links = [
                 link(stage, None, UNKNOWN, why, []) for stage in ("exporter", "service", "scrape")
             ]
+            if source is not None:
+                # What the input says of where the series comes from (KindView.metric_source).
+                document, said = source
+                links[0] = link(
+                    "exporter", document, OK, said, self.findings.on("exporter", [anchor(document)])
+                )
+            return links
         exporters = self.pipeline.exporters_near(near)
         monitors = [m for m in self.pipeline.all_monitors()]
         links = []
@@ -395,16 +414,19 @@ class _Chain:
             return link("metrics-api", None, OK, detail, findings)
         return None
 
-    def autoscaler(self, hpa: KindView, metric: AdapterMetric) -> Link:
+    def autoscaler(self, hpa: KindView, metric: AdapterMetric, own: Anchor) -> Link:
         detail = f"{metric.type} metric {metric.name}"
         target = metric.target
         if target is not None:
             value = target.average_value if target.average_value is not None else target.value
             if value is not None:
                 detail += f", target {value}"
+        # The conditions of an HPA written out; those of an object an HPA is made from are not
+        # the HPA's.
+        status = as_dict(hpa.manifest.data.get("status")) if hpa.written_at is None else {}
         conditions = [
             as_dict(c)
-            for c in as_list(as_dict(hpa.manifest.data.get("status")).get("conditions"))
+            for c in as_list(status.get("conditions"))
             if as_dict(c).get("status") == "False"
         ]
         if conditions:
@@ -421,7 +443,7 @@ class _Chain:
             hpa.manifest,
             OK,
             detail,
-            self.findings.on("autoscaler", [anchor(hpa.manifest)]),
+            self.findings.on("autoscaler", [own]),
             path=metric.name_path,
         )
 
@@ -430,11 +452,11 @@ class _Chain:
             "autoscaler", document, OK, detail, self.findings.on("autoscaler", [anchor(document)])
         )
 
-    def query_autoscaler(self, document: Manifest, detail: str, trigger: Path) -> Link:
+    def query_autoscaler(self, document: Manifest, detail: str, trigger: Path, own: Anchor) -> Link:
         """A KEDA trigger: the autoscaler itself queries Prometheus, so the findings on its
         query (which an adapter rule's would be) break this link, and only this trigger's."""
         query = self.findings.on("adapter-rule", [anchor(document, path=trigger)])
-        findings = self.findings.on("autoscaler", [anchor(document)])
+        findings = self.findings.on("autoscaler", [own])
         return link("autoscaler", document, OK, detail, findings + query, path=trigger)
 
     def unknown_metrics_api(self, detail: str) -> Link:
@@ -497,13 +519,21 @@ def _adapter_trace(chain: _Chain, view: KindView, source: AdapterTrace, unit: st
     series: list[str] = [name]
     if rules:
         series = rules[0].series_for(requested_metric_name(name, api)) or series
+    selector = metric.selector if isinstance(metric.selector, dict) else {}
+    labels = {str(key): str(value) for key, value in as_dict(selector.get("matchLabels")).items()}
+    # The HPA itself, or the one a controller makes from the view's settings (named as the
+    # cluster names it, for the metrics API's answer).
+    hpa = source.autoscaler
+    own = _own_anchor(view, hpa.written_at)
     links = [
-        chain.workload(view.namespace, source.ref, owner),
-        *chain.scrape_links(gpu_metric(series, bool(rules), name), owner),
+        chain.workload(view.namespace, source.ref, owner, own),
+        *chain.scrape_links(
+            gpu_metric(series, bool(rules), name), owner, _published(inventory, series[0], labels)
+        ),
         chain.prometheus(chain.adapter_url(rules[0] if rules else None), owner),
         chain.adapter(name, api, owner, rules),
-        chain.metrics_api(view, metric),
-        chain.autoscaler(view, metric),
+        chain.metrics_api(hpa, metric),
+        chain.autoscaler(hpa, metric, own),
     ]
     return Trace(owner.ref, owner.location(metric.name_path), name, tuple(links), unit)
 
@@ -511,15 +541,21 @@ def _adapter_trace(chain: _Chain, view: KindView, source: AdapterTrace, unit: st
 def _query_trace(chain: _Chain, view: KindView, source: QueryTrace, unit: str) -> Trace:
     """An autoscaler that queries Prometheus itself (KEDA): no adapter in between."""
     owner = view.manifest
+    names = metric_names_in_query(source.query)
+    labels = dict(_MATCHER.findall(source.query))
+    published = next(
+        (found for name in names if (found := _published(chain.inventory, name, labels))), None
+    )
+    own = _own_anchor(view, source.within)
     links = [
-        chain.workload(view.namespace, source.ref, owner),
-        *chain.scrape_links(is_dcgm(metric_names_in_query(source.query)), owner),
+        chain.workload(view.namespace, source.ref, owner, own),
+        *chain.scrape_links(is_dcgm(names), owner, published),
         chain.prometheus(source.url, owner),
         chain.unknown_metrics_api(
             f"KEDA's metrics server serves it as the external metric {source.name}: only the "
             "cluster tells (gpulint trace --cluster reads the HPA KEDA makes)"
         ),
-        chain.query_autoscaler(owner, f"{source.detail}: {source.query}", source.path),
+        chain.query_autoscaler(owner, f"{source.detail}: {source.query}", source.path, own),
     ]
     return Trace(owner.ref, owner.location(source.path), source.name, tuple(links), unit)
 
@@ -541,6 +577,35 @@ def _revision_trace(chain: _Chain, owner: Manifest, source: RevisionTrace, unit:
         chain.owner_autoscaler(owner, f"Knative HPA class, metric {metric}"),
     ]
     return Trace(owner.ref, owner.location(source.path), metric, tuple(links), unit)
+
+
+def _own_anchor(view: KindView, written_at: Path | None) -> Anchor:
+    """The view's object as the anchor of one of its autoscalers, written at ``written_at``:
+    where the object holds several (``KindView.generated_autoscalers``), the findings on the
+    others' parts are not this one's."""
+    parts = tuple(
+        made.written_at for made in view.generated_autoscalers() if made.written_at is not None
+    )
+    if len(parts) < 2 or written_at is None:
+        return anchor(view.manifest)
+    return anchor(view.manifest, part=written_at, parts=parts)
+
+
+# A label matcher written as name="value" in a query (what the trace asks the kinds about).
+_MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"]*)"')
+
+
+def _published(
+    inventory: Inventory, series: str, labels: dict[str, str]
+) -> tuple[Manifest, str] | None:
+    """An object of the input that says where ``series`` comes from (a VariantAutoscaling,
+    an InferencePool: ``KindView.metric_source``), with what it says."""
+    for scope in VIEW_SCOPES:
+        for view in inventory.items_of(scope):
+            said = view.metric_source(series, labels)
+            if said is not None:
+                return view.manifest, said
+    return None
 
 
 def select(found: list[Trace], wanted: str | None) -> list[Trace]:

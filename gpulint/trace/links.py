@@ -55,13 +55,22 @@ class Anchor(NamedTuple):
     ref: ObjectRef | None  # None: a values document (matched by its file)
     lines: tuple[int, int] | None = None  # only findings on these lines (one adapter rule)
     path: Path | None = None  # only findings under this node (one KEDA trigger)
+    # An object that holds several autoscalers (an LLMInferenceService's decode and prefill
+    # workloads): the node of the link's one, and the nodes of all. A finding belongs to the
+    # autoscaler whose node is the nearest above it; one above none belongs to every one.
+    part: Path | None = None
+    parts: tuple[Path, ...] = ()
 
 
 def anchor(
-    document: Document, lines: tuple[int, int] | None = None, path: Path | None = None
+    document: Document,
+    lines: tuple[int, int] | None = None,
+    path: Path | None = None,
+    part: Path | None = None,
+    parts: tuple[Path, ...] = (),
 ) -> Anchor:
     ref = document.ref if isinstance(document, Manifest) else None
-    return Anchor(document.location(()).file, ref, lines, path)
+    return Anchor(document.location(()).file, ref, lines, path, part, parts)
 
 
 class StageFindings:
@@ -116,7 +125,12 @@ class StageFindings:
 def _on_node(finding: Finding, anchor: Anchor) -> bool:
     """Is the finding under the anchor's node (``path``: one KEDA trigger, one adapter rule)
     or on its lines (``lines``: one adapter rule of a file)? Another file writes a value in
-    rendered input (a patch, a chart's values), so there only the node can tell."""
+    rendered input (a patch, a chart's values), so there only the node can tell. On an object
+    of several autoscalers, a finding that belongs to another one is not the link's."""
+    if anchor.parts:
+        nodes = [p for p in anchor.parts if finding.path[: len(p)] == p]
+        if nodes and max(nodes, key=len) != anchor.part:
+            return False
     if anchor.path is None and anchor.lines is None:
         return True
     if anchor.path is not None and finding.path[: len(anchor.path)] == anchor.path:

@@ -30,7 +30,15 @@ def test_watched_kinds_and_their_paths() -> None:
         "verticalpodautoscalers.autoscaling.k8s.io",
         "scaledjobs.keda.sh",
         "poddisruptionbudgets.policy",
+        "podautoscalers.autoscaling.aibrix.ai",
+        "variantautoscalings.llmd.ai",
+        "llminferenceservices.serving.kserve.io",
+        "nimservices.apps.nvidia.com",
+        "vllmruntimes.production-stack.vllm.ai",
+        "models.kubeai.org",
     }
+    llmisvc = kinds["llminferenceservices.serving.kserve.io"]
+    assert llmisvc.versions == ("v1alpha2", "v1alpha1")
     templates = kinds["resourceclaimtemplates.resource.k8s.io"]
     assert templates.versions == ("v1", "v1beta2", "v1beta1")
     assert templates.collection_path("v1beta1", None) == (

@@ -180,10 +180,14 @@ def test_kinds_the_cluster_does_not_serve_and_kinds_it_forbids(
     assert code == 1, err
     absent = (
         "clusterpolicies.nvidia.com, configurations.serving.knative.dev, "
-        "inferenceservices.serving.kserve.io, podmonitors.monitoring.coreos.com, "
+        "inferencepools.inference.networking.k8s.io, "
+        "inferenceservices.serving.kserve.io, llminferenceservices.serving.kserve.io, "
+        "models.kubeai.org, nimservices.apps.nvidia.com, podautoscalers.autoscaling.aibrix.ai, "
+        "podmonitors.monitoring.coreos.com, "
         "prometheuses.monitoring.coreos.com, scaledjobs.keda.sh, scaledobjects.keda.sh, "
         "servicemonitors.monitoring.coreos.com, services.serving.knative.dev, "
-        "verticalpodautoscalers.autoscaling.k8s.io"
+        "variantautoscalings.llmd.ai, verticalpodautoscalers.autoscaling.k8s.io, "
+        "vllmruntimes.production-stack.vllm.ai"
     )
     words = " ".join(out.split())  # wrapped at 80 columns (tests/conftest.py)
     assert f"not served there: {absent}" in words
