@@ -1,0 +1,273 @@
+"""The proof of a migration: the HPA and its ScaledObject replayed over the same history, and
+every generated query checked live.
+
+* The replay (``gpulint.replay``): the HPA through the adapter's queries as the adapter renders
+  them for it, the ScaledObject through its triggers as KEDA sends them and the HPA KEDA makes
+  of them (its minimum of at least one replica, its behavior), over the same range of the same
+  Prometheus. Where the two replicas differ by more than one at a sync, the proof says when and
+  what each read there.
+* The live check: each trigger's query answers exactly one series now (KEDA's prometheus
+  scaler fails with "returned multiple elements" on more, kedacore/keda
+  pkg/scalers/prometheus_scaler.go), and its value is the sum of what the adapter's query
+  answers for the same HPA: the scale the HPA's target was written on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulint.input.document import Manifest
+from gpulint.inventory import Inventory
+from gpulint.kinds.keda import ScaledObject
+from gpulint.live.client import PrometheusAPI, QueryRejected
+from gpulint.live.kedaquery import read_answer
+from gpulint.live.snapshot import Answer
+from gpulint.migrate.lowering import Lowered
+from gpulint.replay.history import HistoryError, fetch
+from gpulint.replay.plan import Untraceable, hpa_spec, scaled_object_spec
+from gpulint.replay.report import Replayed, replay_one, stamp
+
+__all__ = ["Check", "Proof", "prove", "side_by_side"]
+
+# How far the ScaledObject's replicas may stray from the HPA's at one sync and still agree.
+TOLERANCE_REPLICAS = 1
+# Differences listed in the report (the count says how many there were).
+SHOWN_DIFFERENCES = 5
+# Two readings of one quantity, one through the adapter's query and one through KEDA's, agree
+# when they differ by no more than this share (floating-point sums in another order).
+RELATIVE_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class Check:
+    """One trigger's query asked now."""
+
+    metric: str
+    query: str
+    series: int
+    value: float | None
+    adapter_value: float | None  # the sum of the adapter query's series
+    adapter_series: int
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class Difference:
+    time: float
+    hpa: int
+    scaled: int
+
+
+@dataclass
+class Proof:
+    lowered: Lowered
+    hpa: Replayed | None = None
+    scaled: Replayed | None = None
+    not_replayed: str | None = None
+    syncs: int = 0
+    differences: list[Difference] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        return (
+            self.not_replayed is None
+            and not self.differences
+            and all(check.problem is None for check in self.checks)
+        )
+
+    def lines(self) -> list[str]:
+        key = self.lowered.key
+        out: list[str] = []
+        if self.not_replayed is not None:
+            out.append(f"proof {key}: not replayed: {self.not_replayed}")
+        else:
+            apart = len(self.differences)
+            worst = max((abs(d.hpa - d.scaled) for d in self.differences), default=0)
+            if apart:
+                out.append(
+                    f"proof {key}: the ScaledObject's replicas differ from the HPA's by more "
+                    f"than {TOLERANCE_REPLICAS} at {apart} of {self.syncs} syncs (at most "
+                    f"{worst}):"
+                )
+                for item in self.differences[:SHOWN_DIFFERENCES]:
+                    out.append(
+                        f"  {stamp(item.time)}: HPA {item.hpa}, ScaledObject {item.scaled}"
+                        f"{self._readings(item.time)}"
+                    )
+            else:
+                out.append(
+                    f"proof {key}: replayed over {self.syncs} syncs, the ScaledObject within "
+                    f"{TOLERANCE_REPLICAS} replica of the HPA at every one"
+                )
+        for check in self.checks:
+            if check.problem is not None:
+                out.append(f"proof {key}: {check.metric}: {check.problem}")
+            else:
+                out.append(
+                    f"proof {key}: {check.metric}: one series now, {check.value:g}, the sum of "
+                    f"the adapter's {check.adapter_series} series"
+                )
+        return out
+
+    def _readings(self, at: float) -> str:
+        """What each controller read at ``at``: why they differ."""
+        parts = []
+        for name, replayed in (("HPA", self.hpa), ("ScaledObject", self.scaled)):
+            if replayed is None:
+                continue
+            tick = next((t for t in replayed.run.ticks if t.time == at), None)
+            if tick is not None and tick.load is not None:
+                parts.append(f"{name} load {tick.load:.2f} pods' worth")
+        return f" ({'; '.join(parts)})" if parts else ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "hpa": self.lowered.key,
+            "agrees": self.agrees,
+            "not_replayed": self.not_replayed,
+            "syncs": self.syncs,
+            "differences": [
+                {"time": stamp(d.time), "hpa": d.hpa, "scaled_object": d.scaled}
+                for d in self.differences
+            ],
+            "checks": [
+                {
+                    "metric": c.metric,
+                    "query": c.query,
+                    "series": c.series,
+                    "value": c.value,
+                    "adapter_series": c.adapter_series,
+                    "adapter_value": c.adapter_value,
+                    "problem": c.problem,
+                }
+                for c in self.checks
+            ],
+        }
+
+
+def scaled_object_view(lowered: Lowered) -> ScaledObject:
+    """The ScaledObject as gpulint reads one from a file (it is not written yet)."""
+    return ScaledObject(Manifest(lowered.scaled_object, lowered.hpa.manifest.file))
+
+
+def prove(
+    api: PrometheusAPI,
+    lowered: Lowered,
+    inventory: Inventory,
+    window: tuple[float, float, float],
+) -> Proof:
+    proof = Proof(lowered)
+    start, end, step = window
+    try:
+        before = hpa_spec(lowered.hpa, inventory, None)
+        after = scaled_object_spec(scaled_object_view(lowered), inventory, None)
+    except Untraceable as why:
+        proof.not_replayed = str(why)
+    else:
+        try:
+            proof.hpa = replay_one(before, fetch(api, before, start, end, step), inventory)
+            proof.scaled = replay_one(after, fetch(api, after, start, end, step), inventory)
+        except HistoryError as error:
+            proof.not_replayed = str(error)
+        else:
+            _compare(proof, proof.hpa, proof.scaled)
+    proof.checks = [
+        _check(api, trigger.metric, trigger.query, trigger.adapter_query, end)
+        for trigger in lowered.triggers
+        if trigger.query is not None and trigger.adapter_query is not None
+    ]
+    return proof
+
+
+def _compare(proof: Proof, hpa: Replayed, scaled: Replayed) -> None:
+    replicas = {tick.time: tick.replicas for tick in scaled.run.ticks}
+    for tick in hpa.run.ticks:
+        other = replicas.get(tick.time)
+        if other is None:
+            continue
+        proof.syncs += 1
+        if abs(other - tick.replicas) > TOLERANCE_REPLICAS:
+            proof.differences.append(Difference(tick.time, tick.replicas, other))
+
+
+def _check(api: PrometheusAPI, metric: str, query: str, adapter: str, at: float) -> Check:
+    at = min(at, time.time())
+    try:
+        reading = read_answer(api.query(query, at))
+        answer = api.query(adapter, at)
+    except QueryRejected as error:
+        return Check(metric, query, 0, None, None, 0, f"Prometheus refuses the query: {error}")
+    values = [_value(item) for item in answer.get("result") or [] if isinstance(item, dict)]
+    finite = [v for v in values if v is not None]
+    adapter_value = math.fsum(finite) if finite else None
+    problem = None
+    if reading.answer is Answer.MULTIPLE:
+        problem = f"answers {reading.count} series; KEDA fails on more than one"
+    elif reading.answer is Answer.EMPTY:
+        problem = (
+            "answers no series now (nor does the adapter's query)"
+            if not values
+            else f"answers no series now, while the adapter's query answers {len(values)}"
+        )
+    elif reading.answer is not Answer.VALUE or reading.value is None:
+        problem = f"answers no number KEDA reads ({reading.answer.name.lower()})"
+    elif adapter_value is None:
+        problem = "the adapter's query answers no number to compare it with"
+    elif not _close(reading.value, adapter_value):
+        problem = (
+            f"reads {reading.value:g} where the adapter's series add up to {adapter_value:g}: "
+            "not the scale the HPA's target was written on"
+        )
+    value = reading.value if reading.answer is Answer.VALUE else None
+    return Check(metric, query, reading.count, value, adapter_value, len(values), problem)
+
+
+def _value(item: dict[str, Any]) -> float | None:
+    point = item.get("value")
+    if not isinstance(point, list) or len(point) < 2 or not isinstance(point[1], str):
+        return None
+    try:
+        value = float(point[1])
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= RELATIVE_TOLERANCE * max(1.0, abs(a), abs(b))
+
+
+def side_by_side(proof: Proof) -> str:
+    """The two replays' pictures (``gpulint replay --format svg``) side by side, the HPA's
+    on the left."""
+    from gpulint.replay.render import render_svg
+
+    pictures = [r for r in (proof.hpa, proof.scaled) if r is not None]
+    if not pictures:
+        return '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'
+    drawn = [render_svg(r) for r in pictures]
+    widths, heights = [], []
+    for svg in drawn:
+        widths.append(int(_attribute(svg, "width")))
+        heights.append(int(_attribute(svg, "height")))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{sum(widths)}" '
+        f'height="{max(heights)}" viewBox="0 0 {sum(widths)} {max(heights)}">'
+    ]
+    offset = 0
+    for svg, width in zip(drawn, widths, strict=True):
+        inner = svg.replace("<svg ", f'<svg x="{offset}" y="0" ', 1)
+        parts.append(inner)
+        offset += width
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _attribute(svg: str, name: str) -> str:
+    marker = f' {name}="'
+    start = svg.index(marker) + len(marker)
+    return svg[start : svg.index('"', start)]
