@@ -36,6 +36,8 @@ __all__ = ["Check", "Proof", "prove", "side_by_side"]
 TOLERANCE_REPLICAS = 1
 # Differences listed in the report (the count says how many there were).
 SHOWN_DIFFERENCES = 5
+# Syncs this far apart or closer belong to one stretch of differences.
+SYNC_GAP_S = 15.0
 # Two readings of one quantity, one through the adapter's query and one through KEDA's, agree
 # when they differ by no more than this share (floating-point sums in another order).
 RELATIVE_TOLERANCE = 1e-6
@@ -84,25 +86,25 @@ class Proof:
         out: list[str] = []
         if self.not_replayed is not None:
             out.append(f"proof {key}: not replayed: {self.not_replayed}")
+        elif self.differences:
+            worst = max(abs(d.hpa - d.scaled) for d in self.differences)
+            found = episodes(self.differences)
+            out.append(
+                f"proof {key}: the ScaledObject's replicas differ from the HPA's by more than "
+                f"{TOLERANCE_REPLICAS} at {len(self.differences)} of {self.syncs} syncs, in "
+                f"{len(found)} stretch{'es' * (len(found) != 1)} (at most {worst}):"
+            )
+            for first, last in found[:SHOWN_DIFFERENCES]:
+                out.append(
+                    f"  {stamp(first.time)} to {stamp(last.time)}: HPA {first.hpa}, "
+                    f"ScaledObject {first.scaled}; {self._events_before(last.time)}"
+                )
+            out += [f"  why: {line}" for line in self.why()]
         else:
-            apart = len(self.differences)
-            worst = max((abs(d.hpa - d.scaled) for d in self.differences), default=0)
-            if apart:
-                out.append(
-                    f"proof {key}: the ScaledObject's replicas differ from the HPA's by more "
-                    f"than {TOLERANCE_REPLICAS} at {apart} of {self.syncs} syncs (at most "
-                    f"{worst}):"
-                )
-                for item in self.differences[:SHOWN_DIFFERENCES]:
-                    out.append(
-                        f"  {stamp(item.time)}: HPA {item.hpa}, ScaledObject {item.scaled}"
-                        f"{self._readings(item.time)}"
-                    )
-            else:
-                out.append(
-                    f"proof {key}: replayed over {self.syncs} syncs, the ScaledObject within "
-                    f"{TOLERANCE_REPLICAS} replica of the HPA at every one"
-                )
+            out.append(
+                f"proof {key}: replayed over {self.syncs} syncs, the ScaledObject within "
+                f"{TOLERANCE_REPLICAS} replica of the HPA at every one"
+            )
         for check in self.checks:
             if check.problem is not None:
                 out.append(f"proof {key}: {check.metric}: {check.problem}")
@@ -113,16 +115,44 @@ class Proof:
                 )
         return out
 
-    def _readings(self, at: float) -> str:
-        """What each controller read at ``at``: why they differ."""
+    def why(self) -> list[str]:
+        """What sets the two controllers apart, from the metrics migrated."""
+        reasons = []
+        types = {trigger.metric_type for trigger in self.lowered.triggers}
+        if "Pods" in types:
+            reasons.append(
+                "the HPA's Pods metric counts a pod that reports no value yet (one still "
+                "starting) at the target when it scales down (kubernetes "
+                "pkg/controller/podautoscaler/replica_calculator.go, calcPlainMetricReplicas), "
+                "which holds its recommendation up until new pods serve; KEDA's HPA reads one "
+                "External value for the whole workload, so its scale-down window opens "
+                "earlier, and a pod's value is not capped at what one pod can report"
+            )
+        if "Object" in types or "External" in types:
+            reasons.append(
+                "the HPA's Object and External metrics and KEDA's trigger divide the same "
+                "sum by the same pods: where they part, the adapter's query and KEDA's "
+                "answered differently at that sync (compare the two with gpulint replay)"
+            )
+        return reasons
+
+    def _events_before(self, at: float) -> str:
+        """Each controller's last change of replicas up to the sync after ``at``."""
         parts = []
-        for name, replayed in (("HPA", self.hpa), ("ScaledObject", self.scaled)):
+        for name, replayed in (("the HPA", self.hpa), ("the ScaledObject", self.scaled)):
             if replayed is None:
                 continue
-            tick = next((t for t in replayed.run.ticks if t.time == at), None)
-            if tick is not None and tick.load is not None:
-                parts.append(f"{name} load {tick.load:.2f} pods' worth")
-        return f" ({'; '.join(parts)})" if parts else ""
+            last = None
+            for event in replayed.run.events:
+                if event.time > at + SYNC_GAP_S:
+                    break
+                last = event
+            if last is not None:
+                parts.append(
+                    f"{name} went {last.before} -> {last.after} at {stamp(last.time)} "
+                    f"({last.reason})"
+                )
+        return "; ".join(parts) or "no change of replicas before it"
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -130,6 +160,7 @@ class Proof:
             "agrees": self.agrees,
             "not_replayed": self.not_replayed,
             "syncs": self.syncs,
+            "why": self.why() if self.differences else [],
             "differences": [
                 {"time": stamp(d.time), "hpa": d.hpa, "scaled_object": d.scaled}
                 for d in self.differences
@@ -147,6 +178,17 @@ class Proof:
                 for c in self.checks
             ],
         }
+
+
+def episodes(differences: list[Difference]) -> list[tuple[Difference, Difference]]:
+    """Consecutive differing syncs as stretches: (first, last)."""
+    found: list[tuple[Difference, Difference]] = []
+    for item in differences:
+        if found and item.time - found[-1][1].time <= SYNC_GAP_S:
+            found[-1] = (found[-1][0], item)
+        else:
+            found.append((item, item))
+    return found
 
 
 def scaled_object_view(lowered: Lowered) -> ScaledObject:
@@ -176,7 +218,7 @@ def prove(
         else:
             _compare(proof, proof.hpa, proof.scaled)
     proof.checks = [
-        _check(api, trigger.metric, trigger.query, trigger.adapter_query, end)
+        check_query(api, trigger.metric, trigger.query, trigger.adapter_query, end)
         for trigger in lowered.triggers
         if trigger.query is not None and trigger.adapter_query is not None
     ]
@@ -194,7 +236,7 @@ def _compare(proof: Proof, hpa: Replayed, scaled: Replayed) -> None:
             proof.differences.append(Difference(tick.time, tick.replicas, other))
 
 
-def _check(api: PrometheusAPI, metric: str, query: str, adapter: str, at: float) -> Check:
+def check_query(api: PrometheusAPI, metric: str, query: str, adapter: str, at: float) -> Check:
     at = min(at, time.time())
     try:
         reading = read_answer(api.query(query, at))
