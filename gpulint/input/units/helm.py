@@ -207,16 +207,13 @@ def chart_inputs(
     dependencies gpulint vendored), their helpers (``_*`` under ``templates/``: Helm renders
     no file whose name starts with an underscore, and any template may include the named
     templates they define), and ``values`` (``--helm-values``)."""
+    from gpulint.input.units.walk import tree_files  # a loop: a chart may be deep
+
     found: dict[str, None] = {}
-    entries = 0
     for home in (chart, *sorted((vendored or {}).values())):
-        for directory, subdirectories, files in os.walk(home):
-            subdirectories.sort()
-            entries += len(files) + len(subdirectories)
-            if entries > _CHART_WALK_LIMIT:
-                break
+        for directory, files in tree_files(home, limit=_CHART_WALK_LIMIT):
             in_templates = "templates" in os.path.relpath(directory, home).split(os.sep)
-            for name in sorted(files):
+            for name in files:
                 if (in_templates and name.startswith("_")) or (
                     not in_templates and name in ("Chart.yaml", "values.yaml")
                 ):
