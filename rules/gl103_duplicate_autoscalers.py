@@ -197,7 +197,8 @@ def check(group: TargetGroup, inventory: Inventory, ctx: Context) -> Iterator[Fi
         (_namespace(a, group), a.manifest.name)
         for a in claims
         if a.kind == HPA_KIND
-        and str(a.manifest.annotations.get(HPA_OWNERSHIP_VALIDATION)).lower() == "false"
+        # exactly "false": the webhook compares the string as written
+        and a.manifest.annotations.get(HPA_OWNERSHIP_VALIDATION) == "false"
         and (_namespace(a, group), a.manifest.name) in named_by_keda
     }
     claims = [

@@ -288,6 +288,7 @@ def _fallback(
             "external metric, which this ScaledObject does not have, and KEDA's webhook refuses "
             "it.",
             "# delete fallback: cpu and memory come from the metrics API, not from a scaler",
+            plan=edits.unsafe(edits.Delete(scaled.manifest, ("spec", "fallback"))),
         )
     versions = inventory.settings.versions
     if fallback.get("behavior") == "scalingModifiers" and versions.keda < MODIFIERS_FALLBACK_IN:

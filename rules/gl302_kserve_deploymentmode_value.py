@@ -4,12 +4,11 @@
 The value of ``serving.kserve.io/deploymentMode`` on a ``serving.kserve.io``
 InferenceService. KServe knows ``Standard``, ``Knative`` and ``ModelMesh``, and the
 deprecated aliases ``RawDeployment`` and ``Serverless``, spelled exactly so. Any other value
-(``Raw``, ``rawDeployment``, ``serverless``, ``""`` ...) is an error. With ``kserve.version``
-in ``.gpulint.yaml``, the names are judged against it: ``Standard``/``Knative`` on KServe
-before 0.16 are errors (that KServe does not know them), ``RawDeployment``/``Serverless``
-from 0.16 on are reported at info level. Without it, both spellings pass, and fixes write
-the old names, which every release accepts. Templated values (``{{ .Values.mode }}``) are
-not judged.
+(``Raw``, ``rawDeployment``, ``serverless``, ``""`` ...) is an error. The names are judged
+against ``kserve.version`` in ``.gpulint.yaml`` (default: the newest KServe, 0.20):
+``Standard``/``Knative`` on KServe before 0.16 are errors (that KServe does not know them),
+``RawDeployment``/``Serverless`` from 0.16 on are reported at info level, and fixes write
+the names of that release. Templated values (``{{ .Values.mode }}``) are not judged.
 
 ## Why is this bad?
 KServe compares the value case-sensitively and, when it does not recognize it, silently

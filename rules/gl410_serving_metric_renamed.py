@@ -43,10 +43,12 @@ query: avg(vllm:kv_cache_usage_perc{model_name="llama"})
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from gpulint.ruleapi import (
     HPA,
+    AdapterRule,
     Context,
     Document,
     Finding,
@@ -56,6 +58,7 @@ from gpulint.ruleapi import (
     ScaledObject,
     Severity,
     abbreviated,
+    as_dict,
     canonical_metric_name,
     edits,
     family_hint,
@@ -93,11 +96,18 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
         for rule in inventory.rules_exposing(metric.name, metric.api, view.manifest):
             if rule.series_query:
                 path = (*rule.path, "seriesQuery")
-                yield from _names(rule.document, path, rule.series_query, "its seriesQuery", ctx)
+                yield from _names(
+                    rule.document, path, rule.series_query, "its seriesQuery", ctx, rule
+                )
 
 
 def _names(
-    document: Document, path: Path, query: str, where: str, ctx: Context
+    document: Document,
+    path: Path,
+    query: str,
+    where: str,
+    ctx: Context,
+    rule: AdapterRule | None = None,
 ) -> Iterator[Finding]:
     names = list(metric_names_in_query(query))
     for selector in selectors_in_query(query):
@@ -107,11 +117,17 @@ def _names(
         found = renamed(canonical_metric_name(name))
         if found is not None and found.name not in seen:
             seen.add(found.name)
-            yield _finding(document, path, found, where, query, ctx)
+            yield _finding(document, path, found, where, query, ctx, rule)
 
 
 def _finding(
-    document: Document, path: Path, found: Rename, where: str, written: str, ctx: Context
+    document: Document,
+    path: Path,
+    found: Rename,
+    where: str,
+    written: str,
+    ctx: Context,
+    rule: AdapterRule | None = None,
 ) -> Finding:
     name = abbreviated(found.name)
     if found.removed_in:
@@ -133,12 +149,7 @@ def _finding(
     key = str(path[-1])
     replacement = found.replacement
     if key == "seriesQuery":
-        # The rule's name.matches and metricsQuery may name the series too: by hand.
-        plan = None
-        fix = (
-            f"# in seriesQuery, and in name.matches and metricsQuery where they name it:\n"
-            f"# {found.name} -> {replacement or instead}"
-        )
+        fix, plan = _adapter_rule_fix(rule, found)
     elif replacement and " " not in replacement and "\n" not in written:
         text = written.replace(found.name, replacement)
         plan = edits.unsafe(edits.Replace(document, path, _quoted(text)))
@@ -147,6 +158,37 @@ def _finding(
         plan = None
         fix = f"# {found.name}: {instead}"
     return ctx.finding(document, path, f"{what}; {instead}.", fix, plan=plan)
+
+
+def _adapter_rule_fix(rule: AdapterRule | None, found: Rename) -> tuple[str, edits.FixPlan | None]:
+    """The series renamed wherever the adapter rule names it: its seriesQuery, and its
+    name.matches and metricsQuery when they spell the name out."""
+    replacement = found.replacement
+    by_hand = (
+        "# in seriesQuery, and in name.matches and metricsQuery where they name it:\n"
+        f"# {found.name} -> {replacement or found.instead()}"
+    )
+    if rule is None or rule.generated or not replacement or " " in replacement:
+        return by_hand, None
+    # the name alone, not as part of a longer one (vllm:gpu_cache_usage_perc_max)
+    alone = re.compile(rf"(?<![\w:]){re.escape(found.name)}(?![\w:])")
+    lines, ops = [], []
+    for sub in (("seriesQuery",), ("name", "matches"), ("metricsQuery",)):
+        block = rule.data if len(sub) == 1 else as_dict(rule.data.get(sub[0]))
+        text = block.get(sub[-1])
+        if not isinstance(text, str) or "\n" in text or not alone.search(text):
+            continue
+        new = _quoted(alone.sub(replacement, text))
+        ops.append(edits.Replace(rule.document, rule.path_for(*sub), new))
+        if len(sub) == 1:
+            lines.append(f"{sub[0]}: {new}")
+        else:  # the whole name block, so that pasting it keeps its as:
+            written_as = block.get("as")
+            keep = f", as: {_quoted(written_as)}" if isinstance(written_as, str) else ""
+            lines.append(f"name: {{matches: {new}{keep}}}")
+    if not ops:
+        return by_hand, None
+    return "\n".join(lines), edits.unsafe(*ops)
 
 
 def _quoted(text: str) -> str:

@@ -7,10 +7,10 @@ range, yet the load needed another number of pods at the target (within ``minRep
 
 ## Why is this bad?
 The autoscaler is there but does nothing. The usual causes: the controller's tolerance (no
-change while the ratio of metric to target is within 0.9-1.1) swallows the signal at few
-replicas (at one pod a ratio of 1.09 asks for 2 pods and gets none); a target the metric
-never reaches (a percentage target on a 0-1 ratio); or a stabilization window longer than
-the load's swings.
+change while the ratio of metric to target is within 0.9-1.1, or within the HPA's own
+``behavior.*.tolerance``) swallows the signal at few replicas (at one pod a ratio of 1.09
+asks for 2 pods and gets none); a target the metric never reaches (a percentage target on a
+0-1 ratio); or a stabilization window longer than the load's swings.
 
 ## Example
 ```yaml
@@ -30,7 +30,8 @@ the load's swings.
 * ``min-minutes`` (default 30): the least time, in all, that the load needed other replicas.
 
 ## References
-- kube-controller-manager ``--horizontal-pod-autoscaler-tolerance`` (default 0.1).
+- kube-controller-manager ``--horizontal-pod-autoscaler-tolerance`` (default 0.1), replaced per
+  HPA by ``behavior.scaleUp/scaleDown.tolerance`` from Kubernetes 1.35 (KEP-4951).
 """
 
 from __future__ import annotations
@@ -59,14 +60,16 @@ def check(replayed: Replayed, inventory: Inventory, ctx: Context) -> Iterator[Fi
         return
     first, last = figures.mismatched[0].start, figures.mismatched[-1].end
     replicas = replayed.run.ticks[0].replicas if replayed.run.ticks else spec.min_replicas
+    tolerances = spec.tolerances  # behavior.*.tolerance where the release honours it
     yield ctx.finding(
         spec.document,
         spec.path,
         f"Replayed over the load it saw, {spec.kind} {spec.name} never changes its "
         f"{replicas} replicas, although the load needed another number of pods at the target "
         f"for {total / 60:.0f} minutes between {stamp(first)} and {stamp(last)}: the "
-        "controller's 10% tolerance, a target the metric does not reach, or a long "
-        "stabilization window holds it",
+        f"controller's {tolerances.describe()} tolerance, a target the metric does not reach, "
+        "or a long stabilization window holds it",
         "# set the target where the metric moves: the ratio of metric to target must leave "
-        "0.9-1.1 for the HPA to act (see gpulint replay's picture of the metric)",
+        f"{1 - tolerances.down:g}-{1 + tolerances.up:g} for the HPA to act (see gpulint "
+        "replay's picture of the metric)",
     )

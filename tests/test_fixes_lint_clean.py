@@ -82,6 +82,9 @@ PROSE = {
     "was meant to match is the author's to say",
     ("GL409", "# scale shared-GPU replicas"): "replicas sharing a GPU scale on their own "
     "load, a metric of the application's (requests waiting) that only its author can name",
+    ("GL116", "# delete the Resource metric"): "a resource no metrics API serves: what to scale "
+    "on instead is a metric the workload exports, which only its author can name (deleting "
+    "the only metric would leave the API server's default, CPU 80%)",
 }
 
 POINTER = "the fix of "

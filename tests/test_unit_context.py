@@ -546,3 +546,25 @@ def test_each_spelling_of_a_file_lies_in_the_directory_abspath_gives(
         tree = DirectoryTree()
         for path in order + order:
             assert tree.directory(path) == os.path.dirname(os.path.abspath(path)), path
+
+
+def test_knative_s_config_autoscaler_is_lent_to_the_cluster_s_services(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cluster's default Knative class (config-autoscaler's pod-autoscaler-class) is one
+    per cluster: a Service in another unit is judged with it (GL203: cpu is a metric of the
+    HPA class, which the KPA refuses)."""
+    near_miss = FIXTURES / "GL203" / "pass_cpu_metric_under_a_cluster_default_hpa"
+    _write(
+        tmp_path,
+        {
+            "knative/config-autoscaler.yaml": (near_miss / "config-autoscaler.yaml").read_text(),
+            "embedder/service.yaml": (near_miss / "service.yaml").read_text(),
+        },
+    )
+    (tmp_path / ".gpulint.yaml").write_text("units: [knative, embedder]\n")
+    main(["lint", "--format", "json", "--select", "GL203", "knative", "embedder"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["findings"] == []
+    contexts = {u["name"]: u["context"] for u in report["summary"]["units"]}
+    assert "Knative config-autoscaler from knative" in contexts["embedder"]

@@ -20,8 +20,8 @@ What a unit takes, per platform component (``CATEGORIES``) it does not hold itse
 
 * a cluster-wide component (``CLUSTER_WIDE``: the prometheus-adapter config, which serves the
   one ``custom.metrics.k8s.io`` API a cluster has; dcgm-exporter, a DaemonSet on every GPU
-  node; KServe's ``inferenceservice-config``) from any unit of its cluster that holds one,
-  an application's directory included;
+  node; KServe's ``inferenceservice-config``; Knative's ``config-autoscaler``) from any unit
+  of its cluster that holds one, an application's directory included;
 * the others (Prometheus servers and monitors, kube-prometheus-stack or gpu-operator values),
   of which a cluster may run several, one per team, only from a platform unit: one with no
   autoscaler, serving object or GPU workload of its own, or under a declared ``platform:``
@@ -62,9 +62,10 @@ EXPORTER = "dcgm-exporter"
 MONITORS = "Prometheus monitoring objects"
 CHART_VALUES = "platform chart values"
 KSERVE_CONFIG = "KServe inferenceservice-config"
-CATEGORIES = (ADAPTER, EXPORTER, MONITORS, CHART_VALUES, KSERVE_CONFIG)
+KNATIVE_CONFIG = "Knative config-autoscaler"
+CATEGORIES = (ADAPTER, EXPORTER, MONITORS, CHART_VALUES, KSERVE_CONFIG, KNATIVE_CONFIG)
 # One per cluster by nature, so any unit of the cluster that holds one lends it.
-CLUSTER_WIDE = frozenset({ADAPTER, EXPORTER, KSERVE_CONFIG})
+CLUSTER_WIDE = frozenset({ADAPTER, EXPORTER, KSERVE_CONFIG, KNATIVE_CONFIG})
 
 # How the run's one cluster is named and why, when nothing declares clusters.
 INPUT_CLUSTER = "the input"
@@ -212,6 +213,8 @@ def _categories(classified: Classified) -> list[str]:
         categories.append(CHART_VALUES)
     if classified.kserve_mode is not None:
         categories.append(KSERVE_CONFIG)  # the cluster's default deployment mode
+    if classified.knative_class is not None:
+        categories.append(KNATIVE_CONFIG)  # the class of revisions that name none
     manifest = classified.manifest
     if manifest is not None and manifest.group == "monitoring.coreos.com":
         spec = spec_for(manifest)

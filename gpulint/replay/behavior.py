@@ -8,12 +8,56 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from gpulint.core.quantity import try_quantity
+from gpulint.engine.versions import Release
+
 # kube-controller-manager: --horizontal-pod-autoscaler-sync-period default 15s.
 SYNC_PERIOD_S = 15.0
 
 
-# --horizontal-pod-autoscaler-tolerance default 0.1: |1 - ratio| <= 0.1 changes nothing.
+# --horizontal-pod-autoscaler-tolerance default 0.1: a ratio within 0.9..1.1 changes nothing.
 TOLERANCE = 0.1
+
+# behavior.scaleUp/scaleDown.tolerance replaces the flag per HPA and direction once the
+# HPAConfigurableTolerance gate is on: by default from Kubernetes 1.35 (KEP-4951; beta in
+# kubernetes/kubernetes#133128, GA in 1.37 #140107). Before, the API server drops the field.
+TOLERANCE_FIELD_FROM = Release(1, 35)
+
+
+class Tolerances(NamedTuple):
+    """The ratios around 1 within which the controller keeps the replicas
+    (replica_calculator.go ``Tolerances.isWithin``; ``tolerancesForHpa`` in horizontal.go
+    takes each direction's from ``spec.behavior`` when set, else the flag's)."""
+
+    down: float = TOLERANCE
+    up: float = TOLERANCE
+
+    def within(self, ratio: float) -> bool:
+        return 1.0 - self.down <= ratio <= 1.0 + self.up
+
+    @classmethod
+    def from_spec(cls, behavior: Any, kubernetes: Release) -> Tolerances:
+        """The HPA's tolerances on a cluster running ``kubernetes``."""
+        if not isinstance(behavior, dict) or kubernetes < TOLERANCE_FIELD_FROM:
+            return cls()
+        return cls(_tolerance(behavior.get("scaleDown")), _tolerance(behavior.get("scaleUp")))
+
+    def describe(self) -> str:
+        """``10%``, or ``5% up, 20% down`` when they differ."""
+        if self.up == self.down:
+            return f"{self.up * 100:g}%"
+        return f"{self.up * 100:g}% up, {self.down * 100:g}% down"
+
+
+DEFAULT_TOLERANCES = Tolerances()
+
+
+def _tolerance(rules: Any) -> float:
+    """A direction's ``tolerance`` (a quantity, at least 0), else the flag's default."""
+    quantity = try_quantity(rules.get("tolerance")) if isinstance(rules, dict) else None
+    if quantity is None or quantity.value < 0:
+        return TOLERANCE
+    return float(quantity)
 
 
 # --horizontal-pod-autoscaler-downscale-stabilization default 5m (HPAs without behavior).

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gpulint.replay.behavior import SYNC_PERIOD_S, TOLERANCE
+from gpulint.replay.behavior import SYNC_PERIOD_S
 from gpulint.replay.model import ReplaySpec, Run, Tick
 
 FLAP_WINDOW_S = 600.0  # a change reversed within 10 minutes is a flap
@@ -135,7 +135,7 @@ def _provisioning(
     needed = max(lowest, min(spec.max_replicas, math.ceil(tick.load - 1e-9)))
     figures.gpu_hours_needed += needed * gpus * sync_s / 3600.0
     capacity = tick.ready
-    under = tick.load > capacity * (1 + TOLERANCE) if capacity else tick.load > 0
+    under = tick.load > capacity * (1 + spec.tolerances.up) if capacity else tick.load > 0
     if under and tick.starting == 0:
         figures.time_under_provisioned_s += sync_s
     if tick.replicas > lowest and capacity and tick.load < FAR_UNDER * capacity:

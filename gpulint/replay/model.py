@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from gpulint.input.document import Document, Path
 from gpulint.replay.activation import KedaActivation
-from gpulint.replay.behavior import Behavior
+from gpulint.replay.behavior import DEFAULT_TOLERANCES, Behavior, Tolerances
 
 # How a metric's value relates to the replicas (see gpulint.replay.simulate):
 PER_POD = "per-pod"  # Pods metrics: each pod's value, averaged by the controller
@@ -56,6 +56,8 @@ class ReplaySpec:
     document: Document | None = None  # where findings point
     path: Path = ()
     behavior_path: Path = ()
+    # behavior.*.tolerance on a release that honours it, else the controller flag's 10%
+    tolerances: Tolerances = DEFAULT_TOLERANCES
 
     @property
     def key(self) -> str:

@@ -35,7 +35,7 @@ from gpulint.replay.activation import (
     KedaActivation,
     hpa_min_replicas,
 )
-from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, Behavior
+from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, Behavior, Tolerances
 from gpulint.replay.model import ReplayMetric, ReplaySpec
 
 # When the pod template has no probe to tell: a GPU inference pod pulls a large image and
@@ -143,6 +143,7 @@ def hpa_spec(hpa: HPA, inventory: Inventory, ready_after: float | None) -> Repla
         document=hpa.manifest,
         path=("spec", "metrics"),
         behavior_path=("spec", "behavior") if hpa.behavior is not None else ("spec",),
+        tolerances=Tolerances.from_spec(hpa.behavior, inventory.settings.versions.kubernetes),
     )
 
 
@@ -319,6 +320,8 @@ def scaled_object_spec(
             if isinstance(behavior, dict)
             else ("spec",)
         ),
+        # KEDA copies the behavior, tolerances included, into the HPA it makes
+        tolerances=Tolerances.from_spec(behavior, inventory.settings.versions.kubernetes),
     )
 
 

@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from gpulint.core.quantity import INT32_MAX
-from gpulint.replay.behavior import TOLERANCE
+from gpulint.replay.behavior import DEFAULT_TOLERANCES, Tolerances
 
 # uniform_pods_replicas adds the pods' value one pod at a time up to this many ready pods,
 # and through ``repeated_sum`` (the same float, in a few steps) beyond.
@@ -110,7 +110,10 @@ def group_pods(pods: Sequence[Pod], resource_cpu: bool) -> PodGroups:
 
 
 def resource_replicas(
-    current: int, pods: Sequence[Pod], target_utilization: float, tolerance: float = TOLERANCE
+    current: int,
+    pods: Sequence[Pod],
+    target_utilization: float,
+    tolerance: Tolerances = DEFAULT_TOLERANCES,
 ) -> int:
     """GetResourceReplicas: Utilization targets, the ratio of the pods' summed usage to their
     summed requests against the target percentage."""
@@ -148,7 +151,10 @@ def _counted(
 
 
 def plain_metric_replicas(
-    current: int, pods: Sequence[Pod], target_average: float, tolerance: float = TOLERANCE
+    current: int,
+    pods: Sequence[Pod],
+    target_average: float,
+    tolerance: Tolerances = DEFAULT_TOLERANCES,
 ) -> int:
     """calcPlainMetricReplicas: Pods metrics (and Resource AverageValue), the mean of the
     pods' values against the target average."""
@@ -169,7 +175,7 @@ def uniform_pods_replicas(
     pending: int,
     value: float,
     target_average: float,
-    tolerance: float = TOLERANCE,
+    tolerance: Tolerances = DEFAULT_TOLERANCES,
 ) -> int:
     """``plain_metric_replicas`` for ``ready`` pods that all report ``value`` and ``pending``
     Pending pods, without building the pods: what a replay asks every sync. The arithmetic is
@@ -184,12 +190,12 @@ def uniform_pods_replicas(
         total = repeated_sum(value, ready)
     usage_ratio = (total / ready) / target_average
     if not (pending and usage_ratio > 1.0):
-        if abs(1.0 - usage_ratio) <= tolerance:
+        if tolerance.within(usage_ratio):
             return current
         return replicas_of(usage_ratio * ready)
     counted = ready + pending
     new_ratio = (total / counted) / target_average
-    if abs(1.0 - new_ratio) <= tolerance or new_ratio < 1.0:
+    if tolerance.within(new_ratio) or new_ratio < 1.0:
         return current  # too small a change, or counting the pending pods reversed it
     desired = replicas_of(new_ratio * counted)
     return current if desired < current else desired
@@ -202,7 +208,7 @@ def _rebalance(
     counted: dict[int, tuple[float, float]],
     usage_ratio: float,
     ratio: Callable[[dict[int, tuple[float, float]]], float],
-    tolerance: float,
+    tolerance: Tolerances,
     missing_down: float | None,
 ) -> int:
     """The second pass both calculators share: missing and ignored pods filled in, then the
@@ -210,7 +216,7 @@ def _rebalance(
     (None: its request, for Resource metrics)."""
     rebalance_ignored = bool(groups.ignored) and usage_ratio > 1.0
     if not rebalance_ignored and not groups.missing:
-        if abs(1.0 - usage_ratio) <= tolerance:
+        if tolerance.within(usage_ratio):
             return current
         return replicas_of(usage_ratio * groups.ready)
     values = dict(counted)
@@ -220,7 +226,7 @@ def _rebalance(
             values[index] = (0.0, pods[index].request)  # on a scale-up, unready pods use 0
     new_ratio = ratio(values)
     if (
-        abs(1.0 - new_ratio) <= tolerance
+        tolerance.within(new_ratio)
         or (usage_ratio < 1.0 < new_ratio)
         or (usage_ratio > 1.0 > new_ratio)
     ):
@@ -251,27 +257,30 @@ def _fill_missing(
 
 
 def usage_ratio_replicas(
-    current: int, usage_ratio: float, ready_pods: int, tolerance: float = TOLERANCE
+    current: int, usage_ratio: float, ready_pods: int, tolerance: Tolerances = DEFAULT_TOLERANCES
 ) -> int:
     """getUsageRatioReplicaCount: Object Value and External Value targets. With replicas
     it scales the ready pods by the ratio; at 0 replicas it is ceil(ratio) (scale from zero,
     when the HPAScaleToZero feature lets minReplicas be 0)."""
     if current != 0:
-        if abs(1.0 - usage_ratio) <= tolerance:
+        if tolerance.within(usage_ratio):
             return current
         return replicas_of(usage_ratio * ready_pods)
     return replicas_of(usage_ratio)
 
 
 def per_pod_total_replicas(
-    status_replicas: int, total: float, target_average: float, tolerance: float = TOLERANCE
+    status_replicas: int,
+    total: float,
+    target_average: float,
+    tolerance: Tolerances = DEFAULT_TOLERANCES,
 ) -> int:
     """GetObjectPerPodMetricReplicas / GetExternalPerPodMetricReplicas: AverageValue targets
     on Object and External metrics divide the total by the target, once the ratio to the
     current replicas leaves the tolerance."""
     if status_replicas > 0:
         ratio = total / (target_average * status_replicas)
-        if abs(1.0 - ratio) <= tolerance:
+        if tolerance.within(ratio):
             return status_replicas
     return replicas_of(total / target_average)
 

@@ -29,7 +29,7 @@ import math
 from collections import deque
 
 from gpulint.replay.activation import KEDA_POLLING_INTERVAL_S, KedaActivation
-from gpulint.replay.behavior import SYNC_PERIOD_S
+from gpulint.replay.behavior import SYNC_PERIOD_S, Tolerances
 from gpulint.replay.controller import HorizontalController
 from gpulint.replay.model import (
     PER_POD,
@@ -107,7 +107,7 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
             if proposed_key != (replicas, starting):
                 proposed_key = (replicas, starting)
                 proposals = [
-                    _proposal(metric, reading, replicas, ready, starting)
+                    _proposal(metric, reading, replicas, ready, starting, spec.tolerances)
                     for metric, reading in zip(spec.metrics, readings, strict=True)
                 ]
                 desired = max_over_metrics(replicas, proposals)
@@ -257,6 +257,7 @@ def _proposal(
     replicas: int,
     ready: int,
     starting: int,
+    tolerances: Tolerances,
 ) -> int | None:
     _, seen, raw = reading
     if raw is None:
@@ -264,10 +265,10 @@ def _proposal(
     if metric.relation == PER_POD:
         if seen is None:
             return None  # no ready pod reports the metric: FailedGetPodsMetric
-        return uniform_pods_replicas(replicas, ready, starting, seen, metric.target)
+        return uniform_pods_replicas(replicas, ready, starting, seen, metric.target, tolerances)
     if metric.relation == TOTAL_PER_POD:
-        return per_pod_total_replicas(replicas, raw, metric.target)
-    return usage_ratio_replicas(replicas, raw / metric.target, ready)
+        return per_pod_total_replicas(replicas, raw, metric.target, tolerances)
+    return usage_ratio_replicas(replicas, raw / metric.target, ready, tolerances)
 
 
 def _reason(before: int, after: int, desired: int | None, spec: ReplaySpec) -> str:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from gpulint.engine.config import Settings
 from gpulint.engine.runner import inventory_from_paths
+from gpulint.engine.versions import CONFIG, KUBERNETES, Release
+from gpulint.replay.behavior import Tolerances
 from gpulint.replay.plan import DEFAULT_POD_READY_AFTER_S, Plan, plan
 
 KSERVE = """
@@ -126,3 +128,21 @@ def test_keda_pause_annotations_and_scaling_modifiers(tmp_path: Path) -> None:
     )
     (skipped,) = modifiers.skipped
     assert "scalingModifiers" in skipped.reason
+
+
+def test_the_tolerances_are_replayed_on_the_releases_that_honour_them(tmp_path: Path) -> None:
+    """behavior.*.tolerance (which KEDA copies into its HPA) is on by default from Kubernetes
+    1.35 (KEP-4951); on 1.34 the API server drops it and the controller's 10% applies."""
+    advanced = "{horizontalPodAutoscalerConfig: {behavior: {scaleUp: {tolerance: 50m}, " + (
+        'scaleDown: {tolerance: "0.2"}}}}'
+    )
+    text = KEDA_PAUSED.replace("NAME", "tolerant").replace("ANNOTATIONS", "{}")
+    (tmp_path / "tolerant.yaml").write_text(text.replace("ADVANCED", advanced))
+    by_release = {}
+    for minor in (34, 35):
+        settings = Settings()
+        settings.versions = settings.versions.with_release(KUBERNETES, Release(1, minor), CONFIG)
+        (spec,) = plan(inventory_from_paths([str(tmp_path)], settings)).specs
+        by_release[minor] = spec.tolerances
+    assert by_release[34] == Tolerances(down=0.1, up=0.1)
+    assert by_release[35] == Tolerances(down=0.2, up=0.05)

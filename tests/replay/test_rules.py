@@ -19,7 +19,7 @@ from gpulint.core.model import Finding
 from gpulint.engine.config import Settings
 from gpulint.engine.registry import Selection
 from gpulint.engine.runner import inventory_from_paths
-from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, Behavior, Policy, Rules
+from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, Behavior, Policy, Rules, Tolerances
 from gpulint.replay.model import History, ReplaySpec
 from gpulint.replay.plan import plan
 from gpulint.replay.render import render_text
@@ -117,6 +117,21 @@ def test_never_scales_when_the_tolerance_swallows_the_signal(
     assert "never changes its 1 replicas" in found[0].message
     assert found[0].location.file.endswith("workloads.yaml")
     assert_report_snapshot(request, "GL953", replay)
+
+
+def test_the_hpa_s_own_tolerance_lets_it_act_where_the_default_swallows_the_signal() -> None:
+    # The same 65% against 60 (ratio 1.083) with behavior.scaleUp.tolerance 0.05, honoured
+    # from Kubernetes 1.35: the ratio leaves 0.9-1.05, so the HPA asks for 2 pods.
+    spec, inventory = step_spec()
+    tolerant = dataclasses.replace(spec, tolerances=Tolerances(down=0.1, up=0.05))
+    replay = replayed(tolerant, inventory, [65.0] * (2 * HOUR // 15 + 1), 1)
+    assert replay.findings == []
+    assert [(e.before, e.after) for e in replay.run.events][:1] == [(1, 2)]
+    # a wide scale-down tolerance holds 4 pods at 42% (ratio 0.7, 2.8 pods' worth), which
+    # the default 10% brings down to 3
+    held = dataclasses.replace(spec, tolerances=Tolerances(down=0.4, up=0.1))
+    assert replayed(held, inventory, [42.0] * 240, 4).run.events == []
+    assert [e.after for e in replayed(spec, inventory, [42.0] * 240, 4).run.events] == [3]
 
 
 def test_no_never_scales_when_the_load_fits() -> None:
