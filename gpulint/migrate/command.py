@@ -103,6 +103,8 @@ class Migration:
 
     placed: list[tuple[Placed, Inventory]] = field(default_factory=list)
     refused: list[tuple[str, str, str]] = field(default_factory=list)  # (key, file, reason)
+    # The ScaledObjects of refused HPAs that could be lowered (a chart's), by HPA key.
+    unplaced: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def run_migrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -195,6 +197,7 @@ def _migrate(assembly: Any, settings: Any, server_address: str | None) -> Migrat
                 migration.refused.append(
                     (lowered.key, hpa.manifest.file, placement.refusal or "not placed")
                 )
+                migration.unplaced[lowered.key] = lowered.scaled_object
                 continue
             migration.placed.append((placement.placed, inventory))
     return migration
@@ -318,7 +321,12 @@ def _report_json(
             for placed, _ in migrated
         ],
         "refused": [
-            {"hpa": key, "file": display_path(file), "reason": reason}
+            {
+                "hpa": key,
+                "file": display_path(file),
+                "reason": reason,
+                "scaled_object": migration.unplaced.get(key),
+            }
             for key, file, reason in migration.refused
         ],
         "proofs": [proof.as_json() for proof in proofs],

@@ -1,9 +1,11 @@
 """An HPA served by prometheus-adapter, lowered to the KEDA ScaledObject that scales the same.
 
 prometheus-adapter's maintainers propose deprecating it in favour of KEDA
-(kubernetes-sigs/prometheus-adapter#701); the mapping from an HPA's adapter-served metrics
-to KEDA's prometheus scaler is the one kubernetes-sigs/prometheus-adapter#703 documents. Each
-field, from the facts of both projects:
+(kubernetes-sigs/prometheus-adapter#701); the proposal's DEPRECATION.md
+(kubernetes-sigs/prometheus-adapter#703) maps the adapter's configuration to KEDA's prometheus,
+cpu and memory scalers, and says what a user must do by hand: KEDA's queries take no template,
+so each must be written out for the workload it scales and return a single number. gpulint
+writes them out as the adapter renders them. Each field, from the facts of both projects:
 
 * each Pods, Object and External metric becomes a ``prometheus`` trigger whose ``query`` is the
   adapter rule's ``metricsQuery`` rendered exactly as the adapter renders it for this HPA
@@ -31,8 +33,9 @@ field, from the facts of both projects:
 * ``advanced.horizontalPodAutoscalerConfig.name`` is the HPA's name and the annotation
   ``scaledobject.keda.sh/transfer-hpa-ownership: "true"`` asks KEDA to take over the HPA that
   is running rather than make a second one beside it (kedacore/keda
-  apis/keda/v1alpha1/scaledobject_types.go; KEDA's admission webhook refuses the annotation
-  without the name);
+  apis/keda/v1alpha1/scaledobject_types.go; KEDA's admission webhook refuses a ScaledObject
+  whose workload has an HPA of its own when the annotation comes without the name,
+  scaledobject_webhook_test.go);
 * ``Resource`` metrics (cpu, memory) become KEDA's ``cpu`` and ``memory`` triggers with
   ``metricType`` (kedacore/keda pkg/scalers/cpu_memory_scaler.go); KEDA hands them to its
   HPA as they are.

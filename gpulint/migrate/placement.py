@@ -118,7 +118,7 @@ def place(lowered: Lowered, unit_root: str, taken: set[str]) -> Placement:
             "it is made by a Helm chart's template (" + str(source.rendered_from) + "): "
             "gpulint writes no chart template, since one written from this rendering would fix "
             "this release's names, namespace and thresholds into every release of the chart; "
-            "add the ScaledObject shown with --diff to the chart by hand",
+            "the ScaledObject this release needs is in --format json (refused[].scaled_object)",
         )
     if isinstance(source, KustomizeSource):
         return _in_overlay(lowered, unit_root, taken)
