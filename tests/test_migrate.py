@@ -4,6 +4,7 @@ validated against KEDA's and Kubernetes' schemas."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -491,3 +492,27 @@ def test_a_charts_hpa_is_refused_saying_why(
     assert code == 1
     assert "refused: it is made by a Helm chart's template" in out
     assert git(repo, "status", "--porcelain") == ""
+    code, out, _ = migrate(repo, capsys, "--format", "json")
+    [refused] = json.loads(out)["refused"]
+    assert refused["scaled_object"]["kind"] == "ScaledObject"
+    assert scaled_object_problems([refused["scaled_object"]]) == []
+
+
+def test_the_docs_picture_is_what_gpulint_draws_today() -> None:
+    script = EXAMPLES / "migrate" / "picture.py"
+    spec = importlib.util.spec_from_file_location("migrate_picture", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    drawn = module.draw()
+    committed = (EXAMPLES / "migrate" / "triton-gpu-keda.svg").read_text()
+    assert drawn == committed, "run `python examples/migrate/picture.py` and commit the picture"
+    assert "HorizontalPodAutoscaler default/triton-gpu" in drawn
+    assert "ScaledObject default/triton-gpu" in drawn
+    # The two replays of the day part at one sync, by two replicas, and the report says why.
+    proof = module.proof()
+    assert proof.syncs == 5761 and len(proof.differences) == 1
+    assert "calcPlainMetricReplicas" in proof.why()[0]
+    assert (
+        "](../examples/migrate/triton-gpu-keda.svg)" in (ROOT / "docs" / "migrate.md").read_text()
+    )

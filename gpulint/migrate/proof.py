@@ -216,7 +216,7 @@ def prove(
         except HistoryError as error:
             proof.not_replayed = str(error)
         else:
-            _compare(proof, proof.hpa, proof.scaled)
+            compare(proof, proof.hpa, proof.scaled)
     proof.checks = [
         check_query(api, trigger.metric, trigger.query, trigger.adapter_query, end)
         for trigger in lowered.triggers
@@ -225,7 +225,7 @@ def prove(
     return proof
 
 
-def _compare(proof: Proof, hpa: Replayed, scaled: Replayed) -> None:
+def compare(proof: Proof, hpa: Replayed, scaled: Replayed) -> None:
     replicas = {tick.time: tick.replicas for tick in scaled.run.ticks}
     for tick in hpa.run.ticks:
         other = replicas.get(tick.time)
