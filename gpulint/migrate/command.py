@@ -184,7 +184,13 @@ def _migrate(assembly: Any, settings: Any, server_address: str | None) -> Migrat
         inventory = judged.inventory
         address = server_address or adapter_prometheus_address(inventory)
         for hpa in candidates(inventory):
-            identity = (judged.unit.root, hpa.manifest.file, str(hpa.manifest.index))
+            # A file two units read is migrated once; an overlay's build, once per overlay.
+            built = hpa.manifest.source is not None
+            identity = (
+                judged.unit.root if built else "",
+                hpa.manifest.file,
+                str(hpa.manifest.index),
+            )
             if identity in seen:
                 continue
             seen.add(identity)

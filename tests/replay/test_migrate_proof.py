@@ -132,3 +132,92 @@ def test_a_query_that_answers_a_series_per_pod_is_caught_live(
     assert per_pod.problem is not None and "8 series" in per_pod.problem
     assert summed.problem is None
     assert scaled.problem is not None and "not the scale" in scaled.problem
+
+
+def _om_value(text: str) -> str:
+    """A label value as OpenMetrics writes it."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def test_hostile_names_select_exactly_their_series_in_a_real_prometheus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Names that would end a PromQL string or widen a pattern: the generated queries, sent
+    to Prometheus, answer the hostile workload's series and not the decoys beside them."""
+    import time
+
+    from tests.live.conftest import require_prometheus
+    from tests.live.harness import PrometheusServer
+    from tests.replay import loads
+    from tests.test_migrate import make_repo, plain_app
+
+    require_prometheus()
+    namespace, name, zone = 'ns"})or vector(1)#', "llm+a|b(c).*", 'eu"\\\n}'
+    start = loads.history_start(time.time())
+    end = start + 600
+    series = [
+        (
+            "DCGM_FI_DEV_GPU_UTIL",
+            {"exported_namespace": namespace, "exported_pod": f"{name}-5d9f7c6b8-x2x7q"},
+            42,
+        ),
+        # Decoys: what an unescaped pattern or namespace would also select.
+        (
+            "DCGM_FI_DEV_GPU_UTIL",
+            {"exported_namespace": namespace, "exported_pod": "llmaab-5d9f7c6b8-x2x7q"},
+            1000,
+        ),
+        (
+            "DCGM_FI_DEV_GPU_UTIL",
+            {"exported_namespace": "ns", "exported_pod": f"{name}-5d9f7c6b8-x2x7q"},
+            1000,
+        ),
+        ("vllm:num_requests_waiting", {"namespace": namespace, "zone": zone, "app": "a"}, 3),
+        ("vllm:num_requests_waiting", {"namespace": "ns", "zone": zone, "app": "a"}, 100),
+    ]
+    lines = []
+    for metric in dict.fromkeys(m for m, _, _ in series):
+        lines.append(f"# TYPE {metric} gauge")
+        for t in range(int(start), int(end) + 1, 15):
+            for same, labels, value in series:
+                if same == metric:
+                    text = ",".join(f'{k}="{_om_value(v)}"' for k, v in labels.items())
+                    lines.append(f"{metric}{{{text}}} {value} {t}")
+    lines.append("# EOF")
+    server = PrometheusServer(
+        tmp_path / "prometheus", loads.prometheus_config(), backfill="\n".join(lines) + "\n"
+    )
+    server.start()
+    try:
+        files = plain_app(
+            name=json.dumps(name),
+            namespace=json.dumps(namespace),
+            zone=json.dumps(zone),
+            app_a="a",
+            app_b="b",
+        )
+        repo = make_repo(tmp_path / "repo", files)
+        monkeypatch.chdir(repo)
+        capsys.readouterr()
+        main(
+            [
+                "migrate",
+                "keda",
+                str(repo),
+                "--prometheus",
+                server.url,
+                "--end",
+                str(end),
+                "--range",
+                "10m",
+                "--format",
+                "json",
+            ]
+        )
+        report = json.loads(capsys.readouterr().out)
+    finally:
+        server.stop()
+    [proof] = report["proofs"]
+    gpu, queue = proof["checks"]
+    assert (gpu["problem"], gpu["series"], gpu["value"], gpu["adapter_series"]) == (None, 1, 42, 1)
+    assert (queue["problem"], queue["series"], queue["value"]) == (None, 1, 3)
