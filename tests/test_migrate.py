@@ -387,6 +387,12 @@ def test_the_seeds_recipes_migrate_and_lint_clean(
     assert lint_findings(repo, capsys) == []
     scaled = objects_in([p.read_text() for p in repo.glob("scaledobject-*.yaml")])
     assert scaled_object_problems(scaled) == []
+    # gpulint trace follows each trigger from the workload to the ScaledObject, unbroken.
+    capsys.readouterr()
+    assert main(["trace", str(repo), "-f", "json"]) == 0
+    traces = json.loads(capsys.readouterr().out)["traces"]
+    assert traces and all(t["autoscaler"]["kind"] == "ScaledObject" for t in traces)
+    assert all(link["status"] != "broken" for t in traces for link in t["links"])
     # The validator refuses what KEDA's types refuse.
     broken = json.loads(json.dumps(scaled[0]))
     broken["spec"]["minReplicaCount"] = "one"
@@ -516,3 +522,22 @@ def test_the_docs_picture_is_what_gpulint_draws_today() -> None:
     assert (
         "](../examples/migrate/triton-gpu-keda.svg)" in (ROOT / "docs" / "migrate.md").read_text()
     )
+
+
+def test_cpu_beside_a_served_metric_becomes_keda_s_cpu_trigger(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = plain_app()
+    files["apps/hpa.yaml"] = files["apps/hpa.yaml"].replace(
+        "  metrics:\n",
+        "  metrics:\n  - type: Resource\n    resource:\n      name: cpu\n"
+        "      target: {type: Utilization, averageUtilization: 80}\n",
+    )
+    repo = make_repo(tmp_path / "repo", files)
+    monkeypatch.chdir(repo)
+    code, out, _ = migrate(repo, capsys, "--format", "json")
+    assert code == 0, out
+    [migrated] = json.loads(out)["migrated"]
+    cpu = migrated["scaled_object"]["spec"]["triggers"][0]
+    assert cpu == {"type": "cpu", "metricType": "Utilization", "metadata": {"value": "80"}}
+    assert scaled_object_problems([migrated["scaled_object"]]) == []

@@ -88,8 +88,7 @@ class Trigger:
     query: str | None  # the trigger's query
     rule: AdapterRule | None
 
-    @property
-    def data(self) -> dict[str, Any]:
+    def data(self, server_address: str) -> dict[str, Any]:
         """The trigger as the ScaledObject holds it."""
         if self.query is None:
             return {
@@ -100,7 +99,11 @@ class Trigger:
         return {
             "type": "prometheus",
             "metricType": self.target_type,
-            "metadata": {"serverAddress": "", "query": self.query, "threshold": self.threshold},
+            "metadata": {
+                "serverAddress": server_address,
+                "query": self.query,
+                "threshold": self.threshold,
+            },
         }
 
 
@@ -243,12 +246,7 @@ def _scaled_object(hpa: HPA, triggers: tuple[Trigger, ...], server_address: str)
     hpa_config: dict[str, Any] = {"name": hpa.name}
     if hpa.behavior is not None:
         hpa_config["behavior"] = plain_data(hpa.behavior)
-    written = []
-    for trigger in triggers:
-        data = trigger.data
-        if trigger.query is not None:
-            data["metadata"]["serverAddress"] = server_address
-        written.append(data)
+    written = [trigger.data(server_address) for trigger in triggers]
     return {
         "apiVersion": KEDA_API_VERSION,
         "kind": "ScaledObject",
