@@ -367,7 +367,12 @@ def test_without_the_adapters_prometheus_it_refuses_unless_told(
 
 @pytest.mark.parametrize(
     ("example", "options"),
-    [("seed-ko/fixed", []), ("seed-ja/fixed", ["--server-address", SERVER])],
+    [
+        ("seed-ko/fixed", []),
+        ("seed-ja/fixed", ["--server-address", SERVER]),
+        # Two HPAs, one after the other in one file: both go, and the file with them.
+        ("live/fixed", []),
+    ],
 )
 def test_the_seeds_recipes_migrate_and_lint_clean(
     example: str,

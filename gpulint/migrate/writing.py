@@ -24,6 +24,7 @@ from gpulint.adoption.edits import (
     Sources,
     apply,
     diff_names,
+    overlapping,
     resolve,
     safe,
     unified_diff,
@@ -108,10 +109,12 @@ def changes(placements: list[Placed], paths: list[str], writable: Callable[[str]
                 deleted.add((op.document.file, op.document.index))
         for new in placed.new_files:
             found.new[new.path] = new.text
-    ops = [op for placed in accepted for op in placed.ops]
-    ops += listed_ops([item for placed in accepted for item in placed.listed])
-    edits = resolve(safe(*ops), sources) if ops else []
-    if edits is None:
+    edits = _deletions([op for placed in accepted for op in placed.ops], sources)
+    listed = listed_ops([item for placed in accepted for item in placed.listed])
+    added = resolve(safe(*listed), sources) if listed else []
+    if edits is not None and added is not None:
+        edits = None if overlapping([*edits, *added]) else [*edits, *added]
+    if edits is None or added is None:
         # Each placement resolved alone: only a clash between them is left (two edits of one
         # span), which gpulint does not order; nothing is written.
         for placed in accepted:
@@ -129,6 +132,32 @@ def changes(placements: list[Placed], paths: list[str], writable: Callable[[str]
         if removable(file, text):
             found.removed[file] = None
     return found
+
+
+def _deletions(ops: list[Op], sources: Sources) -> list[Edit] | None:
+    """The documents deleted, each placed alone: the deletions of two documents that follow
+    each other in one file share the ``---`` between them, so their spans are joined into one
+    deletion (a deletion replaces its span with nothing: two that touch delete their union)."""
+    edits: list[Edit] = []
+    for op in ops:
+        placed = resolve(safe(op), sources)
+        if placed is None:
+            return None
+        edits.extend(placed)
+    joined: list[Edit] = []
+    for edit in sorted(edits, key=lambda e: (e.file, e.start, e.end)):
+        last = joined[-1] if joined else None
+        if (
+            last is not None
+            and last.file == edit.file
+            and not last.text
+            and not edit.text
+            and edit.start <= last.end
+        ):
+            joined[-1] = last._replace(end=max(last.end, edit.end))
+        else:
+            joined.append(edit)
+    return joined
 
 
 def _own_ops(placed: Placed, deleted: set[tuple[str, int]]) -> list[Op]:
