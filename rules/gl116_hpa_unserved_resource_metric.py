@@ -103,7 +103,8 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
 def _message(hpa: HPA, metric: HpaMetric, name: str, others: list[HpaMetric], gpu: bool) -> str:
     text = (
         f"HPA {abbreviated(hpa.name)} scales on {metric.type} metric {abbreviated(name)}, which "
-        "no metrics API serves. metrics.k8s.io carries cpu and memory only, so the HPA never "
+        "no metrics API serves. The resource metrics API (metrics.k8s.io) carries cpu and "
+        "memory only, so the HPA never "
         "gets a value for it (FailedGetResourceMetric)"
     )
     if others:

@@ -112,8 +112,10 @@ def check(view: HPA | ScaledObject, inventory: Inventory, ctx: Context) -> Itera
     if inventory.settings.versions.kubernetes < SCALE_TO_ZERO_DEFAULT_ON:
         return  # GL108: the API server refuses minReplicas 0 there
     yield from _paused_target(hpa, inventory, ctx)
+    if not any(metric.type in ("Object", "External") for metric in hpa.metrics):
+        return  # GL108: the API server refuses minReplicas 0 without one
     sources = [_source(metric, hpa, inventory) for metric in hpa.metrics]
-    if not sources or any(source is None for source in sources):
+    if any(source is None for source in sources):
         return
     named = sorted({s for s in sources if s})
     yield ctx.finding(
@@ -202,8 +204,8 @@ def _scaled_object(scaled: ScaledObject, ctx: Context) -> Iterator[Finding]:
         scaled.manifest,
         path,
         f"KEDA ScaledObject {abbreviated(scaled.name)} has {said}, so KEDA scales "
-        f"{scaled.describe_target()} to zero when its triggers are idle, but every trigger "
-        f"reads the pods it scales ({_and(sorted(found))}). At zero replicas the query has no "
+        f"{scaled.describe_target()} to zero, where nothing can wake it. Every trigger reads "
+        f"the pods it scales ({_and(sorted(found))}): at zero replicas the query has no "
         "series, KEDA reads 0 and never activates the workload again.",
         f"minReplicaCount: 1\n# or add a trigger on {WAKE_HINT}",
         plan=fix_plan,

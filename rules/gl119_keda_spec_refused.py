@@ -163,8 +163,8 @@ def _resource_triggers(
                     scaled.manifest,
                     (*path, "metricType"),
                     f"{where} has metricType {abbreviated(str(written))}, which the {kind} "
-                    "scaler refuses ('unknown metric type'): it must be Utilization or "
-                    "AverageValue, and KEDA's HPA goes without the metric.",
+                    "scaler refuses ('unknown metric type'). It must be Utilization or "
+                    "AverageValue; KEDA's HPA goes without the metric.",
                     "metricType: Utilization",
                     plan=edits.unsafe(
                         edits.Replace(scaled.manifest, (*path, "metricType"), "Utilization")
@@ -177,8 +177,8 @@ def _resource_triggers(
         yield ctx.finding(
             scaled.manifest,
             path,
-            f"{where} has no metricType, so the scaler fails with 'unknown metric type' on every "
-            "KEDA release and KEDA's HPA goes without the metric.",
+            f"{where} has no metricType, so the scaler fails on every KEDA release. It reports "
+            "'unknown metric type' and KEDA's HPA goes without the metric.",
             "metricType: Utilization   # or AverageValue, with value a quantity",
             plan=edits.unsafe(
                 edits.Insert(scaled.manifest, path, edits.entries(metricType="Utilization"))
@@ -201,7 +201,7 @@ def _old_type(
             scaled.manifest,
             (*path, "metadata", "type"),
             f"{where} says its metric type in metadata.type, which KEDA stopped reading in "
-            f"{TYPE_REMOVED_IN} ({named}): the scaler fails with 'unknown metric type' and "
+            f"{TYPE_REMOVED_IN}. On {named} the scaler fails with 'unknown metric type' and "
             "KEDA's HPA goes without the metric.",
             fix,
             plan=plan,
@@ -249,8 +249,8 @@ def _replica_bounds(scaled: ScaledObject, name: str, ctx: Context) -> Iterator[F
             scaled.manifest,
             ("spec", "idleReplicaCount"),
             f"KEDA ScaledObject {name}: idleReplicaCount {idle} is not below minReplicaCount, "
-            f"which {said}; KEDA's webhook refuses the ScaledObject (an idle count must be "
-            "less than the minimum, and needs one written).",
+            f"which {said}. KEDA's webhook refuses the ScaledObject: an idle count must be "
+            "less than the minimum, and needs one written.",
             "idleReplicaCount: 0\nminReplicaCount: 1",
         )
 
@@ -284,7 +284,7 @@ def _fallback(
         yield ctx.finding(
             scaled.manifest,
             ("spec", "fallback"),
-            f"{where} needs a trigger other than cpu or memory: a fallback replaces a failing "
+            f"{where} needs a trigger other than cpu or memory. A fallback replaces a failing "
             "external metric, which this ScaledObject does not have, and KEDA's webhook refuses "
             "it.",
             "# delete fallback: cpu and memory come from the metrics API, not from a scaler",
@@ -385,9 +385,9 @@ def _formula_names(
     yield ctx.finding(
         scaled.manifest,
         (*base, "formula"),
-        f"{where}.formula names {', '.join(abbreviated(n) for n in unknown)}: {why}. KEDA "
-        f"cannot compile the formula and its webhook refuses the ScaledObject (names it "
-        f"knows: {listed}).",
+        f"{where}.formula names {', '.join(abbreviated(n) for n in unknown)}, which KEDA "
+        f"cannot resolve. In the formula {why}, so KEDA cannot compile it and its webhook "
+        f"refuses the ScaledObject (names it knows: {listed}).",
         yaml_text({"formula": formula}).rstrip() + f"   # with names among: {listed}",
     )
 

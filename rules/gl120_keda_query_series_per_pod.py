@@ -152,8 +152,9 @@ def _finding(
     return ctx.finding(
         scaled.manifest,
         trigger.query_path,
-        f"The query of {trigger.describe()} answers one series per pod ({', '.join(sources)}), "
-        f"and {scaled.describe_target()} can run up to {maximum} replicas. From the second "
+        f"The query of {trigger.describe()} answers one series per pod. It reads "
+        f"{', '.join(sources)}, and {scaled.describe_target()} can run up to {maximum} "
+        "replicas: from the second "
         "pod on, KEDA fails every poll with 'prometheus query ... returned multiple "
         f"elements', so the workload stops scaling: {scaled.on_failing_poll()}.",
         f"query: {wrapped}",

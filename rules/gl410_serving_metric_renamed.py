@@ -60,6 +60,7 @@ from gpulint.ruleapi import (
     abbreviated,
     as_dict,
     canonical_metric_name,
+    capitalized,
     edits,
     family_hint,
     is_generated,
@@ -72,7 +73,6 @@ ID = "GL410"
 NAME = "serving-metric-renamed"
 SEVERITY = Severity.WARNING
 SCOPE = "autoscaler"
-STAGES = ("prometheus",)
 FIXES = ("unsafe",)
 
 
@@ -133,14 +133,15 @@ def _finding(
     if found.removed_in:
         what = (
             f"The {found.project} metric {name} was removed in {found.project} "
-            f"{found.removed_in} (deprecated in {found.deprecated_in}): {where} finds no series "
+            f"{found.removed_in} (deprecated in {found.deprecated_in}). {capitalized(where)} "
+            "finds no series "
             f"on {found.project} {found.removed_in} and later, so nothing scales on it after "
             "that upgrade"
         )
     else:
         what = (
             f"The {found.project} metric {name} is deprecated since {found.project} "
-            f"{found.deprecated_in}: it is written beside its new name until a release drops it"
+            f"{found.deprecated_in}. It is written beside its new name until a release drops it"
         )
     instead = found.instead()
     hint = family_hint(found)

@@ -84,9 +84,10 @@ def check(exporter: DcgmExporter, inventory: Inventory, ctx: Context) -> Iterato
     yield ctx.finding(
         exporter.document,
         exporter.dra.path,
-        f"{capitalized(exporter.describe())} does not map GPUs allocated through DRA to their "
-        f"pods ({exporter.dra.setting} is off), but {abbreviated(', '.join(scalers))} {read} "
-        f"its series for {shown}{more}, whose GPUs DRA allocates. Those series carry no pod "
+        f"dcgm-exporter does not map GPUs allocated through DRA to their pods "
+        f"({exporter.dra.setting} is off). {capitalized(abbreviated(', '.join(scalers)))} "
+        f"{read} the series of {exporter.describe()} for {shown}{more}, whose GPUs DRA "
+        "allocates. Those series carry no pod "
         "or namespace, so every per-pod query of them is empty and the autoscaler never "
         "scales on GPU load.",
         _fix(exporter),

@@ -25,7 +25,9 @@ spec:
     metadata: {{labels: {{app: {name}}}}}
     spec:
       containers:
-      - {{name: main, image: triton, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}
+      - name: main
+        image: triton
+        resources: {{requests: {{cpu: 500m}}, limits: {{nvidia.com/gpu: 1}}}}
 """
 
 # GL101 (CPU metric on a GPU workload) at spec.metrics[0], GL102 (no behavior) at spec.

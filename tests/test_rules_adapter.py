@@ -158,6 +158,9 @@ def test_corpus_findings_are_the_ones_we_defend(corpus: Path) -> None:
         (Path(f.location.file).name, f.rule, f.location.line, f.location.column) for f in findings
     )
     assert got == [
+        # kandakji/sample-aws-eks-auto-mode: a KEDA query on vllm:gpu_cache_usage_perc, which
+        # vLLM 0.12 removed (vllm-project/vllm#29330)
+        ("examples__gpu__prometheus-scaledObject.yaml", "GL410", 18, 9),
         # production-stack: no <<.LabelMatchers>> in either rule; by (namespace, model)
         ("observability__prom-adapter.yaml", "GL404", 20, 5),
         ("observability__prom-adapter.yaml", "GL404", 31, 5),
