@@ -125,7 +125,7 @@ def fix(
                 os.unlink(file)
                 outcome.deleted[file] = None
             else:
-                _write(file, applied.after[file])
+                write_file(file, applied.after[file])
         outcome.fixes += applied.plans
         outcome.files.update(dict.fromkeys(changed))
         current = relint()
@@ -151,7 +151,7 @@ def removable(file: str, after: str) -> bool:
     return True
 
 
-def _write(file: str, text: str) -> None:
+def write_file(file: str, text: str) -> None:
     """Replace ``file``'s text, keeping its mode; written beside it and renamed, so an
     interrupted run leaves the old file or the new one, never half of one."""
     directory = os.path.dirname(os.path.abspath(file))

@@ -76,6 +76,25 @@ def _usable(url: PrometheusUrl, inventory: Inventory) -> str | None:
     return f"{parsed.scheme}://{host.name}.{url.client_namespace}.svc{port}{parsed.path}"
 
 
+def adapter_prometheus_address(inventory: Inventory) -> str | None:
+    """The Prometheus prometheus-adapter queries, as a client in another namespace must
+    write it (a bare Service name qualified with the adapter's namespace): what a KEDA trigger
+    that replaces an adapter-served metric reads. None when the unit names none, or names
+    several that differ."""
+    found: dict[str, None] = {}
+    for url in inventory.prometheus_urls():
+        if url.source not in ("adapter-values", "adapter-deployment") or url.parsed is None:
+            continue
+        host, parsed = url.service, url.parsed
+        if host is None or host.namespace is not None or url.client_namespace is None:
+            found[url.url.strip()] = None
+            continue
+        port = f":{parsed.port}" if parsed.port is not None else ""
+        address = f"{parsed.scheme}://{host.name}.{url.client_namespace}.svc{port}{parsed.path}"
+        found[address] = None
+    return next(iter(found)) if len(found) == 1 else None
+
+
 def dcgm_labels(inventory: Inventory, near: Document) -> PodLabels | None:
     """The labels naming the workload's namespace and pod in dcgm-exporter's series near
     ``near``: from how its scrape stores them (``honorLabels``), else from the adapter rule

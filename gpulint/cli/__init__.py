@@ -45,6 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "replay":
             replayed: int = import_module("gpulint.replay.command").run_replay(args, stdout, stderr)
             return replayed
+        if args.command == "migrate":
+            migrated: int = import_module("gpulint.migrate.command").run_migrate(
+                args, stdout, stderr
+            )
+            return migrated
         if args.command == "context":
             return run_context(args, stdout, stderr)
         if args.command == "rules":

@@ -1,5 +1,5 @@
 """The ``gpulint`` argument parser: one subcommand each for lint, check-adapter, trace,
-replay, context, rules, explain and serve."""
+replay, migrate, context, rules, explain and serve."""
 
 from __future__ import annotations
 
@@ -117,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
         "findings GL951-GL954.",
     )
     import_module("gpulint.replay.command").add_replay_options(replay)
+
+    migrate = commands.add_parser(
+        "migrate",
+        help="rewrite the input for another autoscaler: `gpulint migrate keda`",
+        description="Rewrite HPAs served by prometheus-adapter as KEDA ScaledObjects, where "
+        "each came from, and prove them against Prometheus (docs/migrate.md).",
+    )
+    import_module("gpulint.migrate.command").add_migrate_options(migrate)
 
     context = commands.add_parser(
         "context",

@@ -178,8 +178,18 @@ _PATTERNS = {
 def pod_name_pattern(kind: str, name: str) -> tuple[str, str]:
     """(RE2 pattern, human form) of the pod names a controller gives its pods."""
     pattern, human = _PATTERNS.get(kind or "Deployment", _PATTERNS["Deployment"])
-    # Object names are DNS labels or subdomains: only the dot needs escaping.
-    return pattern.format(name=name.replace(".", "\\.")), human.format(name=name)
+    return pattern.format(name=regex_literal(name)), human.format(name=name)
+
+
+# RE2's metacharacters (re2/syntax.txt). Object names the API server accepts are DNS labels or
+# subdomains, whose only one is the dot; a name from a file that no API server checked can
+# hold any of them, and must still match only itself.
+_RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+
+
+def regex_literal(text: str) -> str:
+    """``text`` as an RE2 pattern that matches exactly it (a dot stays ``\\.``, as before)."""
+    return _RE2_SPECIAL.sub(r"\\\1", text)
 
 
 def matches_pattern(pattern: str, value: str) -> bool:

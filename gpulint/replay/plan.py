@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
 from gpulint.core.quantity import INT32_MAX, try_quantity
@@ -71,7 +71,7 @@ def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
         present.add((namespace, name))
         try:
             specs.append(build())
-        except _Untraceable as why:
+        except Untraceable as why:
             skipped.append(Skipped(kind, namespace, name, str(why)))
 
     # The HPAs and ScaledObjects controllers make from settings written inside other objects
@@ -94,7 +94,7 @@ def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
         if hpa.is_fragment or generated_by(hpa.manifest, "ScaledObject") is not None:
             continue
         namespace = hpa.namespace or "default"
-        add(HPA_KIND, namespace, hpa.name, lambda h=hpa: _hpa_spec(h, inventory, pod_ready_after_s))
+        add(HPA_KIND, namespace, hpa.name, lambda h=hpa: hpa_spec(h, inventory, pod_ready_after_s))
     for scaled in scaled_objects:
         namespace = scaled.namespace or "default"
         present.add((namespace, scaled.hpa_name))
@@ -102,7 +102,7 @@ def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
             "ScaledObject",
             namespace,
             scaled.name,
-            lambda so=scaled: _scaled_object_spec(so, inventory, pod_ready_after_s),
+            lambda so=scaled: scaled_object_spec(so, inventory, pod_ready_after_s),
         )
     for claim in inventory.autoscalers():
         namespace = claim.manifest.namespace or "default"
@@ -120,7 +120,7 @@ def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
     return Plan(specs, skipped)
 
 
-class _Untraceable(Exception):
+class Untraceable(Exception):
     """An autoscaler with a metric gpulint cannot read from Prometheus."""
 
 
@@ -132,15 +132,15 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _hpa_spec(hpa: HPA, inventory: Inventory, ready_after: float | None) -> ReplaySpec:
+def hpa_spec(hpa: HPA, inventory: Inventory, ready_after: float | None) -> ReplaySpec:
     if hpa.target_ref is None:
-        raise _Untraceable("it has no scaleTargetRef")
+        raise Untraceable("it has no scaleTargetRef")
     scaling = hpa.scaling_range()
     if scaling.minimum is None or scaling.maximum is None:
-        raise _Untraceable("its minReplicas or maxReplicas is not a number")
+        raise Untraceable("its minReplicas or maxReplicas is not a number")
     _within_int32(scaling.minimum, scaling.maximum, "minReplicas", "maxReplicas")
     if not hpa.metrics:
-        raise _Untraceable("it has no metrics: the API server defaults it to CPU 80%")
+        raise Untraceable("it has no metrics: the API server defaults it to CPU 80%")
     namespace = hpa.namespace or "default"
     metrics = tuple(_hpa_metric(hpa, metric, inventory, namespace) for metric in hpa.metrics)
     seconds, source, gpus = _pods(inventory, hpa, ready_after)
@@ -171,19 +171,45 @@ def _hpa_spec(hpa: HPA, inventory: Inventory, ready_after: float | None) -> Repl
 
 def _hpa_metric(hpa: HPA, metric: HpaMetric, inventory: Inventory, namespace: str) -> ReplayMetric:
     if not metric.is_custom or not metric.name:
-        raise _Untraceable(
+        raise Untraceable(
             f"metric {metric.index + 1} is a {metric.type} metric, which comes from "
             "metrics-server, not Prometheus"
         )
     target = metric.target
     if target is None:
-        raise _Untraceable(f"metric {metric.name} has no target")
+        raise Untraceable(f"metric {metric.name} has no target")
     kind = str(target.type or "")
     value = _number(target.average_value if kind == "AverageValue" else target.value)
     if kind not in ("AverageValue", "Value") or value is None or value <= 0:
-        raise _Untraceable(
-            f"metric {metric.name} has no AverageValue or Value target gpulint reads"
-        )
+        raise Untraceable(f"metric {metric.name} has no AverageValue or Value target gpulint reads")
+    served = adapter_query(hpa, metric, inventory, namespace)
+    return ReplayMetric(
+        metric.name,
+        metric.type,
+        "AverageValue" if metric.type == "Pods" else kind,
+        value,
+        served.query,
+        _cap(served.series) if metric.type == "Pods" else None,
+    )
+
+
+class AdapterQuery(NamedTuple):
+    """The adapter rule that serves an HPA metric, the series it reads and the query it sends
+    for this HPA."""
+
+    rule: AdapterRule
+    series: str
+    query: str
+
+
+def adapter_query(
+    hpa: HPA, metric: HpaMetric, inventory: Inventory, namespace: str
+) -> AdapterQuery:
+    """The query prometheus-adapter sends for ``metric`` of ``hpa``: the first rule of the
+    input that serves it, rendered for the HPA's namespace, its target's pods (or the described
+    object) and its metric selector. Raises ``Untraceable`` with the reason it cannot."""
+    if not metric.name:
+        raise Untraceable(f"metric {metric.index + 1} has no name")
     api = EXTERNAL if metric.type == "External" else CUSTOM
     # The HPA lowercases External metric names when it asks (kubernetes/kubernetes#72996).
     wanted = metric.name.lower() if api == EXTERNAL else metric.name
@@ -197,16 +223,9 @@ def _hpa_metric(hpa: HPA, metric: HpaMetric, inventory: Inventory, namespace: st
                 rule, labels, series[0], namespace, objects, pattern, metric.selector
             )
         except (TemplateError, RenderUnsupported) as error:
-            raise _Untraceable(f"gpulint cannot render the metricsQuery: {error}") from None
-        return ReplayMetric(
-            metric.name,
-            metric.type,
-            "AverageValue" if metric.type == "Pods" else kind,
-            value,
-            query,
-            _cap(series[0]) if metric.type == "Pods" else None,
-        )
-    raise _Untraceable(
+            raise Untraceable(f"gpulint cannot render the metricsQuery: {error}") from None
+        return AdapterQuery(rule, series[0], query)
+    raise Untraceable(
         f"no adapter rule of the input serves {metric.type} metric {metric.name} from a "
         "series gpulint can name"
     )
@@ -225,7 +244,7 @@ def _query_objects(
         described = metric.described_object or {}
         kind_name, name = described.get("kind"), described.get("name")
         if not isinstance(kind_name, str) or not isinstance(name, str):
-            raise _Untraceable(f"metric {metric.name} has no describedObject")
+            raise Untraceable(f"metric {metric.name} has no describedObject")
         return mapping_for(rule, canonical_resource(kind_name)), None, [name]
     return mapping_for(rule), None, []
 
@@ -236,31 +255,31 @@ def _cap(series: str) -> float | None:
     return 100.0 if scale is Scale.PERCENT else 1.0 if scale is Scale.RATIO else None
 
 
-def _scaled_object_spec(
+def scaled_object_spec(
     scaled: ScaledObject, inventory: Inventory, ready_after: float | None
 ) -> ReplaySpec:
     if scaled.target_ref is None:
-        raise _Untraceable("it has no scaleTargetRef")
+        raise Untraceable("it has no scaleTargetRef")
     pause = scaled.pause
     if pause.scaling:
-        raise _Untraceable(f"KEDA does not scale it: it carries {pause.annotation}")
+        raise Untraceable(f"KEDA does not scale it: it carries {pause.annotation}")
     if scaled.scaling_modifiers is not None:
         # KEDA's HPA then reads one composite metric, the formula over the triggers against
         # scalingModifiers.target; the triggers' thresholds are not used (keda-docs 2.20).
-        raise _Untraceable(
+        raise Untraceable(
             "its advanced.scalingModifiers replaces the triggers' thresholds by one composite "
             "metric (the formula against its target), which gpulint does not replay"
         )
     others = [t.get("type") for t in scaled.triggers if t.get("type") != "prometheus"]
     if others:
-        raise _Untraceable(f"it has {others[0]} triggers, which gpulint cannot read back")
+        raise Untraceable(f"it has {others[0]} triggers, which gpulint cannot read back")
     if not scaled.prometheus_triggers:
-        raise _Untraceable("it has no prometheus trigger")
+        raise Untraceable("it has no prometheus trigger")
     metrics = []
     for trigger in scaled.prometheus_triggers:
         query, threshold = trigger.query, trigger.threshold
         if query is None or threshold is None or threshold <= 0:
-            raise _Untraceable(f"{trigger.describe()} has no query or threshold")
+            raise Untraceable(f"{trigger.describe()} has no query or threshold")
         request = request_for(trigger)
         metrics.append(
             ReplayMetric(
@@ -277,7 +296,7 @@ def _scaled_object_spec(
         )
     scaling = scaled.scaling_range()
     if scaling.minimum is None or scaling.maximum is None:
-        raise _Untraceable("its minReplicaCount or maxReplicaCount is not a number")
+        raise Untraceable("its minReplicaCount or maxReplicaCount is not a number")
     _within_int32(scaling.minimum, scaling.maximum, "minReplicaCount", "maxReplicaCount")
     spec = scaled.spec
     idle = spec.get("idleReplicaCount")
@@ -344,7 +363,7 @@ def _within_int32(minimum: int, maximum: int, low: str, high: str) -> None:
     replay of it would simulate more replicas than any controller sets."""
     for value, field in ((minimum, low), (maximum, high)):
         if not 0 <= value <= INT32_MAX:
-            raise _Untraceable(f"its {field} {value} is not a replica count (0 to 2^31-1)")
+            raise Untraceable(f"its {field} {value} is not a replica count (0 to 2^31-1)")
 
 
 def _seconds(value: Any, default: float) -> float:
