@@ -76,6 +76,8 @@ SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
 STAGES = ("adapter-rule",)
+# A rule that maps a label naming no workload pod leaves the HPAs it serves without data.
+EXPLAINS = ("GL804",)
 
 _KIND = {"pods": "pod", "namespaces": "namespace"}
 
