@@ -13,8 +13,10 @@ from typing import TextIO
 
 from gpulint.core.model import Severity
 from gpulint.core.paths import display_path
+from gpulint.engine.causes import roots
 from gpulint.engine.result import Result
 from gpulint.report.escape import markdown_text
+from gpulint.report.github import cause_place
 
 MAX_ROWS = 500
 
@@ -51,12 +53,15 @@ def render_markdown(result: Result, stream: TextIO) -> None:
     stream.write(counts + "\n\n")
     if result.findings:
         stream.write("| where | rule | severity | finding | fix |\n|---|---|---|---|---|\n")
-        for finding in result.findings[:MAX_ROWS]:
+        tops = roots(result.findings)
+        for finding, top in zip(result.findings[:MAX_ROWS], tops, strict=False):
             location = finding.location
             where = f"{display_path(location.file)}:{location.line}:{location.column}"
             message = finding.message
             if finding.units:
                 message += f"\nin: {', '.join(finding.units)}"
+            if top is not None:
+                message += f"\nfollows from: {cause_place(result.findings[top])}"
             stream.write(
                 f"| {_cell(where)} | {finding.rule} {finding.name} | {finding.severity} | "
                 f"{_cell(message)} | {_cell(finding.fix)} |\n"
