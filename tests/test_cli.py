@@ -309,3 +309,54 @@ def test_explain_wraps_its_prose_at_the_width_and_keeps_its_code() -> None:
     for block in re.findall(r"```yaml\n.*?```", written, re.DOTALL):
         assert block in explained.stdout
     assert explained.stdout.split() == written.split()
+
+
+def _on_a_terminal(*args: str, cwd: Path) -> str:
+    """What ``gpulint`` prints with its standard output on a terminal (a pseudo-terminal)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpulint", *args],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env={**os.environ, "NO_COLOR": "1"},
+            timeout=120,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other side is closed: all was read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert done.returncode == 1, done.stderr
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_a_terminal_gets_one_line_per_finding_and_a_pipe_the_whole_report(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
+    shown = _on_a_terminal("lint", "bad.yaml", cwd=tmp_path)
+    findings = [line for line in shown.splitlines() if " GL1" in line]
+    assert sorted(line.split(": ", 1)[1].split(" ", 2)[:2] for line in findings) == [
+        ["GL101", "[error]"],
+        ["GL102", "[warning]"],
+    ]
+    assert "fix:" not in shown and shown.rstrip().splitlines()[-1].startswith("gpulint: 1 error")
+    piped = run_cli("lint", "bad.yaml", cwd=tmp_path)
+    assert "    fix: " in piped.stdout  # the text report, each finding with its fix
+    asked = _on_a_terminal("lint", "--format", "text", "bad.yaml", cwd=tmp_path)
+    assert "    fix: " in asked

@@ -9,7 +9,7 @@ from gpulint.cli.adoption import Adoption
 from gpulint.cli.exitcodes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from gpulint.cli.inputs import assembled, prepared_cluster, read_selection, read_settings
 from gpulint.cli.livecheck import LiveCheck, live_check
-from gpulint.cli.output import report_stream, wants_color
+from gpulint.cli.output import report_format, report_stream, wants_color
 
 if TYPE_CHECKING:
     import argparse
@@ -167,7 +167,7 @@ def _write_report(args: argparse.Namespace, result: Result, stdout: TextIO) -> N
     from gpulint.report import render
 
     with report_stream(args.output, stdout) as out:
-        render(result, args.format, out, wants_color(args.color, out))
+        render(result, report_format(args.format, out), out, wants_color(args.color, out))
 
 
 def _exit_code(fail_on: str, result: Result) -> int:

@@ -35,9 +35,10 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         "-f",
-        choices=("text", "json", "sarif", "github", "markdown"),
-        default="text",
-        help="report format (default: text)",
+        choices=("text", "concise", "json", "sarif", "github", "markdown"),
+        help="report format: text (each finding with why and its fix), concise (one line per "
+        "finding), json, sarif, github (annotations), markdown (a job summary); default: "
+        "concise on a terminal, text when the report goes to a file or pipe",
     )
     parser.add_argument(
         "--config",
