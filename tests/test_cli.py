@@ -288,8 +288,19 @@ def test_explain_of_a_misspelt_rule_suggests_the_nearest() -> None:
 def test_write_baseline_says_what_it_wrote_and_where(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
     done = run_cli("lint", "--write-baseline", "baseline.json", "bad.yaml", cwd=tmp_path)
-    assert "note: baseline of 2 findings written to baseline.json" in done.stdout
-    assert (tmp_path / "baseline.json").is_file()
+    # What it wrote, and nothing of the report it recorded.
+    assert done.stdout == (
+        "gpulint: baseline of 2 findings (1 error, 1 warning) written to baseline.json\n"
+    )
+    assert done.returncode == 0 and (tmp_path / "baseline.json").is_file()
+    # A report asked for by name is still written beside it.
+    asked = run_cli(
+        "lint", "--write-baseline", "again.json", "--format", "text", "bad.yaml", cwd=tmp_path
+    )
+    assert "GL101 [error]" in asked.stdout
+    assert "note: baseline of 2 findings (1 error, 1 warning) written to again.json" in (
+        asked.stdout
+    )
 
 
 def test_explain_wraps_its_prose_at_the_width_and_keeps_its_code() -> None:

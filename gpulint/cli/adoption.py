@@ -21,6 +21,7 @@ class Adoption:
     def __init__(self, args: argparse.Namespace) -> None:
         """Raises ValueError (a BaselineError, a ChangedError) for a usage error."""
         self.write_to: str | None = getattr(args, "write_baseline", None)
+        self.written: str | None = None  # what --write-baseline wrote, once it has
         self.baseline: Baseline | None = None
         self.changes: Changes | None = None
         path = getattr(args, "baseline", None)
@@ -57,13 +58,11 @@ class Adoption:
             from gpulint.adoption.baseline import Baseline
             from gpulint.core.paths import display_path
 
-            written = Baseline.of(result.findings)
-            written.write(self.write_to)
-            total = sum(written.counts.values())
-            result.notes.append(
-                f"baseline of {total} finding{'s' * (total != 1)} written to "
-                f"{display_path(self.write_to)}"
+            Baseline.of(result.findings).write(self.write_to)
+            self.written = (
+                f"baseline of {_counted(result)} written to {display_path(self.write_to)}"
             )
+            result.notes.append(self.written)
         findings = result.findings
         if self.baseline is not None:
             from gpulint.adoption.baseline import unread_by
@@ -80,6 +79,23 @@ class Adoption:
                     f"{self.changes.description} not reported"
                 )
         result.findings = findings
+
+
+def _counted(result: Result) -> str:
+    """``16 findings (11 errors, 5 warnings)``."""
+    from gpulint.core.model import Severity
+
+    total = len(result.findings)
+    counts = [
+        f"{count} {word}{'s' * (count != 1)}"
+        for severity, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"))
+        if (count := result.count(severity))
+    ]
+    infos = result.count(Severity.INFO)
+    if infos:
+        counts.append(f"{infos} info")
+    shown = f" ({', '.join(counts)})" if counts else ""
+    return f"{total} finding{'s' * (total != 1)}{shown}"
 
 
 def _inside(path: str, directory: str) -> bool:

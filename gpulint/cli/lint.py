@@ -50,6 +50,11 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         result = _fixed(args, result, reported, stdout, stderr)
     if isinstance(result, int):
         return result
+    if adoption.written and not (args.format or args.output):
+        # What was written is the answer; the findings are in the file (and in the report
+        # that --format or --output asks for).
+        stdout.write(f"gpulint: {escape_controls(adoption.written)}\n")
+        return EXIT_OK
     _note_fixable(result, getattr(args, "unsafe_fixes", False), fixing)
     _write_report(args, result, stdout)
     if isinstance(live, LiveCheck) and live.failed_required:
