@@ -200,6 +200,14 @@ def add_adoption_options(parser: argparse.ArgumentParser) -> None:
         "REF HEAD` (working tree and untracked files included)",
     )
     adoption.add_argument(
+        "--new-since",
+        metavar="REF",
+        help="report only findings the input did not have at git revision REF (HEAD: the "
+        "last commit): its files as they were are linted too, and their findings, matched as "
+        "a baseline matches, left out; a change answers for what it brings, as the admission "
+        "webhook judges an UPDATE. For the changed-only pre-commit hooks",
+    )
+    adoption.add_argument(
         "--report-only",
         action="store_true",
         help="the file PATHS are reported, the directory PATHS (default: the current "
