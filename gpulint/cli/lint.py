@@ -199,16 +199,19 @@ def _note_fixable(result: Result, unsafe: bool, fixing: bool) -> None:
     safe, more = result.fixable(unsafe)
     if fixing:
         safe = 0  # what was fixable has been fixed; what is left needs judgment or a round
+    unsafe_too = (
+        f"{more} more with `--fix --unsafe-fixes` (they change what the cluster does: review them)"
+    )
     if safe:
-        result.notes.append(
-            f"fixable: {safe} {'finding has a fix' if safe == 1 else 'findings have fixes'} "
-            "that `gpulint lint --fix` applies (`--diff` shows them first)"
-        )
-    if more:
-        result.notes.append(
-            f"fixable: {more} more with `--fix --unsafe-fixes` (they change what the cluster "
-            "does: review them)"
-        )
+        fixes = f"{safe} {'finding has a fix' if safe == 1 else 'findings have fixes'}"
+        applies = f"fixable: {fixes} that `gpulint lint --fix` applies"
+        # One note for both: a run says once what --fix does.
+        if more:
+            result.notes.append(f"{applies}, {unsafe_too}; `--diff` shows them first")
+        else:
+            result.notes.append(f"{applies} (`--diff` shows them first)")
+    elif more:
+        result.notes.append(f"fixable: {unsafe_too}")
 
 
 def _lint_once(
