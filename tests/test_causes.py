@@ -111,7 +111,17 @@ def test_the_concise_report_is_one_line_per_finding(
     lines = out.getvalue().splitlines()
     findings = [line for line in lines if " [error] " in line or " [warning] " in line]
     assert len(findings) == len(tutorial.findings) == 16
-    assert sum(line.endswith(")") and "(follows from GL" in line for line in findings) == 8
+    assert sum(line.endswith(")") and "follows from GL" in line for line in findings) == 8
+    # Findings of both overlays at one line of their base read alike: each line names its
+    # overlay, so that no two lines are the same.
+    assert len(set(findings)) == 16
+    assert (
+        "apps/llm/base/hpa.yaml:23:9: GL401 [error] HPA llm reads Pods metric "
+        "vllm_requests_waiting, which no adapter rule exposes. (in apps/llm/overlays/staging; "
+        "follows from GL103 at apps/llm/base/hpa.yaml:6:3)"
+    ) in findings
+    # What the lines leave out, and where it is.
+    assert lines[-3] == "note: `--format text` shows why each finding matters and its fix"
     snapshot = TUTORIAL / "snapshots" / "concise.snap"
     source = TUTORIAL.relative_to(ROOT).as_posix()
     text = "\n".join(lines) + "\n"

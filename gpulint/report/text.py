@@ -8,8 +8,9 @@ terminal's width (``gpulint.report.wrap``) except the code of a fix, which keeps
 
 Findings that follow from another (``gpulint.engine.causes``: the same fix, an object its
 fix deletes, a cause its rule declares) are not repeated in full: each is one entry under
-the finding it follows from, its place, rule and headline (``follows from it: ...``); the
-JSON and SARIF reports keep every one whole.
+the finding it follows from, its place, rule and headline (``follows from it: ...``), and
+followers alike (one line of a base that several overlays build) are one entry naming their
+units; the JSON and SARIF reports keep every one whole.
 
 Everything that comes from the input (file names, messages, fixes, notes) is escaped
 (``gpulint.report.escape``) before gpulint adds its own colours.
@@ -48,8 +49,8 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         if index in following:
             continue
         _write_finding(finding, stream, color, width)
-        for member in grouped.get(index, ()):
-            _write_follower(findings[member], stream, color, width)
+        for alike in _alike([findings[member] for member in grouped.get(index, ())]):
+            _write_follower(alike, stream, color, width)
     write_trailer(result, stream, width, len(following))
     if len(result.units) > 1:
         shown = ", ".join(
@@ -60,12 +61,17 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         _write_contexts(result, stream, width)
 
 
-def write_trailer(result: Result, stream: TextIO, width: int, following: int) -> None:
-    """What follows the findings: checks not run, files skipped, notes and the summary."""
+def write_trailer(
+    result: Result, stream: TextIO, width: int, following: int, hint: str | None = None
+) -> None:
+    """What follows the findings: checks not run, files skipped, notes (``hint``, a note of
+    the reporter's own, last) and the summary."""
     _write_not_checked(result.not_checked, stream, width)
     _write_skipped(result.skipped, stream, width)
     for note in result.notes:
         _write(stream, "note: ", escape_controls(note), width)
+    if hint:
+        _write(stream, "note: ", hint, width)
     _write(stream, "", summary(result, following), width, INDENT)
 
 
@@ -83,10 +89,36 @@ def heading(finding: Finding, color: bool) -> tuple[str, str]:
     return plain, f"{_BOLD}{where}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}] "
 
 
-def _write_follower(finding: Finding, stream: TextIO, color: bool, width: int) -> None:
-    """A finding that follows from the one above: where, its rule and its headline."""
+def shown_alike(finding: Finding) -> tuple[object, ...]:
+    """What a finding's one-line entry shows: findings alike in it read as one line."""
+    where = finding.location
+    return (finding.rule, finding.severity, where.file, where.line, where.column, finding.headline)
+
+
+def _alike(findings: list[Finding]) -> list[list[Finding]]:
+    """``findings`` in their order, those that show alike (one place of a base that several
+    overlays build, one headline) together, at the first one's place."""
+    groups: dict[tuple[object, ...], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(shown_alike(finding), []).append(finding)
+    return list(groups.values())
+
+
+def units_of(findings: list[Finding]) -> list[str]:
+    """The units ``findings`` were found in, each once, in their order."""
+    return list(dict.fromkeys(unit for finding in findings for unit in finding.units))
+
+
+def _write_follower(same: list[Finding], stream: TextIO, color: bool, width: int) -> None:
+    """Findings that follow from the one above and show alike: where, their rule and their
+    headline, once, with the units they were found in when they are several."""
+    finding = same[0]
     plain, shown = heading(finding, color)
-    lines = fill(escape_controls(finding.headline), width, FOLLOWER + plain, INDENT * 2)
+    text = escape_controls(finding.headline)
+    if len(same) > 1:
+        units = escape_controls(", ".join(units_of(same)))
+        text += f" (in {units})" if units else f" ({len(same)} findings)"
+    lines = fill(text, width, FOLLOWER + plain, INDENT * 2)
     if color:
         lines[0] = FOLLOWER + shown + lines[0][len(FOLLOWER + plain) :]
     for line in lines:
