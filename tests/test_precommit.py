@@ -235,6 +235,28 @@ def test_changed_hooks_judge_what_a_commit_brings(
     assert "GL202" in output and "GL201" not in output and "GL204" not in output
 
 
+def test_changed_files_hook_says_what_a_lone_file_could_not_be_checked_against(
+    tmp_path: Path, pre_commit_home: Path, this_tree: tuple[Path, str]
+) -> None:
+    """gpulint-changed-files lints the staged HPA alone: its Deployment is in another file,
+    so the GPU checks cannot run. The hook passes, and says so, which pre-commit shows only
+    for a hook marked verbose."""
+    source, sha = this_tree
+    deployment, hpa = BROKEN_HPA.split("---\n")
+    repo = _repo(tmp_path, {"deployment.yaml": deployment, "hpa.yaml": hpa})
+    (repo / ".pre-commit-config.yaml").write_text(
+        _readme_config(source, sha, enable="gpulint-changed-files")
+    )
+    _git(repo, "add", ".")
+    result = _run(repo, pre_commit_home, "gpulint-changed-files", "--files", "hpa.yaml")
+    output = " ".join(result.stdout.split())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "hpa.yaml:5:3: not checked (GL101, GL103, GL501): the pods it scales: Deployment "
+        "triton is not in the input; lint the workload's manifest with it"
+    ) in output, result.stdout
+
+
 def test_changed_hook_reports_staged_files_judged_with_the_repository(
     tmp_path: Path, pre_commit_home: Path, this_tree: tuple[Path, str]
 ) -> None:
