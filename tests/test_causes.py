@@ -182,3 +182,19 @@ def test_an_object_of_the_same_name_elsewhere_does_not_follow_from_a_deleting_fi
     assert set(behavior) == {"elsewhere/hpa.yaml", "knative/whisper/hpa.yaml"}
     assert "followsFrom" not in behavior["elsewhere/hpa.yaml"]
     assert behavior["knative/whisper/hpa.yaml"]["followsFrom"]["rule"] == "GL201"
+
+
+def test_findings_about_no_object_in_different_files_are_different_causes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two files that do not parse have one wording of a fix, "fix the syntax at this line":
+    each is its own fix, at its own line, and neither follows from the other."""
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["lint", "--no-config", "--format", "json", "."]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [(f["rule"], f["file"]) for f in findings] == [("GL702", "a.yaml"), ("GL702", "b.yaml")]
+    assert findings[0]["fix"] == findings[1]["fix"]
+    assert "printed there" not in findings[1]["fix"]
+    assert not any("followsFrom" in f for f in findings)

@@ -31,12 +31,13 @@ _Object = tuple[str, str, str | None, str]
 
 class _Fix(NamedTuple):
     """What makes two findings' fixes one fix: the same text doing the same to the same
-    objects, and, for a fix written for the node a finding is at, that node."""
+    objects, and, for a fix written for the node a finding is at, that node (for a finding
+    about no object, such as a file that does not parse, its place in the file)."""
 
     text: str
     deletes: frozenset[_Object]
     writes: frozenset[_Object]
-    at: tuple[_Object, tuple[str | int, ...]] | None
+    at: tuple[_Object, tuple[str | int, ...]] | tuple[str, int, int] | None
 
 
 def _object(ref: ObjectRef) -> _Object:
@@ -49,9 +50,13 @@ def settle(findings: list[Finding]) -> list[Finding]:
     groups: dict[_Fix, list[int]] = {}
     for index, finding in enumerate(findings):
         if finding.fix:
-            at = None
+            at: tuple[_Object, tuple[str | int, ...]] | tuple[str, int, int] | None = None
             if finding.fix_at_path and finding.object is not None:
                 at = (_object(finding.object), finding.path)
+            elif finding.fix_at_path:
+                # GL702's "fix the syntax at this line" in two files is two fixes.
+                where = finding.location
+                at = (where.file, where.line, where.column)
             key = _Fix(
                 finding.fix,
                 frozenset(map(_object, finding.deletes)),
