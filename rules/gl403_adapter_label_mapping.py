@@ -95,6 +95,9 @@ SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 FIXES = ("safe",)
 STAGES = ("adapter-rule",)
+# The live checks see what this mapping does: series that name the exporter (GL802), HPAs
+# served by the rule that get no data (GL804).
+EXPLAINS = ("GL802", "GL804")
 
 EXPORTED = {"pod": "exported_pod", "namespace": "exported_namespace"}
 RESOURCE_OF = {"pod": "pods", "namespace": "namespaces"}

@@ -239,7 +239,7 @@ def _absent(
                 "    exported_pod: {resource: pod}"
             )
     seen = {name: t for name, t in missing.last_seen.items()}
-    lookback = format_duration(live.lookback)
+    lookback = live.window
     if seen:
         latest = max(seen.values())
         which = listing(sorted(seen)) if names else f"a series matching {query}"

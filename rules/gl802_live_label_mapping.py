@@ -76,6 +76,8 @@ SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
 STAGES = ("adapter-rule",)
+# A rule that maps a label naming no workload pod leaves the HPAs it serves without data.
+EXPLAINS = ("GL804",)
 
 _KIND = {"pods": "pod", "namespaces": "namespace"}
 
@@ -95,8 +97,8 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
             instead = _instead(series, resource)
             carried = _carried_for(series, resource)
             message = (
-                f"{rule_label(rule)}: {what}, but none of the {series.count} series of "
-                f"`{query}` carries {label} (they carry {carried})"
+                f"{rule_label(rule)}: {what}, but its series carry no {label}. None of the "
+                f"{series.count} series of `{query}` does (they carry {carried})"
             )
             if instead:
                 message += f"; the {_KIND.get(resource, resource)} is in {instead}"
@@ -112,10 +114,10 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
                 rule.document,
                 path,
                 f"{rule_label(rule)}: {what}, but on these GPU series {label} names the "
-                f"exporter's own {label} ({examples}): {share} of the {series.count} series "
-                f"also carry {exported}, so Prometheus scraped the exporter with "
-                f"honor_labels: false and moved the workload's {label} to {exported}; map "
-                f"{exported} instead",
+                f"exporter's own {label} ({examples}). Of the {series.count} series, {share} "
+                f"also carry {exported}: Prometheus scraped the exporter with honor_labels: "
+                f"false and moved the workload's {label} to {exported}; map {exported} "
+                "instead",
                 _fix(label, exported, resource),
             )
         elif exporter_pods_seen:
@@ -124,8 +126,8 @@ def check(rule: AdapterRule, inventory: Inventory, ctx: Context) -> Iterator[Fin
                 rule.document,
                 path,
                 f"{rule_label(rule)}: {what}, but on these GPU series {label} names the "
-                f"exporter, not a workload: every GPU on a node carries the same pod, the "
-                f"exporter's ({nodes}); the exporter writes no pod labels of its own",
+                f"exporter, not a workload. Every GPU on a node carries the same pod, the "
+                f"exporter's ({nodes}): the exporter writes no pod labels of its own",
                 "# the series carry no workload pod: run dcgm-exporter with Kubernetes mapping\n"
                 "# (DCGM_EXPORTER_KUBERNETES=true, the Helm chart's default) and give GPU\n"
                 "# containers an nvidia.com/gpu limit; then map the label it writes:\n"

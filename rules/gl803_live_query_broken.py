@@ -65,6 +65,8 @@ SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
 STAGES = ("adapter-rule",)
+# A metricsQuery Prometheus rejects, or that drops <<.GroupBy>>, answers no HPA it serves.
+EXPLAINS = ("GL804",)
 
 GAUGE_QUERY = "metricsQuery: 'avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'"
 COUNTER_QUERY = "metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'"

@@ -61,6 +61,7 @@ from gpulint.ruleapi import (
     LiveSnapshot,
     Severity,
     Sighting,
+    capitalized,
     code,
     listing,
     related,
@@ -94,9 +95,10 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             hpa.manifest,
             metric.name_path,
-            f"HPA {hpa.name} asks for {metric.name}, which {rule_where(evidence.rule)} serves "
-            f"from {evidence.series_name}, but the query the adapter sends for {asked} returns "
-            f"nothing, so the HPA reports {event} and does not scale: {reason}{rendered}",
+            f"HPA {hpa.name} gets no value for {metric.name}: the query the adapter sends "
+            f"for it returns nothing. {capitalized(rule_where(evidence.rule))} serves it from "
+            f"{evidence.series_name}, and its query for {asked} answers nothing, so the HPA "
+            f"reports {event} and does not scale: {reason}{rendered}",
             fix,
             related=[
                 related(

@@ -162,7 +162,7 @@ def _absent(name: str, evidence: TriggerEvidence, live: LiveSnapshot) -> str:
     if seen is not None:
         reason = f"{name} has no series now (last seen {ago(seen, live.evaluated_at)})"
     else:
-        window = format_duration(max(live.lookback, live.max_age))
+        window = live.window if live.lookback >= live.max_age else format_duration(live.max_age)
         reason = f"{name} has no series: it was never seen in the last {window} (--lookback)"
     found = evidence.alternatives.get(name)
     if found:

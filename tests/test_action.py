@@ -257,3 +257,17 @@ def test_readme_workflows_validate_against_githubs_workflow_schema() -> None:
             workflow["on"] = workflow.pop(True)
         errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(workflow)]
         assert not errors, workflow
+
+
+def test_readme_ci_snippets_start_from_a_baseline() -> None:
+    """The Action's first snippet and the pre-commit hook pass the baseline the README says
+    to write before the first run: what a repository already has does not fail its first
+    job or block its first commit."""
+    nodes = [node for block in blocks("yaml") for node in walk(yaml.safe_load(block))]
+    ours = [node for node in nodes if str(node.get("uses", "")).startswith("OWNER/gpulint")]
+    assert ours[0]["with"]["baseline"] == ".gpulint-baseline.json"
+    assert all(set(node.get("with", {})) <= set(action()["inputs"]) for node in ours)
+    [hook] = [node for node in nodes if node.get("id") == "gpulint"]
+    assert hook["args"] == ["--baseline", ".gpulint-baseline.json"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "gpulint lint --write-baseline .gpulint-baseline.json" in readme

@@ -792,3 +792,116 @@ def test_changed_since_under_the_c_locale(tmp_path: Path, name: str) -> None:
     report = json.loads(done.stdout)
     assert {f["rule"] for f in report["findings"]} == {"GL101", "GL102"}
     assert os.fsencode(name) == report["findings"][0]["file"].encode("utf-8", "surrogateescape")
+
+
+# --- --new-since: what a change brings --------------------------------------------------------
+
+_KNATIVE = (
+    Path(__file__).parent / "fixtures" / "units" / "tutorial-mistakes" / "knative" / "whisper"
+)
+# An annotation of the revision's autoscaler on the Service's own metadata: GL202, new.
+_MISPLACED = """\
+metadata:
+  name: whisper
+  annotations:
+    autoscaling.knative.dev/max-scale: "4"
+"""
+
+
+def test_new_since_leaves_out_what_the_files_already_had_and_reports_what_they_bring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An image bump of a Knative Service whose revision an HPA of the user's scales: the
+    findings (GL201 on the HPA, GL204 on the Service) were there at HEAD, and the bump does
+    not answer for them, as the admission webhook does not refuse such an UPDATE. A change
+    that brings a finding is reported whatever else was there."""
+    service = (_KNATIVE / "service.yaml").read_text()
+    repo = make_repo(
+        tmp_path, {"service.yaml": service, "hpa.yaml": (_KNATIVE / "hpa.yaml").read_text()}
+    )
+    write(repo, {"service.yaml": service.replace("1.4.0", "1.5.0")})
+    git(repo, "add", "-A")
+    code, report = lint_json(repo, monkeypatch, capsys, "--report-only", "service.yaml")
+    assert code == 1 and {f["rule"] for f in report["findings"]} == {
+        "GL102",
+        "GL105",
+        "GL201",
+        "GL204",
+    }
+    code, report = lint_json(
+        repo, monkeypatch, capsys, "--report-only", "--new-since", "HEAD", "service.yaml"
+    )
+    assert (code, report["findings"]) == (0, [])
+    (note,) = [n for n in report["summary"]["notes"] if "already had" in n]
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert note.startswith(f"4 findings the input already had at HEAD ({head[:12]}) not")
+    # The staged file alone (gpulint-changed-files): its GL204 was there too.
+    code, report = lint_json(repo, monkeypatch, capsys, "--new-since", "HEAD", "service.yaml")
+    assert (code, report["findings"]) == (0, [])
+
+    # Moved down by a comment and given a misplaced annotation: only the new one counts.
+    write(
+        repo,
+        {
+            "service.yaml": "# whisper\n"
+            + service.replace("metadata:\n  name: whisper\n", _MISPLACED)
+        },
+    )
+    code, report = lint_json(
+        repo, monkeypatch, capsys, "--report-only", "--new-since", "HEAD", "service.yaml"
+    )
+    assert code == 1 and reported(report) == [("GL202", "whisper", "service.yaml")]
+
+
+def test_new_since_head_before_the_first_commit_reports_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write(repo, {"apps/triton.yaml": app("triton")})
+    git(repo, "add", "-A")
+    code, report = lint_json(repo, monkeypatch, capsys, "--new-since", "HEAD", "apps/triton.yaml")
+    assert code == 1 and sorted(f["rule"] for f in report["findings"]) == ["GL101", "GL102"]
+
+
+def test_new_since_a_file_new_at_the_change_had_no_findings_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path, {"apps/bert.yaml": app("bert")})
+    write(repo, {"apps/triton.yaml": app("triton")})
+    git(repo, "add", "-A")
+    code, report = lint_json(
+        repo, monkeypatch, capsys, "--report-only", "--new-since", "HEAD", "apps/triton.yaml"
+    )
+    assert code == 1 and {name for _, name, _ in reported(report)} == {"triton"}
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--new-since", "no-such-branch", "."], "--new-since no-such-branch: no commit"),
+        (["--new-since", "HEAD", "--prometheus", "http://127.0.0.1:9", "."], "drop --prometheus"),
+        (["--new-since", "HEAD", "-"], "not a cluster or stdin"),
+    ],
+)
+def test_new_since_that_cannot_be_judged_is_a_usage_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
+    said: str,
+) -> None:
+    repo = make_repo(tmp_path, {"apps/triton.yaml": app("triton")})
+    monkeypatch.chdir(repo)
+    assert main(["lint", *options]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_new_since_a_revision_git_does_not_know_is_an_error_even_with_nothing_to_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path, {"README.md": "nothing to lint\n", "a.yaml": "kind: x\n"})
+    monkeypatch.chdir(repo)
+    assert main(["lint", "--new-since", "HEAD~5", "."]) == 2
+    assert "--new-since HEAD~5: no commit 'HEAD~5'" in capsys.readouterr().err

@@ -160,3 +160,49 @@ def test_an_overlay_keeps_its_own_cause_beside_its_base_s(
     ]
     assert "Kustomize refuses to build base" in failed[0][1]
     assert "gone.yaml" in failed[1][1]
+
+
+def test_kubectl_s_error_is_its_text_without_klog_s_quoting_or_brackets() -> None:
+    """kubectl logs the error as a Go string literal, or, when it spans lines, between
+    ``err=<`` and `` >`` (k8s.io/klog/v2): the message is the error's text, ending as the
+    error ends, not in an escaped quote (``value\\.``) or the closing bracket (`` >.``)."""
+    from gpulint.input.units.tools import _trim
+
+    quoted = (
+        'E1207 20:52:48.795649   12847 run.go:72] "command failed" err="accumulating '
+        'resources: required value \\"missing value\\"\\n\\tfrom \\\\tmp\\\\x\\u00e9\\""'
+    )
+    assert _trim(quoted) == 'accumulating resources: required value "missing value" from \\tmp\\xé"'
+    bracketed = (
+        'E1207 20:53:03.007366   13303 run.go:72] "command failed" err=<\n'
+        "\tError: execution error at (c/templates/cm.yaml:4:11): missing value\n\t\n"
+        "\tUse --debug flag to render out invalid YAML\n >\n"
+    )
+    assert _trim(bracketed) == (
+        "Error: execution error at (c/templates/cm.yaml:4:11): missing value Use --debug flag "
+        "to render out invalid YAML"
+    )
+
+
+def test_a_chart_a_kustomization_inflates_that_fails_ends_its_message_with_helm_s_words(
+    tools: RenderOptions, tmp_path: Path
+) -> None:
+    chart = tmp_path / "app" / "charts" / "c"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("replicas: 1\n")
+    (chart / "templates" / "cm.yaml").write_text(
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ required "missing value" '
+        ".Values.name }}\n"
+    )
+    (tmp_path / "app" / "kustomization.yaml").write_text(
+        "helmCharts:\n- name: c\n  releaseName: r\n"
+    )
+    result = lint_result(tmp_path / "app", options=tools)
+    failures = [f for f in result.findings if f.rule == "GL704"]
+    built = [f for f in failures if "does not build" in f.message]
+    assert len(built) == 1, failures
+    failed = built[0]
+    assert "): missing value" in failed.message, failed.message
+    assert not failed.message.endswith((" >.", "\\."))
+    assert "\\n" not in failed.message and '\\"' not in failed.message

@@ -288,8 +288,19 @@ def test_explain_of_a_misspelt_rule_suggests_the_nearest() -> None:
 def test_write_baseline_says_what_it_wrote_and_where(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
     done = run_cli("lint", "--write-baseline", "baseline.json", "bad.yaml", cwd=tmp_path)
-    assert "note: baseline of 2 findings written to baseline.json" in done.stdout
-    assert (tmp_path / "baseline.json").is_file()
+    # What it wrote, and nothing of the report it recorded.
+    assert done.stdout == (
+        "gpulint: baseline of 2 findings (1 error, 1 warning) written to baseline.json\n"
+    )
+    assert done.returncode == 0 and (tmp_path / "baseline.json").is_file()
+    # A report asked for by name is still written beside it.
+    asked = run_cli(
+        "lint", "--write-baseline", "again.json", "--format", "text", "bad.yaml", cwd=tmp_path
+    )
+    assert "GL101 [error]" in asked.stdout
+    assert "note: baseline of 2 findings (1 error, 1 warning) written to again.json" in (
+        asked.stdout
+    )
 
 
 def test_explain_wraps_its_prose_at_the_width_and_keeps_its_code() -> None:
@@ -297,15 +308,69 @@ def test_explain_wraps_its_prose_at_the_width_and_keeps_its_code() -> None:
     from gpulint.engine.registry import rule_by_id
 
     explained = run_cli("explain", "GL406")  # COLUMNS=80 (tests/conftest.py)
-    lines = explained.stdout.splitlines()
-    fenced = False
-    for line in lines:
-        fenced ^= line.startswith("```")
-        assert fenced or len(line) <= 80 or " " not in line.strip(), line
     spec = rule_by_id("GL406")
     assert spec is not None
-    # The code blocks as written; the words all there.
     written = rule_text(spec)
-    for block in re.findall(r"```yaml\n.*?```", written, re.DOTALL):
-        assert block in explained.stdout
-    assert explained.stdout.split() == written.split()
+    blocks = re.findall(r"```yaml\n(.*?)```", written, re.DOTALL)
+    code = {"    " + line for block in blocks for line in block.splitlines() if line}
+    for line in explained.stdout.splitlines():
+        assert line in code or len(line) <= 80 or " " not in line.strip(), line
+    # For a terminal: each code block as written, indented, without its fences; inline code
+    # marked once (the docstrings' reStructuredText ``x`` as `x`); the words all there.
+    for block in blocks:
+        indented = "".join(f"    {line}\n" if line else "\n" for line in block.splitlines())
+        assert indented in explained.stdout
+    assert "``" not in explained.stdout and "```" not in explained.stdout
+    prose = re.sub(r"^```.*$", "", written, flags=re.MULTILINE).replace("``", "`")
+    assert explained.stdout.split() == prose.split()
+
+
+def _on_a_terminal(*args: str, cwd: Path) -> str:
+    """What ``gpulint`` prints with its standard output on a terminal (a pseudo-terminal)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpulint", *args],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env={**os.environ, "NO_COLOR": "1"},
+            timeout=120,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other side is closed: all was read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert done.returncode == 1, done.stderr
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_a_terminal_gets_one_line_per_finding_and_a_pipe_the_whole_report(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bad.yaml").write_text(GPU_CPU_HPA)
+    shown = _on_a_terminal("lint", "bad.yaml", cwd=tmp_path)
+    findings = [line for line in shown.splitlines() if " GL1" in line]
+    assert sorted(line.split(": ", 1)[1].split(" ", 2)[:2] for line in findings) == [
+        ["GL101", "[error]"],
+        ["GL102", "[warning]"],
+    ]
+    assert "fix:" not in shown and shown.rstrip().splitlines()[-1].startswith("gpulint: 1 error")
+    piped = run_cli("lint", "bad.yaml", cwd=tmp_path)
+    assert "    fix: " in piped.stdout  # the text report, each finding with its fix
+    asked = _on_a_terminal("lint", "--format", "text", "bad.yaml", cwd=tmp_path)
+    assert "    fix: " in asked

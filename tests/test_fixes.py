@@ -233,6 +233,14 @@ def test_unsafe_fixes_only_when_asked(tmp_path: Path) -> None:
     assert safe.returncode == 0 and safe.stdout == "", safe.stdout
     listed = _cli("lint", "--no-config", "--select", "GL107", "app.yaml", cwd=tmp_path)
     assert "1 more with `--fix --unsafe-fixes`" in listed.stdout
+    # With fixes of both kinds, one note says what each option fixes.
+    both = " ".join(_cli("lint", "--no-config", "app.yaml", cwd=tmp_path).stdout.split())
+    assert both.count("note: fixable:") == 1, both
+    assert (
+        "note: fixable: 2 findings have fixes that `gpulint lint --fix` applies, 1 more with "
+        "`--fix --unsafe-fixes` (they change what the cluster does: review them); `--diff` "
+        "shows them first"
+    ) in both
     unsafe = _cli(
         "lint",
         "--no-config",

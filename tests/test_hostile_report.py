@@ -8,7 +8,6 @@ whitespace and runs any line starting ``::``).
 
 from __future__ import annotations
 
-import base64
 import html.parser
 import json
 import os
@@ -548,17 +547,31 @@ def test_replay_and_trace_in_every_format_show_hostile_names_and_act_on_none(
     assert words.count("<script>alert(1)</script>") >= 4 and words.count("GL952") == 2
 
     markdown = outputs["markdown"]
-    rendered = _assert_inert_markdown(
-        markdown, "replay markdown", frozenset({"h3", "img", "ul", "li"})
-    )
-    images = re.findall(r'<img src="([^"]*)" alt="([^"]*)"', rendered)
-    assert len(images) == 2 and len(re.findall("<img", rendered)) == 2
-    for source, alt in images:
-        assert source.startswith("data:image/svg+xml;base64,"), source[:80]
-        picture = base64.b64decode(source.removeprefix("data:image/svg+xml;base64,")).decode()
-        _assert_svg(picture, "replay markdown picture")
-        assert "evil.example" in alt  # the name, shown as text
+    rendered = _assert_inert_markdown(markdown, "replay markdown", frozenset({"h3", "ul", "li"}))
+    assert "<img" not in rendered and markdown.count("\nreplicas, ") == 2
     assert "@&#8203;someone" in markdown and markdown.count("**GL952**") == 2
+
+    # The pictures as files, under names no input name makes a path of, shown from a URL.
+    server = RangeServer(_saturated).start()
+    try:
+        done = _run(
+            tree, "replay", ".", "--prometheus", server.url, "--range", "1h", "--fail-on",
+            "never", "--format", "markdown", "--pictures", "pictures", "--pictures-url",
+            "https://ci.example/run/1",
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    files = {f.name: f for f in (tree / "pictures").iterdir()}
+    assert len(files) == 2 and all(re.fullmatch(r"[A-Za-z0-9._-]+\.svg", name) for name in files)
+    rendered = _assert_inert_markdown(
+        _decoded(done.stdout), "replay markdown pictures", frozenset({"h3", "img", "ul", "li"})
+    )
+    images = re.findall(r'<img src="https://ci\.example/run/1/([^"]*)" alt="([^"]*)"', rendered)
+    assert sorted(name for name, _ in images) == sorted(files)
+    for name, alt in images:
+        _assert_svg(files[name].read_text(), "replay markdown picture")
+        assert "evil.example" in alt  # the name, shown as text
 
     done = _run(hostile, "trace", "--autoscaler", HOSTILE, ".")
     assert done.returncode == 2

@@ -205,3 +205,42 @@ def test_a_run_over_paths_without_units_skips_the_same_files() -> None:
         "broken.json",
         "notes.yaml",
     }
+
+
+def test_the_default_pre_commit_hook_skips_only_files_gpulint_never_reads() -> None:
+    """The hook's exclude (.pre-commit-hooks.yaml) keeps a commit of another tool's files
+    (.pre-commit-config.yaml itself) from running the whole-repository lint: each path it
+    excludes is one the scope refuses by name, and a manifest where those tools keep theirs,
+    or gpulint's own files (which change what it reports), still run it."""
+    import re
+
+    import yaml
+
+    from gpulint.input.units.scope import OWN_FILE
+
+    from .conftest import ROOT
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    exclude = re.compile(next(h for h in hooks if h["id"] == "gpulint")["exclude"])
+    excluded = [
+        ".pre-commit-config.yaml",
+        ".pre-commit-config.yml",
+        "tools/.pre-commit-config.yaml",
+        ".pre-commit-hooks.yaml",
+        ".github/workflows/ci.yml",
+        ".github/ISSUE_TEMPLATE/bug.yaml",
+        ".github/dependabot.yml",
+    ]
+    for path in excluded:
+        assert exclude.search(path), path
+        why = not_input_by_name(path)
+        assert why is not None and why != OWN_FILE, path
+    for path in (
+        "deploy/hpa.yaml",
+        ".github/e2e/manifests/hpa.yaml",
+        ".github/workflows/manifests/hpa.yaml",
+        ".gpulint.yaml",
+        ".gpulint-baseline.json",
+        "charts/app/values.yaml",
+    ):
+        assert not exclude.search(path), path

@@ -158,17 +158,103 @@ def _run(repo: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
-def test_readme_snippet_pinned_to_a_commit_runs_the_hook(
+def _gpulint(repo: Path, *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "gpulint", *args], cwd=repo, check=True, capture_output=True
+    )
+
+
+def test_readme_snippet_pinned_to_a_commit_blocks_new_findings_over_its_baseline(
     tmp_path: Path, pre_commit_home: Path, this_tree: tuple[Path, str]
 ) -> None:
+    """As the README has it: the baseline written and committed with the configuration; the
+    finding the repository had does not block, a new one does."""
     source, sha = this_tree
     repo = _repo(tmp_path, {"app.yaml": BROKEN_HPA})
     (repo / ".pre-commit-config.yaml").write_text(_readme_config(source, sha))
+    _gpulint(repo, "lint", "--write-baseline", ".gpulint-baseline.json", ".")
+    _git(repo, "add", ".")
+    result = _run(repo, pre_commit_home, "--all-files")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (repo / "bert.yaml").write_text(OTHER_APP)
     _git(repo, "add", ".")
     result = _run(repo, pre_commit_home, "--all-files")
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
-    assert "app.yaml:" in output and "GL101" in output
+    assert "bert.yaml:" in output and "GL101" in output and "app.yaml:" not in output
+
+
+def test_committing_the_hook_configuration_is_not_blocked_by_the_repository(
+    tmp_path: Path, pre_commit_home: Path, this_tree: tuple[Path, str]
+) -> None:
+    """The repository has an error and no baseline yet: adding .pre-commit-config.yaml does
+    not run the lint (gpulint never reads that file), a manifest does."""
+    source, sha = this_tree
+    repo = _repo(tmp_path, {"app.yaml": BROKEN_HPA})
+    _git(repo, "commit", "-q", "-m", "app")
+    (repo / ".pre-commit-config.yaml").write_text(_readme_config(source, sha))
+    _git(repo, "add", ".")
+    result = _run(repo, pre_commit_home, "--files", ".pre-commit-config.yaml")
+    assert result.returncode == 0 and "Skipped" in result.stdout, result.stdout + result.stderr
+    result = _run(repo, pre_commit_home, "--files", "app.yaml")
+    assert result.returncode != 0, result.stdout + result.stderr
+
+
+KNATIVE = ROOT / "tests" / "fixtures" / "units" / "tutorial-mistakes" / "knative" / "whisper"
+
+
+@pytest.mark.parametrize("hook", ["gpulint-changed", "gpulint-changed-files"])
+def test_changed_hooks_judge_what_a_commit_brings(
+    tmp_path: Path, pre_commit_home: Path, this_tree: tuple[Path, str], hook: str
+) -> None:
+    """An image bump of a Knative Service on the KPA with an HPA of the user's on its
+    revision: the findings were there before the commit, which is not blocked (the admission
+    webhook warns on such an UPDATE, and refuses none); an annotation the commit misplaces
+    is its own finding, and blocks it."""
+    source, sha = this_tree
+    service = (KNATIVE / "service.yaml").read_text()
+    repo = _repo(
+        tmp_path, {"service.yaml": service, "hpa.yaml": (KNATIVE / "hpa.yaml").read_text()}
+    )
+    (repo / ".pre-commit-config.yaml").write_text(_readme_config(source, sha, enable=hook))
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "whisper")
+    (repo / "service.yaml").write_text(service.replace("1.4.0", "1.5.0"))
+    _git(repo, "add", ".")
+    result = _run(repo, pre_commit_home, hook, "--files", "service.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    misplaced = service.replace(
+        "  name: whisper\n",
+        '  name: whisper\n  annotations:\n    autoscaling.knative.dev/max-scale: "4"\n',
+    )
+    (repo / "service.yaml").write_text(misplaced)
+    _git(repo, "add", ".")
+    result = _run(repo, pre_commit_home, hook, "--files", "service.yaml")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "GL202" in output and "GL201" not in output and "GL204" not in output
+
+
+def test_changed_files_hook_says_what_a_lone_file_could_not_be_checked_against(
+    tmp_path: Path, pre_commit_home: Path, this_tree: tuple[Path, str]
+) -> None:
+    """gpulint-changed-files lints the staged HPA alone: its Deployment is in another file,
+    so the GPU checks cannot run. The hook passes, and says so, which pre-commit shows only
+    for a hook marked verbose."""
+    source, sha = this_tree
+    deployment, hpa = BROKEN_HPA.split("---\n")
+    repo = _repo(tmp_path, {"deployment.yaml": deployment, "hpa.yaml": hpa})
+    (repo / ".pre-commit-config.yaml").write_text(
+        _readme_config(source, sha, enable="gpulint-changed-files")
+    )
+    _git(repo, "add", ".")
+    result = _run(repo, pre_commit_home, "gpulint-changed-files", "--files", "hpa.yaml")
+    output = " ".join(result.stdout.split())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "hpa.yaml:5:3: not checked (GL101, GL103, GL501): the pods it scales: Deployment "
+        "triton is not in the input; lint the workload's manifest with it"
+    ) in output, result.stdout
 
 
 def test_changed_hook_reports_staged_files_judged_with_the_repository(

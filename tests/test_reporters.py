@@ -347,3 +347,60 @@ def test_sarif_help_uri_points_at_the_rules_anchor(
     rules = {rule["id"]: rule for rule in log["runs"][0]["tool"]["driver"]["rules"]}
     assert rules["GL101"]["helpUri"] == f"{published}#gl101"
     assert rules["GL703"]["helpUri"] == f"{published}#gl703"
+
+
+def test_followers_alike_in_several_overlays_are_one_entry_naming_them() -> None:
+    """One line of a base that two overlays build, following from one cause in each: the
+    text report shows it once under the cause, with both overlays; concise keeps a line for
+    each, told apart by its overlay."""
+    cause = _finding(rule="GL403", location=Location("monitoring/values.yaml", 12, 9))
+    headline = "HPA llm gets no value for gpu_utilization: the query returns nothing."
+    followers = [
+        _finding(
+            rule="GL804",
+            message=headline + " " + DETAIL,
+            location=Location("apps/llm/base/hpa.yaml", 16, 9),
+            fix="",
+            units=(f"apps/llm/overlays/{overlay}",),
+            fix_printed_on=cause.key,
+        )
+        for overlay in ("prod", "staging")
+    ]
+    result = _result(cause, *followers)
+    text = " ".join(_render(result, "text").split())
+    assert text.count("follows from it: ") == 1
+    assert (
+        f"follows from it: apps/llm/base/hpa.yaml:16:9: GL804 [error] {headline} (in "
+        "apps/llm/overlays/prod, apps/llm/overlays/staging)"
+    ) in text
+    assert "2 of them following from another" in text
+    concise = _render(result, "concise").splitlines()
+    assert concise[1:3] == [
+        f"apps/llm/base/hpa.yaml:16:9: GL804 [error] {headline} (in apps/llm/overlays/{overlay}; "
+        "follows from GL403 at monitoring/values.yaml:12:9)"
+        for overlay in ("prod", "staging")
+    ]
+
+
+def test_markdown_fixes_are_code_a_reader_copies_as_printed() -> None:
+    """As GitHub renders the summary (cmark-gfm): a fix is a code block holding its text
+    exactly, a URL in it copied without the zero-width space that keeps prose unlinked; a
+    backtick fence in the fix does not end the block; the message around it stays prose."""
+    import html
+    import re
+
+    import cmarkgfm
+
+    fix = (
+        "triggers:\n- type: prometheus\n  metadata:\n"
+        "    serverAddress: http://kube-prometheus-stack-prometheus.monitoring.svc:9090\n"
+        '    query: sum(vllm:num_requests_waiting{namespace="ml"})   # @platform-team\n'
+        "```\n<b>not markup</b>"
+    )
+    markdown = _render(_result(_finding(fix=fix)), "markdown")
+    rendered = cmarkgfm.github_flavored_markdown_to_html(markdown)
+    blocks = re.findall(r"<pre><code>(.*?)</code></pre>", rendered, flags=re.S)
+    assert [html.unescape(block) for block in blocks] == [fix + "\n"]
+    assert "&#8203;" not in markdown.split("**fix 1**", 1)[1]
+    # The message is prose: its URL is kept from becoming a link.
+    assert "https:&#8203;//example.com" in markdown and "<a " not in rendered

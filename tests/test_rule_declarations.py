@@ -189,6 +189,16 @@ def test_the_imported_rule_says_what_the_index_read() -> None:
             'ID = "GL991"\n',
             "gpulint.rules.gl990_x:9: ID is declared twice (first at line 5)",
         ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'EXPLAINS = "GL804"\n',
+            "gpulint.rules.gl990_x:9: EXPLAINS must be a tuple of rule IDs",
+        ),
+        (
+            'ID = "GL990"\nNAME = "a-rule"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+            'EXPLAINS = ("live-hpa-no-data",)\n',
+            "gpulint.rules.gl990_x:9: EXPLAINS must be a tuple of rule IDs",
+        ),
     ],
 )
 def test_a_declaration_that_cannot_be_read_names_the_module(body: str, error: str) -> None:
@@ -196,6 +206,62 @@ def test_a_declaration_that_cannot_be_read_names_the_module(body: str, error: st
         read_declarations("gpulint.rules.gl990_x", HEADER + body)
     assert error in str(raised.value)
     assert str(raised.value).startswith("gpulint.rules.gl990_x")
+
+
+def _pack_with(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rules: dict[str, str]) -> None:
+    """The rule pack with these extra modules (name -> declarations) in a folder of it."""
+    folder = tmp_path / "extra_rules"
+    folder.mkdir()
+    for name, body in rules.items():
+        (folder / name).write_text(HEADER + body)
+    monkeypatch.setattr(gpulint.rules, "__path__", [*gpulint.rules.__path__, str(folder)])
+    registry.forget_index()
+
+
+@pytest.mark.parametrize(
+    ("rules", "error"),
+    [
+        (
+            {
+                "gl990_a.py": 'ID = "GL990"\nNAME = "a"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+                'EXPLAINS = ("GL999",)\n'
+            },
+            "gpulint.rules.gl990_a: EXPLAINS names no rule GL999",
+        ),
+        (
+            {
+                "gl990_a.py": 'ID = "GL990"\nNAME = "a"\nSEVERITY = Severity.ERROR\nSCOPE = "hpa"\n'
+                'EXPLAINS = ("GL990",)\n'
+            },
+            "gpulint.rules.gl990_a: EXPLAINS names the rule itself",
+        ),
+        (
+            {
+                "gl990_a.py": 'ID = "GL990"\nNAME = "a"\nSEVERITY = Severity.ERROR\n'
+                'SCOPE = "hpa"\nEXPLAINS = ("GL991",)\n',
+                "gl991_b.py": 'ID = "GL991"\nNAME = "b"\nSEVERITY = Severity.ERROR\n'
+                'SCOPE = "hpa"\nEXPLAINS = ("GL990",)\n',
+            },
+            "EXPLAINS leads back to GL99",
+        ),
+    ],
+)
+def test_explains_names_rules_that_exist_and_leads_back_to_none(
+    rules: dict[str, str], error: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pack_with(monkeypatch, tmp_path, rules)
+    try:
+        with pytest.raises(RuleDeclarationError, match=error):
+            rule_index()
+    finally:
+        monkeypatch.undo()
+        registry.forget_index()
+
+
+def test_explains_is_read_into_who_explains_whom() -> None:
+    by_id = {info.id: info for info in rule_index()}
+    assert by_id["GL403"].explains == ("GL802", "GL804")
+    assert registry.explained_by()["GL804"] == frozenset({"GL403", "GL802", "GL803"})
 
 
 def test_declarations_may_span_lines_and_the_docstring_is_no_declaration() -> None:

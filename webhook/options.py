@@ -82,6 +82,7 @@ class ServeOptions(NamedTuple):
     prometheus_refresh: float = DEFAULT_PROMETHEUS_REFRESH
     # None: the live check's own defaults (gpulint.live.window)
     lookback: float | None = None
+    lookback_text: str | None = None  # --lookback as written, for the live findings' words
     min_history: float | None = None
 
 
@@ -393,7 +394,13 @@ def _with_live_options(options: ServeOptions, args: argparse.Namespace) -> Serve
             "adapter ConfigMaps and HPAs): drop --no-cluster, or drop --prometheus"
         )
     from gpulint.live.options import OptionError as LiveOptionError
-    from gpulint.live.options import parse_duration, parse_fraction, parse_header, parse_url
+    from gpulint.live.options import (
+        parse_duration,
+        parse_fraction,
+        parse_header,
+        parse_url,
+        written_duration,
+    )
 
     timeout = DEFAULT_PROMETHEUS_TIMEOUT
     if args.prometheus_timeout is not None:
@@ -410,6 +417,7 @@ def _with_live_options(options: ServeOptions, args: argparse.Namespace) -> Serve
             prometheus_timeout=timeout,
             prometheus_refresh=refresh,
             lookback=None if args.lookback is None else parse_duration(args.lookback),
+            lookback_text=None if args.lookback is None else written_duration(args.lookback),
             min_history=None if args.min_history is None else parse_fraction(args.min_history),
         )
     except LiveOptionError as error:

@@ -161,7 +161,9 @@ def _live(options: ServeOptions, cache: ClusterCache, log: JsonLog) -> LiveRefre
             options.prometheus_timeout,
         )
         if options.lookback is not None:
-            live_options = replace(live_options, lookback=options.lookback)
+            live_options = replace(
+                live_options, lookback=options.lookback, lookback_text=options.lookback_text
+            )
         if options.min_history is not None:
             live_options = replace(live_options, min_history=options.min_history)
         return LiveRefresh(cache, live_options, options.prometheus_refresh, log)

@@ -35,7 +35,7 @@ from gpulint.chain.resources import (
     render_resource_template,
     singular,
 )
-from gpulint.core.model import ObjectRef, Related
+from gpulint.core.model import Node, ObjectRef, Related
 from gpulint.input.document import Document, Manifest, Path, as_dict, as_list
 from gpulint.metrics.promql import Selector, SelectorError, parse_selector
 
@@ -291,9 +291,13 @@ class AdapterRule:
         if key is None:
             key = "name" if "name" in self.data else "seriesQuery"
         ref = self.config.ref or describe_document(self.document)
-        source = self.document.source
-        made_from = source.made_from(self.document) if source is not None else ()
-        return Related(ref, self.document.location(self.path_for(key)), role, made_from)
+        document = self.document
+        source = document.source
+        made_from = source.made_from(document) if source is not None else ()
+        path = self.path_for(key)
+        start = document.location(())
+        node = Node(start.file, start.line, start.column, path)
+        return Related(ref, document.location(path), role, made_from, node)
 
 
 def requested_metric_name(metric: str, api: str) -> str:

@@ -9,7 +9,7 @@ from gpulint.cli.adoption import Adoption
 from gpulint.cli.exitcodes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from gpulint.cli.inputs import assembled, prepared_cluster, read_selection, read_settings
 from gpulint.cli.livecheck import LiveCheck, live_check
-from gpulint.cli.output import report_stream, wants_color
+from gpulint.cli.output import report_format, report_stream, wants_color
 
 if TYPE_CHECKING:
     import argparse
@@ -50,6 +50,11 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         result = _fixed(args, result, reported, stdout, stderr)
     if isinstance(result, int):
         return result
+    if adoption.written and not (args.format or args.output):
+        # What was written is the answer; the findings are in the file (and in the report
+        # that --format or --output asks for).
+        stdout.write(f"gpulint: {escape_controls(adoption.written)}\n")
+        return EXIT_OK
     _note_fixable(result, getattr(args, "unsafe_fixes", False), fixing)
     _write_report(args, result, stdout)
     if isinstance(live, LiveCheck) and live.failed_required:
@@ -167,7 +172,7 @@ def _write_report(args: argparse.Namespace, result: Result, stdout: TextIO) -> N
     from gpulint.report import render
 
     with report_stream(args.output, stdout) as out:
-        render(result, args.format, out, wants_color(args.color, out))
+        render(result, report_format(args.format, out), out, wants_color(args.color, out))
 
 
 def _exit_code(fail_on: str, result: Result) -> int:
@@ -194,16 +199,19 @@ def _note_fixable(result: Result, unsafe: bool, fixing: bool) -> None:
     safe, more = result.fixable(unsafe)
     if fixing:
         safe = 0  # what was fixable has been fixed; what is left needs judgment or a round
+    unsafe_too = (
+        f"{more} more with `--fix --unsafe-fixes` (they change what the cluster does: review them)"
+    )
     if safe:
-        result.notes.append(
-            f"fixable: {safe} {'finding has a fix' if safe == 1 else 'findings have fixes'} "
-            "that `gpulint lint --fix` applies (`--diff` shows them first)"
-        )
-    if more:
-        result.notes.append(
-            f"fixable: {more} more with `--fix --unsafe-fixes` (they change what the cluster "
-            "does: review them)"
-        )
+        fixes = f"{safe} {'finding has a fix' if safe == 1 else 'findings have fixes'}"
+        applies = f"fixable: {fixes} that `gpulint lint --fix` applies"
+        # One note for both: a run says once what --fix does.
+        if more:
+            result.notes.append(f"{applies}, {unsafe_too}; `--diff` shows them first")
+        else:
+            result.notes.append(f"{applies} (`--diff` shows them first)")
+    elif more:
+        result.notes.append(f"fixable: {unsafe_too}")
 
 
 def _lint_once(

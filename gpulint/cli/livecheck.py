@@ -19,10 +19,27 @@ class LiveCheck:
     """The live check of a run: its options, and what it found in each unit."""
 
     def __init__(self, options: Any, progress: TextIO | None = None) -> None:
+        from gpulint.live.snapshot import Checked
+
         self.options = options
         self.progress = progress  # where to say what a slow check waits for (None: nowhere)
-        self.notes: list[str] = []
+        self._notes: list[str] = []
         self.failed_required = False
+        # What the units' checks asked about, each thing once, and in how many units a check
+        # was answered.
+        self.checked = Checked()
+        self.answered = 0
+
+    @property
+    def notes(self) -> list[str]:
+        """What the run's check says: what it checked, over every unit, then the units'
+        own notes."""
+        if not self.answered:
+            return list(self._notes)
+        from gpulint.live.words import checked_note
+
+        said = checked_note(self.checked, self.options.url, self.options.window, self.answered)
+        return [said, *self._notes]
 
     def __call__(self, inventory: Inventory) -> None:
         """Collect what the live rules read, for one unit's inventory."""
@@ -51,8 +68,12 @@ class LiveCheck:
             terminal = _is_terminal(raw)
             with Progress(raw, self.options.timeout, terminal) as progress:
                 inventory.live = collect(inventory, self.options, progress.waiting)
-        self.notes.extend(n for n in inventory.live.notes if n not in self.notes)
-        if self.options.required and not inventory.live.available:
+        live = inventory.live
+        self._notes.extend(n for n in live.notes if n not in self._notes)
+        if live.available:
+            self.answered += 1
+            self.checked.add(live.checked)
+        elif self.options.required:
             self.failed_required = True
 
 
@@ -84,6 +105,7 @@ def live_check(
         parse_fraction,
         parse_header,
         parse_url,
+        written_duration,
     )
 
     try:
@@ -96,6 +118,7 @@ def live_check(
             args.require_prometheus,
             parse_duration(args.lookback),
             min_history=parse_fraction(args.min_history),
+            lookback_text=written_duration(args.lookback),
         )
     except OptionError as error:
         stderr.write(f"gpulint: error: {error}\n")

@@ -35,9 +35,10 @@ def add_lint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         "-f",
-        choices=("text", "json", "sarif", "github", "markdown"),
-        default="text",
-        help="report format (default: text)",
+        choices=("text", "concise", "json", "sarif", "github", "markdown"),
+        help="report format: text (each finding with why and its fix), concise (one line per "
+        "finding), json, sarif, github (annotations), markdown (a job summary); default: "
+        "concise on a terminal, text when the report goes to a file or pipe",
     )
     parser.add_argument(
         "--config",
@@ -223,6 +224,14 @@ def add_adoption_options(parser: argparse.ArgumentParser) -> None:
         metavar="REF",
         help="lint everything, report only findings in objects changed since `git merge-base "
         "REF HEAD` (working tree and untracked files included)",
+    )
+    adoption.add_argument(
+        "--new-since",
+        metavar="REF",
+        help="report only findings the input did not have at git revision REF (HEAD: the "
+        "last commit): its files as they were are linted too, and their findings, matched as "
+        "a baseline matches, left out; a change answers for what it brings, as the admission "
+        "webhook judges an UPDATE. For the changed-only pre-commit hooks",
     )
     adoption.add_argument(
         "--report-only",

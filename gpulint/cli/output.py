@@ -1,4 +1,5 @@
-"""Where a command writes its report (``--output`` or stdout) and whether in color."""
+"""Where a command writes its report (``--output`` or stdout), in which format and whether
+in color."""
 
 from __future__ import annotations
 
@@ -25,3 +26,16 @@ def wants_color(choice: str, out: TextIO) -> bool:
     return choice == "always" or (
         choice == "auto" and out.isatty() and "NO_COLOR" not in os.environ
     )
+
+
+def report_format(choice: str | None, out: TextIO) -> str:
+    """``--format``, or when it is not given: ``concise`` for a person at a terminal, one
+    line per finding that a screen holds, and ``text`` for a file, a pipe or a CI log, read
+    later and whole (each finding with why and its fix)."""
+    if choice:
+        return choice
+    try:
+        terminal = out.isatty()
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    return "concise" if terminal else "text"

@@ -49,6 +49,7 @@ def run_rules(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def run_explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from gpulint.cli.output import wants_color
     from gpulint.engine.docs import rule_text
     from gpulint.engine.registry import rule_by_id, unknown_rule_patterns
     from gpulint.report.wrap import document_lines, output_width
@@ -60,5 +61,6 @@ def run_explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         stderr.write(f"gpulint: error: no rule {args.rule!r} ({hint}see `gpulint rules`)\n")
         return EXIT_USAGE
     width = output_width(stdout)
-    stdout.write("".join(line + "\n" for line in document_lines(rule_text(spec), width)))
+    lines = document_lines(rule_text(spec), width, wants_color("auto", stdout))
+    stdout.write("".join(line + "\n" for line in lines))
     return EXIT_OK

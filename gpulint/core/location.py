@@ -58,6 +58,28 @@ class Location(NamedTuple):
         return f"{self.file}:{self.line}:{self.column}"
 
 
+class Node(NamedTuple):
+    """A node of a document as its author wrote it, whatever unit read the document: where
+    the document starts (its file, line and column, through a rendered document's source
+    map, so that the overlays that build one base object agree) and the node's path in it.
+    Findings of several units name one place when their nodes agree
+    (``gpulint.engine.causes``)."""
+
+    file: str
+    line: int
+    column: int
+    path: tuple[str | int, ...]
+
+    def holds(self, other: Node) -> bool:
+        """Is ``other`` this node or a node inside it, in the same document?"""
+        return (
+            self.line == other.line
+            and self.column == other.column
+            and self.file == other.file
+            and other.path[: len(self.path)] == self.path
+        )
+
+
 class SourceFile(NamedTuple):
     """A file that produced a rendered object, and the first line of the YAML document in it
     that did (a kustomize base's object, a patch, a chart template's object); 0 when any line

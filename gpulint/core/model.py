@@ -6,10 +6,20 @@ import enum
 from typing import NamedTuple
 
 from gpulint.adoption.operations import FixPlan
-from gpulint.core.location import Location, ObjectRef, SourceFile
+from gpulint.core.location import Location, Node, ObjectRef, SourceFile
 from gpulint.core.message import split_message
 
-__all__ = ["Finding", "Location", "ObjectRef", "Related", "Severity", "SourceFile", "joined"]
+__all__ = [
+    "Finding",
+    "FindingKey",
+    "Location",
+    "Node",
+    "ObjectRef",
+    "Related",
+    "Severity",
+    "SourceFile",
+    "joined",
+]
 
 
 class Severity(enum.IntEnum):
@@ -38,6 +48,19 @@ class Related(NamedTuple):
     role: str = ""
     # The files that produced the object when it was rendered (see Finding.made_from).
     made_from: tuple[SourceFile, ...] = ()
+    # The node named, for telling which findings follow from which (gpulint.engine.causes).
+    node: Node | None = None
+
+
+class FindingKey(NamedTuple):
+    """A finding of a run, told apart from every other: its rule, place and message (two
+    overlays' findings on one base line differ by their messages)."""
+
+    rule: str
+    file: str
+    line: int
+    column: int
+    message: str
 
 
 class Finding(NamedTuple):
@@ -70,6 +93,18 @@ class Finding(NamedTuple):
     # metric), or for the whole objects it names, wherever the finding is (one fix that
     # several findings of a cause print: GL103's merge, the Knative HPA class).
     fix_at_path: bool = True
+    # What the finding is about, as a node: the item of its rule's scope it was raised on
+    # (an adapter rule, an HPA) when it is placed in that item's document, else its own node;
+    # None for findings placed without a document (gpulint.engine.causes).
+    about: Node | None = None
+    # The finding that prints this one's fix, when both carry one fix for one cause
+    # (gpulint.engine.fixes); None otherwise.
+    fix_printed_on: FindingKey | None = None
+
+    @property
+    def key(self) -> FindingKey:
+        loc = self.location
+        return FindingKey(self.rule, loc.file, loc.line, loc.column, self.message)
 
     @property
     def headline(self) -> str:

@@ -7,7 +7,8 @@ front door and for what ``--fix`` applies:
 
 * one fix per cause: findings whose fixes are the same text doing the same to the same
   objects (the members of a GL103 group, GL201 and GL204 on one Knative Service) carry it
-  once, text and edits, on the first of them; the others point at it;
+  once, text and edits, on the first of them; the others point at it
+  (``Finding.fix_printed_on``: ``gpulint.engine.causes`` shows them with it);
 * no fix on an object another fix deletes: a fix that changes an object that another
   finding's fix deletes or replaces (GL102's ``behavior`` for an HPA that GL201 says to
   delete), or that deletes an object another fix changes, is withheld, text and edits: its
@@ -30,12 +31,13 @@ _Object = tuple[str, str, str | None, str]
 
 class _Fix(NamedTuple):
     """What makes two findings' fixes one fix: the same text doing the same to the same
-    objects, and, for a fix written for the node a finding is at, that node."""
+    objects, and, for a fix written for the node a finding is at, that node (for a finding
+    about no object, such as a file that does not parse, its place in the file)."""
 
     text: str
     deletes: frozenset[_Object]
     writes: frozenset[_Object]
-    at: tuple[_Object, tuple[str | int, ...]] | None
+    at: tuple[_Object, tuple[str | int, ...]] | tuple[str, int, int] | None
 
 
 def _object(ref: ObjectRef) -> _Object:
@@ -48,9 +50,13 @@ def settle(findings: list[Finding]) -> list[Finding]:
     groups: dict[_Fix, list[int]] = {}
     for index, finding in enumerate(findings):
         if finding.fix:
-            at = None
+            at: tuple[_Object, tuple[str | int, ...]] | tuple[str, int, int] | None = None
             if finding.fix_at_path and finding.object is not None:
                 at = (_object(finding.object), finding.path)
+            elif finding.fix_at_path:
+                # GL702's "fix the syntax at this line" in two files is two fixes.
+                where = finding.location
+                at = (where.file, where.line, where.column)
             key = _Fix(
                 finding.fix,
                 frozenset(map(_object, finding.deletes)),
@@ -61,12 +67,10 @@ def settle(findings: list[Finding]) -> list[Finding]:
     if len(groups) < 2 and all(len(members) < 2 for members in groups.values()):
         return findings
     settled = list(findings)
-    for members in groups.values():
-        first = findings[members[0]]
-        for index in members[1:]:
-            settled[index] = settled[index]._replace(fix=_pointer(first), plan=None)
+    withheld: set[int] = set()
     for members, blocker in _withheld(findings, list(groups.values())):
         for index in members:
+            withheld.add(index)
             finding = settled[index]
             settled[index] = finding._replace(
                 message=_with_note(finding.message, blocker, finding),
@@ -75,6 +79,16 @@ def settle(findings: list[Finding]) -> list[Finding]:
                 deletes=(),
                 writes=(),
             )
+    for members in groups.values():
+        first = settled[members[0]]
+        for index in members[1:]:
+            finding = settled[index]
+            if index in withheld:  # its fix points at the one it gives way to
+                settled[index] = finding._replace(fix_printed_on=first.key)
+            else:
+                settled[index] = finding._replace(
+                    fix=_pointer(first), plan=None, fix_printed_on=first.key
+                )
     return settled
 
 

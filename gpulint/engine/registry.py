@@ -3,8 +3,7 @@
 Everything the engine, the CLI, the webhook, cluster mode and the trace know about a rule
 before running it comes from the constants at the top of its module (``ID``, ``NAME``,
 ``SEVERITY``, ``SCOPE``, ``REQUIRES``, ``PROBES_CLUSTER``, ``STAGES``, ``STAGE_REACH``,
-``FIXES``; see
-``gpulint.engine.rule``), never from lists kept elsewhere.
+``FIXES``, ``EXPLAINS``; see ``gpulint.engine.rule``), never from lists kept elsewhere.
 
 Importing every rule costs more than linting a small file, so the index reads those
 constants from the source without importing the modules: each declaration is a top-level
@@ -51,19 +50,24 @@ class RuleInfo(NamedTuple):
     stages: tuple[str, ...] = ()  # the links of ``gpulint trace`` its findings break
     fixes: tuple[str, ...] = ()  # "safe", "unsafe": the fix plans its findings can carry
     stage_reach: str = "object"  # "unit": its findings break its stages on every trace
+    # The rules whose findings about the same item follow from one of its own
+    # (gpulint.engine.causes).
+    explains: tuple[str, ...] = ()
 
 
 # A declaration starts a line (a top-level statement); its value may span lines. The
 # pattern starts with the newline before it (the source is searched with one put in front),
 # a literal the regex engine scans for quickly: a multiline ``^`` is tried at every character.
 _DECLARATION = re.compile(
-    r"\n(ID|NAME|SEVERITY|SCOPE|REQUIRES|PROBES_CLUSTER|STAGES|STAGE_REACH|FIXES)\s*(?::[^=\n]*)?="
+    r"\n(ID|NAME|SEVERITY|SCOPE|REQUIRES|PROBES_CLUSTER|STAGES|STAGE_REACH|FIXES|EXPLAINS)"
+    r"\s*(?::[^=\n]*)?="
 )
 _REQUIRED = ("ID", "NAME", "SEVERITY", "SCOPE")
 _RULE_ID = re.compile(r"GL\d{3}")
 _RULE_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 _index: list[RuleInfo] | None = None
+_explained: dict[str, frozenset[str]] | None = None
 _stages: dict[str, frozenset[str]] | None = None
 _loaded: dict[str, RuleSpec] = {}
 _by_id: tuple[list[RuleInfo], dict[str, RuleInfo]] | None = None  # rule_by_id: ID or name
@@ -93,14 +97,51 @@ def rule_index() -> list[RuleInfo]:
                         f"{info.module}: {key} is already declared by {seen[key]}"
                     )
                 seen[key] = info.module
+        _check_explains(found)
         _index = sorted(found, key=lambda info: info.id)
     return _index
 
 
+def _check_explains(found: list[RuleInfo]) -> None:
+    """Every rule an ``EXPLAINS`` names exists, and no rule explains itself through others:
+    a finding that follows from another must lead back to one that follows from none."""
+    known = {info.id: info for info in found}
+    for info in found:
+        for explained in info.explains:
+            if explained not in known:
+                raise RuleDeclarationError(f"{info.module}: EXPLAINS names no rule {explained}")
+            if explained == info.id:
+                raise RuleDeclarationError(f"{info.module}: EXPLAINS names the rule itself")
+    for info in found:
+        reached: set[str] = set()
+        waiting = list(info.explains)
+        while waiting:
+            rule = waiting.pop()
+            if rule == info.id:
+                raise RuleDeclarationError(
+                    f"{info.module}: EXPLAINS leads back to {info.id} through the rules it names"
+                )
+            if rule not in reached:
+                reached.add(rule)
+                waiting.extend(known[rule].explains)
+
+
+def explained_by() -> dict[str, frozenset[str]]:
+    """Rule ID -> the rules whose findings explain its findings (``EXPLAINS``)."""
+    global _explained
+    if _explained is None:
+        found: dict[str, set[str]] = {}
+        for info in rule_index():
+            for explained in info.explains:
+                found.setdefault(explained, set()).add(info.id)
+        _explained = {rule: frozenset(by) for rule, by in found.items()}
+    return _explained
+
+
 def forget_index() -> None:
     """Read the rule modules again at the next ``rule_index()`` (a rule was added)."""
-    global _index, _stages
-    _index = _stages = None
+    global _index, _stages, _explained
+    _index = _stages = _explained = None
     _loaded.clear()
 
 
@@ -268,7 +309,16 @@ def _validated(module: str, declared: dict[str, tuple[Any, int]]) -> RuleInfo:
         stages,
         words("FIXES", FIX_KINDS),
         reach,
+        _rule_ids(values.get("EXPLAINS", ()), where("EXPLAINS")),
     )
+
+
+def _rule_ids(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, tuple) or not all(
+        isinstance(v, str) and _RULE_ID.fullmatch(v) for v in value
+    ):
+        raise RuleDeclarationError(f"{where}: EXPLAINS must be a tuple of rule IDs (GL802)")
+    return value
 
 
 def load_rule(info: RuleInfo) -> RuleSpec:

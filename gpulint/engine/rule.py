@@ -13,8 +13,11 @@ A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
   ``STAGES`` (the links of ``gpulint trace`` its findings break, from ``TRACE_STAGES``),
   ``STAGE_REACH`` (``"unit"``: its findings are about the whole unit's Prometheus, wherever
   they are placed, and break their stages on every trace of the unit; ``"object"``, the
-  default: only on the traces through what they are placed on) and ``FIXES``, the kinds of
-  fix plan its findings can carry (``("safe",)``, ``("safe", "unsafe")``; none: prose only);
+  default: only on the traces through what they are placed on), ``FIXES``, the kinds of
+  fix plan its findings can carry (``("safe",)``, ``("safe", "unsafe")``; none: prose only),
+  and ``EXPLAINS``, the rules whose findings follow from one of its own about the same item
+  (``("GL802", "GL804")``: a label mapping that names the exporter's pod explains the live
+  findings that the series lack the workload's pods; ``gpulint.engine.causes``);
 * optionally ``OPTIONS`` (a JSON Schema ``properties`` mapping whose entries carry a
   ``default``);
 * ``check(item, inventory, ctx)``, a generator of findings for one item of its scope.
@@ -32,7 +35,16 @@ from typing import Any, NamedTuple
 from gpulint.adoption.edits import DeleteDocument, FixPlan
 from gpulint.chain.adapter import describe_document
 from gpulint.core.message import as_sentence
-from gpulint.core.model import Finding, Location, ObjectRef, Related, Severity, SourceFile, joined
+from gpulint.core.model import (
+    Finding,
+    Location,
+    Node,
+    ObjectRef,
+    Related,
+    Severity,
+    SourceFile,
+    joined,
+)
 from gpulint.input.document import Document, Path
 from gpulint.kinds.registry import VIEW_SCOPES
 from gpulint.kinds.workload import ClaimedGpu, GpuRequest
@@ -167,12 +179,31 @@ class Anchor(NamedTuple):
 class Context:
     """Handed to ``check``: the rule's options and a way to build findings."""
 
-    __slots__ = ("anchors", "options", "spec")
+    __slots__ = ("_item", "_place", "anchors", "options", "spec")
 
     def __init__(self, spec: RuleSpec, options: dict[str, Any]) -> None:
         self.spec = spec
         self.options = options
         self.anchors: dict[int, Anchor] = {}
+        self._item: Any = None
+        # Where the item is written ((document, path)), worked out when a finding first asks;
+        # False: not yet asked.
+        self._place: tuple[Document, Path] | bool | None = False
+
+    def judging(self, item: Any) -> None:
+        """The item of the rule's scope ``check`` is handed next: its findings are about it."""
+        self._item = item
+        self._place = False
+
+    def _about(self, document: Document, path: Sequence[str | int]) -> Node:
+        """What a finding at ``path`` of ``document`` is about: the item being judged when
+        the finding is placed in the item's document, else its own node."""
+        if self._place is False:
+            self._place = item_place(self._item) if self._item is not None else None
+        place = self._place
+        if isinstance(place, tuple) and place[0] is document:
+            return node_of(document, place[1])
+        return node_of(document, path)
 
     def finding(
         self,
@@ -230,6 +261,7 @@ class Context:
             deletes=gone if fix else (),
             writes=kept if fix else (),
             fix_at_path=fix_at_path,
+            about=self._about(document, path),
         )
         self.anchors[id(finding)] = Anchor(document, tuple(path))
         return finding
@@ -258,8 +290,32 @@ class Context:
 
 def related(document: Document, path: Sequence[str | int] = (), role: str = "") -> Related:
     return Related(
-        describe_document(document), document.location(tuple(path)), role, made_from(document)
+        describe_document(document),
+        document.location(tuple(path)),
+        role,
+        made_from(document),
+        node_of(document, path),
     )
+
+
+def node_of(document: Document, path: Sequence[str | int]) -> Node:
+    """The node at ``path`` of ``document``, named by where the document starts as its
+    author wrote it (``Document.location``: through a rendered document's source map)."""
+    start = document.location(())
+    return Node(start.file, start.line, start.column, tuple(path))
+
+
+def item_place(item: Any) -> tuple[Document, Path] | None:
+    """Where an item of a rule scope is written: a node of a document (an adapter rule, a
+    trigger of a ScaledObject: its ``document`` or ``manifest`` and its ``path``) or a whole
+    object (a kind's view: its manifest); None for an item that is neither (a target group,
+    the inventory)."""
+    for attribute in ("document", "manifest"):
+        document = getattr(item, attribute, None)
+        if isinstance(document, Document):
+            path = getattr(item, "path", ())
+            return document, tuple(path) if isinstance(path, tuple) else ()
+    return None
 
 
 def made_from(document: Document) -> tuple[SourceFile, ...]:

@@ -290,6 +290,7 @@ def _run_rule(
             break
         before = len(raw)
         try:
+            ctx.judging(item)
             for finding in spec.check(item, inventory, ctx):
                 found += 1
                 if per_rule is not None and found > per_rule:

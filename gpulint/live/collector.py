@@ -40,7 +40,7 @@ from gpulint.inventory import Inventory
 from gpulint.live.answers import NOT_THE_API, shown_error
 from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError, QueryRejected
 from gpulint.live.hpachecks import HpaChecks
-from gpulint.live.options import LiveOptions, format_duration
+from gpulint.live.options import LiveOptions
 from gpulint.live.progress import Waiting
 from gpulint.live.rulechecks import RuleChecks
 from gpulint.live.snapshot import (
@@ -50,6 +50,8 @@ from gpulint.live.snapshot import (
     LiveSnapshot,
     RuleEvidence,
     ScrapeTarget,
+    hpa_key,
+    rule_key,
 )
 from gpulint.live.triggerchecks import TriggerChecks
 from gpulint.live.workers import run_all
@@ -68,6 +70,7 @@ def collect(
         options.max_age,
         time.time(),
         min_history=options.min_history,
+        lookback_text=options.lookback_text,
     )
     deadline = Deadline(options.timeout)
     api = PrometheusAPI(options.url, options.headers, deadline, waiting)
@@ -121,10 +124,6 @@ class _Collector(RuleChecks, HpaChecks, TriggerChecks):
         if not rules and not triggers:
             # Nothing to check, but --require-prometheus still needs an answer.
             self._probe()
-            self.snapshot.notes.append(
-                "no prometheus-adapter rule or KEDA prometheus trigger in the input: nothing "
-                "to check against Prometheus"
-            )
             return
         if rules:
             self._check_adapter(rules)
@@ -133,19 +132,14 @@ class _Collector(RuleChecks, HpaChecks, TriggerChecks):
             self._probe()
         if triggers:
             self._check_triggers(triggers)
-        checked = []
-        if rules:
-            hpas = len(self.snapshot.hpas)
-            checked.append(f"{len(rules)} adapter rule{'s' * (len(rules) != 1)}")
-            checked.append(f"{hpas} HPA metric{'s' * (hpas != 1)}")
-        if triggers:
-            checked.append(f"{len(triggers)} KEDA prometheus trigger{'s' * (len(triggers) != 1)}")
-        listed = (
-            checked[0] if len(checked) == 1 else ", ".join(checked[:-1]) + " and " + checked[-1]
+        # What was checked, said once for the run (gpulint.live.words.checked_note).
+        checked = self.snapshot.checked
+        checked.rules.update(rule_key(rule) for rule in rules)
+        checked.hpa_metrics.update(
+            (hpa_key(evidence.hpa), evidence.metric.index) for evidence in self.snapshot.hpas
         )
-        self.snapshot.notes.append(
-            f"live check: {listed} checked against {self.options.url} "
-            f"(look-back {format_duration(self.options.lookback)})"
+        checked.triggers.update(
+            (t.manifest.file, t.manifest.index, tuple(t.path)) for t in triggers
         )
 
     def _probe(self) -> None:

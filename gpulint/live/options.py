@@ -49,6 +49,13 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
+def written_duration(text: str) -> str:
+    """A duration as the user wrote it, for messages (``24h`` stays ``24h``, not ``1d``);
+    a bare number of seconds gets its unit (``90`` -> ``90s``)."""
+    value = text.strip()
+    return f"{value}s" if re.fullmatch(r"\d+(?:\.\d+)?", value) else value
+
+
 def history_step(window: float) -> int:
     """Seconds between the points of a look-back subquery: enough points for a minimum, a
     median and a maximum (240 over the window), each step being a full query, and no finer
@@ -114,6 +121,15 @@ def parse_url(text: str) -> str:
 
 
 DEFAULT_LOOKBACK = parse_duration(DEFAULT_LOOKBACK_TEXT)
+DEFAULT_WINDOW = written_duration(DEFAULT_LOOKBACK_TEXT)
+
+
+def window_text(lookback: float, written: str | None) -> str:
+    """The look-back window as messages say it: as the user wrote ``--lookback``, as the
+    default is documented (``24h``), else from its seconds."""
+    if written:
+        return written
+    return DEFAULT_WINDOW if lookback == DEFAULT_LOOKBACK else format_duration(lookback)
 
 
 @dataclass(frozen=True)
@@ -126,3 +142,10 @@ class LiveOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     max_age: float = ADAPTER_MAX_AGE
     min_history: float = DEFAULT_MIN_HISTORY
+    # --lookback as the user wrote it (``written_duration``); None: said from ``lookback``.
+    lookback_text: str | None = None
+
+    @property
+    def window(self) -> str:
+        """The look-back window as messages say it."""
+        return window_text(self.lookback, self.lookback_text)

@@ -45,6 +45,7 @@ from gpulint.chain.adapter import AdapterRule
 from gpulint.input.document import Document
 from gpulint.kinds.hpa import HPA, HpaMetric
 from gpulint.kinds.triggers import PrometheusTrigger
+from gpulint.live.options import window_text
 from gpulint.metrics.promql import Selector
 
 
@@ -387,6 +388,24 @@ def _frozen(value: Any) -> Hashable:
 
 
 @dataclass
+class Checked:
+    """What one live check asked Prometheus about: adapter rules, HPA metrics and KEDA
+    triggers, each by a key that names it in every unit that holds it."""
+
+    rules: set[RuleKey] = field(default_factory=set)
+    hpa_metrics: set[tuple[HpaKey, int]] = field(default_factory=set)
+    triggers: set[tuple[str, int, tuple[str | int, ...]]] = field(default_factory=set)
+
+    def add(self, other: Checked) -> None:
+        self.rules |= other.rules
+        self.hpa_metrics |= other.hpa_metrics
+        self.triggers |= other.triggers
+
+    def __bool__(self) -> bool:
+        return bool(self.rules or self.triggers)
+
+
+@dataclass
 class LiveSnapshot:
     """Everything the live rules read; ``error`` set means Prometheus failed (GL809)."""
 
@@ -404,6 +423,11 @@ class LiveSnapshot:
     requests: int = 0
     elapsed: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # --lookback as the user wrote it (None: said from ``lookback``; ``window``).
+    lookback_text: str | None = None
+    # What was checked, by keys that name one rule, HPA metric or trigger in every unit that
+    # holds it: a run over several units says once what it checked (``checked_note``).
+    checked: Checked = field(default_factory=lambda: Checked())
     # The active scrape targets (GL806); None when not asked or not served (targets_error).
     targets: list[ScrapeTarget] | None = None
     targets_total: int = 0
@@ -418,6 +442,11 @@ class LiveSnapshot:
     @property
     def available(self) -> bool:
         return self.error is None
+
+    @property
+    def window(self) -> str:
+        """The look-back window as messages say it: as the user wrote ``--lookback``."""
+        return window_text(self.lookback, self.lookback_text)
 
     def for_rule(self, rule: AdapterRule) -> RuleEvidence | None:
         if not self.available:

@@ -11,6 +11,7 @@ from gpulint.live.options import format_duration, history_step
 from gpulint.live.snapshot import (
     NAMESPACE_LABELS,
     POD_LABELS,
+    Checked,
     LiveSnapshot,
     SeriesSummary,
     TriggerEvidence,
@@ -123,9 +124,9 @@ def _shell_quoted(text: str) -> str:
 
 
 def seen_over(span: float, live: LiveSnapshot) -> str:
-    """Over what the values were observed: ``over the last 1d`` when the history covers the
+    """Over what the values were observed: ``over the last 24h`` when the history covers the
     look-back window, else the span it does cover, so a reader weighs the verdict."""
-    window = format_duration(live.lookback)
+    window = live.window
     # The history is read in steps: a span within one step of the window is all of it.
     if span >= live.lookback - history_step(live.lookback):
         return f"over the last {window}"
@@ -151,7 +152,7 @@ def enough_history(span: float, live: LiveSnapshot) -> bool:
 def short_history(span: float, live: LiveSnapshot) -> tuple[str, str]:
     """(why there is no verdict yet, what to do): for a range verdict on too little history."""
     needed = format_duration(live.min_history * live.lookback)
-    window = format_duration(live.lookback)
+    window = live.window
     share = f"{live.min_history * 100:g}%"
     why = (
         f"that is too little history to judge: such a verdict needs {needed} of the last "
@@ -162,3 +163,25 @@ def short_history(span: float, live: LiveSnapshot) -> tuple[str, str]:
         "history, or shorten --lookback to the span it holds"
     )
     return why, fix
+
+
+def checked_note(checked: Checked, url: str, window: str, units: int = 1) -> str:
+    """What a live check asked Prometheus about, over every unit of a run: ``live check: 2
+    adapter rules, 3 HPA metrics and 1 KEDA prometheus trigger checked against URL
+    (look-back 24h)``, each counted once however many units hold it."""
+    if not checked:
+        return (
+            f"live check: no prometheus-adapter rule or KEDA prometheus trigger in the input: "
+            f"nothing to check against {url}"
+        )
+    counts = []
+    if checked.rules:
+        rules, metrics = len(checked.rules), len(checked.hpa_metrics)
+        counts.append(f"{rules} adapter rule{'s' * (rules != 1)}")
+        counts.append(f"{metrics} HPA metric{'s' * (metrics != 1)} they serve")
+    if checked.triggers:
+        triggers = len(checked.triggers)
+        counts.append(f"{triggers} KEDA prometheus trigger{'s' * (triggers != 1)}")
+    listed = counts[0] if len(counts) == 1 else ", ".join(counts[:-1]) + " and " + counts[-1]
+    where = f" in {units} units" if units > 1 else ""
+    return f"live check: {listed} checked against {url}{where} (look-back {window})"

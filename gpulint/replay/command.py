@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
+import re
 import time
 from typing import TYPE_CHECKING, TextIO
 
@@ -91,6 +92,19 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         "offline page) or markdown (for $GITHUB_STEP_SUMMARY); default: text",
     )
     parser.add_argument(
+        "--pictures",
+        metavar="DIR",
+        help="with --format markdown: write each autoscaler's picture (SVG) into DIR; the "
+        "Markdown names the files and carries a text summary of each instead (a picture "
+        "inline would fill a job summary)",
+    )
+    parser.add_argument(
+        "--pictures-url",
+        metavar="URL",
+        help="with --pictures: the address DIR is published at; the Markdown shows each "
+        "picture from it",
+    )
+    parser.add_argument(
         "--compare-fix",
         action="store_true",
         help="replay gpulint's suggested behavior (GL102's fix) beside the one in use",
@@ -150,6 +164,15 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except (OptionError, ValueError) as error:
         _say(stderr, f"gpulint: error: {error}")
         return EXIT_USAGE
+    if (args.pictures or args.pictures_url) and args.format != "markdown":
+        _say(stderr, "gpulint: error: --pictures and --pictures-url go with --format markdown")
+        return EXIT_USAGE
+    if args.pictures_url and not args.pictures:
+        _say(stderr, "gpulint: error: --pictures-url needs --pictures DIR (where to write them)")
+        return EXIT_USAGE
+    if args.pictures_url and not re.match(r"^https?://[^\s()<>]+$", args.pictures_url):
+        _say(stderr, "gpulint: error: --pictures-url must be an http(s) URL")
+        return EXIT_USAGE
     if step <= 0 or span <= 0 or not math.isfinite(end):
         _say(stderr, "gpulint: error: --range and --step must be positive")
         return EXIT_USAGE
@@ -197,10 +220,11 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     try:
         _write(args, replays, start, end, step, stdout, stderr)
-    except OSError as error:  # --output in a directory that is not there, or not writable
-        if not args.output or isinstance(error, BrokenPipeError):
+    except OSError as error:  # --output or --pictures where nothing can be written
+        target = error.filename if isinstance(error.filename, str) else args.output
+        if not target or isinstance(error, BrokenPipeError):
             raise  # stdout's reader went away: gpulint.cli.main says nothing more
-        _say(stderr, f"gpulint: error: cannot write {args.output}: {error.strerror or error}")
+        _say(stderr, f"gpulint: error: cannot write {target}: {error.strerror or error}")
         return EXIT_USAGE
     return _exit_code(args.fail_on, replays)
 
@@ -295,7 +319,8 @@ def _write(
         elif args.format == "html":
             render.render_html(replays, start, end, step, out)
         elif args.format == "markdown":
-            render.render_markdown(replays, start, end, step, out)
+            pictures = render.Pictures(args.pictures, args.pictures_url) if args.pictures else None
+            render.render_markdown(replays, start, end, step, out, pictures)
         elif args.format == "svg":
             if len(replays) > 1:
                 _say(

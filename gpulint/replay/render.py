@@ -2,7 +2,10 @@
 
 The SVG is written by hand (no plotting library): per autoscaler, the replicas over time
 (observed, simulated, and with gpulint's fix when compared) above the metric against its
-target. Markdown embeds each picture as a data URI, which GitHub's job summary shows.
+target. Markdown carries no picture inline (a data URI of one is about 95 KB, and a job
+summary holds 1 MiB): each autoscaler gets a compact summary in text, a line of block
+characters per series (``_sparkline``), and its pictures go to files (``Pictures``: the
+directory ``--pictures`` names), shown as images from ``--pictures-url`` when given.
 
 Names, queries, notes and messages come from the input and from Prometheus; each writer
 escapes them as the lint reporters do (``gpulint.report.escape``): in text, control
@@ -14,10 +17,11 @@ summary. JSON keeps the values, written with ASCII escapes.
 
 from __future__ import annotations
 
-import base64
 import bisect
 import json
 import math
+import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -25,7 +29,13 @@ from gpulint.core.model import Finding
 from gpulint.replay.behavior import SYNC_PERIOD_S
 from gpulint.replay.model import History, ReplayMetric
 from gpulint.replay.report import Replayed, describe_behavior, stamp
-from gpulint.report.escape import escape_controls, markdown_text, safe_line, xml_text
+from gpulint.report.escape import (
+    escape_controls,
+    markdown_code,
+    markdown_text,
+    safe_line,
+    xml_text,
+)
 
 JSON_VERSION = 1
 _FIGURE_LABELS = (
@@ -496,16 +506,57 @@ def _figures_table_html(replayed: Replayed) -> str:
     return "".join(rows)
 
 
+class Pictures:
+    """Where ``render_markdown`` writes each autoscaler's picture: a directory, and the URL
+    it is served from, if any (then the Markdown shows the pictures as images)."""
+
+    def __init__(self, directory: str, url: str | None = None) -> None:
+        self.directory = directory
+        self.url = url.rstrip("/") if url else None
+        self._names: set[str] = set()
+
+    def write(self, replayed: Replayed) -> str:
+        """The picture of ``replayed``, written; its file name. Names are made of the
+        autoscaler's kind, namespace and name, with every character but letters, digits,
+        ``.``, ``-`` and ``_`` as ``-`` (a name from the input makes no path), and a number
+        when two are alike."""
+        spec = replayed.spec
+        base = re.sub(r"[^A-Za-z0-9._-]", "-", f"{spec.kind}-{spec.namespace}-{spec.name}")
+        base = base.strip(".-")[:120] or "autoscaler"
+        name, number = f"{base}.svg", 1
+        while name in self._names:
+            number += 1
+            name = f"{base}-{number}.svg"
+        self._names.add(name)
+        os.makedirs(self.directory, exist_ok=True)
+        with open(os.path.join(self.directory, name), "w", encoding="utf-8") as handle:
+            handle.write(render_svg(replayed))
+        return name
+
+
 def render_markdown(
-    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+    replays: Sequence[Replayed],
+    start: float,
+    end: float,
+    step: float,
+    out: TextIO,
+    pictures: Pictures | None = None,
 ) -> None:
+    """Per autoscaler: its series in brief, its figures, its findings; its picture written
+    to ``pictures`` (and shown from its URL), never inline."""
     out.write(f"## gpulint replay\n\n{stamp(start)} .. {stamp(end)}, step {step:g} s\n")
     for replayed in replays:
         spec = replayed.spec
         out.write(f"\n### {spec.kind} {markdown_text(f'{spec.namespace}/{spec.name}')}\n\n")
-        picture = base64.b64encode(render_svg(replayed).encode()).decode()
-        alt = f"replicas and metric of {markdown_text(spec.name)}"
-        out.write(f"![{alt}](data:image/svg+xml;base64,{picture})\n\n")
+        out.write(markdown_code(series_summary(replayed)) + "\n\n")
+        if pictures is not None:
+            name = pictures.write(replayed)
+            if pictures.url is not None:
+                alt = f"replicas and metric of {markdown_text(spec.name)}"
+                out.write(f"![{alt}]({pictures.url}/{name})\n\n")
+            else:
+                shown = markdown_text(os.path.join(pictures.directory, name))
+                out.write(f"Picture: {shown}\n\n")
         theirs = replayed.fixed.figures.as_json() if replayed.fixed else None
         out.write("| | as configured |" + (" with the fix |" if theirs else "") + "\n")
         out.write("|---|---:|" + ("---:|" if theirs else "") + "\n")
@@ -518,3 +569,71 @@ def render_markdown(
         for finding in replayed.findings:
             message = markdown_text(finding.message)
             out.write(f"\n- **{finding.rule}** {finding.severity}: {message}\n")
+
+
+# Eight heights of a bar, lowest first (Unicode block elements U+2581..U+2588).
+_BARS = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
+SPARK_WIDTH = 48
+
+
+def series_summary(replayed: Replayed) -> str:
+    """The picture in a few lines of text: the replicas observed, replayed (and with the
+    fix) and the metric against its target, each a line of bars over the same time, with
+    its lowest and highest value."""
+    spec, history, run = replayed.spec, replayed.history, replayed.run
+    start, end = _time_span(history)
+    ticks = [t.time for t in run.ticks]
+    rows = [("observed", history.times, list(history.observed))]
+    rows.append(("replayed", ticks, [t.replicas for t in run.ticks]))
+    if replayed.fixed is not None:
+        fixed = replayed.fixed.run.ticks
+        rows.append(("with fix", [t.time for t in fixed], [t.replicas for t in fixed]))
+    top = max([spec.max_replicas, *(v for _, _, values in rows for v in values if v is not None)])
+    lines = [f"replicas, {stamp(start)[:16]} .. {stamp(end)[:16]} (0 to {top}):"]
+    for label, times, values in rows:
+        lines.append(f"  {label:<9} {_sparkline(times, values, start, end, top)}{_range(values)}")
+    metric = spec.metrics[0] if spec.metrics else None
+    if metric is not None and history.values:
+        metric_top = _metric_top(history, metric)
+        measured = history.values[0]
+        lines.append(f"{escape_controls(metric.name)} (target {metric.target:g}):")
+        line = _sparkline(history.times, measured, start, end, metric_top)
+        lines.append(f"  {'observed':<9} {line}{_range(measured)}")
+    return "\n".join(lines)
+
+
+def _sparkline(
+    times: Sequence[float],
+    values: Sequence[float | int | None],
+    start: float,
+    end: float,
+    top: float,
+) -> str:
+    """``values`` over [start, end) as ``SPARK_WIDTH`` bars, each the highest value of its
+    slice of time (a burst shows however short); a slice with no value repeats the one
+    before it, or is blank before the first."""
+    slices: list[float | None] = [None] * SPARK_WIDTH
+    span = (end - start) or 1.0
+    for time, value in zip(times, values, strict=False):
+        if value is None:
+            continue
+        index = min(SPARK_WIDTH - 1, max(0, int((time - start) / span * SPARK_WIDTH)))
+        held = slices[index]
+        slices[index] = value if held is None else max(held, value)
+    bars, last = [], None
+    for value in slices:
+        last = value if value is not None else last
+        if last is None:
+            bars.append(" ")
+        else:
+            level = 0 if top <= 0 else round(min(max(last / top, 0.0), 1.0) * (len(_BARS) - 1))
+            bars.append(_BARS[level])
+    return "".join(bars)
+
+
+def _range(values: Sequence[float | int | None]) -> str:
+    present = [v for v in values if v is not None]
+    if not present:
+        return "  no data"
+    low, high = min(present), max(present)
+    return f"  {low:g}" if low == high else f"  {low:g}..{high:g}"

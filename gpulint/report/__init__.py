@@ -1,5 +1,5 @@
-"""Reporters: text for people, JSON for tools, SARIF for code scanning, GitHub annotations,
-Markdown for a job summary."""
+"""Reporters: text for people (whole, or one line per finding: concise), JSON for tools,
+SARIF for code scanning, GitHub annotations, Markdown for a job summary."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import TextIO
 
 from gpulint.engine.result import Result
 
-FORMATS = ("text", "json", "sarif", "github", "markdown")
+FORMATS = ("text", "concise", "json", "sarif", "github", "markdown")
 
 
 def render(result: Result, fmt: str, stream: TextIO, color: bool = False) -> None:
@@ -15,6 +15,10 @@ def render(result: Result, fmt: str, stream: TextIO, color: bool = False) -> Non
         from gpulint.report.text import render_text
 
         render_text(result, stream, color)
+    elif fmt == "concise":
+        from gpulint.report.concise import render_concise
+
+        render_concise(result, stream, color)
     elif fmt == "json":
         from gpulint.report.json import render_json
 

@@ -18,7 +18,8 @@ Every writer of gpulint takes its escaping from here:
 * text (the lint and trace reports, messages on stderr): ``escape_controls``, ``safe_line``,
   ``safe_lines``, ``SafeStream``;
 * JSON and SARIF keep the raw values (``write_json``: valid JSON, the same data, printable);
-* Markdown (the job summary, the title of a Mermaid trace): ``markdown_text``;
+* Markdown (the job summary, the title of a Mermaid trace): ``markdown_text`` for prose,
+  ``markdown_code`` for code a reader copies (a fix);
 * SVG and HTML (the pictures and the page of ``gpulint replay``): ``xml_text``;
 * Mermaid labels: ``mermaid_label``;
 * ``--diff``: ``safe_patch``, a patch that still applies, or None for one that cannot be
@@ -147,6 +148,18 @@ def markdown_text(text: str) -> str:
     text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     text = _MARKDOWN_LINE_START.sub(r"\1\\\2", text)
     return _UNLINKED.sub(lambda m: m.group(1) + _ZWSP, text)
+
+
+def markdown_code(code: str) -> str:
+    """Code (a fix) as a fenced code block, which GitHub renders literally: no entity, link,
+    mention or markup inside it, so what a reader copies is ``code`` itself. Control
+    characters are escapes (``escape_controls``), line by line; the fence is longer than any
+    run of backticks in the code, so no line of it closes the block (CommonMark 0.31, 4.5
+    Fenced code blocks)."""
+    lines = [escape_controls(line) for line in code.rstrip("\n").split("\n")]
+    longest = max((len(run) for run in re.findall(r"`+", "\n".join(lines))), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([fence, *lines, fence])
 
 
 # --- SVG and HTML -----------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """The JSON report (version 1): a contract for tools, documented in the README.
 
 ``message`` is a finding's full text; ``headline`` its first sentence (``Finding.headline``),
-for tools that show one line per finding."""
+for tools that show one line per finding. A finding that follows from another
+(``gpulint.engine.causes``) names the one at the top of its chain in ``followsFrom``: its
+index in ``findings``, rule and place; every finding is listed whole either way."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import gpulint
 from gpulint.adoption.edits import Edit
 from gpulint.core.model import Finding, NotChecked, ObjectRef, Severity
 from gpulint.core.paths import display_path
+from gpulint.engine.causes import roots
 from gpulint.engine.result import CONTEXT_CHANGE, ClusterSummary, Result
 from gpulint.report.escape import write_json
 
@@ -78,6 +81,17 @@ def finding_to_dict(
     return data
 
 
+def follows_from(index: int, cause: Finding, shown: Callable[[str], str]) -> dict[str, Any]:
+    """The finding another follows from, as ``followsFrom`` names it."""
+    return {
+        "finding": index,
+        "rule": cause.rule,
+        "file": shown(cause.location.file),
+        "line": cause.location.line,
+        "column": cause.location.column,
+    }
+
+
 def result_to_dict(result: Result) -> dict[str, Any]:
     # The findings of a large run name the same files many times over (each related object
     # too): each file's reported path is worked out once.
@@ -89,10 +103,14 @@ def result_to_dict(result: Result) -> dict[str, Any]:
             path = paths[file] = display_path(file)
         return path
 
+    findings = [finding_to_dict(f, result.edits_of(f), shown) for f in result.findings]
+    for data, top in zip(findings, roots(result.findings), strict=True):
+        if top is not None:
+            data["followsFrom"] = follows_from(top, result.findings[top], shown)
     report: dict[str, Any] = {
         "version": 1,
         "gpulintVersion": gpulint.__version__,
-        "findings": [finding_to_dict(f, result.edits_of(f), shown) for f in result.findings],
+        "findings": findings,
         "notChecked": [_not_checked(n, shown) for n in result.not_checked],
         "summary": {
             "files": result.files,

@@ -9,7 +9,9 @@ line/column regions and related locations for cross-object findings.
 A result's ``message.text`` is the whole message, then the fix: its first sentence is the
 headline, which is what SARIF viewers show where room is short (GitHub code scanning titles
 an alert with it, and reads no ``markdown``), so the detail and the fix stay in the alert.
-``properties.headline`` has the headline alone, for tools.
+``properties.headline`` has the headline alone, for tools. A result that follows from another
+(``gpulint.engine.causes``) names it in ``properties.followsFrom`` (its index in ``results``
+and its rule) and lists it first among its related locations.
 
 Artifact URIs are the one place paths are not spelled from the working directory: they are
 relative to the repository's top level under ``uriBaseId: %SRCROOT%``
@@ -28,6 +30,7 @@ import gpulint
 from gpulint.adoption.edits import Edit
 from gpulint.core.model import Finding, Location, Severity
 from gpulint.core.paths import is_file_path, sarif_root
+from gpulint.engine.causes import roots
 from gpulint.engine.docs import rule_help_uri, rule_markdown
 from gpulint.engine.registry import all_rules
 from gpulint.engine.result import Result
@@ -110,7 +113,8 @@ def sarif_log(result: Result) -> dict[str, Any]:
         + [e.file for found in edits.values() for e in found or ()]
     )
     results = []
-    for finding in result.findings:
+    tops = roots(result.findings)
+    for finding, top in zip(result.findings, tops, strict=True):
         text = finding.message
         if finding.fix:
             text += f"\nFix: {finding.fix}"
@@ -123,6 +127,12 @@ def sarif_log(result: Result) -> dict[str, Any]:
         if finding.rule in index:
             entry["ruleIndex"] = index[finding.rule]
         related = []
+        if top is not None:
+            cause = result.findings[top]
+            physical = _physical(cause.location, root)
+            physical["id"] = 0
+            physical["message"] = {"text": f"{cause.rule}: {cause.headline}"}
+            related.append(physical)
         for number, item in enumerate(finding.related, start=1):
             if item.location is None:
                 continue
@@ -136,6 +146,8 @@ def sarif_log(result: Result) -> dict[str, Any]:
         if fix is not None:
             entry["fixes"] = [fix]
         properties: dict[str, Any] = {"headline": finding.headline}
+        if top is not None:
+            properties["followsFrom"] = {"result": top, "ruleId": result.findings[top].rule}
         if finding.units:
             properties["units"] = list(finding.units)
         if finding.location.rendered_from:

@@ -6,6 +6,12 @@ reads as one line per problem; the rest of the message is wrapped under it, as p
 ruff keep the explanation apart from the line that names the problem. Every line is wrapped at the
 terminal's width (``gpulint.report.wrap``) except the code of a fix, which keeps its lines.
 
+Findings that follow from another (``gpulint.engine.causes``: the same fix, an object its
+fix deletes, a cause its rule declares) are not repeated in full: each is one entry under
+the finding it follows from, its place, rule and headline (``follows from it: ...``), and
+followers alike (one line of a base that several overlays build) are one entry naming their
+units; the JSON and SARIF reports keep every one whole.
+
 Everything that comes from the input (file names, messages, fixes, notes) is escaped
 (``gpulint.report.escape``) before gpulint adds its own colours.
 """
@@ -17,6 +23,7 @@ from typing import TextIO
 from gpulint.core.message import split_message
 from gpulint.core.model import Finding, NotChecked, Severity
 from gpulint.core.paths import display_path
+from gpulint.engine.causes import followers
 from gpulint.engine.result import CONTEXT_CHANGE, Result
 from gpulint.report.escape import escape_controls, safe_line, safe_lines
 from gpulint.report.wrap import code_lines, fill, output_width
@@ -25,6 +32,7 @@ _COLORS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.IN
 _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
 INDENT = "    "
 FIX_INDENT = INDENT + "     "  # under the text after "fix: "
+FOLLOWER = f"{INDENT}follows from it: "
 
 
 def wrapped(text: str, width: int) -> list[str]:
@@ -34,16 +42,16 @@ def wrapped(text: str, width: int) -> list[str]:
 
 def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
     width = output_width(stream)
-    for finding in result.findings:
+    findings = result.findings
+    grouped = followers(findings)
+    following = {index for members in grouped.values() for index in members}
+    for index, finding in enumerate(findings):
+        if index in following:
+            continue
         _write_finding(finding, stream, color, width)
-    _write_not_checked(result.not_checked, stream, width)
-    _write_skipped(result.skipped, stream, width)
-    for note in result.notes:
-        _write(stream, "note: ", escape_controls(note), width)
-    if result.versions is not None and result.objects:
-        judged = f"judged for {result.versions.describe()}"
-        _write(stream, "versions: ", escape_controls(judged), width)
-    _write(stream, "", _summary(result), width, INDENT)
+        for alike in _alike([findings[member] for member in grouped.get(index, ())]):
+            _write_follower(alike, stream, color, width)
+    write_trailer(result, stream, width, len(following))
     if len(result.units) > 1:
         shown = ", ".join(
             f"{escape_controls(u.name)} ({u.kind}, {u.objects})" for u in result.units[:20]
@@ -51,6 +59,73 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
         more = f" and {len(result.units) - 20} more" if len(result.units) > 20 else ""
         _write(stream, "units: ", shown + more, width, INDENT)
         _write_contexts(result, stream, width)
+
+
+def write_trailer(
+    result: Result, stream: TextIO, width: int, following: int, hint: str | None = None
+) -> None:
+    """What follows the findings: checks not run, files skipped, notes (``hint``, a note of
+    the reporter's own, last) and the summary."""
+    _write_not_checked(result.not_checked, stream, width)
+    _write_skipped(result.skipped, stream, width)
+    for note in result.notes:
+        _write(stream, "note: ", escape_controls(note), width)
+    if hint:
+        _write(stream, "note: ", hint, width)
+    if result.versions is not None and result.objects:
+        judged = f"judged for {result.versions.describe()}"
+        _write(stream, "versions: ", escape_controls(judged), width)
+    _write(stream, "", summary(result, following), width, INDENT)
+
+
+def heading(finding: Finding, color: bool) -> tuple[str, str]:
+    """``file:line:col: GL101 [error] ``, plain (to measure) and as printed."""
+    location = finding.location
+    where = safe_line(
+        escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
+    )
+    severity = str(finding.severity)
+    plain = f"{where}: {finding.rule} [{severity}] "
+    if not color:
+        return plain, plain
+    severity = f"{_COLORS[finding.severity]}{severity}{_RESET}"
+    return plain, f"{_BOLD}{where}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}] "
+
+
+def shown_alike(finding: Finding) -> tuple[object, ...]:
+    """What a finding's one-line entry shows: findings alike in it read as one line."""
+    where = finding.location
+    return (finding.rule, finding.severity, where.file, where.line, where.column, finding.headline)
+
+
+def _alike(findings: list[Finding]) -> list[list[Finding]]:
+    """``findings`` in their order, those that show alike (one place of a base that several
+    overlays build, one headline) together, at the first one's place."""
+    groups: dict[tuple[object, ...], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(shown_alike(finding), []).append(finding)
+    return list(groups.values())
+
+
+def units_of(findings: list[Finding]) -> list[str]:
+    """The units ``findings`` were found in, each once, in their order."""
+    return list(dict.fromkeys(unit for finding in findings for unit in finding.units))
+
+
+def _write_follower(same: list[Finding], stream: TextIO, color: bool, width: int) -> None:
+    """Findings that follow from the one above and show alike: where, their rule and their
+    headline, once, with the units they were found in when they are several."""
+    finding = same[0]
+    plain, shown = heading(finding, color)
+    text = escape_controls(finding.headline)
+    if len(same) > 1:
+        units = escape_controls(", ".join(units_of(same)))
+        text += f" (in {units})" if units else f" ({len(same)} findings)"
+    lines = fill(text, width, FOLLOWER + plain, INDENT * 2)
+    if color:
+        lines[0] = FOLLOWER + shown + lines[0][len(FOLLOWER + plain) :]
+    for line in lines:
+        stream.write(safe_line(line) + "\n")
 
 
 # A reason shared by more files than this is one line naming the first few (a monorepo's
@@ -119,17 +194,11 @@ def _place(note: NotChecked) -> str:
 def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) -> None:
     """A finding: its headline, the rest of its message wrapped, where it was found, its fix."""
     location = finding.location
-    where = safe_line(
-        escape_controls(f"{display_path(location.file)}:{location.line}:{location.column}")
-    )
-    severity = str(finding.severity)
     headline, detail = split_message(finding.message)
     # Filled without colour codes, which take no columns; coloured after.
-    plain = f"{where}: {finding.rule} [{severity}] "
+    plain, coloured = heading(finding, color)
     head = fill(escape_controls(headline), width, plain, INDENT)
     if color:
-        severity = f"{_COLORS[finding.severity]}{severity}{_RESET}"
-        coloured = f"{_BOLD}{where}{_RESET}: {_BOLD}{finding.rule}{_RESET} [{severity}] "
         head[0] = coloured + head[0][len(plain) :]
     for line in head:
         stream.write(safe_line(line) + "\n")
@@ -151,37 +220,40 @@ def _write_finding(finding: Finding, stream: TextIO, color: bool, width: int) ->
             stream.write(safe_line(f"{FIX_INDENT}{line}") + "\n")
 
 
-def _summary(result: Result) -> str:
-    """The last line: counts by severity, files and objects, what was left out, timings."""
+def summary(result: Result, following: int = 0) -> str:
+    """The last line: counts by severity, files and objects, what was left out, timings;
+    ``following`` findings were shown under the finding they follow from."""
     errors, warnings, infos = (
         result.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
     )
     # Cluster mode reads objects, not files.
     where = f"in {result.files} file{'s' * (result.files != 1)} " if result.files else ""
-    summary = (
+    text = (
         f"gpulint: {errors} error{'s' * (errors != 1)}, "
         f"{warnings} warning{'s' * (warnings != 1)}, {infos} info "
         f"{where}({result.objects} object{'s' * (result.objects != 1)})"
     )
+    if following:
+        text += f", {following} of them following from another"
     if result.skipped:
-        summary += f", {len(result.skipped)} skipped"
+        text += f", {len(result.skipped)} skipped"
     if result.not_checked:
         count = len(result.not_checked)
-        summary += f", {count} check{'s' * (count != 1)} not run"
+        text += f", {count} check{'s' * (count != 1)} not run"
     suppressed = sum(result.suppressed.values())
     if suppressed:
         most_first = sorted(result.suppressed.items(), key=lambda item: (-item[1], item[0]))
         by_rule = ", ".join(f"{rule} {count}" for rule, count in most_first)
-        summary += f", {suppressed} suppressed ({by_rule})"
+        text += f", {suppressed} suppressed ({by_rule})"
     if result.baseline is not None:
-        summary += _baseline_counts(*result.baseline)
+        text += _baseline_counts(*result.baseline)
     if len(result.units) > 1:
-        summary += f"; {len(result.units)} units"
+        text += f"; {len(result.units)} units"
     if any(unit.rendered_by for unit in result.units):
-        summary += f"; rendering {result.render_seconds:.1f} s, lint {result.lint_seconds:.1f} s"
+        text += f"; rendering {result.render_seconds:.1f} s, lint {result.lint_seconds:.1f} s"
     if result.config:
-        summary += f"; config {escape_controls(display_path(result.config))}"
-    return summary
+        text += f"; config {escape_controls(display_path(result.config))}"
+    return text
 
 
 def _baseline_counts(baselined: int, stale: int, not_evaluated: int) -> str:

@@ -133,12 +133,28 @@ def code_lines(lines: list[str], width: int) -> list[str]:
 
 
 _LIST_ITEM = re.compile(r"(\s*(?:[-*]|\d+\.)\s+)")
+# Inline code as the rule docstrings write it: ``reStructuredText`` or `Markdown`.
+_INLINE_CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
+CODE_INDENT = "    "
+_CODE_COLOR, _HEADING_COLOR, _RESET = "\033[36m", "\033[1m", "\033[0m"
 
 
-def document_lines(text: str, width: int) -> list[str]:
+def terminal_prose(line: str, color: bool = False) -> str:
+    """A line of a document's prose for a terminal: inline code (````x```` or ```x```) as
+    ```x```, or coloured without its marks."""
+
+    def code(match: re.Match[str]) -> str:
+        text = match.group(1) or match.group(2)
+        return f"{_CODE_COLOR}{text}{_RESET}" if color else f"`{text}`"
+
+    return _INLINE_CODE.sub(code, line)
+
+
+def document_lines(text: str, width: int, color: bool = False) -> list[str]:
     """A document for a terminal (``gpulint explain``): its paragraphs and list items
-    refilled at ``width``; fenced code blocks, headings' underlines and blank lines as
-    written."""
+    refilled at ``width``, inline code marked once (``terminal_prose``); a fenced code
+    block's lines as written, indented, without the fences; headings' underlines and blank
+    lines as written. ``color`` colours the code and the headings instead of marking them."""
     out: list[str] = []
     paragraph: list[str] = []
     first, rest = "", ""
@@ -146,17 +162,28 @@ def document_lines(text: str, width: int) -> list[str]:
 
     def flush() -> None:
         if paragraph:
-            out.extend(fill(" ".join(paragraph), width, first, rest))
+            out.extend(fill(terminal_prose(" ".join(paragraph), color), width, first, rest))
             paragraph.clear()
 
     for line in text.split("\n"):
         if line.startswith("```"):
             flush()
             fenced = not fenced
+            if not fenced:  # the prose after a block starts a paragraph of its own
+                out.append("")
+            continue
+        if fenced:
+            code = CODE_INDENT + line if line else ""
+            out.append(f"{_CODE_COLOR}{code}{_RESET}" if color and code else code)
+            continue
+        if not line.strip():
+            flush()
             out.append(line)
             continue
-        if fenced or not line.strip() or set(line.strip()) <= set("-="):
+        if set(line.strip()) <= set("-="):
             flush()
+            if color and out and out[-1]:
+                out[-1] = f"{_HEADING_COLOR}{out[-1]}{_RESET}"
             out.append(line)
             continue
         item = _LIST_ITEM.match(line)
@@ -177,4 +204,5 @@ def document_lines(text: str, width: int) -> list[str]:
             rest = first + "  " if first else ""
             paragraph.append(line.strip())
     flush()
-    return out
+    # One blank line between blocks, however the blocks ended.
+    return [line for i, line in enumerate(out) if line or i == 0 or out[i - 1]]

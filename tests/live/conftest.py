@@ -18,7 +18,7 @@ from gpulint.engine.config import Settings
 from gpulint.engine.registry import Selection
 from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.live.collector import collect
-from gpulint.live.options import LiveOptions, parse_duration, parse_fraction
+from gpulint.live.options import LiveOptions, parse_duration, parse_fraction, written_duration
 from gpulint.live.snapshot import LiveSnapshot
 
 from .harness import INSTALL_HINT, free_port, prometheus_binary, promtool_binary
@@ -67,6 +67,8 @@ def lint_live(
         required,
         parse_duration(lookback),
         min_history=parse_fraction(min_history),
+        # As gpulint lint says it (gpulint/cli/livecheck.py): the look-back as written.
+        lookback_text=written_duration(lookback),
     )
     inventory.live = collect(inventory, options)
     return run(inventory, Selection(select or [])), inventory.live

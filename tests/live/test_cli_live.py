@@ -37,8 +37,10 @@ def test_lint_with_prometheus_reports_live_findings_as_text(world: World) -> Non
     result = gpulint("lint", "--prometheus", world.stack.url, str(BROKEN))
     assert result.returncode == 1, result.stderr
     words = " ".join(result.stdout.split())  # wrapped at 80 columns (tests/conftest.py)
-    assert "hpa.yaml:17:9: GL804 [error] HPA triton asks for gpu_utilization" in words
     assert "adapter.yaml:6:7: GL802 [error]" in words
+    # The HPA gets no data because of the mapping GL802 reports: shown under it.
+    assert "follows from it: " in words
+    assert "hpa.yaml:17:9: GL804 [error] HPA triton gets no value for gpu_utilization" in words
     assert f"checked against {world.stack.url}" in words
 
 

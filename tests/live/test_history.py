@@ -108,7 +108,7 @@ def test_a_day_of_history_gives_the_verdict_over_the_whole_window(
     finding, words = _gl812(tmp_path, history, "day")
     assert finding.severity is Severity.WARNING
     assert "threshold 70 is above every value the query returned" in words
-    assert "observed min 65 / median 65 / max 65 over the last 1d)" in words
+    assert "observed min 65 / median 65 / max 65 over the last 24h)" in words
     assert "never scales out" in words
 
 
@@ -118,11 +118,11 @@ def test_hours_of_history_give_no_verdict_and_say_what_is_missing(
     finding, words = _gl812(tmp_path, history, "fresh")
     assert finding.severity is Severity.INFO
     assert "never scales out" not in words
-    assert "of the last 1d that Prometheus holds" in words
-    span = words.split("over the ", 1)[1].split(" of the last 1d", 1)[0]
+    assert "of the last 24h that Prometheus holds" in words
+    span = words.split("over the ", 1)[1].split(" of the last 24h", 1)[0]
     # Three hours and a minute, read in 6-minute steps: the span is within a step of it.
     assert abs(parse_duration(span) - (3 * HOUR + 60)) <= 360, words
-    assert "too little history to judge: such a verdict needs 21h36m of the last 1d" in words
+    assert "too little history to judge: such a verdict needs 21h36m of the last 24h" in words
     assert "--min-history 90%" in words
     assert "run again once Prometheus holds 21h36m" in finding.fix
 
@@ -133,7 +133,7 @@ def test_a_lower_min_history_judges_the_span_held_and_names_it(
     finding, words = _gl812(tmp_path, history, "fresh", share="10%")
     assert finding.severity is Severity.WARNING
     assert "never scales out" in words
-    assert "of the last 1d that Prometheus holds)" in words
+    assert "of the last 24h that Prometheus holds)" in words
 
 
 def test_a_day_of_history_gives_gl805_its_verdict_over_the_whole_window(
@@ -147,5 +147,5 @@ def test_a_day_of_history_gives_gl805_its_verdict_over_the_whole_window(
     assert finding.severity is Severity.WARNING, words
     assert (
         "above anything observed (observed min 65 / median 65 / max 65 for Deployment "
-        "speech/whisper over the last 1d): the HPA never scales out" in words
+        "speech/whisper over the last 24h): the HPA never scales out" in words
     )

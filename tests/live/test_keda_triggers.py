@@ -25,6 +25,7 @@ from gpulint.engine.runner import inventory_from_paths, run
 from gpulint.live.collector import collect
 from gpulint.live.options import LiveOptions, parse_duration
 from gpulint.live.snapshot import Answer, LiveSnapshot
+from gpulint.live.words import checked_note
 
 from .conftest import LIVE_FIXTURES, lint_live, show
 from .harness import AppServer
@@ -71,8 +72,9 @@ def test_the_run_notes_the_addresses_queried_in_their_place(world: World) -> Non
         "3 KEDA triggers name serverAddress http://prometheus-operated.monitoring.svc:9090: "
         f"their queries were sent to {world.stack.url} (--prometheus) in its place"
     ) in snapshot.notes
-    assert any(
-        n.startswith("live check: 3 KEDA prometheus triggers checked") for n in snapshot.notes
+    said = checked_note(snapshot.checked, world.stack.url, snapshot.window)
+    assert said == (
+        f"live check: 3 KEDA prometheus triggers checked against {world.stack.url} (look-back 24h)"
     )
 
 

@@ -54,7 +54,7 @@ def test_disappeared_within_a_longer_look_back_but_not_within_the_default(
     path = LIVE_FIXTURES / "GL801" / "fail_disappeared.yaml"
     short, _ = lint_live([path], world.stack.url, "24h", select=["GL801"])
     long, _ = lint_live([path], world.stack.url, "72h", select=["GL801"])
-    assert "was never seen in the last 1d (--lookback)" in short[0].message
+    assert "was never seen in the last 24h (--lookback)" in short[0].message
     assert "was last seen 2d ago" in long[0].message
 
 

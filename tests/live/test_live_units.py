@@ -127,6 +127,21 @@ def test_durations_read_at_a_glance() -> None:
     ]
 
 
+def test_the_look_back_is_said_as_the_user_wrote_it() -> None:
+    from gpulint.live.options import LiveOptions, window_text, written_duration
+
+    assert [written_duration(t) for t in (" 24h", "1h30m", "90", "2.5")] == [
+        "24h",
+        "1h30m",
+        "90s",
+        "2.5s",
+    ]
+    assert window_text(86400.0, "24h") == "24h" and window_text(86400.0, "1440m") == "1440m"
+    # Not given: the default as documented, else from its seconds.
+    assert window_text(86400.0, None) == "24h" and window_text(129600.0, None) == "1d12h"
+    assert LiveOptions("http://p:9090", lookback=129600.0, lookback_text="36h").window == "36h"
+
+
 def test_headers_and_urls() -> None:
     assert parse_header("Authorization=Bearer a=b") == ("Authorization", "Bearer a=b")
     assert parse_header("X-Scope-OrgID = team") == ("X-Scope-OrgID", "team")

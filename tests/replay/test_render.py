@@ -1,5 +1,6 @@
-"""The replay's pictures: well-formed SVG, Markdown with the picture inline, and an HTML page
-that a real browser (Debian's chromium, headless) lays out with every series drawn."""
+"""The replay's pictures: well-formed SVG, Markdown with a text summary and the pictures as
+files, and an HTML page that a real browser (Debian's chromium, headless) lays out with every
+series drawn."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 from gpulint.engine.config import Settings
 from gpulint.inventory import Inventory
 from gpulint.replay.model import History, ReplayMetric, ReplaySpec
-from gpulint.replay.render import render_html, render_markdown, render_svg
+from gpulint.replay.render import Pictures, render_html, render_markdown, render_svg
 from gpulint.replay.report import Replayed, replay_one
 
 pytestmark = pytest.mark.slow
@@ -63,12 +64,44 @@ def test_svg_is_well_formed_with_each_series() -> None:
     assert all(len(points.split()) > 2 for points in names.values())
 
 
-def test_markdown_embeds_the_picture() -> None:
+def test_markdown_sums_each_replay_up_in_text_and_writes_its_picture_to_a_file(
+    tmp_path: Path,
+) -> None:
+    """No picture inline (about 95 KB each as a data URI; a job summary holds 1 MiB): a
+    few lines of bars per autoscaler, and the SVG in the --pictures directory, shown from
+    --pictures-url when given."""
+    replays = [spike_replay() for _ in range(10)]
     out = io.StringIO()
-    render_markdown([spike_replay()], START, START + 7200, 15, out)
+    render_markdown(replays, START, START + 7200, 15, out)
     text = out.getvalue()
-    assert "![replicas and metric of spikes](data:image/svg+xml;base64," in text
-    assert "| flaps (reversed within 10 min) |" in text
+    assert "data:" not in text and "<svg" not in text and "![" not in text
+    assert len(text.encode()) < 12_000  # ten autoscalers in well under 1 MiB
+    assert text.count("| flaps (reversed within 10 min) |") == 10
+    summary = text.split("```\n", 2)[1]
+    lines = summary.splitlines()
+    assert lines[0] == "replicas, 2026-01-15T00:00 .. 2026-01-15T02:00 (0 to 8):"
+    observed, replayed, fixed = (line.split() for line in lines[1:4])
+    assert observed == ["observed", "\u2588" * 48, "8"]  # 8 pods throughout, at the top
+    assert replayed[0] == "replayed" and len(set(replayed[1])) > 1 and fixed[0] == "with"
+    assert lines[4] == "gpu_utilization (target 20):" and lines[5].endswith("2.5..15")
+
+    pictures = Pictures(str(tmp_path / "pictures"), "https://ci.example/run/7/")
+    out = io.StringIO()
+    render_markdown(replays[:2], START, START + 7200, 15, out, pictures)
+    text = out.getvalue()
+    files = sorted(p.name for p in (tmp_path / "pictures").iterdir())
+    assert files == [
+        "HorizontalPodAutoscaler-ml-spikes-2.svg",
+        "HorizontalPodAutoscaler-ml-spikes.svg",
+    ]
+    for name in files:
+        ET.fromstring((tmp_path / "pictures" / name).read_text())
+        assert f"(https://ci.example/run/7/{name})" in text
+    named = Pictures(str(tmp_path / "named"))
+    out = io.StringIO()
+    render_markdown(replays[:1], START, START + 7200, 15, out, named)
+    assert "Picture: " in out.getvalue() and "![" not in out.getvalue()
+    assert (tmp_path / "named" / "HorizontalPodAutoscaler-ml-spikes.svg").is_file()
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -196,3 +229,23 @@ def test_json_written_piece_by_piece_is_the_contract() -> None:
         "end": "2026-01-15T02:00:00Z",
         "step_s": 15,
     }
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--pictures", "p"], "--pictures and --pictures-url go with --format markdown"),
+        (["--format", "markdown", "--pictures-url", "https://x"], "needs --pictures DIR"),
+        (
+            ["--format", "markdown", "--pictures", "p", "--pictures-url", "javascript:x"],
+            "--pictures-url must be an http(s) URL",
+        ),
+    ],
+)
+def test_pictures_options_are_checked_before_any_query(
+    options: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpulint.cli import main
+
+    assert main(["replay", "--prometheus", "http://127.0.0.1:9", *options]) == 2
+    assert said in capsys.readouterr().err

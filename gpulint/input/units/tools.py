@@ -509,17 +509,52 @@ def _assigns(word: str) -> bool:
     return False
 
 
+# kubectl logs a failure through klog: ``"command failed" err="..."``, the error as a Go
+# string literal (its quotes and line breaks escaped), or, for an error of several lines,
+# ``err=<`` then the lines, tab-indented, then `` >`` (k8s.io/klog/v2, textlogger).
+_KLOG_ERROR = '"command failed" err='
+_GO_ESCAPE = re.compile(r'\\(["\\abfnrtv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})')
+_GO_CHARACTERS = {
+    '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+    "v": "\v",
+}  # fmt: skip
+
+
 def _trim(text: str) -> str:
-    """The tool's own words, without klog's ``E1201 21:55:33.2 ... run.go:72]`` prefix."""
-    lines = []
+    """The tool's own words, without klog's ``E1201 21:55:33.2 ... run.go:72]`` prefix and
+    the quoting or brackets of its ``err=`` value (a quote kept escaped or a bracket left
+    over would end the message as ``value\\.`` or `` >.``)."""
+    lines: list[str] = []
+    bracketed = False
     for line in text.strip().splitlines():
         line = line.strip()
         if line.startswith(("goroutine ", "runtime stack:")):
             break  # a Go crash: what follows is its stack, of no use to a chart's author
         if "] " in line and line[:1] in "EWI" and line[1:5].isdigit():
             line = line.split("] ", 1)[1]
-        if line.startswith('"command failed" err='):
-            line = line[len('"command failed" err=') :].strip().strip('"<>').strip()
-        if line:
-            lines.append(line)
+        if line.startswith(_KLOG_ERROR):
+            value = line[len(_KLOG_ERROR) :].strip()
+            if value == "<":
+                bracketed = True
+                continue
+            line = _go_string(value)
+        elif bracketed and line == ">":
+            bracketed = False
+            continue
+        lines.extend(part.strip() for part in line.splitlines() if part.strip())
     return " ".join(lines)[:2000]
+
+
+def _go_string(value: str) -> str:
+    """A Go string literal as klog writes it (``strconv.Quote``), as the text it stands for;
+    anything else as it is."""
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        return value
+
+    def character(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code in _GO_CHARACTERS:
+            return _GO_CHARACTERS[code]
+        return chr(int(code[1:], 16))
+
+    return _GO_ESCAPE.sub(character, value[1:-1])
