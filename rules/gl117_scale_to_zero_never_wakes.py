@@ -65,11 +65,13 @@ or keep ``minReplicas: 1``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from gpulint.ruleapi import (
     HPA,
     Context,
     Finding,
+    GeneratedScaledObject,
     HpaMetric,
     Inventory,
     Release,
@@ -191,6 +193,9 @@ def _scaled_object(scaled: ScaledObject, ctx: Context) -> Iterator[Finding]:
         if not names or None in sources:
             return
         found |= {s for s in sources if s}
+    if isinstance(scaled, GeneratedScaledObject):
+        yield from _generated(scaled, sorted(found), ctx)
+        return
     path = ("spec", "minReplicaCount") if "minReplicaCount" in scaled.spec else ("spec",)
     said = "minReplicaCount 0" if "minReplicaCount" in scaled.spec else "no minReplicaCount"
     fix_plan = (
@@ -209,6 +214,51 @@ def _scaled_object(scaled: ScaledObject, ctx: Context) -> Iterator[Finding]:
         "series, KEDA reads 0 and never activates the workload again.",
         f"minReplicaCount: 1\n# or add a trigger on {WAKE_HINT}",
         plan=fix_plan,
+    )
+
+
+def _generated(scaled: GeneratedScaledObject, found: list[str], ctx: Context) -> Iterator[Finding]:
+    """A ScaledObject a controller makes (an LLMInferenceService's spec.scaling.keda): its
+    minimum is the setting the controller copies into minReplicaCount (the nearest one
+    written around the settings it is made from), which is what to change."""
+    path: tuple[str | int, ...] | None = None
+    for depth in range(len(scaled.spec_path), 0, -1):
+        settings: Any = scaled.manifest.data
+        for key in scaled.spec_path[:depth]:
+            settings = as_dict(settings).get(str(key))
+        written = next(
+            (k for k in ("minReplicas", "minReplicaCount") if k in as_dict(settings)), None
+        )
+        if written:
+            path = (*scaled.spec_path[:depth], written)
+            break
+    where = ".".join(str(step) for step in (path or scaled.spec_path))
+    head = (
+        f"{scaled.made_by} has {where} 0"
+        if path
+        else f"{scaled.made_by} sets no minimum, and its controller's is 0"
+    )
+    body = (
+        f"{head}, so the {scaled.title} it makes scales {scaled.describe_target()} to zero, "
+        f"where nothing can wake it. Every trigger reads the pods it scales ({_and(found)}): "
+        "at zero replicas the query has no series, KEDA reads 0 and never activates the "
+        "workload again."
+    )
+    hint = f"# or add a trigger on {WAKE_HINT}"
+    if path:
+        yield ctx.finding(
+            scaled.manifest,
+            path,
+            body,
+            f"{path[-1]}: 1\n{hint}",
+            plan=edits.unsafe(edits.Replace(scaled.manifest, path, "1")),
+        )
+        return
+    yield ctx.finding(
+        scaled.manifest,
+        scaled.spec_path,
+        body,
+        f"# in {where}: a minimum of 1 replica\n{hint}",
     )
 
 

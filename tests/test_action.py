@@ -30,8 +30,10 @@ def action() -> dict[str, Any]:
 
 
 def adoption_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    return text[text.index("## In CI") :]
+    """The README's CI section and docs/ci.md: every workflow and hook a user copies."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## In CI")
+    return readme[start : readme.index("\n## ", start + 1)] + (ROOT / "docs" / "ci.md").read_text()
 
 
 def blocks(language: str) -> list[str]:

@@ -661,11 +661,11 @@ def test_report_only_counts_a_patch_of_the_object(
 
 
 def _readme_adoption_commands() -> list[list[str]]:
-    """The commands of the README's "In one pull request" block, as argument lists."""
+    """The commands of docs/ci.md's "In one pull request" block, as argument lists."""
     import re
     import shlex
 
-    text = (Path(__file__).parent.parent / "README.md").read_text()
+    text = (Path(__file__).parent.parent / "docs" / "ci.md").read_text()
     section = text[text.index("In one pull request:") :]
     block = re.search(r"```sh\n(.*?)\n```", section, re.DOTALL)
     assert block is not None

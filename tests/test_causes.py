@@ -78,7 +78,7 @@ def test_each_finding_of_one_cause_names_the_one_it_follows_from(tutorial: Resul
     assert tops[behavior[1]] == behavior[0] and tops[behavior[0]] is None
     # Each follower names the top of its chain: nothing follows from a follower.
     assert all(tops[top] is None for top in tops if top is not None)
-    assert sum(top is not None for top in tops) == 8 and len(findings) == 16
+    assert sum(top is not None for top in tops) == 8 and len(findings) == 17
 
 
 def test_a_finding_whose_cause_is_not_reported_stands_alone(tutorial: Result) -> None:
@@ -109,12 +109,14 @@ def test_the_concise_report_is_one_line_per_finding(
     out = io.StringIO()
     render_concise(tutorial, out)
     lines = out.getvalue().splitlines()
-    findings = [line for line in lines if " [error] " in line or " [warning] " in line]
-    assert len(findings) == len(tutorial.findings) == 16
+    findings = [
+        line for line in lines if any(f" [{s}] " in line for s in ("error", "warning", "info"))
+    ]
+    assert len(findings) == len(tutorial.findings) == 17
     assert sum(line.endswith(")") and "follows from GL" in line for line in findings) == 8
     # Findings of both overlays at one line of their base read alike: each line names its
     # overlay, so that no two lines are the same.
-    assert len(set(findings)) == 16
+    assert len(set(findings)) == 17
     assert (
         "apps/llm/base/hpa.yaml:23:9: GL401 [error] HPA llm reads Pods metric "
         "vllm_requests_waiting, which no adapter rule exposes. (in apps/llm/overlays/staging; "
@@ -131,7 +133,7 @@ def test_the_concise_report_is_one_line_per_finding(
 def test_json_and_sarif_keep_every_finding_and_name_its_cause(tutorial: Result) -> None:
     main_json = json.loads(_json(tutorial))
     findings = main_json["findings"]
-    assert len(findings) == 16
+    assert len(findings) == 17
     following = [f for f in findings if "followsFrom" in f]
     assert len(following) == 8
     for finding in following:
@@ -141,7 +143,7 @@ def test_json_and_sarif_keep_every_finding_and_name_its_cause(tutorial: Result) 
             finding["followsFrom"][key] for key in ("rule", "file", "line", "column")
         )
     results = sarif_log(tutorial)["runs"][0]["results"]
-    assert len(results) == 16
+    assert len(results) == 17
     marked = [r for r in results if "followsFrom" in r["properties"]]
     assert len(marked) == 8
     for result in marked:

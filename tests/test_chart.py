@@ -1470,7 +1470,8 @@ def test_the_main_readme_installs_the_chart_with_the_charts_own_commands() -> No
     """The project README repeats the chart's three install commands; they are the ones the
     test above renders as written."""
     main = (ROOT / "README.md").read_text()
-    section = main[main.index("## Admission webhook") : main.index("### What is refused")]
+    start = main.index("## Admission webhook")
+    section = main[start : main.index("\n## ", start + 1)]
     (install,) = [b for b in _blocks("sh") if "helm install " in b]
     assert f"```sh\n{install}```" in section
     assert "helm upgrade gpulint deploy/chart" in " ".join(section.split())

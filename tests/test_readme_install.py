@@ -110,11 +110,13 @@ def test_the_pinned_git_install_from_a_clone(tmp_path: Path) -> None:
 def test_the_by_hand_workflow_runs_from_the_wheel(
     wheel_install: artifacts.Install, tmp_path: Path
 ) -> None:
-    """The README's workflow without the Action: each ``run:`` after the install, as the
+    """docs/ci.md's workflow without the Action: each ``run:`` after the install, as the
     runner runs it, in a checkout of this repository (whose deploy/ lints clean)."""
     workflows = [
         yaml.safe_load(block)
-        for block in re.findall(r"```yaml\n(.*?)\n```", section("In CI"), re.DOTALL)
+        for block in re.findall(
+            r"```yaml\n(.*?)\n```", (ROOT / "docs" / "ci.md").read_text(), re.DOTALL
+        )
     ]
     (by_hand,) = [
         w

@@ -170,7 +170,7 @@ def _live(options: ServeOptions, cache: ClusterCache, log: JsonLog) -> LiveRefre
     except ImportError as error:
         raise StartError(
             f"--prometheus needs the Prometheus client ({error.name or error} is not "
-            "installed): pip install 'gpulint[webhook]'"
+            "installed): pip install prometheus-api-client, or install gpulint with [webhook]"
         ) from None
 
 

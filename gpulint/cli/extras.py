@@ -9,6 +9,11 @@ EXTRAS = {
     "cluster": ("kubernetes",),
     "webhook": ("aiohttp", "kubernetes", "prometheus_client"),
 }
+# The distributions that provide those modules, as pip names them.
+DISTRIBUTIONS = {
+    "prometheus_api_client": "prometheus-api-client",
+    "prometheus_client": "prometheus-client",
+}
 
 
 def missing_extra(extra: str, what: str) -> str | None:
@@ -25,7 +30,12 @@ def missing_extra(extra: str, what: str) -> str | None:
             missing.append(module)
     if not missing:
         return None
+    # gpulint is installed from a git commit or a wheel, not a package index, so
+    # ``pip install 'gpulint[live]'`` would look for it where it is not: name the missing
+    # packages, and the extra for the next install from the same source.
+    packages = " ".join(DISTRIBUTIONS.get(module, module) for module in missing)
     return (
         f"{what} needs the optional dependencies of gpulint[{extra}] ({', '.join(missing)} "
-        f"missing): pip install 'gpulint[{extra}]'"
+        f"missing): pip install {packages}, or install gpulint with [{extra}] as in the "
+        f'README (pip install "gpulint[{extra}] @ git+...")'
     )

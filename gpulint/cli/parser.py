@@ -149,7 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rules = commands.add_parser("rules", help="list the rule catalog")
     shape = rules.add_mutually_exclusive_group()
-    shape.add_argument("--markdown", action="store_true", help="as the README's Markdown table")
+    shape.add_argument(
+        "--markdown", action="store_true", help="as the Markdown table of docs/rules.md"
+    )
     shape.add_argument("--docs", action="store_true", help="the full docs/rules.md")
     shape.add_argument("--json", action="store_true", help="as JSON")
 

@@ -4,7 +4,7 @@ A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
 
 * its docstring is the user documentation, in sections (``## Why is this bad?``,
   ``## Example``, ``## Use instead``, ``## Options``, ``## References``); ``gpulint explain``,
-  the README table and the SARIF help are generated from it;
+  docs/rules.md with its index and the SARIF help are generated from it;
 * its declarations, top-level assignments of literals that ``gpulint.engine.registry``
   reads without importing the module: ``ID``, ``NAME``, ``SEVERITY``, ``SCOPE`` (what
   ``check`` is handed, one of ``SCOPES``) and optionally ``REQUIRES`` (``"live"``,

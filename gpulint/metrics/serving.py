@@ -126,6 +126,28 @@ RENAMES: dict[str, Rename] = {
 # under the new prefix, whose exact name gpulint does not know.
 RENAMED_FAMILIES = (("inference_objective_", EPP, "llm_d_epp_"),)
 
+# The vLLM production-stack router exports these under vLLM's prefix from its own pod, not
+# from the vLLM pods it routes to (src/vllm_router/services/metrics_service): a keep-alive on
+# vllm:num_incoming_requests_total, labelled by model alone, has a value while every backend
+# is at zero. (It also exports vllm:num_requests_running and vllm:num_requests_waiting per
+# backend server, which, like vLLM's own, exist only while that backend runs.)
+ROUTER_SERIES = frozenset(
+    f"vllm:{name}"
+    for name in (
+        "num_incoming_requests",
+        "current_qps",
+        "avg_decoding_length",
+        "num_prefill_requests",
+        "num_decoding_requests",
+        "healthy_pods_total",
+        "avg_latency",
+        "avg_itl",
+        "input_tokens",
+        "output_tokens",
+        "request_errors",
+    )
+)
+
 # Where a series comes from: a prefix, the project, and whether its pods serve it.
 _SOURCES = (
     ("vllm:", VLLM, True),
@@ -180,6 +202,8 @@ def from_the_pods(series: str) -> str | None:
     without them, or gpulint cannot tell): the model server scraped from its own pods, or
     dcgm-exporter, whose per-GPU series name a pod only while it holds the GPU."""
     name = canonical_metric_name(series)
+    if name in ROUTER_SERIES or name.removesuffix("_total") in ROUTER_SERIES:
+        return None  # the router's own, with or without backends
     for prefix, project, in_pods in _SOURCES:
         if name.startswith(prefix):
             return f"{project}'s pods" if in_pods else None

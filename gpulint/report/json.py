@@ -1,4 +1,4 @@
-"""The JSON report (version 1): a contract for tools, documented in the README.
+"""The JSON report (version 1): a contract for tools, documented in docs/lint.md.
 
 ``message`` is a finding's full text; ``headline`` its first sentence (``Finding.headline``),
 for tools that show one line per finding. A finding that follows from another

@@ -64,17 +64,17 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
 def write_trailer(
     result: Result, stream: TextIO, width: int, following: int, hint: str | None = None
 ) -> None:
-    """What follows the findings: checks not run, files skipped, notes (``hint``, a note of
-    the reporter's own, last) and the summary."""
+    """What follows the findings: checks not run, files skipped, notes, the releases judged
+    for, ``hint`` (a note of the reporter's own, last) and the summary."""
     _write_not_checked(result.not_checked, stream, width)
     _write_skipped(result.skipped, stream, width)
     for note in result.notes:
         _write(stream, "note: ", escape_controls(note), width)
-    if hint:
-        _write(stream, "note: ", hint, width)
     if result.versions is not None and result.objects:
         judged = f"judged for {result.versions.describe()}"
         _write(stream, "versions: ", escape_controls(judged), width)
+    if hint:
+        _write(stream, "note: ", hint, width)
     _write(stream, "", summary(result, following), width, INDENT)
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gpulint.input.loader import LoadedFile
 
-# gpulint's own files: never input, and not worth a line of every report (README: "A baseline
+# gpulint's own files: never input, and not worth a line of every report (docs/ci.md: "A baseline
 # of today's findings" names the baseline so).
 CONFIG_NAMES = (".gpulint.yaml", ".gpulint.yml")
 BASELINE_NAME = ".gpulint-baseline.json"
