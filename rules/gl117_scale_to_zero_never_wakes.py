@@ -239,9 +239,9 @@ def _generated(scaled: GeneratedScaledObject, found: list[str], ctx: Context) ->
         else f"{scaled.made_by} sets no minimum, and its controller's is 0"
     )
     body = (
-        f"{head}, so the {scaled.title} it makes scales {scaled.describe_target()} to zero, "
-        f"where nothing can wake it. Every trigger reads the pods it scales ({_and(found)}): "
-        "at zero replicas the query has no series, KEDA reads 0 and never activates the "
+        f"{head}: KEDA scales {scaled.describe_target()} to zero, where nothing can wake it. "
+        f"The {scaled.title} made from it reads only the pods it scales ({_and(found)}): at "
+        "zero replicas the query has no series, KEDA reads 0 and never activates the "
         "workload again."
     )
     hint = f"# or add a trigger on {WAKE_HINT}"

@@ -18,9 +18,11 @@ gpulint accepts connections itself (``GuardedSite``) and hands each to the event
 
 * a connection accepted while ``--max-connections`` are open or in their handshake takes the
   place of the one idle the longest (no request under way: waiting for its first request,
-  between two kept-alive requests, or in its TLS handshake), which is closed; only when every
-  connection is in the middle of a request is the new one closed at once, before any TLS
-  work. Idle connections therefore cannot crowd out the API server: each new connection it
+  between two kept-alive requests, or in its TLS handshake), which is closed; one idle for
+  under a second goes only after every connection whose request waits on its body, since it
+  is most likely the API server's, about to send a review; only when every connection is in
+  the middle of a request is the new one closed at once, before any TLS work. Idle
+  connections therefore cannot crowd out the API server: each new connection it
   opens finds room;
 * the same holds per client address with ``--max-client-connections``: a client at its limit
   gives up its own longest-idle connection for a new one, or the new one is closed, so one
@@ -67,6 +69,11 @@ _ACCEPT_BATCH = 64
 # Seconds accepting pauses after accept() failed for want of resources; the kernel keeps
 # queueing connections (the backlog) meanwhile.
 _ACCEPT_PAUSE = 0.5
+# A connection idle for less than this (in its handshake, or between it and its request) is
+# most likely about to send one: the API server writes its review as soon as TLS is up. It
+# makes room only after the connections whose requests wait on a body, so that connections
+# opened and reopened at a limit cannot close a review's connection in that gap.
+_FRESH = 1.0
 
 
 class _Throttled:
@@ -189,18 +196,29 @@ class ConnectionGuard:
 
     def _make_room(self, client: str | None) -> bool:
         """Close the connection (of ``client``, or of anyone) idle the longest, or else the
-        one whose request has waited longest on its body; False when there is neither. A
-        scan of the open connections, made only at a limit."""
-        oldest: tuple[float, object, str] | None = None
+        one whose request has waited longest on its body, or else one idle for less than
+        ``_FRESH`` (the longest); False when there is none. A scan of the open connections,
+        made only at a limit."""
+        now = time.monotonic()
+        oldest: tuple[float, object, str] | None = None  # idle longer than _FRESH
         waiting: tuple[float, object, str] | None = None
+        fresh: tuple[float, object, str] | None = None  # idle, but only just
+
+        def idle(since: float, victim: object, owner: str) -> None:
+            nonlocal oldest, fresh
+            if now - since >= _FRESH:
+                if oldest is None or since < oldest[0]:
+                    oldest = (since, victim, owner)
+            elif fresh is None or since < fresh[0]:
+                fresh = (since, victim, owner)
+
         for transport, connection in self._open.items():
             if transport in self._leaving:
                 continue
             if client is not None and connection.client != client:
                 continue
             if not connection.busy:
-                if oldest is None or connection.idle_since < oldest[0]:
-                    oldest = (connection.idle_since, transport, connection.client)
+                idle(connection.idle_since, transport, connection.client)
             elif connection.body_pending_since is not None and (
                 waiting is None or connection.body_pending_since < waiting[0]
             ):
@@ -208,12 +226,13 @@ class ConnectionGuard:
         for task, (owner, started) in self._handshakes.items():
             if task in self._leaving or (client is not None and owner != client):
                 continue
-            if oldest is None or started < oldest[0]:
-                oldest = (started, task, owner)
+            idle(started, task, owner)
         log, what = self._evicted, "idle the longest"
         if oldest is None:
             log, oldest = self._evicted_waiting, waiting
             what = "whose request waited longest on its body"
+        if oldest is None:
+            log, oldest, what = self._evicted, fresh, "idle the longest"
         if oldest is None:
             return False
         _, victim, owner = oldest
