@@ -65,7 +65,6 @@ or keep ``minReplicas: 1``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from gpulint.ruleapi import (
     HPA,
@@ -79,6 +78,7 @@ from gpulint.ruleapi import (
     Severity,
     abbreviated,
     as_dict,
+    dig,
     edits,
     from_the_pods,
     is_generated,
@@ -223,12 +223,8 @@ def _generated(scaled: GeneratedScaledObject, found: list[str], ctx: Context) ->
     written around the settings it is made from), which is what to change."""
     path: tuple[str | int, ...] | None = None
     for depth in range(len(scaled.spec_path), 0, -1):
-        settings: Any = scaled.manifest.data
-        for key in scaled.spec_path[:depth]:
-            settings = as_dict(settings).get(str(key))
-        written = next(
-            (k for k in ("minReplicas", "minReplicaCount") if k in as_dict(settings)), None
-        )
+        settings = as_dict(dig(scaled.manifest.data, scaled.spec_path[:depth]))
+        written = next((k for k in ("minReplicas", "minReplicaCount") if k in settings), None)
         if written:
             path = (*scaled.spec_path[:depth], written)
             break
