@@ -30,7 +30,7 @@ from typing import Any
 from gpulint.input.document import Manifest, Path, as_dict, as_list
 from gpulint.kinds.generated import GeneratedHPA
 from gpulint.kinds.hpa import HpaMetric, MetricTarget
-from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
+from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef, named_target
 from gpulint.kinds.scaling import ScalingRange, replica_count
 from gpulint.kinds.view import KindView, TraceSource
 
@@ -61,16 +61,7 @@ class AIBrixPodAutoscaler(KindView):
         self.manifest = manifest
         spec = as_dict(manifest.data.get("spec"))
         self.spec = spec
-        ref = as_dict(spec.get("scaleTargetRef"))
-        self.target_ref: TargetRef | None = None
-        if isinstance(ref.get("name"), str) and ref["name"]:
-            kind, api_version = ref.get("kind"), ref.get("apiVersion")
-            self.target_ref = TargetRef(
-                kind if isinstance(kind, str) and kind else "Deployment",
-                ref["name"],
-                api_version if isinstance(api_version, str) and api_version else "apps/v1",
-                ("spec", "scaleTargetRef"),
-            )
+        self.target_ref: TargetRef | None = named_target(spec)
         strategy = spec.get("scalingStrategy")
         self.strategy = strategy if isinstance(strategy, str) else ""
         self.sources: list[dict[str, Any]] = [

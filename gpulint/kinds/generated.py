@@ -24,6 +24,7 @@ from gpulint.kinds.hpa import HPA, HpaMetric
 from gpulint.kinds.keda import ScaledObject
 from gpulint.kinds.scaletarget import ReplicaClaim, TargetRef
 from gpulint.kinds.scaling import ScalingRange
+from gpulint.kinds.triggers import trigger_urls
 
 
 def made_by(manifest: Manifest) -> str:
@@ -190,19 +191,4 @@ class GeneratedScaledObject(ScaledObject):
 
     def prometheus_urls(self) -> list[PrometheusUrl]:
         """``serverAddress`` of its prometheus triggers (KEDA's operator dials them)."""
-        found = []
-        for trigger in self.prometheus_triggers:
-            address = trigger.server_address
-            if address:
-                found.append(
-                    PrometheusUrl(
-                        address,
-                        self.manifest,
-                        (*trigger.path, "metadata", "serverAddress"),
-                        "keda",
-                        f"ScaledObject {self.name} trigger {trigger.index}",
-                        None,
-                        self.manifest,
-                    )
-                )
-        return found
+        return trigger_urls(self.prometheus_triggers, self.manifest, f"ScaledObject {self.name}")

@@ -26,7 +26,7 @@ from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict, as_list
 from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.scaling import ScalingRange
-from gpulint.kinds.triggers import KEDA_GROUP, PrometheusTrigger, keda_range
+from gpulint.kinds.triggers import KEDA_GROUP, PrometheusTrigger, keda_range, trigger_urls
 from gpulint.kinds.view import KindView
 from gpulint.kinds.workload import PodTemplate, pod_template_at
 
@@ -105,22 +105,7 @@ class ScaledJob(KindView):
 
     def prometheus_urls(self) -> list[PrometheusUrl]:
         """``serverAddress`` of its prometheus triggers (KEDA's operator dials them)."""
-        found = []
-        for trigger in self.prometheus_triggers:
-            address = trigger.server_address
-            if address:
-                found.append(
-                    PrometheusUrl(
-                        address,
-                        self.manifest,
-                        (*trigger.path, "metadata", "serverAddress"),
-                        "keda",
-                        f"ScaledJob {self.name} trigger {trigger.index}",
-                        None,
-                        self.manifest,
-                    )
-                )
-        return found
+        return trigger_urls(self.prometheus_triggers, self.manifest, f"ScaledJob {self.name}")
 
     @property
     def parallelism(self) -> int:

@@ -8,9 +8,9 @@ protocol."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from gpulint.input.document import Path
+from gpulint.input.document import Path, as_dict
 
 
 class TargetRef(NamedTuple):
@@ -24,6 +24,23 @@ class TargetRef(NamedTuple):
     @property
     def group(self) -> str:
         return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+
+def named_target(spec: dict[str, Any]) -> TargetRef | None:
+    """``spec.scaleTargetRef`` of an object whose controller takes a Deployment of apps/v1
+    when kind or apiVersion is left out (AIBrix's PodAutoscaler, WVA's VariantAutoscaling);
+    None without a name."""
+    ref = as_dict(spec.get("scaleTargetRef"))
+    name = ref.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    kind, api_version = ref.get("kind"), ref.get("apiVersion")
+    return TargetRef(
+        kind if isinstance(kind, str) and kind else "Deployment",
+        name,
+        api_version if isinstance(api_version, str) and api_version else "apps/v1",
+        ("spec", "scaleTargetRef"),
+    )
 
 
 class ReplicaClaim(NamedTuple):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
+from gpulint.chain.address import PrometheusUrl
 from gpulint.input.document import Manifest, Path, as_dict
 from gpulint.kinds.scaletarget import TargetRef
 from gpulint.kinds.scaling import ScalingRange, replica_count
@@ -248,3 +249,27 @@ def _pairs(text: str | None) -> list[tuple[str, str]] | None:
             return None
         found.append((parts[0].strip(), parts[1].strip()))
     return found if len(found) <= _MAX_PAIRS else None
+
+
+def trigger_urls(
+    triggers: list[PrometheusTrigger], manifest: Manifest, owner: str
+) -> list[PrometheusUrl]:
+    """``serverAddress`` of prometheus triggers, at their paths in ``manifest`` (KEDA's
+    operator dials it, so a bare host name resolves in KEDA's namespace); ``owner`` names
+    them (``ScaledJob train``)."""
+    found = []
+    for trigger in triggers:
+        address = trigger.server_address
+        if address:
+            found.append(
+                PrometheusUrl(
+                    address,
+                    manifest,
+                    (*trigger.path, "metadata", "serverAddress"),
+                    "keda",
+                    f"{owner} trigger {trigger.index}",
+                    None,
+                    manifest,
+                )
+            )
+    return found

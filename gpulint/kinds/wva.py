@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpulint.input.document import Manifest, as_dict
-from gpulint.kinds.scaletarget import TargetRef
+from gpulint.kinds.scaletarget import TargetRef, named_target
 from gpulint.kinds.view import KindView
 
 WVA_GROUP = "llmd.ai"
@@ -46,16 +46,7 @@ class VariantAutoscaling(KindView):
         self.manifest = manifest
         spec = as_dict(manifest.data.get("spec"))
         self.spec = spec
-        ref = as_dict(spec.get("scaleTargetRef"))
-        self.target_ref: TargetRef | None = None
-        if isinstance(ref.get("name"), str) and ref["name"]:
-            kind, api_version = ref.get("kind"), ref.get("apiVersion")
-            self.target_ref = TargetRef(
-                kind if isinstance(kind, str) and kind else "Deployment",
-                ref["name"],
-                api_version if isinstance(api_version, str) and api_version else "apps/v1",
-                ("spec", "scaleTargetRef"),
-            )
+        self.target_ref: TargetRef | None = named_target(spec)
 
     def describe(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
