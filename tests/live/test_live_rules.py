@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from gpulint.core.model import Finding, Severity
+from gpulint.report.json import finding_to_dict
 
 from ..conftest import lint_paths
 from .conftest import LIVE_FIXTURES, lint_live, server_url
@@ -121,3 +122,25 @@ def test_one_defect_is_one_finding_on_its_line(
     offline = lint_paths(path)
     offline_rule = deferring if owner.startswith("GL8") else owner
     assert {(f.location.file, f.location.line) for f in offline if f.rule == offline_rule} == lines
+
+
+def test_the_values_settle_the_offline_finding_as_one_error(world: World, down_url: str) -> None:
+    """GL107 hedges a target of "60" on a 0-1 ratio (unless the query adds series up); the
+    values GL805 reads answer it: one finding, GL107's, an error that says what was observed."""
+    path = LIVE_FIXTURES / "GL805" / "pass_known_ratio_left_to_gl107"
+    url, lookback = server_url(world, down_url, path)
+    findings, _ = lint_live([path], url, lookback)
+    [offline] = [f for f in lint_paths(path) if f.rule == "GL107"]
+    assert offline.severity is Severity.WARNING and "unless its query" in offline.message
+    on_line = [f for f in findings if f.location == offline.location]
+    assert [(f.rule, f.severity, f.settled_by) for f in on_line] == [
+        ("GL107", Severity.ERROR, "GL805")
+    ], [f"{f.rule} {f.message}" for f in findings]
+    [settled] = on_line
+    assert "unless" not in settled.message
+    assert "observed min 0." in settled.message, settled.message
+    # The fix and the edits --fix applies are GL107's.
+    assert settled.fix == offline.fix
+    assert settled.plan is not None and offline.plan is not None
+    assert settled.plan.applicability == offline.plan.applicability
+    assert finding_to_dict(settled)["settledBy"] == "GL805"
