@@ -287,7 +287,10 @@ def test_explains_is_read_into_who_explains_whom() -> None:
 
 def test_settles_is_read_into_who_settles_whom() -> None:
     assert {info.id: info for info in rule_index()}["GL805"].settles == ("GL107",)
-    assert registry.settled_by() == {"GL107": frozenset({"GL805"})}
+    assert registry.settled_by() == {
+        "GL107": frozenset({"GL805"}),
+        "GL402": frozenset({"GL801", "GL811"}),
+    }
 
 
 def test_declarations_may_span_lines_and_the_docstring_is_no_declaration() -> None:

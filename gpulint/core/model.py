@@ -103,6 +103,9 @@ class Finding(NamedTuple):
     # The rule whose observed data settled this finding of a rule judged from the input
     # alone (gpulint.engine.settled: GL805's values for GL107's target); "" otherwise.
     settled_by: str = ""
+    # A settled finding's severity from the input alone, before the observation raised it
+    # (the webhook refuses no request on what Prometheus saw); None when not settled.
+    input_severity: Severity | None = None
 
     @property
     def key(self) -> FindingKey:

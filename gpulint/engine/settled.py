@@ -10,11 +10,15 @@ So a rule that needs collected data declares the offline rules it settles (``SET
 by ``gpulint.engine.registry``), and when it reports a finding at the very place where one
 of those rules reported one (the same file, line and column: the same target), the two
 become one finding. It keeps what the offline finding is (its rule, so that suppressions and
-baselines written for it still hold, its place, its fix and the edits ``--fix`` applies) and
-takes what the observation adds: the live rule's message, which states what was observed
+baselines written for it still hold, its place, and its fix when ``--fix`` can apply it; a
+prose-only fix gives way to the live one, written from what was observed) and takes what the
+observation adds: the live rule's message, which states what was observed
 (the values, their span of history) instead of the hedge, the more severe of the two
 severities (a live verdict that the data proves the target is never reached is an error),
 and the objects the live finding names. ``settled_by`` names the rule that settled it.
+
+GL801 and GL811 settle GL402 alike: a legacy GPU name in a seriesQuery or a KEDA query that
+Prometheus finds nothing for is GL402's finding, with what Prometheus holds instead.
 
 The live rule decides which of its findings settle: it reports at an offline finding's place
 only when its data answers the offline finding's question; otherwise it reports nothing
@@ -72,9 +76,17 @@ def merge_settled(raw: list[tuple[Finding, _Extra]]) -> list[tuple[Finding, _Ext
 def _settle(offline: Finding, live: Finding) -> Finding:
     """The offline finding with what the live finding observed."""
     related = offline.related + tuple(r for r in live.related if r not in offline.related)
+    # The offline fix when --fix can apply it; else the live one, written from what was seen
+    # (GL801 suggests the series Prometheus holds, with the labels they carry).
+    fix, plan = offline.fix, offline.plan
+    if plan is None and live.fix:
+        fix, plan = live.fix, live.plan
     return offline._replace(
         message=live.message,
+        fix=fix,
+        plan=plan,
         severity=max(offline.severity, live.severity),
         related=related,
         settled_by=live.rule,
+        input_severity=offline.severity,
     )
