@@ -15,7 +15,9 @@ prose-only fix gives way to the live one, written from what was observed) and ta
 observation adds: the live rule's message, which states what was observed
 (the values, their span of history) instead of the hedge, the more severe of the two
 severities (a live verdict that the data proves the target is never reached is an error),
-and the objects the live finding names. ``settled_by`` names the rule that settled it.
+and the objects the live finding names. ``settled_by`` names the rule that settled it, and
+``input_severity`` keeps the severity the input alone gave it: the webhook refuses no request
+on what Prometheus saw (``gpulint.webhook.evaluator``).
 
 GL801 and GL811 settle GL402 alike: a legacy GPU name in a seriesQuery or a KEDA query that
 Prometheus finds nothing for is GL402's finding, with what Prometheus holds instead.
