@@ -23,7 +23,10 @@ a ratio summed over two GPUs reaches 2, so ``1.5`` is fine and ``"60"`` is repor
 fix ``1200m`` (60% of each GPU x 2), not ``600m``; ``70m`` on the utilization gets ``"140"``.
 A target still on the one-GPU scale (``"60"`` on a summed percentage) is GL406's finding, not
 this rule's: one finding per defect. With ``--prometheus``, GL805 adds no second finding for a
-target this rule reports.
+target this rule reports: where the values Prometheus returns prove a target above 1 on a ratio
+is never reached, GL805 settles this finding (``gpulint.engine.settled``), which then says
+what was observed (minimum, median, maximum, the span of history) instead of "unless its query
+adds up several series per pod", and is an error.
 
 The scale of a metric comes from what gpulint knows about exporters, ``metric-aliases`` in
 ``.gpulint.yaml``, and the prometheus-adapter rules in the input: a metric renamed by the

@@ -25,9 +25,12 @@ syntax error) is not judged here; with ``--prometheus`` GL810 runs the trigger's
 KEDA does and reports what Prometheus answers. A trigger's finding points at its ``query``
 (the first line of its text for ``query: |``).
 
-With ``--prometheus``, a rule whose seriesQuery finds no series is GL801's (it names what
-Prometheus holds instead, with the labels those series carry); this rule then reports only
-names of the rule's metricsQuery that its seriesQuery does not read.
+With ``--prometheus``, what Prometheus answers settles this rule's finding
+(``gpulint.engine.settled``): where GL801 finds that the rule's seriesQuery matches no series,
+or GL811 that the trigger's query returns none, the finding on that line is still this rule's,
+once, but says what Prometheus holds instead (with the labels those series carry) and takes
+the live rule's fix and the more severe of the two severities; JSON and SARIF name the live
+rule in ``settledBy``.
 
 ## Why is this bad?
 Prometheus has no such series. An adapter rule discovers nothing: the adapter exposes no
@@ -152,14 +155,7 @@ def check(
     rule = item
     if rule.generated:
         return
-    live = inventory.live
-    evidence = live.for_rule(rule) if live is not None else None
-    # With --prometheus, a seriesQuery that finds nothing is GL801's finding, on this line, with
-    # what Prometheus holds instead and the labels its series carry: one defect, one finding.
-    missing = evidence is not None and evidence.missing is not None
     for use in _names(rule):
-        if missing and "seriesQuery" in use.keys:
-            continue
         unknown = _unknown(use.name, inventory)
         if isinstance(unknown, GpuMetric):
             yield _legacy(rule, use, unknown, ctx)

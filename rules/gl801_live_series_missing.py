@@ -16,8 +16,12 @@ this order:
 
 Only user-written rules are checked; the chart's generic default rules are not.
 
-This rule owns a seriesQuery that finds nothing: GL402, which reports a legacy or misspelt
-GPU series name from the input alone, leaves such a rule to it when ``--prometheus`` is given.
+GL402 reports a legacy or misspelt GPU series name from the input alone, and can only say
+that clusters running today's exporter have no such series. Where this rule finds that the
+seriesQuery matches nothing, its finding settles GL402's on the same line (``SETTLES``,
+``gpulint.engine.settled``): one finding, GL402's, with this rule's message (what Prometheus
+holds instead), its fix and the more severe of the two severities; JSON and SARIF name
+GL801 in ``settledBy``.
 A suggested series is written with the labels its series carry: when Prometheus scraped its
 exporter with ``honor_labels: false`` (the series carry ``exported_pod``), the fix matches and
 maps ``exported_namespace``/``exported_pod``, so that pasting it does not draw GL802.
@@ -90,6 +94,7 @@ NAME = "live-series-missing"
 SEVERITY = Severity.ERROR
 SCOPE = "adapter-rule"
 REQUIRES = "live"  # runs only with --prometheus
+SETTLES = ("GL402",)
 STAGES = ("adapter-rule",)
 
 

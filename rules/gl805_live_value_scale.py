@@ -19,10 +19,18 @@ history or a new workload, the finding is info and says how much history is miss
 (a value that never reached a target in an hour of idle load says nothing of the peak). The
 first two need one value: a ratio never exceeds 1 and a percent never exceeds 100.
 
+A target above the range of a ratio is an **error** when the metric is a ratio gpulint knows
+and every value is below the target: the values prove it is never reached.
+
 A target that GL107 already reports as on the wrong scale from the input alone (``"60"`` on a
-ratio gpulint knows, ``70m`` on a percentage) is GL107's finding: GL805 adds none on the same
-line, and reports only what the input cannot tell (a metric whose scale only the values show,
-a target nothing observed reaches, a percentage summed over GPUs).
+ratio gpulint knows, ``70m`` on a percentage) stays GL107's finding, one finding per defect.
+GL107 can only say the target is never reached *unless* the adapter's query adds several
+series up per pod; the values answer that. Where they prove the target is never reached, this
+rule's finding settles GL107's (``SETTLES``, ``gpulint.engine.settled``): the report shows
+one finding, GL107's, with its fix, carrying the values observed and their span instead of
+the hedge, as an error; JSON and SARIF name GL805 in ``settledBy``. Where they do not (values
+above the target: the query adds up or scales the series), GL107's finding stands as it is.
+Without ``--prometheus`` GL107's finding is unchanged.
 
 ## Why is this bad?
 The HPA divides the observed value by the target. A ratio against 60 never reaches it; a sum
@@ -59,6 +67,7 @@ from gpulint.ruleapi import (
     HpaEvidence,
     Inventory,
     LiveSnapshot,
+    Scale,
     Severity,
     Verdict,
     between,
@@ -83,6 +92,7 @@ SEVERITY = Severity.WARNING
 SCOPE = "hpa"
 REQUIRES = "live"  # runs only with --prometheus
 STAGES = ("autoscaler",)
+SETTLES = ("GL107",)
 
 
 def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
@@ -98,8 +108,9 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
         quantity = try_quantity(raw) if raw is not None else None
         if quantity is None or field is None:
             continue
-        if off_scale(hpa, metric, field, quantity.value, inventory):
-            continue  # GL107 reports this target, on this line, from the input alone
+        # GL107 reports this target from the input alone; this rule's finding on its line
+        # settles GL107's (SETTLES): only where the values prove it is never reached.
+        offline = off_scale(hpa, metric, field, quantity.value, inventory)
         target = float(quantity.value)
         _, median, high = observed
         span = evidence.history_span
@@ -123,6 +134,9 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
             max_replicas=max_replicas,
             sums_judged=metric.type == "Pods",
         )
+        proven = verdict is Verdict.RATIO_TARGET and high < target
+        if offline and not proven:
+            continue  # the data does not answer GL107's question: its finding stands
         if verdict is Verdict.RATIO_TARGET:
             fix = ratio_target_fix(field, target)
             summed = ""
@@ -139,6 +153,8 @@ def check(hpa: HPA, inventory: Inventory, ctx: Context) -> Iterator[Finding]:
                 f"never reached, so the HPA never scales out{summed}",
                 fix,
                 related=links,
+                # A known ratio under the target at every value: never reached, not a guess.
+                severity=Severity.ERROR if proven and (offline or scale is Scale.RATIO) else None,
             )
         elif verdict is Verdict.SUMMED_PERCENT:
             yield ctx.finding(

@@ -15,6 +15,10 @@ query found nothing:
 With ``ignoreNullValues`` true (KEDA's default) the finding is a warning: KEDA reads 0. With
 ``ignoreNullValues: "false"`` it is an error: every poll fails.
 
+A query that reads a legacy or misspelt GPU name is GL402's finding from the input alone; its
+finding on the query settles GL402's (``SETTLES``, ``gpulint.engine.settled``): one finding,
+GL402's, saying what Prometheus answered, with the more severe of the two severities.
+
 ## Why is this bad?
 KEDA's prometheus scaler turns an empty answer, and NaN or an infinity, into 0 unless
 ``ignoreNullValues`` is false. A trigger at 0 is never active (active means above
@@ -89,6 +93,7 @@ NAME = "live-keda-no-data"
 SEVERITY = Severity.WARNING
 SCOPE = "prometheus-query"  # the prometheus triggers of ScaledObjects and ScaledJobs
 REQUIRES = "live"  # runs only with --prometheus
+SETTLES = ("GL402",)
 
 
 def check(

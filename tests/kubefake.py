@@ -32,7 +32,9 @@ What it does as kube-apiserver does:
 * RBAC by resource and namespace: a resource in ``forbidden`` is denied everywhere (no role
   grants it); one in ``granted_in`` is allowed only in the namespaces listed for it (Roles
   there, no ClusterRole), so that a request at the cluster scope or in another namespace is
-  denied, as kube-apiserver's RBAC authorizer denies it;
+  denied, as kube-apiserver's RBAC authorizer denies it; ``granted_names`` adds the objects
+  Roles grant by ``resourceNames`` (a list or watch must name the object in its
+  fieldSelector);
 * the aggregated metrics APIs as prometheus-adapter serves them:
   ``custom.metrics.k8s.io/v1beta1`` (pods by label selector, a named object, a namespace) and
   ``external.metrics.k8s.io/v1beta1``, from values the test sets; registered-but-down
@@ -286,6 +288,15 @@ def label_filter(text: str) -> Any:
     return lambda labels: all(check(labels) for check in checks)
 
 
+def _named_by(selector: str | None) -> str:
+    """The object a fieldSelector names exactly (``metadata.name=x``), else ""."""
+    for part in (selector or "").split(","):
+        match = re.match(r"^\s*metadata\.name\s*==?\s*(\S+)\s*$", part)
+        if match:
+            return match.group(1)
+    return ""
+
+
 def field_filter(text: str) -> Any:
     checks = []
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -340,6 +351,10 @@ class FakeCluster:
         self.forbidden: set[str] = set()  # resource keys the token may not read
         # resource key -> the namespaces where a Role grants it (denied everywhere else)
         self.granted_in: dict[str, set[str]] = {}
+        # resource key -> namespace -> the objects a Role grants there by resourceNames: got
+        # by name, or listed and watched with the fieldSelector metadata.name=<name>
+        # (kube-apiserver takes a list's name from that selector: RequestInfoFactory).
+        self.granted_names: dict[str, dict[str, set[str]]] = {}
         self.custom_values: list[dict[str, Any]] = []
         self.external_values: list[dict[str, Any]] = []
         self.metrics_apis = {"custom": "up", "external": "up"}  # up | down | absent
@@ -433,25 +448,35 @@ class FakeCluster:
         a resource a ClusterRole grants is readable everywhere, one that only Roles grant is
         readable in their namespaces, and every other resource is forbidden."""
 
-        def granted(role: dict) -> set[tuple[str, str]]:
+        def granted(role: dict, named: bool = False) -> set[tuple[str, str]]:
             return {
                 (group, resource)
                 for rule in role["rules"]
+                if bool(rule.get("resourceNames")) == named
                 for group in rule["apiGroups"]
                 for resource in rule["resources"]
             }
 
         everywhere = set().union(*(granted(role) for role in cluster_roles))
         in_namespaces: dict[tuple[str, str], set[str]] = {}
+        by_name: dict[tuple[str, str], dict[str, set[str]]] = {}
         for role in roles:
+            namespace = role["metadata"]["namespace"]
             for pair in granted(role):
-                in_namespaces.setdefault(pair, set()).add(role["metadata"]["namespace"])
+                in_namespaces.setdefault(pair, set()).add(namespace)
+            for rule in role["rules"]:
+                for group in rule["apiGroups"] if rule.get("resourceNames") else ():
+                    for plural in rule["resources"]:
+                        names = by_name.setdefault((group, plural), {})
+                        names.setdefault(namespace, set()).update(rule["resourceNames"])
         for key, resource in self.resources.items():
             pair = (resource.group, resource.plural)
             if pair in everywhere:
                 continue
-            if pair in in_namespaces:
-                self.granted_in[key] = in_namespaces[pair]
+            if pair in by_name:
+                self.granted_names[key] = by_name[pair]
+            if pair in in_namespaces or pair in by_name:
+                self.granted_in[key] = in_namespaces.get(pair, set())
             else:
                 self.forbidden.add(key)
         if ("apiextensions.k8s.io", "customresourcedefinitions") not in everywhere:
@@ -830,7 +855,7 @@ class KubeFake:
             "PUT": "update",
             "DELETE": "delete",
         }.get(request.method, "")
-        self._authorize(resource, verb, namespace)
+        self._authorize(resource, verb, namespace, name or _named_by(query.get("fieldSelector")))
         if request.method == "GET" and not name:
             labels = label_filter(query.get("labelSelector", ""))
             fields = field_filter(query.get("fieldSelector", ""))
@@ -865,11 +890,14 @@ class KubeFake:
             return _json_response(self.cluster.encode(resource, deleted, False))
         raise ApiFailure(405, "MethodNotAllowed", f"{request.method} is not supported")
 
-    def _authorize(self, resource: Resource, verb: str, namespace: str) -> None:
+    def _authorize(self, resource: Resource, verb: str, namespace: str, name: str = "") -> None:
         granted = self.cluster.granted_in.get(resource.key)
         if resource.key not in self.cluster.forbidden and (
             granted is None or (namespace and namespace in granted)
         ):
+            return
+        names = self.cluster.granted_names.get(resource.key, {}).get(namespace, set())
+        if name and name in names and verb in ("get", "list", "watch"):
             return
         scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
         message = (

@@ -57,7 +57,7 @@ from gpulint.kinds.workload import (
 from .kubefake import FakeCluster, KubeFake, Resource
 from .tools import helm_command, kustomize_build, kustomize_command
 from .webhook.harness import Certificates, Webhook, admission_review, free_port
-from .webhook.test_deploy import write_test_certificate
+from .webhook.test_deploy import grants_needed, role_grants, write_test_certificate
 
 pytestmark = pytest.mark.slow
 
@@ -390,26 +390,14 @@ def test_rbac_grants_exactly_what_the_webhook_reads(reading: Rendered) -> None:
     adapter = AdapterConfigMapSelector.parse(
         options.adapter_configmap, options.adapter_configmap_selector
     )
-    needed_everywhere, needed_in = set(), set()
-    for stream in watched_kinds(adapter, options.configmap_namespaces):
-        scope = stream.scope(options.namespace)
-        if scope is None:
-            needed_everywhere.add((stream.group, stream.plural))
-        else:
-            needed_in.add((scope, stream.group, stream.plural))
+    needed = grants_needed(watched_kinds(adapter, options.configmap_namespaces), options.namespace)
+    needed_everywhere = {g for g in needed if g[0] is None}
+    needed_in = needed - needed_everywhere
     account = reading.one("ServiceAccount")["metadata"]
     subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": NAMESPACE}
 
-    def granted(role: dict[str, Any]) -> set[tuple[str, str]]:
-        found = set()
-        for rule in role["rules"]:
-            assert sorted(rule["verbs"]) == ["get", "list", "watch"]
-            assert set(rule) == {"apiGroups", "resources", "verbs"}
-            found |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
-        return found
-
     cluster_roles = reading.all("ClusterRole")
-    everywhere = set().union(*(granted(r) for r in cluster_roles))
+    everywhere = set().union(*(role_grants(r) for r in cluster_roles))
     assert everywhere == needed_everywhere
     bindings = reading.all("ClusterRoleBinding")
     assert len(bindings) == len(cluster_roles) == (1 if needed_everywhere else 0)
@@ -421,7 +409,7 @@ def test_rbac_grants_exactly_what_the_webhook_reads(reading: Rendered) -> None:
         }
         assert binding["subjects"] == [subject]
     roles = {(r["metadata"]["namespace"], r["metadata"]["name"]): r for r in reading.all("Role")}
-    assert {(ns, g, r) for (ns, _), role in roles.items() for g, r in granted(role)} == needed_in
+    assert set().union(*(role_grants(role) for role in roles.values())) == needed_in
     bound = set()
     for role_binding in reading.all("RoleBinding"):
         namespace = role_binding["metadata"]["namespace"]
@@ -429,6 +417,23 @@ def test_rbac_grants_exactly_what_the_webhook_reads(reading: Rendered) -> None:
         assert role_binding["subjects"] == [subject]
         bound.add((namespace, role_binding["roleRef"]["name"]))
     assert bound == set(roles)
+
+
+def test_knatives_config_autoscaler_is_granted_by_name_unless_turned_off(
+    renders: dict[str, Rendered], helm_home: Path
+) -> None:
+    """One Role in knative-serving names config-autoscaler; with readConfigAutoscaler false
+    (a cluster without Knative, hence without the namespace) there is none."""
+    by_default = [
+        r
+        for r in renders["defaults"].all("Role")
+        if r["metadata"]["namespace"] == ("knative-serving")
+    ]
+    assert [rule["resourceNames"] for role in by_default for rule in role["rules"]] == [
+        ["config-autoscaler"]
+    ]
+    off = render(helm_home, "no-knative", {"knative": {"readConfigAutoscaler": False}})
+    assert "knative-serving" not in {o["metadata"].get("namespace") for o in off.objects}
 
 
 def test_without_the_cluster_there_is_no_rbac_and_no_token(renders: dict[str, Rendered]) -> None:
@@ -1461,6 +1466,7 @@ def test_the_webhook_as_the_chart_deploys_it_reads_what_its_rbac_grants_and_judg
     assert listed == {
         "/api/v1/namespaces/monitoring/configmaps",
         "/api/v1/namespaces/metrics/configmaps",
+        "/api/v1/namespaces/knative-serving/configmaps",
     }
     deployments = {path for _, path, _ in cluster.requests if path.endswith("/deployments")}
     assert deployments == {"/apis/apps/v1/namespaces/team-a/deployments"}

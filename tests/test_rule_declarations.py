@@ -244,6 +244,27 @@ def _pack_with(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rules: dict[str,
             },
             "EXPLAINS leads back to GL99",
         ),
+        (
+            {
+                "gl990_a.py": 'ID = "GL990"\nNAME = "a"\nSEVERITY = Severity.ERROR\n'
+                'SCOPE = "hpa"\nSETTLES = ("GL107",)\n'
+            },
+            "gpulint.rules.gl990_a: SETTLES needs REQUIRES",
+        ),
+        (
+            {
+                "gl990_a.py": 'ID = "GL990"\nNAME = "a"\nSEVERITY = Severity.ERROR\n'
+                'SCOPE = "hpa"\nREQUIRES = "live"\nSETTLES = ("GL999",)\n'
+            },
+            "gpulint.rules.gl990_a: SETTLES names no rule GL999",
+        ),
+        (
+            {
+                "gl990_a.py": 'ID = "GL990"\nNAME = "a"\nSEVERITY = Severity.ERROR\n'
+                'SCOPE = "hpa"\nREQUIRES = "live"\nSETTLES = ("GL804",)\n'
+            },
+            "gpulint.rules.gl990_a: SETTLES names GL804, which needs live data too",
+        ),
     ],
 )
 def test_explains_names_rules_that_exist_and_leads_back_to_none(
@@ -262,6 +283,14 @@ def test_explains_is_read_into_who_explains_whom() -> None:
     by_id = {info.id: info for info in rule_index()}
     assert by_id["GL403"].explains == ("GL802", "GL804")
     assert registry.explained_by()["GL804"] == frozenset({"GL403", "GL802", "GL803"})
+
+
+def test_settles_is_read_into_who_settles_whom() -> None:
+    assert {info.id: info for info in rule_index()}["GL805"].settles == ("GL107",)
+    assert registry.settled_by() == {
+        "GL107": frozenset({"GL805"}),
+        "GL402": frozenset({"GL801", "GL811"}),
+    }
 
 
 def test_declarations_may_span_lines_and_the_docstring_is_no_declaration() -> None:

@@ -7,8 +7,11 @@ marked ``watched`` there is granted get, list and watch; one marked ``evaluated`
 CREATE and UPDATE. Both ways of installing carry them, generated:
 
 * deploy/base (kustomize): the lines between a ``# BEGIN <block>`` and its ``# END <block>``
-  comment in rbac.yaml and validatingwebhookconfiguration.yaml. Everything around them (the
-  ConfigMap roles, namespaceSelector, failurePolicy, matchConditions) is written by hand.
+  comment in rbac.yaml, validatingwebhookconfiguration.yaml and, for each namespace whose
+  ConfigMaps gpulint reads by name alone (``gpulint.cluster.kinds.NAMED_CONFIGMAPS``: Knative's
+  config-autoscaler), configmaps-<namespace>.yaml, whose Role grants them by resourceNames.
+  Everything around them (the other ConfigMap roles, namespaceSelector, failurePolicy,
+  matchConditions) is written by hand.
 * deploy/chart (Helm): templates/_kinds.tpl, whole; rbac.yaml and
   validatingwebhookconfiguration.yaml include its named templates.
 
@@ -25,7 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from gpulint.cluster.kinds import CLUSTER_SCOPED
+from gpulint.cluster.kinds import CLUSTER_SCOPED, NAMED_CONFIGMAPS
 from gpulint.kinds import registry
 from gpulint.kinds.registry import WORKLOAD, KindSpec
 
@@ -42,6 +45,11 @@ CHART_KINDS = Path("deploy/chart/templates/_kinds.tpl")
 WATCHED = "watched kinds"
 WORKLOADS = "evaluated workloads"
 SCALING = "evaluated kinds"
+NAMED = "configmaps read by name"
+
+
+def named_configmaps_file(namespace: str) -> Path:
+    return Path(f"deploy/base/configmaps-{namespace}.yaml")
 
 
 class DeployError(Exception):
@@ -143,6 +151,18 @@ def rbac_lines(rules: list[RbacRule]) -> list[str]:
     return lines
 
 
+def named_configmap_lines(names: Iterable[str]) -> list[str]:
+    """A Role's rule that reads these ConfigMaps alone: RBAC lets a list or watch through
+    when its fieldSelector is metadata.name=<one of them> (kubernetes.io RBAC, "Referring to
+    resources")."""
+    return [
+        '- apiGroups: [""]',
+        '  resources: ["configmaps"]',
+        f"  resourceNames: {_flow(names)}",
+        f"  verbs: {_flow(VERBS)}",
+    ]
+
+
 def webhook_lines(rules: list[WebhookRule]) -> list[str]:
     lines = []
     for rule in rules:
@@ -207,17 +227,27 @@ def chart_kinds() -> str:
         "",
         "{{/* The scaling webhook's rules: every other evaluated kind. */}}",
         *_define("gpulint.scalingWebhookRules", webhook_lines(webhook_rules(workloads=False))),
+        "",
+        "{{/* Namespace -> the ConfigMaps read there by name alone, as JSON. */}}",
+        *_define("gpulint.namedConfigMaps", [json.dumps(NAMED_CONFIGMAPS, sort_keys=True)]),
     ]
     return "\n".join(lines) + "\n"
 
 
 def generated_files(root: Path) -> dict[Path, str]:
     """Each generated file (relative to ``root``, the repository) as it should read."""
-    texts = {path: (root / path).read_text(encoding="utf-8") for path in (BASE_RBAC, BASE_WEBHOOK)}
+    named = {named_configmaps_file(ns): names for ns, names in NAMED_CONFIGMAPS.items()}
+    texts = {}
+    for path in (BASE_RBAC, BASE_WEBHOOK, *named):
+        if not (root / path).is_file():
+            raise DeployError(f"{path}: missing (its Role reads ConfigMaps by name)")
+        texts[path] = (root / path).read_text(encoding="utf-8")
     content = blocks()
     placed = {WATCHED: BASE_RBAC, WORKLOADS: BASE_WEBHOOK, SCALING: BASE_WEBHOOK}
     for name, path in placed.items():
         texts[path] = splice(texts[path], name, content[name], path)
+    for path, names in named.items():
+        texts[path] = splice(texts[path], NAMED, named_configmap_lines(names), path)
     texts[CHART_KINDS] = chart_kinds()
     return texts
 

@@ -129,13 +129,21 @@ class ClusterEvaluator:
         findings = self.cache.evaluate(obj, operation, old, self.selection, deadline, embedded)
         if not self._live_rules:
             return findings
-        return [_as_warning(f) if f.rule in self._live_rules else f for f in findings]
+        return [_as_warning(f) if self._observed(f) else f for f in findings]
+
+    def _observed(self, finding: Finding) -> bool:
+        return finding.rule in self._live_rules or finding.settled_by in self._live_rules
 
 
 def _as_warning(finding: Finding) -> Finding:
     """A live finding never refuses a request: its evidence only matches a rule or an HPA
     metric the cluster already holds unchanged, so it is a problem already there (which
-    never blocks a change, see Decider), seen in Prometheus up to a refresh ago."""
+    never blocks a change, see Decider), seen in Prometheus up to a refresh ago. An offline
+    finding a live one settled (gpulint.engine.settled) keeps the severity the object alone
+    gives it, or a warning if that is less."""
+    if finding.input_severity is not None:
+        keep = max(finding.input_severity, min(finding.severity, Severity.WARNING))
+        return finding._replace(severity=keep)
     if finding.severity > Severity.WARNING:
         return finding._replace(severity=Severity.WARNING)
     return finding

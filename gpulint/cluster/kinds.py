@@ -2,13 +2,16 @@
 
 Exactly what the rules read: autoscalers (HPA, KEDA ScaledObject), the workloads they scale
 (Deployment, StatefulSet), what generates workloads (KServe InferenceService, Knative Service
-and Configuration), and two kinds of ConfigMap: the prometheus-adapter configuration and
-KServe's ``inferenceservice-config`` (its ``deploy`` key sets the default deployment mode).
+and Configuration), and three kinds of ConfigMap: the prometheus-adapter configuration,
+KServe's ``inferenceservice-config`` (its ``deploy`` key sets the default deployment mode) and
+Knative's ``config-autoscaler`` in ``knative-serving`` (its ``pod-autoscaler-class`` sets the
+class of revisions that name none).
 Cluster mode also lists the scrape chain once (``cluster_kinds``): DaemonSets, Services,
 ServiceMonitors, PodMonitors, Prometheus objects, Namespaces and ClusterPolicies; and reads
 the endpoints of the few Services the chain names.
 ConfigMaps are read through server-side selectors, never all of them, and only in a few
-namespaces (``--configmap-namespaces``), so that RBAC can grant them there alone.
+namespaces (``--configmap-namespaces``), so that RBAC can grant them there alone; Knative's
+one ConfigMap is read by name in its one namespace, which RBAC can grant by name.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import re
 from typing import Any, NamedTuple
 
 from gpulint.core.selectors import parse_label_selector, selector_matches
+from gpulint.kinds.knative import CONFIG_AUTOSCALER
 from gpulint.kinds.registry import KindSpec, read_specs, watched_specs
 
 KSERVE_CONFIGMAP = "inferenceservice-config"
@@ -235,18 +239,39 @@ def kserve_config_stream(namespace: str | None) -> WatchedKind:
     return _configmaps(None, f"metadata.name={KSERVE_CONFIGMAP}", namespace)
 
 
+# Knative Serving reads config-autoscaler in its system namespace, knative-serving
+# (knative/serving: config/core/configmaps/autoscaler.yaml; knative.dev/pkg/system reads the
+# namespace from SYSTEM_NAMESPACE, which serving's manifests set to it). Listed by name there
+# alone, whatever --configmap-namespaces says: RBAC grants it by resourceNames.
+KNATIVE_NAMESPACE = "knative-serving"
+
+
+# Namespace -> the ConfigMaps read there by name alone, whatever --configmap-namespaces says
+# (deploy/'s Roles grant them by resourceNames: gpulint.webhook.deploy).
+NAMED_CONFIGMAPS: dict[str, tuple[str, ...]] = {KNATIVE_NAMESPACE: (CONFIG_AUTOSCALER,)}
+
+
+def named_config_streams() -> list[WatchedKind]:
+    return [
+        _configmaps(None, f"metadata.name={name}", namespace)
+        for namespace, names in NAMED_CONFIGMAPS.items()
+        for name in names
+    ]
+
+
 def watched_kinds(
     adapter: AdapterConfigMapSelector | None = None,
     configmap_namespaces: tuple[str, ...] = DEFAULT_CONFIGMAP_NAMESPACES,
 ) -> list[WatchedKind]:
     """Every stream gpulint keeps: the resources, then the ConfigMaps, namespace by
-    namespace (the adapter's selectors, then KServe's)."""
+    namespace (the adapter's selectors, then KServe's), then Knative's config-autoscaler."""
     selector = adapter if adapter is not None else AdapterConfigMapSelector()
     streams = list(RESOURCES)
     for namespace in configmap_scopes(selector, configmap_namespaces):
         for stream in [*selector.streams(namespace), kserve_config_stream(namespace)]:
             if all(s.key != stream.key for s in streams):
                 streams.append(stream)
+    streams.extend(named_config_streams())
     return streams
 
 

@@ -100,6 +100,12 @@ class Finding(NamedTuple):
     # The finding that prints this one's fix, when both carry one fix for one cause
     # (gpulint.engine.fixes); None otherwise.
     fix_printed_on: FindingKey | None = None
+    # The rule whose observed data settled this finding of a rule judged from the input
+    # alone (gpulint.engine.settled: GL805's values for GL107's target); "" otherwise.
+    settled_by: str = ""
+    # A settled finding's severity from the input alone, before the observation raised it
+    # (the webhook refuses no request on what Prometheus saw); None when not settled.
+    input_severity: Severity | None = None
 
     @property
     def key(self) -> FindingKey:

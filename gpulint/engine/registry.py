@@ -53,13 +53,16 @@ class RuleInfo(NamedTuple):
     # The rules whose findings about the same item follow from one of its own
     # (gpulint.engine.causes).
     explains: tuple[str, ...] = ()
+    # The offline rules whose finding at the same place one of its own findings settles with
+    # what it observed (gpulint.engine.settled): the two are reported as one finding.
+    settles: tuple[str, ...] = ()
 
 
 # A declaration starts a line (a top-level statement); its value may span lines. The
 # pattern starts with the newline before it (the source is searched with one put in front),
 # a literal the regex engine scans for quickly: a multiline ``^`` is tried at every character.
 _DECLARATION = re.compile(
-    r"\n(ID|NAME|SEVERITY|SCOPE|REQUIRES|PROBES_CLUSTER|STAGES|STAGE_REACH|FIXES|EXPLAINS)"
+    r"\n(ID|NAME|SEVERITY|SCOPE|REQUIRES|PROBES_CLUSTER|STAGES|STAGE_REACH|FIXES|EXPLAINS|SETTLES)"
     r"\s*(?::[^=\n]*)?="
 )
 _REQUIRED = ("ID", "NAME", "SEVERITY", "SCOPE")
@@ -68,6 +71,7 @@ _RULE_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 _index: list[RuleInfo] | None = None
 _explained: dict[str, frozenset[str]] | None = None
+_settled: dict[str, frozenset[str]] | None = None
 _stages: dict[str, frozenset[str]] | None = None
 _loaded: dict[str, RuleSpec] = {}
 _by_id: tuple[list[RuleInfo], dict[str, RuleInfo]] | None = None  # rule_by_id: ID or name
@@ -98,6 +102,7 @@ def rule_index() -> list[RuleInfo]:
                     )
                 seen[key] = info.module
         _check_explains(found)
+        _check_settles(found)
         _index = sorted(found, key=lambda info: info.id)
     return _index
 
@@ -126,6 +131,39 @@ def _check_explains(found: list[RuleInfo]) -> None:
                 waiting.extend(known[rule].explains)
 
 
+def _check_settles(found: list[RuleInfo]) -> None:
+    """A rule settles only rules that exist and run without the data it needs: a finding
+    with evidence takes the place of one judged from the input alone."""
+    known = {info.id: info for info in found}
+    for info in found:
+        if info.settles and info.requires is None:
+            raise RuleDeclarationError(
+                f"{info.module}: SETTLES needs REQUIRES (the data that settles the findings)"
+            )
+        for settled in info.settles:
+            other = known.get(settled)
+            if other is None:
+                raise RuleDeclarationError(f"{info.module}: SETTLES names no rule {settled}")
+            if other.requires is not None:
+                raise RuleDeclarationError(
+                    f"{info.module}: SETTLES names {settled}, which needs {other.requires} "
+                    "data too; only a rule judged from the input alone is settled"
+                )
+
+
+def settled_by() -> dict[str, frozenset[str]]:
+    """Rule ID -> the rules whose findings settle its findings at the same place
+    (``SETTLES``)."""
+    global _settled
+    if _settled is None:
+        found: dict[str, set[str]] = {}
+        for info in rule_index():
+            for settled in info.settles:
+                found.setdefault(settled, set()).add(info.id)
+        _settled = {rule: frozenset(by) for rule, by in found.items()}
+    return _settled
+
+
 def explained_by() -> dict[str, frozenset[str]]:
     """Rule ID -> the rules whose findings explain its findings (``EXPLAINS``)."""
     global _explained
@@ -140,8 +178,8 @@ def explained_by() -> dict[str, frozenset[str]]:
 
 def forget_index() -> None:
     """Read the rule modules again at the next ``rule_index()`` (a rule was added)."""
-    global _index, _stages, _explained
-    _index = _stages = _explained = None
+    global _index, _stages, _explained, _settled
+    _index = _stages = _explained = _settled = None
     _loaded.clear()
 
 
@@ -309,15 +347,16 @@ def _validated(module: str, declared: dict[str, tuple[Any, int]]) -> RuleInfo:
         stages,
         words("FIXES", FIX_KINDS),
         reach,
-        _rule_ids(values.get("EXPLAINS", ()), where("EXPLAINS")),
+        _rule_ids(values.get("EXPLAINS", ()), where("EXPLAINS"), "EXPLAINS"),
+        _rule_ids(values.get("SETTLES", ()), where("SETTLES"), "SETTLES"),
     )
 
 
-def _rule_ids(value: Any, where: str) -> tuple[str, ...]:
+def _rule_ids(value: Any, where: str, name: str) -> tuple[str, ...]:
     if not isinstance(value, tuple) or not all(
         isinstance(v, str) and _RULE_ID.fullmatch(v) for v in value
     ):
-        raise RuleDeclarationError(f"{where}: EXPLAINS must be a tuple of rule IDs (GL802)")
+        raise RuleDeclarationError(f"{where}: {name} must be a tuple of rule IDs (GL802)")
     return value
 
 

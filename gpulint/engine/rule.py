@@ -17,7 +17,9 @@ A rule is one module in ``gpulint.rules`` (the ``rules/`` folder):
   fix plan its findings can carry (``("safe",)``, ``("safe", "unsafe")``; none: prose only),
   and ``EXPLAINS``, the rules whose findings follow from one of its own about the same item
   (``("GL802", "GL804")``: a label mapping that names the exporter's pod explains the live
-  findings that the series lack the workload's pods; ``gpulint.engine.causes``);
+  findings that the series lack the workload's pods; ``gpulint.engine.causes``), and for a
+  rule that ``REQUIRES`` data, ``SETTLES``, the offline rules whose finding at the same place
+  one of its own settles with what it observed (``gpulint.engine.settled``);
 * optionally ``OPTIONS`` (a JSON Schema ``properties`` mapping whose entries carry a
   ``default``);
 * ``check(item, inventory, ctx)``, a generator of findings for one item of its scope.

@@ -19,6 +19,7 @@ from gpulint.engine.fixes import settle
 from gpulint.engine.registry import RuleInfo, Selection, load_rule, rule_by_id, rule_index
 from gpulint.engine.rule import Anchor, Context, RuleSpec
 from gpulint.engine.scopes import scope_items_of
+from gpulint.engine.settled import merge_settled
 from gpulint.engine.twocores import Unplaceable, document_index, pickled, unpickled
 from gpulint.input.document import Document, Manifest, Path, has_step
 from gpulint.input.loader import IgnoreComment, load_file
@@ -90,7 +91,7 @@ def run(
                     raise DeadlineExceeded(rule.info.id)
                 raw.extend(rule.run(items, inventory, per_rule))
     manifests = getattr(items_for, "manifests", None)
-    findings = _suppress(raw, inventory, plan.ids, selection, manifests, suppressed)
+    findings = _suppress(merge_settled(raw), inventory, plan.ids, selection, manifests, suppressed)
     findings.sort(key=Finding.sort_key)
     return settle(_dedupe(findings))
 

@@ -75,6 +75,9 @@ def finding_to_dict(
         data["locationNote"] = location.note
     if finding.units:
         data["units"] = list(finding.units)
+    if finding.settled_by:
+        # The live rule whose observed values this finding reports (gpulint.engine.settled).
+        data["settledBy"] = finding.settled_by
     if edits and finding.plan is not None:
         data["edits"] = edits_to_list(edits, shown)
         data["fixApplicability"] = finding.plan.applicability

@@ -152,6 +152,8 @@ def sarif_log(result: Result) -> dict[str, Any]:
             properties["units"] = list(finding.units)
         if finding.location.rendered_from:
             properties["renderedFrom"] = finding.location.rendered_from
+        if finding.settled_by:
+            properties["settledBy"] = finding.settled_by
         entry["properties"] = properties
         results.append(entry)
     return {

@@ -51,6 +51,11 @@ def new_cache(kubeconfig: Path) -> Iterator[Callable[..., ClusterCache]]:
         cache.stop(timeout=5)
 
 
+def knative_config_by_name() -> dict[str, dict[str, set[str]]]:
+    """What deploy/'s Role in knative-serving grants: config-autoscaler alone, by name."""
+    return {"configmaps": {"knative-serving": {"config-autoscaler"}}}
+
+
 def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
     """Poll ``condition`` until it holds; fail the test after ``timeout`` seconds."""
     end = time.monotonic() + timeout

@@ -16,7 +16,7 @@ from gpulint.cluster.mode import connect
 from gpulint.engine.config import Settings
 
 from ..kubefake import FakeCluster, KubeFake
-from .conftest import cached, cached_names, wait_for
+from .conftest import cached, cached_names, knative_config_by_name, wait_for
 
 WORLD = """
 apiVersion: apps/v1
@@ -235,12 +235,14 @@ def test_configmaps_are_read_only_in_the_namespaces_rbac_grants_them(
     """deploy/'s RBAC: a Role in monitoring and in kserve, no ClusterRole for ConfigMaps."""
     fake.cluster.load(WORLD + "---" + ELSEWHERE)
     fake.cluster.granted_in = {"configmaps": {"monitoring", "kserve"}}
+    fake.cluster.granted_names = knative_config_by_name()
     cache = new_cache()
     wait_for(cache.synced, what="sync")
     assert set(cache.sync_state().values()) == {"synced"}
     assert _configmap_requests(fake) == {
         "/api/v1/namespaces/monitoring/configmaps",
         "/api/v1/namespaces/kserve/configmaps",
+        "/api/v1/namespaces/knative-serving/configmaps",
     }
     with cache.lock:
         configs = [(c.owner.namespace, c.owner.name) for c in cache.inventory.adapter_configs]
@@ -267,6 +269,7 @@ def test_a_namespace_rbac_does_not_grant_is_forbidden_and_the_rest_is_read(
 ) -> None:
     fake.cluster.load(WORLD + "---" + ELSEWHERE)
     fake.cluster.granted_in = {"configmaps": {"monitoring"}}  # no Role in kserve
+    fake.cluster.granted_names = knative_config_by_name()
     cache = new_cache()
     wait_for(cache.synced, what="sync")
     state = cache.sync_state()
@@ -275,13 +278,16 @@ def test_a_namespace_rbac_does_not_grant_is_forbidden_and_the_rest_is_read(
         k for k in configmap_states if k.startswith("configmaps[kserve: ")
     }
     assert {k for k, v in configmap_states.items() if v == "synced"} == {
-        k for k in configmap_states if k.startswith("configmaps[monitoring: ")
+        k
+        for k in configmap_states
+        if k.startswith(("configmaps[monitoring: ", "configmaps[knative"))
     }
     details = cache.sync_details()["configmaps[kserve: metadata.name=inferenceservice-config]"]
     assert 'cannot list resource "configmaps" in API group "" in the namespace "kserve"' in details
     assert cached_names(cache, "ConfigMap") == {"adapter"}
     # A Role added in kserve: read at the next check, without a restart.
     fake.cluster.granted_in = {"configmaps": {"monitoring", "kserve"}}
+    fake.cluster.granted_names = knative_config_by_name()
     wait_for(
         lambda: set(cache.sync_state().values()) == {"synced"},
         what="the kserve streams after the Role is added",
@@ -294,6 +300,7 @@ def test_configmap_namespaces_and_a_named_adapter_configmap(
 ) -> None:
     fake.cluster.load(WORLD + "---" + ELSEWHERE)
     fake.cluster.granted_in = {"configmaps": {"team-metrics"}}
+    fake.cluster.granted_names = knative_config_by_name()
     selector = AdapterConfigMapSelector.parse("team-metrics/adapter")
     cache = new_cache(adapter_configmaps=selector, configmap_namespaces=("kserve",))
     wait_for(cache.synced, what="sync")
@@ -301,6 +308,7 @@ def test_configmap_namespaces_and_a_named_adapter_configmap(
     assert _configmap_requests(fake) == {
         "/api/v1/namespaces/team-metrics/configmaps",
         "/api/v1/namespaces/kserve/configmaps",
+        "/api/v1/namespaces/knative-serving/configmaps",
     }
     assert cache.sync_state()["configmaps[team-metrics: metadata.name=adapter]"] == "synced"
     assert cache.sync_state()["configmaps[kserve: metadata.name=inferenceservice-config]"] == (

@@ -64,8 +64,13 @@ def test_watched_kinds_and_their_paths() -> None:
         "configmaps[kserve: metadata.name=prometheus-adapter]",
         "configmaps[kserve: metadata.name=adapter-config]",
         "configmaps[kserve: metadata.name=inferenceservice-config]",
+        "configmaps[knative-serving: metadata.name=config-autoscaler]",
     ]
-    assert all(k.scope(None) in ("monitoring", "kserve") for k in kinds.values() if not k.group)
+    namespaces = ("monitoring", "kserve", "knative-serving")
+    assert all(k.scope(None) in namespaces for k in kinds.values() if not k.group)
+    # Knative's config is read by name in its namespace, even when linting another one.
+    knative = kinds["configmaps[knative-serving: metadata.name=config-autoscaler]"]
+    assert knative.scope("ml") == "knative-serving"
 
 
 def test_configmap_namespaces_given_and_added() -> None:
@@ -81,6 +86,7 @@ def test_configmap_namespaces_given_and_added() -> None:
         ("monitoring", None, "metadata.name=inferenceservice-config"),
         ("custom-metrics", None, "metadata.name=adapter"),
         ("custom-metrics", None, "metadata.name=inferenceservice-config"),
+        ("knative-serving", None, "metadata.name=config-autoscaler"),
     ]
     assert configmap_scopes(named, ("monitoring",)) == ["monitoring", "custom-metrics"]
     assert configmap_scopes(named, ("custom-metrics",)) == ["custom-metrics"]
@@ -93,6 +99,7 @@ def test_configmap_namespaces_given_and_added() -> None:
         ("b", "team=obs", None),
         ("b", None, "metadata.name=adapter"),
         ("b", None, "metadata.name=inferenceservice-config"),
+        ("knative-serving", None, "metadata.name=config-autoscaler"),
     ]
     # Every namespace: the cluster-wide streams (RBAC on ConfigMaps cluster-wide), which stay
     # cluster-wide when the resources are read in one namespace.
@@ -103,8 +110,9 @@ def test_configmap_namespaces_given_and_added() -> None:
         "configmaps[metadata.name=prometheus-adapter]",
         "configmaps[metadata.name=adapter-config]",
         "configmaps[metadata.name=inferenceservice-config]",
+        "configmaps[knative-serving: metadata.name=config-autoscaler]",
     ]
-    assert all(k.scope("ml") is None for k in cluster_wide)
+    assert all(k.scope("ml") is None for k in cluster_wide[:-1])
     assert configmap_scopes(named, ("*",)) == [None]
 
 

@@ -11,6 +11,7 @@ import pytest
 from gpulint.cli import main
 
 from ..kubefake import CUSTOM_METRICS, FakeCluster, KubeFake, load_world
+from .conftest import knative_config_by_name
 
 WORLD = """
 kubefake:
@@ -321,6 +322,7 @@ def test_configmaps_are_listed_only_where_rbac_grants_them(
     """deploy/'s RBAC: ConfigMaps granted by Roles in monitoring and kserve only."""
     load_world(world.cluster, ANOTHER_ADAPTER)
     world.cluster.granted_in = {"configmaps": {"monitoring", "kserve"}}
+    world.cluster.granted_names = knative_config_by_name()
     code, out, err = _run(capsys, "--cluster", "--kubeconfig", str(kubeconfig), "-f", "json")
     assert code == 1, err
     report = _json(out)
@@ -330,6 +332,7 @@ def test_configmaps_are_listed_only_where_rbac_grants_them(
     assert _configmap_lists(world) == {
         "/api/v1/namespaces/monitoring/configmaps",
         "/api/v1/namespaces/kserve/configmaps",
+        "/api/v1/namespaces/knative-serving/configmaps",
     }
 
 
@@ -338,6 +341,7 @@ def test_configmap_namespaces_rbac_does_not_grant_are_noted(
 ) -> None:
     load_world(world.cluster, ANOTHER_ADAPTER)
     world.cluster.granted_in = {"configmaps": {"monitoring"}}
+    world.cluster.granted_names = knative_config_by_name()
     base = ["--cluster", "--kubeconfig", str(kubeconfig), "-f", "json"]
     _, out, _ = _run(capsys, *base, "--configmap-namespaces", "monitoring,team-metrics")
     report = _json(out)

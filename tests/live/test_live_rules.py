@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from gpulint.core.model import Finding, Severity
+from gpulint.report.json import finding_to_dict
 
 from ..conftest import lint_paths
 from .conftest import LIVE_FIXTURES, lint_live, server_url
@@ -20,10 +21,11 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 
 def findings_of(world: World, down_url: str, case: str, rule: str) -> list[Finding]:
+    """The findings of ``rule``, and those it settled (gpulint.engine.settled)."""
     path = LIVE_FIXTURES / case
     url, lookback = server_url(world, down_url, path)
     findings, _ = lint_live([path], url, lookback)
-    return sorted((f for f in findings if f.rule == rule), key=Finding.sort_key)
+    return sorted((f for f in findings if rule in (f.rule, f.settled_by)), key=Finding.sort_key)
 
 
 def test_gl801_names_the_hpas_that_ask_for_the_metric(world: World, down_url: str) -> None:
@@ -84,7 +86,7 @@ def test_the_series_gl801_suggests_find_series_and_map_the_workload(
     (copy / "adapter.yaml").write_text(adapter)
     url, lookback = server_url(world, down_url, copy / "adapter.yaml")
     findings, _ = lint_live([copy], url, lookback)
-    [finding] = [f for f in findings if f.rule == "GL801"]
+    [finding] = [f for f in findings if "GL801" in (f.rule, f.settled_by)]
     suggested = yaml.safe_load(finding.fix)
     rule = yaml.safe_load(adapter)["rules"][0]
     rule["seriesQuery"] = suggested["seriesQuery"]
@@ -94,30 +96,60 @@ def test_the_series_gl801_suggests_find_series_and_map_the_workload(
     metric = suggested["seriesQuery"].split("{")[0]
     (copy / "hpa.yaml").write_text(hpa.replace("container_accelerator_duty_cycle", metric))
     again, _ = lint_live([copy], url, lookback)
-    assert not [f for f in again if f.rule in ("GL801", "GL802")], [f.message for f in again]
+    assert not [f for f in again if {f.rule, f.settled_by} & {"GL801", "GL802", "GL402"}], [
+        f.message for f in again
+    ]
     labels = "exported_pod" if server == "stack" else "pod"
     assert f'{labels}!=""' in suggested["seriesQuery"]
 
 
 @pytest.mark.parametrize(
-    ("case", "owner", "deferring"),
+    ("case", "offline_rule", "live_rule"),
     [
-        ("GL801/fail_exporter_renamed", "GL801", "GL402"),
-        ("GL805/pass_known_ratio_left_to_gl107", "GL107", "GL805"),
+        ("GL801/fail_exporter_renamed", "GL402", "GL801"),
+        ("GL805/fail_known_ratio_settles_gl107", "GL107", "GL805"),
     ],
 )
 def test_one_defect_is_one_finding_on_its_line(
-    world: World, down_url: str, case: str, owner: str, deferring: str
+    world: World, down_url: str, case: str, offline_rule: str, live_rule: str
 ) -> None:
     """A legacy seriesQuery that finds nothing (GL402 offline, GL801 live) and a target on the
-    wrong scale (GL107 offline, GL805 live) are reported once, by the rule that owns them;
-    without --prometheus the offline rule still reports it."""
+    wrong scale (GL107 offline, GL805 live) are reported once: the offline finding, on its
+    line, settled by the live rule; without --prometheus the offline rule reports it alone."""
     path = LIVE_FIXTURES / case
     url, lookback = server_url(world, down_url, path)
     findings, _ = lint_live([path], url, lookback)
-    lines = {(f.location.file, f.location.line) for f in findings if f.rule == owner}
-    assert lines, [f"{f.rule} {f.message}" for f in findings]
-    assert not [f for f in findings if f.rule == deferring], [f.message for f in findings]
+    settled = {
+        (f.location.file, f.location.line)
+        for f in findings
+        if (f.rule, f.settled_by) == (offline_rule, live_rule)
+    }
+    assert settled, [f"{f.rule} {f.message}" for f in findings]
+    assert not [f for f in findings if f.rule == live_rule], [f.message for f in findings]
     offline = lint_paths(path)
-    offline_rule = deferring if owner.startswith("GL8") else owner
-    assert {(f.location.file, f.location.line) for f in offline if f.rule == offline_rule} == lines
+    assert {(f.location.file, f.location.line) for f in offline if f.rule == offline_rule} == (
+        settled
+    )
+    assert not [f for f in offline if f.settled_by]
+
+
+def test_the_values_settle_the_offline_finding_as_one_error(world: World, down_url: str) -> None:
+    """GL107 hedges a target of "60" on a 0-1 ratio (unless the query adds series up); the
+    values GL805 reads answer it: one finding, GL107's, an error that says what was observed."""
+    path = LIVE_FIXTURES / "GL805" / "fail_known_ratio_settles_gl107"
+    url, lookback = server_url(world, down_url, path)
+    findings, _ = lint_live([path], url, lookback)
+    [offline] = [f for f in lint_paths(path) if f.rule == "GL107"]
+    assert offline.severity is Severity.WARNING and "unless its query" in offline.message
+    on_line = [f for f in findings if f.location == offline.location]
+    assert [(f.rule, f.severity, f.settled_by) for f in on_line] == [
+        ("GL107", Severity.ERROR, "GL805")
+    ], [f"{f.rule} {f.message}" for f in findings]
+    [settled] = on_line
+    assert "unless" not in settled.message
+    assert "observed min 0." in settled.message, settled.message
+    # The fix and the edits --fix applies are GL107's.
+    assert settled.fix == offline.fix
+    assert settled.plan is not None and offline.plan is not None
+    assert settled.plan.applicability == offline.plan.applicability
+    assert finding_to_dict(settled)["settledBy"] == "GL805"

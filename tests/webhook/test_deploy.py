@@ -33,7 +33,12 @@ import yaml
 from gpulint.webhook.evaluator import EVALUATED_KINDS
 from gpulint.webhook.options import ServeOptions, add_serve_options, options_from_args
 
-from gpulint.cluster.kinds import AdapterConfigMapSelector, WatchedKind, watched_kinds
+from gpulint.cluster.kinds import (
+    NAMED_CONFIGMAPS,
+    AdapterConfigMapSelector,
+    WatchedKind,
+    watched_kinds,
+)
 
 from ..kubefake import FakeCluster, KubeFake
 from ..tools import kustomize_build
@@ -213,31 +218,64 @@ def test_gpulint_lints_what_kustomize_renders_without_errors(variant: Rendered) 
 # --- what the webhook may read, and what the API server sends it ------------------------------
 
 
+# A grant: (namespace or None for the ClusterRole, API group, resource, the one object it
+# names or None for all of them).
+Grant = tuple[str | None, str, str, str | None]
+
+
+def role_grants(role: dict[str, Any]) -> set[Grant]:
+    """What a read-only ClusterRole or Role grants."""
+    namespace = role["metadata"].get("namespace") if role["kind"] == "Role" else None
+    found: set[Grant] = set()
+    for rule in role["rules"]:
+        assert sorted(rule["verbs"]) == ["get", "list", "watch"]
+        assert set(rule) - {"resourceNames"} == {"apiGroups", "resources", "verbs"}
+        names = rule.get("resourceNames") or [None]
+        found |= {
+            (namespace, g, r, n)
+            for g in rule["apiGroups"]
+            for r in rule["resources"]
+            for n in names
+        }
+    return found
+
+
+def grants_needed(streams: list[WatchedKind], namespace: str | None) -> set[Grant]:
+    """What reading ``streams`` needs: each resource where it is listed, or the one object a
+    stream lists by name in a namespace no broader grant covers (RBAC lets a list or watch
+    through with resourceNames when its fieldSelector is metadata.name=<that name>)."""
+    whole: set[Grant] = set()
+    named: set[Grant] = set()
+    for stream in streams:
+        scope = stream.scope(namespace)
+        names = NAMED_CONFIGMAPS.get(scope, ()) if scope is not None else ()
+        selector = stream.field_selector or ""
+        if stream.label_selector is None and selector in (f"metadata.name={n}" for n in names):
+            named.add((scope, stream.group, stream.plural, selector.partition("=")[2]))
+        else:
+            whole.add((scope, stream.group, stream.plural, None))
+    return whole | {
+        g
+        for g in named
+        if (g[0], g[1], g[2], None) not in whole and (None, g[1], g[2], None) not in whole
+    }
+
+
 def test_rbac_grants_exactly_what_the_webhook_reads(variant: Rendered) -> None:
     """The ClusterRole covers the streams read in every namespace, one Role per namespace the
-    ConfigMap streams are read in; read-only, bound to the webhook's ServiceAccount."""
+    ConfigMap streams are read in, and Knative's config-autoscaler by name; read-only, bound
+    to the webhook's ServiceAccount."""
     options = serve_options(variant)
     account = variant.one("ServiceAccount")["metadata"]
     subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
-    needed_everywhere, needed_in = set(), set()
-    for stream in streams_of(options):
-        scope = stream.scope(options.namespace)
-        if scope is None:
-            needed_everywhere.add((stream.group, stream.plural))
-        else:
-            needed_in.add((scope, stream.group, stream.plural))
-    assert ("", "configmaps") not in needed_everywhere
-
-    def granted(role: dict[str, Any]) -> set[tuple[str, str]]:
-        found = set()
-        for rule in role["rules"]:
-            assert sorted(rule["verbs"]) == ["get", "list", "watch"]
-            assert set(rule) == {"apiGroups", "resources", "verbs"}
-            found |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
-        return found
+    needed = grants_needed(streams_of(options), options.namespace)
+    needed_everywhere = {g for g in needed if g[0] is None}
+    needed_in = needed - needed_everywhere
+    assert (None, "", "configmaps", None) not in needed_everywhere
+    assert ("knative-serving", "", "configmaps", "config-autoscaler") in needed_in
 
     cluster_role = variant.one("ClusterRole")
-    assert granted(cluster_role) == needed_everywhere
+    assert role_grants(cluster_role) == needed_everywhere
     binding = variant.one("ClusterRoleBinding")
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
@@ -246,7 +284,7 @@ def test_rbac_grants_exactly_what_the_webhook_reads(variant: Rendered) -> None:
     }
     assert binding["subjects"] == [subject]
     roles = {(r["metadata"]["namespace"], r["metadata"]["name"]): r for r in variant.all("Role")}
-    in_namespaces = {(ns, g, r) for (ns, _), role in roles.items() for g, r in granted(role)}
+    in_namespaces = set().union(*(role_grants(role) for role in roles.values()))
     assert in_namespaces == needed_in
     bound = set()
     for role_binding in variant.all("RoleBinding"):
@@ -379,6 +417,7 @@ def test_the_webhook_as_deployed_reads_what_it_needs_and_no_other_configmaps(
     cluster = FakeCluster()
     cluster.grant_as([rendered.one("ClusterRole")], rendered.all("Role"))
     assert cluster.granted_in == {"configmaps": {"monitoring", "kserve"}}
+    assert cluster.granted_names == {"configmaps": {"knative-serving": {"config-autoscaler"}}}
     adapter = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -439,7 +478,14 @@ def test_the_webhook_as_deployed_reads_what_it_needs_and_no_other_configmaps(
     assert listed == {
         "/api/v1/namespaces/monitoring/configmaps",
         "/api/v1/namespaces/kserve/configmaps",
+        "/api/v1/namespaces/knative-serving/configmaps",
     }
+    # In knative-serving, config-autoscaler alone: the name the Role grants.
+    assert {
+        query.get("fieldSelector")
+        for _, path, query in cluster.requests
+        if path == "/api/v1/namespaces/knative-serving/configmaps"
+    } == {"metadata.name=config-autoscaler"}
     (serving,) = [r for r in hook.log_records() if r.get("event") == "serving"]
     assert serving["configmapNamespaces"] == ["monitoring", "kserve"]
 

@@ -23,7 +23,10 @@ from ..conftest import ROOT
 from ..tools import helm_command, kustomize_build
 
 REGENERATE = f"regenerate with: {deploy.COMMAND}"
+# The files the kinds registry writes, and the Role that reads Knative's config-autoscaler
+# by name (gpulint.cluster.kinds.NAMED_CONFIGMAPS).
 GENERATED = (deploy.BASE_RBAC, deploy.BASE_WEBHOOK, deploy.CHART_KINDS)
+NAMED = deploy.named_configmaps_file("knative-serving")
 
 
 def without(kind: str, group: str) -> tuple[KindSpec, ...]:
@@ -39,7 +42,8 @@ def copy_of_deploy(tmp_path: Path) -> Path:
 
 def test_the_checked_in_deploy_files_are_what_the_registry_generates() -> None:
     generated = deploy.generated_files(ROOT)
-    assert set(generated) == set(GENERATED)
+    assert set(generated) == {*GENERATED, NAMED}
+    assert '  resourceNames: ["config-autoscaler"]\n' in generated[NAMED]
     for path, text in generated.items():
         assert (ROOT / path).read_text(encoding="utf-8") == text, f"{path}: {REGENERATE}"
 
@@ -201,7 +205,7 @@ def test_the_command_rewrites_what_drifted_and_nothing_else(tmp_path: Path) -> N
         f"wrote {deploy.BASE_RBAC}",
         f"wrote {deploy.CHART_KINDS}",
     ]
-    for path in GENERATED:
+    for path in (*GENERATED, NAMED):
         assert (root / path).read_text() == (ROOT / path).read_text(), path
     again = _run_command(root)
     assert (again.returncode, again.stdout) == (0, "")

@@ -27,12 +27,14 @@ from typing import Any, cast
 import pytest
 import yaml
 from aiohttp import web
+from gpulint.webhook.evaluator import _as_warning
 from gpulint.webhook.logs import JsonLog
 from gpulint.webhook.options import OptionError, add_serve_options, options_from_args
 from gpulint.webhook.review import fit_warnings, rule_warning
 from gpulint.webhook.server import _live
 
 from gpulint.cli import build_parser
+from gpulint.core.model import Finding, Location, Severity
 from gpulint.live.options import DEFAULT_LOOKBACK, DEFAULT_MIN_HISTORY
 
 from ..kubefake import FakeCluster, KubeFake
@@ -174,7 +176,8 @@ def update(hook: Webhook, obj: dict[str, Any], old: dict[str, Any] | None = None
 
 
 def live_warnings(response: dict[str, Any]) -> list[str]:
-    return [w for w in response.get("warnings", []) if w.startswith("GL8")]
+    """The warnings of live rules, and of offline findings they settled (GL402 by GL801)."""
+    return [w for w in response.get("warnings", []) if w.startswith(("GL8", "GL402"))]
 
 
 def cluster_lint(kubeconfig: Path, url: str) -> list[dict[str, Any]]:
@@ -256,8 +259,9 @@ def test_an_edited_adapter_rule_gets_no_stale_evidence(live_hook: Webhook) -> No
     response, _ = update(live_hook, ADAPTER)
     assert response["allowed"] is True
     (warning,) = live_warnings(response)
+    # GL402's finding on the misspelt name, settled by what GL801 found: a warning.
     assert warning.startswith(
-        'GL801: seriesQuery `DCGM_FI_DEV_GPU_UTILIZATION{exported_namespace!="",'
+        'GL402: seriesQuery `DCGM_FI_DEV_GPU_UTILIZATION{exported_namespace!="",'
         'exported_pod!=""}` of adapter rule rules[1] of ConfigMap prometheus-adapter matches '
         "no series in Prometheus"
     )
@@ -273,7 +277,7 @@ def test_an_edited_adapter_rule_gets_no_stale_evidence(live_hook: Webhook) -> No
     }
     response, _ = update(live_hook, adapter_configmap([edited, MISSPELT_RULE]), ADAPTER)
     assert response["allowed"] is True
-    assert [w.split(":")[0] for w in live_warnings(response)] == ["GL801"]
+    assert [w.split(":")[0] for w in live_warnings(response)] == ["GL402"]
 
 
 def test_the_refreshes_are_in_metrics_and_readyz(live_hook: Webhook) -> None:
@@ -529,3 +533,28 @@ def test_the_prometheus_client_is_imported_only_with_prometheus(
         certificates, f"--kubeconfig={kubeconfig}", "--prometheus=http://127.0.0.1:9"
     )
     assert with_live == ["prometheus_api_client"]
+
+
+@pytest.mark.parametrize(
+    ("alone", "settled", "admitted"),
+    [
+        (Severity.WARNING, Severity.ERROR, Severity.WARNING),
+        (Severity.INFO, Severity.ERROR, Severity.WARNING),
+        (Severity.ERROR, Severity.ERROR, Severity.ERROR),
+    ],
+)
+def test_what_prometheus_saw_refuses_no_request_a_settled_finding_included(
+    alone: Severity, settled: Severity, admitted: Severity
+) -> None:
+    """A finding the live values raised (GL402 settled by GL801) refuses a request only as the
+    object alone would have it refused."""
+    finding = Finding(
+        "GL402",
+        "adapter-unknown-gpu-series",
+        settled,
+        "seriesQuery finds nothing.",
+        Location("cluster://monitoring/ConfigMap/adapter", 1, 1),
+        settled_by="GL801",
+        input_severity=alone,
+    )
+    assert _as_warning(finding).severity is admitted

@@ -118,3 +118,8 @@ edit the registry, not this file. */}}
   operations: ["CREATE", "UPDATE"]
   scope: Namespaced
 {{- end }}
+
+{{/* Namespace -> the ConfigMaps read there by name alone, as JSON. */}}
+{{- define "gpulint.namedConfigMaps" -}}
+{"knative-serving": ["config-autoscaler"]}
+{{- end }}
