@@ -103,7 +103,13 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
         if keda is not None and now >= next_poll:
             next_poll = now + KEDA_POLLING_INTERVAL_S
             replicas, reason = _keda_poll(keda, spec, readings, now, replicas)
-        if replicas == before and replicas > 0:
+        hpa.first_sight(now, replicas)
+        # The HPA acts at 0 replicas only when its minReplicas is 0 (HPAScaleToZero, on by
+        # default from Kubernetes 1.37; the plan refuses minReplicas 0 before): an Object or
+        # External metric then proposes ceil(value / target) (getUsageRatioReplicaCount), a
+        # Pods metric has no pods to read. KEDA's HPA has minReplicas of at least 1, and at
+        # 0 KEDA's activation alone moves it.
+        if replicas == before and (replicas > 0 or spec.min_replicas == 0):
             if proposed_key != (replicas, starting):
                 proposed_key = (replicas, starting)
                 proposals = [
