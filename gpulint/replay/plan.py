@@ -9,6 +9,10 @@ reads each as an External metric against ``threshold``. An autoscaler with a met
 cannot trace to a query (Resource metrics come from metrics-server, not Prometheus) is not
 replayed, and the report says why: the controller takes the largest proposal over all
 metrics, so replaying a part of them would not be the same controller.
+
+An autoscaler lint says the cluster does not run as written is not replayed either, whatever
+its metrics: an error of ``CANNOT_SCALE`` on it (run by the engine on the same inventory, with
+the same settings and release) is the reason, in lint's words.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
+from gpulint.core.model import Finding, Severity
 from gpulint.core.quantity import INT32_MAX, try_quantity
+from gpulint.engine.registry import Selection
+from gpulint.engine.runner import run
 from gpulint.input.document import Path, as_dict
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HPA_KIND, HpaMetric
@@ -53,6 +60,38 @@ class Skipped:
     name: str
     reason: str
 
+    def describe(self) -> str:
+        """The one line every report (and stderr) writes for it."""
+        return f"{self.kind} {self.namespace}/{self.name} not replayed: {self.reason}"
+
+
+# Lint's errors that mean the autoscaler does not scale as written, so that a replay of it
+# would show a controller the cluster does not run:
+# GL103 (another autoscaler on the same target: from Kubernetes 1.26 every HPA of it is
+# AmbiguousSelector and none scales, before they overwrite each other), GL108 (the API server
+# refuses the HPA: minReplicas 0 before 1.37 among others), GL119 (KEDA refuses or fails on
+# the ScaledObject) and GL401 (no adapter rule serves a metric: FailedGetPodsMetric, and the
+# HPA does not scale down while a metric is missing).
+CANNOT_SCALE = ("GL103", "GL108", "GL119", "GL401")
+
+
+def lint_verdicts(inventory: Inventory) -> dict[tuple[str, str, str], Finding]:
+    """(kind, namespace, name) -> lint's first error of ``CANNOT_SCALE`` on that object."""
+    verdicts: dict[tuple[str, str, str], Finding] = {}
+    for finding in run(inventory, Selection(select=list(CANNOT_SCALE))):
+        ref = finding.object
+        if ref is None or finding.severity < Severity.ERROR or finding.rule not in CANNOT_SCALE:
+            continue
+        verdicts.setdefault((ref.kind, ref.namespace or "default", ref.name), finding)
+    return verdicts
+
+
+def lint_reason(finding: Finding) -> str:
+    """Why an autoscaler lint judged is not replayed, the same words in every report."""
+    return f"lint says it does not scale as written ({finding.rule} {finding.name}): " + (
+        finding.message
+    )
+
 
 @dataclass
 class Plan:
@@ -66,9 +105,14 @@ def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
     specs: list[ReplaySpec] = []
     skipped: list[Skipped] = []
     present: set[tuple[str, str]] = set()
+    verdicts = lint_verdicts(inventory)
 
     def add(kind: str, namespace: str, name: str, build: Any) -> None:
         present.add((namespace, name))
+        verdict = verdicts.get((kind, namespace, name))
+        if verdict is not None:
+            skipped.append(Skipped(kind, namespace, name, lint_reason(verdict)))
+            return
         try:
             specs.append(build())
         except Untraceable as why:
