@@ -68,6 +68,20 @@ class ReplaySpec:
 
 
 @dataclass
+class Skipped:
+    """An autoscaler left out of the replay, and why."""
+
+    kind: str
+    namespace: str
+    name: str
+    reason: str
+
+    def describe(self) -> str:
+        """The one line every report (and stderr) writes for it."""
+        return f"{self.kind} {self.namespace}/{self.name} not replayed: {self.reason}"
+
+
+@dataclass
 class History:
     """The series a replay runs on, on one time grid (Unix seconds, ascending).
 

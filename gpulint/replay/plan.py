@@ -44,25 +44,13 @@ from gpulint.replay.activation import (
     hpa_min_replicas,
 )
 from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, Behavior, Tolerances
-from gpulint.replay.model import ReplayMetric, ReplaySpec
+from gpulint.replay.model import ReplayMetric, ReplaySpec, Skipped
 
 # When the pod template has no probe to tell: a GPU inference pod pulls a large image and
 # loads a model before it serves; two minutes is a common floor. --pod-ready-after says better.
 DEFAULT_POD_READY_AFTER_S = 120.0
 # Kubernetes' probe defaults (core/v1 Probe): periodSeconds 10, initialDelaySeconds 0.
 _PROBE_PERIOD_S = 10.0
-
-
-@dataclass
-class Skipped:
-    kind: str
-    namespace: str
-    name: str
-    reason: str
-
-    def describe(self) -> str:
-        """The one line every report (and stderr) writes for it."""
-        return f"{self.kind} {self.namespace}/{self.name} not replayed: {self.reason}"
 
 
 # Lint's errors that mean the autoscaler does not scale as written, so that a replay of it

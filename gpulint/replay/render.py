@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from gpulint.core.model import Finding
 from gpulint.replay.behavior import SYNC_PERIOD_S
-from gpulint.replay.model import History, ReplayMetric
+from gpulint.replay.model import History, ReplayMetric, Skipped
 from gpulint.replay.report import Replayed, describe_behavior, stamp
 from gpulint.report.escape import (
     escape_controls,
@@ -137,11 +137,16 @@ def replay_json(replayed: Replayed, series: bool = True) -> dict[str, Any]:
 
 
 def render_json(
-    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+    replays: Sequence[Replayed],
+    start: float,
+    end: float,
+    step: float,
+    out: TextIO,
+    skipped: Sequence[Skipped] = (),
 ) -> None:
     """The document ``replay_json`` describes, written piece by piece: the series (thousands
     of rows a replay) are formatted directly, which costs a fraction of building and encoding
-    a mapping per row."""
+    a mapping per row. ``not_replayed``: the autoscalers left out, each with its reason."""
     dumps = json.JSONEncoder(separators=(",", ":")).encode
     window = {"start": stamp(start), "end": stamp(end), "step_s": step}
     out.write(f'{{"version":{JSON_VERSION},"range":{dumps(window)},"replays":[')
@@ -149,7 +154,11 @@ def render_json(
         if index:
             out.write(",")
         _write_replay(replayed, out, dumps)
-    out.write("]}\n")
+    left = [
+        {"kind": s.kind, "namespace": s.namespace, "name": s.name, "reason": s.reason}
+        for s in skipped
+    ]
+    out.write(f'],"not_replayed":{dumps(left)}}}\n')
 
 
 def _write_replay(replayed: Replayed, out: TextIO, dumps: Any) -> None:
@@ -195,7 +204,12 @@ def _figure(value: float | int, unit: str) -> str:
 
 
 def render_text(
-    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+    replays: Sequence[Replayed],
+    start: float,
+    end: float,
+    step: float,
+    out: TextIO,
+    skipped: Sequence[Skipped] = (),
 ) -> None:
     lines = [f"replay {stamp(start)} .. {stamp(end)}, step {step:g} s"]
     if not replays:
@@ -203,6 +217,9 @@ def render_text(
     for replayed in replays:
         lines.append("")
         lines += _text_lines(replayed)
+    if skipped:
+        lines.append("")
+        lines += [left.describe() for left in skipped]
     for line in lines:
         # Each line holds text of the input's: shown, never acted on.
         out.write(safe_line(escape_controls(line)) + "\n")
@@ -469,7 +486,12 @@ def _legend(fixed: bool) -> list[str]:
 
 
 def render_html(
-    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+    replays: Sequence[Replayed],
+    start: float,
+    end: float,
+    step: float,
+    out: TextIO,
+    skipped: Sequence[Skipped] = (),
 ) -> None:
     """One page with every picture inline and the figures: no script, no network."""
     out.write(
@@ -491,6 +513,8 @@ def render_html(
                 f"{xml_text(finding.message)}</p>\n"
             )
         out.write("</section>\n")
+    for left in skipped:
+        out.write(f"<p>{xml_text(left.describe())}</p>\n")
     out.write("</body></html>\n")
 
 
@@ -541,6 +565,7 @@ def render_markdown(
     step: float,
     out: TextIO,
     pictures: Pictures | None = None,
+    skipped: Sequence[Skipped] = (),
 ) -> None:
     """Per autoscaler: its series in brief, its figures, its findings; its picture written
     to ``pictures`` (and shown from its URL), never inline."""
@@ -569,6 +594,8 @@ def render_markdown(
         for finding in replayed.findings:
             message = markdown_text(finding.message)
             out.write(f"\n- **{finding.rule}** {finding.severity}: {message}\n")
+    if skipped:
+        out.write("\n" + "".join(f"- {markdown_text(left.describe())}\n" for left in skipped))
 
 
 # Eight heights of a bar, lowest first (Unicode block elements U+2581..U+2588).

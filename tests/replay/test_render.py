@@ -249,3 +249,26 @@ def test_pictures_options_are_checked_before_any_query(
 
     assert main(["replay", "--prometheus", "http://127.0.0.1:9", *options]) == 2
     assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("form", ["text", "json", "html", "markdown"])
+def test_every_format_says_why_an_autoscaler_is_not_replayed(form: str) -> None:
+    """One line, the same words in every format (each escaping it its own way)."""
+    from gpulint.replay.model import Skipped
+    from gpulint.replay.render import render_text
+
+    left = Skipped("ScaledObject", "ml", "web", "lint says it does not scale as written (GL103 x)")
+    line = "ScaledObject ml/web not replayed: lint says it does not scale as written (GL103 x)"
+    out = io.StringIO()
+    if form == "json":
+        from gpulint.replay.render import render_json
+
+        render_json([], START, START + 60, 15, out, [left])
+        assert json.loads(out.getvalue())["not_replayed"] == [
+            {"kind": "ScaledObject", "namespace": "ml", "name": "web", "reason": left.reason}
+        ]
+        return
+    writer = {"text": render_text, "html": render_html, "markdown": render_markdown}[form]
+    writer([], START, START + 60, 15, out, skipped=[left])
+    shown = {"text": f"{line}\n", "html": f"<p>{line}</p>", "markdown": f"- {line}\n"}[form]
+    assert shown in out.getvalue()

@@ -83,7 +83,8 @@ def events(replay: dict[str, Any], start: float) -> list[tuple[float, int, int]]
 
 def test_json_contract(report: tuple[int, Any], recorded: Recorded) -> None:
     code, data = report
-    assert set(data) == {"version", "range", "replays"}
+    assert set(data) == {"version", "range", "replays", "not_replayed"}
+    assert data["not_replayed"] == []
     assert data["version"] == 1
     assert data["range"]["step_s"] == 15.0
     assert data["range"]["start"].endswith("T00:00:00Z")
