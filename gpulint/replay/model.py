@@ -112,7 +112,9 @@ class Tick:
     ready: int  # pods ready (serving) at this sync, before it acts
     starting: int  # pods created and not ready yet
     load: float | None  # the load in pods' worth at the target (max over metrics)
-    value: float | None  # the first metric's value as the simulated pods report it
+    # the first metric as the simulated pods report it, on the scale the controller compares
+    # with its target (per pod for an Object/External AverageValue)
+    value: float | None
 
 
 @dataclass

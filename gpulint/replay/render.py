@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from gpulint.core.model import Finding
 from gpulint.replay.behavior import SYNC_PERIOD_S
-from gpulint.replay.model import History, ReplayMetric, Skipped
+from gpulint.replay.model import TOTAL_PER_POD, History, ReplayMetric, Skipped
 from gpulint.replay.report import Replayed, describe_behavior, stamp
 from gpulint.report.escape import (
     escape_controls,
@@ -351,7 +351,7 @@ def render_svg(replayed: Replayed) -> str:
     y_met = _scale(0, metric_top, top2)
     title = xml_text(
         f"{spec.kind} {spec.namespace}/{spec.name}: replicas (above) and "
-        f"{metric.name if metric else 'metric'} against its target (below)"
+        f"{_metric_label(metric) if metric else 'metric'} against its target (below)"
     )
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
@@ -363,9 +363,8 @@ def render_svg(replayed: Replayed) -> str:
     # Replicas are whole pods: their axis is labelled at 0, half way and the top, rounded.
     replica_marks = sorted({0, round(top_replicas / 2), top_replicas})
     parts += _panel(_TOP, replica_marks, y_rep, "replicas")
-    parts += _panel(
-        top2, [0, metric_top / 2, metric_top], y_met, xml_text(metric.name if metric else "")
-    )
+    label = xml_text(_metric_label(metric) if metric else "")
+    parts += _panel(top2, [0, metric_top / 2, metric_top], y_met, label)
     parts += _time_axis(start, end, x, top2)
     parts.append(
         _polyline(_steps(history.times, observed, x, y_rep), _COLORS["observed"], "observed")
@@ -391,9 +390,30 @@ def _time_span(history: History) -> tuple[float, float]:
     return history.times[0], history.times[-1] + SYNC_PERIOD_S
 
 
+def compared_values(history: History, metric: ReplayMetric | None) -> list[float | None]:
+    """The first metric as observed, on the scale the controller compares with its target:
+    an AverageValue target of an Object or External metric (KEDA's triggers by default) is
+    per pod, the total over the replicas the target had (replica_calculator.go
+    ``GetExternalPerPodMetricReplicas``: usage / (target x statusReplicas)), so its total is
+    drawn divided by the replicas observed (no point where they are unknown or 0); a Pods
+    metric is the pods' mean already, and a Value target the total."""
+    values = history.values[0] if history.values else []
+    if metric is None or metric.relation != TOTAL_PER_POD:
+        return list(values)
+    observed = history.observed or [None] * len(values)
+    return [
+        None if v is None or not pods else v / pods
+        for v, pods in zip(values, observed, strict=True)
+    ]
+
+
+def _metric_label(metric: ReplayMetric) -> str:
+    return f"{metric.name} per pod" if metric.relation == TOTAL_PER_POD else metric.name
+
+
 def _metric_top(history: History, metric: ReplayMetric | None) -> float:
     """The top of the metric panel: a tenth above the highest value or the target."""
-    values = [v for v in (history.values[0] if history.values else []) if v is not None]
+    values = [v for v in compared_values(history, metric) if v is not None]
     top = max([*values, metric.target if metric else 1.0])
     above = top * 1.1
     if not math.isfinite(above):  # a value near the largest float has no tenth above it
@@ -447,7 +467,7 @@ def _metric_lines(
     history, run = replayed.history, replayed.run
     points = [
         (x(t), y_met(v))
-        for t, v in zip(history.times, history.values[0], strict=True)
+        for t, v in zip(history.times, compared_values(history, metric), strict=True)
         if v is not None
     ]
     replayed_points = [
@@ -622,8 +642,8 @@ def series_summary(replayed: Replayed) -> str:
     metric = spec.metrics[0] if spec.metrics else None
     if metric is not None and history.values:
         metric_top = _metric_top(history, metric)
-        measured = history.values[0]
-        lines.append(f"{escape_controls(metric.name)} (target {metric.target:g}):")
+        measured = compared_values(history, metric)
+        lines.append(f"{escape_controls(_metric_label(metric))} (target {metric.target:g}):")
         line = _sparkline(history.times, measured, start, end, metric_top)
         lines.append(f"  {'observed':<9} {line}{_range(measured)}")
     return "\n".join(lines)

@@ -127,8 +127,18 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
                 pods.add(replicas - before, now + spec.pod_ready_after_s)
             else:
                 pods.remove(before - replicas)
-        ticks.append(Tick(now, replicas, ready, starting, load, value))
+        ticks.append(Tick(now, replicas, ready, starting, load, _compared(spec, value, before)))
     return Run(ticks, events)
+
+
+def _compared(spec: ReplaySpec, value: float | None, replicas: int) -> float | None:
+    """The first metric's value on the scale the controller compares with its target: an
+    Object/External AverageValue total over the replicas it divides by
+    (GetExternalPerPodMetricReplicas: statusReplicas, those before the sync acts), none at 0
+    replicas; any other metric as it reads."""
+    if value is None or not spec.metrics or spec.metrics[0].relation != TOTAL_PER_POD:
+        return value
+    return value / replicas if replicas > 0 else None
 
 
 def _shown_load(

@@ -20,7 +20,13 @@ import pytest
 from gpulint.engine.config import Settings
 from gpulint.inventory import Inventory
 from gpulint.replay.model import History, ReplayMetric, ReplaySpec
-from gpulint.replay.render import Pictures, render_html, render_markdown, render_svg
+from gpulint.replay.render import (
+    Pictures,
+    render_html,
+    render_markdown,
+    render_svg,
+    series_summary,
+)
 from gpulint.replay.report import Replayed, replay_one
 
 pytestmark = pytest.mark.slow
@@ -272,3 +278,33 @@ def test_every_format_says_why_an_autoscaler_is_not_replayed(form: str) -> None:
     writer([], START, START + 60, 15, out, skipped=[left])
     shown = {"text": f"{line}\n", "html": f"<p>{line}</p>", "markdown": f"- {line}\n"}[form]
     assert shown in out.getvalue()
+
+
+def test_an_average_value_panel_draws_the_metric_per_pod() -> None:
+    """A KEDA trigger (External, AverageValue 5): the controller compares the query's total
+    over the replicas with 5 per pod, so the panel draws the total over the observed replicas
+    (84 on 12 pods is 7 a pod, the axis tops at 7.7), not the total against a threshold 17
+    times smaller."""
+    metric = ReplayMetric("s0-prometheus", "External", "AverageValue", 5.0, "q")
+    spec = ReplaySpec(
+        "ScaledObject", "ml", "llm", "Deployment", "llm", 1, 20, None,
+        (metric,), 60.0, "test", 1,
+    )  # fmt: skip
+    times = [START + 15 * i for i in range(41)]
+    totals: list[float | None] = [84.0 if 10 <= i < 30 else 12.0 for i in range(41)]
+    history = History(times, [totals], [[]], [12] * 41)
+    replayed = replay_one(spec, history, Inventory(Settings()))
+    svg = render_svg(replayed)
+    marks = re.findall(r'text-anchor="end">([0-9.e+]+)</text>', svg)
+    assert "7.7" in marks and "92.4" not in marks
+    assert "s0-prometheus per pod against its target" in svg
+    summary = series_summary(replayed)
+    assert "s0-prometheus per pod (target 5):" in summary
+    assert summary.rstrip().endswith("1..7")
+    # the replayed pods' line: the total over the replicas before each sync
+    ticks = replayed.run.ticks
+    before = [12] + [t.replicas for t in ticks[:-1]]
+    assert [t.value for t in ticks] == [
+        total / pods for total, pods in zip(totals, before, strict=True) if total is not None
+    ]
+    assert len({t.replicas for t in ticks}) > 1  # the replicas it divides by change
