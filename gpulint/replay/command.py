@@ -217,16 +217,20 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if wanted and not matched:
         _say(stderr, f"gpulint: error: --autoscaler {wanted}: no such HPA or ScaledObject")
         return EXIT_USAGE
-    if not replays:
+    if not replays and (not skipped or args.format == "svg"):
         _say(stderr, "gpulint: error: no autoscaler could be replayed")
         return EXIT_USAGE
     try:
+        # With nothing replayed the report still says why each autoscaler was left out.
         _write(args, replays, skipped, start, end, step, stdout, stderr)
     except OSError as error:  # --output or --pictures where nothing can be written
         target = error.filename if isinstance(error.filename, str) else args.output
         if not target or isinstance(error, BrokenPipeError):
             raise  # stdout's reader went away: gpulint.cli.main says nothing more
         _say(stderr, f"gpulint: error: cannot write {target}: {error.strerror or error}")
+        return EXIT_USAGE
+    if not replays:
+        _say(stderr, "gpulint: error: no autoscaler could be replayed")
         return EXIT_USAGE
     return _exit_code(args.fail_on, replays)
 
