@@ -44,7 +44,8 @@ from gpulint.replay.activation import (
     hpa_min_replicas,
 )
 from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, Behavior, Tolerances
-from gpulint.replay.model import ReplayMetric, ReplaySpec, Skipped
+from gpulint.replay.formula import FormulaError, parse
+from gpulint.replay.model import Composite, ReplayMetric, ReplaySpec, Skipped
 
 # When the pod template has no probe to tell: a GPU inference pod pulls a large image and
 # loads a model before it serves; two minutes is a common floor. --pod-ready-after says better.
@@ -295,13 +296,6 @@ def scaled_object_spec(
     pause = scaled.pause
     if pause.scaling:
         raise Untraceable(f"KEDA does not scale it: it carries {pause.annotation}")
-    if scaled.scaling_modifiers is not None:
-        # KEDA's HPA then reads one composite metric, the formula over the triggers against
-        # scalingModifiers.target; the triggers' thresholds are not used (keda-docs 2.20).
-        raise Untraceable(
-            "its advanced.scalingModifiers replaces the triggers' thresholds by one composite "
-            "metric (the formula against its target), which gpulint does not replay"
-        )
     others = [t.get("type") for t in scaled.triggers if t.get("type") != "prometheus"]
     if others:
         raise Untraceable(f"it has {others[0]} triggers, which gpulint cannot read back")
@@ -326,6 +320,11 @@ def scaled_object_spec(
                 headers=tuple(request.headers.items()),
             )
         )
+    composite = (
+        _composite(scaled, scaled.scaling_modifiers)
+        if scaled.scaling_modifiers is not None
+        else None
+    )
     scaling = scaled.scaling_range()
     if scaling.minimum is None or scaling.maximum is None:
         raise Untraceable("its minReplicaCount or maxReplicaCount is not a number")
@@ -377,7 +376,51 @@ def scaled_object_spec(
         # KEDA copies the behavior, tolerances included, into the HPA it makes
         tolerances=Tolerances.from_spec(behavior, inventory.settings.versions.kubernetes),
         max_path=_max_path(scaling.path, scaled.spec_path),
+        composite=composite,
     )
+
+
+def _composite(scaled: ScaledObject, modifiers: dict[str, Any]) -> Composite:
+    """``advanced.scalingModifiers`` as the metric KEDA's HPA reads: the formula over the
+    named triggers (each trigger the formula uses must have a ``name``), against ``target``
+    (required, above 0), ``metricType`` AverageValue (the default) or Value, active above
+    ``activationTarget`` (default 0). The triggers' own thresholds and activation thresholds
+    are not used (keda-docs: concepts/scaling-deployments, scalingModifiers)."""
+    text = modifiers.get("formula")
+    if not isinstance(text, str) or not text.strip():
+        raise Untraceable("its advanced.scalingModifiers has no formula")
+    try:
+        formula = parse(text)
+    except FormulaError as error:
+        raise Untraceable(f"its scalingModifiers.formula: {error}") from None
+    target = _number(modifiers.get("target"))
+    if target is None or target <= 0:
+        raise Untraceable("its scalingModifiers.target is not a number above 0")
+    activation = _number(modifiers.get("activationTarget") or 0)
+    kind = modifiers.get("metricType") or "AverageValue"
+    if activation is None or kind not in ("AverageValue", "Value"):
+        raise Untraceable(
+            "its scalingModifiers.activationTarget or metricType is not one KEDA takes"
+        )
+    named = {
+        trigger.data.get("name"): index
+        for index, trigger in enumerate(scaled.prometheus_triggers)
+        if isinstance(trigger.data.get("name"), str)
+    }
+    missing = sorted(formula.names - set(named))
+    if missing:
+        raise Untraceable(
+            f"its scalingModifiers.formula reads {missing[0]}, which no trigger is named"
+        )
+    metric = ReplayMetric(
+        "composite-metric",
+        "External",
+        str(kind),
+        target,
+        f"scalingModifiers.formula: {text.strip()}",
+        activation=activation,
+    )
+    return Composite(formula, tuple(sorted((n, named[n]) for n in formula.names)), metric)
 
 
 def _max_path(written: Path | None, spec_path: Path) -> Path | None:

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from gpulint.core.model import Finding
 from gpulint.replay.behavior import SYNC_PERIOD_S
-from gpulint.replay.model import TOTAL_PER_POD, History, ReplayMetric, Skipped
+from gpulint.replay.model import TOTAL_PER_POD, History, ReplayMetric, ReplaySpec, Skipped
 from gpulint.replay.report import Replayed, describe_behavior, stamp
 from gpulint.report.escape import (
     escape_controls,
@@ -121,7 +121,7 @@ def replay_json(replayed: Replayed, series: bool = True) -> dict[str, Any]:
         "target": {"kind": spec.target_kind, "name": spec.target_name},
         "metrics": [
             {"name": m.name, "type": m.type, "target": m.target, "query": m.query}
-            for m in spec.metrics
+            for m in _listed(spec)
         ],
         "series": series_rows(replayed) if series else [],
         "events": [
@@ -233,7 +233,7 @@ def _text_lines(replayed: Replayed) -> list[str]:
         f"{spec.pod_ready_after_s:g} s: {spec.pod_ready_source}, {spec.gpus_per_pod} GPU(s) "
         "each)"
     ]
-    for metric in spec.metrics:
+    for metric in _listed(spec):
         lines.append(
             f"  metric {metric.name} ({metric.type} {metric.target_type} {metric.target:g}): "
             f"{' '.join(metric.query.split())}"
@@ -345,8 +345,8 @@ def render_svg(replayed: Replayed) -> str:
     observed = list(history.observed)
     top_replicas = max([spec.max_replicas, *simulated, *fixed, *[o or 0 for o in observed]])
     y_rep = _scale(0, top_replicas + 0.5, _TOP)
-    metric = spec.metrics[0] if spec.metrics else None
-    metric_top = _metric_top(history, metric)
+    metric = spec.controlled[0] if spec.controlled else None
+    metric_top = _metric_top(spec, history)
     top2 = _TOP + _PANEL + _GAP
     y_met = _scale(0, metric_top, top2)
     title = xml_text(
@@ -390,14 +390,24 @@ def _time_span(history: History) -> tuple[float, float]:
     return history.times[0], history.times[-1] + SYNC_PERIOD_S
 
 
-def compared_values(history: History, metric: ReplayMetric | None) -> list[float | None]:
+def _listed(spec: ReplaySpec) -> tuple[ReplayMetric, ...]:
+    """The metrics a report lists: each one queried, and KEDA's composite metric."""
+    return spec.metrics + ((spec.composite.metric,) if spec.composite is not None else ())
+
+
+def compared_values(spec: ReplaySpec, history: History) -> list[float | None]:
     """The first metric as observed, on the scale the controller compares with its target:
     an AverageValue target of an Object or External metric (KEDA's triggers by default) is
     per pod, the total over the replicas the target had (replica_calculator.go
     ``GetExternalPerPodMetricReplicas``: usage / (target x statusReplicas)), so its total is
     drawn divided by the replicas observed (no point where they are unknown or 0); a Pods
-    metric is the pods' mean already, and a Value target the total."""
-    values = history.values[0] if history.values else []
+    metric is the pods' mean already, and a Value target the total. With KEDA's
+    scalingModifiers it is the composite metric, the formula over the triggers' values."""
+    metric = spec.controlled[0] if spec.controlled else None
+    values: list[float | None] = list(history.values[0]) if history.values else []
+    if spec.composite is not None and history.values:
+        composite = spec.composite
+        values = [composite.value(list(point)) for point in zip(*history.values, strict=True)]
     if metric is None or metric.relation != TOTAL_PER_POD:
         return list(values)
     observed = history.observed or [None] * len(values)
@@ -411,9 +421,10 @@ def _metric_label(metric: ReplayMetric) -> str:
     return f"{metric.name} per pod" if metric.relation == TOTAL_PER_POD else metric.name
 
 
-def _metric_top(history: History, metric: ReplayMetric | None) -> float:
+def _metric_top(spec: ReplaySpec, history: History) -> float:
     """The top of the metric panel: a tenth above the highest value or the target."""
-    values = [v for v in compared_values(history, metric) if v is not None]
+    metric = spec.controlled[0] if spec.controlled else None
+    values = [v for v in compared_values(spec, history) if v is not None]
     top = max([*values, metric.target if metric else 1.0])
     above = top * 1.1
     if not math.isfinite(above):  # a value near the largest float has no tenth above it
@@ -467,7 +478,7 @@ def _metric_lines(
     history, run = replayed.history, replayed.run
     points = [
         (x(t), y_met(v))
-        for t, v in zip(history.times, compared_values(history, metric), strict=True)
+        for t, v in zip(history.times, compared_values(replayed.spec, history), strict=True)
         if v is not None
     ]
     replayed_points = [
@@ -639,10 +650,10 @@ def series_summary(replayed: Replayed) -> str:
     lines = [f"replicas, {stamp(start)[:16]} .. {stamp(end)[:16]} (0 to {top}):"]
     for label, times, values in rows:
         lines.append(f"  {label:<9} {_sparkline(times, values, start, end, top)}{_range(values)}")
-    metric = spec.metrics[0] if spec.metrics else None
+    metric = spec.controlled[0] if spec.controlled else None
     if metric is not None and history.values:
-        metric_top = _metric_top(history, metric)
-        measured = compared_values(history, metric)
+        metric_top = _metric_top(spec, history)
+        measured = compared_values(spec, history)
         lines.append(f"{escape_controls(_metric_label(metric))} (target {metric.target:g}):")
         line = _sparkline(history.times, measured, start, end, metric_top)
         lines.append(f"  {'observed':<9} {line}{_range(measured)}")

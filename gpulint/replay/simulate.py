@@ -97,6 +97,8 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
         if key != read_key:
             read_key, proposed_key = key, None
             readings = [_reading(spec, history, i, k, ready) for i in metrics]
+            if spec.composite is not None:
+                readings = [_composite_reading(spec, readings, ready)]
             load, value = _shown_load(readings)
         before = replicas
         reason = ""
@@ -114,7 +116,7 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
                 proposed_key = (replicas, starting)
                 proposals = [
                     _proposal(metric, reading, replicas, ready, starting, spec.tolerances)
-                    for metric, reading in zip(spec.metrics, readings, strict=True)
+                    for metric, reading in zip(spec.controlled, readings, strict=True)
                 ]
                 desired = max_over_metrics(replicas, proposals)
             after = hpa.reconcile(now, replicas, desired)
@@ -136,7 +138,7 @@ def _compared(spec: ReplaySpec, value: float | None, replicas: int) -> float | N
     Object/External AverageValue total over the replicas it divides by
     (GetExternalPerPodMetricReplicas: statusReplicas, those before the sync acts), none at 0
     replicas; any other metric as it reads."""
-    if value is None or not spec.metrics or spec.metrics[0].relation != TOTAL_PER_POD:
+    if value is None or not spec.controlled or spec.controlled[0].relation != TOTAL_PER_POD:
         return value
     return value / replicas if replicas > 0 else None
 
@@ -160,7 +162,7 @@ def _keda_poll(
     replicas after it and why they changed ('' when they did not)."""
     active = any(
         r[2] is not None and r[2] > (m.activation or 0.0)
-        for r, m in zip(readings, spec.metrics, strict=True)
+        for r, m in zip(readings, spec.controlled, strict=True)
     )
     after = keda.request_scale(now, replicas, active)
     if after == replicas:
@@ -242,9 +244,7 @@ def _reading(
     if raw is None or not math.isfinite(raw):
         return None, None, None
     if metric.relation != PER_POD:
-        if metric.relation == TOTAL_PER_POD:
-            return _finite((raw / metric.target, raw, raw))
-        return _finite((raw / metric.target * max(ready, 1), raw, raw))
+        return _total_reading(metric, raw, ready)
     reporting = history.pods[index][k] if history.pods[index] else None
     if reporting is None:
         reporting = history.observed[k] if history.observed else None
@@ -255,6 +255,30 @@ def _reading(
         if metric.cap is not None:
             seen = min(seen, metric.cap)
     return _finite((demand / metric.target, seen, demand))
+
+
+def _total_reading(
+    metric: ReplayMetric, raw: float, ready: int
+) -> tuple[float | None, float | None, float | None]:
+    """The reading of an Object or External metric: a total, per pod against an AverageValue
+    target, as it is against a Value target."""
+    if metric.relation == TOTAL_PER_POD:
+        return _finite((raw / metric.target, raw, raw))
+    return _finite((raw / metric.target * max(ready, 1), raw, raw))
+
+
+def _composite_reading(
+    spec: ReplaySpec,
+    readings: list[tuple[float | None, float | None, float | None]],
+    ready: int,
+) -> tuple[float | None, float | None, float | None]:
+    """KEDA's composite metric: the formula over the triggers' raw values, read as the one
+    External metric of KEDA's HPA."""
+    assert spec.composite is not None
+    value = spec.composite.value([r[2] for r in readings])
+    if value is None or not math.isfinite(value):
+        return None, None, None
+    return _total_reading(spec.composite.metric, value, ready)
 
 
 def _finite(

@@ -111,8 +111,8 @@ def _keda(tmp_path: Path, name: str, annotations: str, advanced: str = "{}") -> 
 
 def test_keda_pause_annotations_and_scaling_modifiers(tmp_path: Path) -> None:
     """A paused ScaledObject is not replayed; paused-scale-in/out disable that direction, as
-    KEDA's HPA does; scalingModifiers' composite metric is not replayed on the triggers'
-    thresholds, which KEDA does not use then."""
+    KEDA's HPA does; with scalingModifiers the controller reads the composite metric (the
+    formula over the named triggers against its target), not the triggers' thresholds."""
     paused = _keda(tmp_path, "paused", '{autoscaling.keda.sh/paused-replicas: "2"}')
     assert paused.specs == []
     (skipped,) = paused.skipped
@@ -126,8 +126,31 @@ def test_keda_pause_annotations_and_scaling_modifiers(tmp_path: Path) -> None:
         "{}",
         '{scalingModifiers: {formula: "waiting * 2", target: "10"}}',
     )
-    (skipped,) = modifiers.skipped
-    assert "scalingModifiers" in skipped.reason
+    (spec,) = modifiers.specs
+    assert spec.composite is not None
+    assert spec.controlled == (spec.composite.metric,)
+    assert (spec.composite.metric.target, spec.composite.metric.target_type) == (
+        10.0,
+        "AverageValue",
+    )
+    assert spec.composite.value([7.0]) == 14.0
+    unnamed = _keda(
+        tmp_path,
+        "unnamed",
+        "{}",
+        '{scalingModifiers: {formula: "queue * 2", target: "10"}}',
+    )
+    (skipped,) = unnamed.skipped  # KEDA's webhook refuses it: lint's GL119 says so
+    assert skipped.reason.startswith(
+        "lint says it does not scale as written (GL119 keda-spec-refused): "
+    )
+    unread = _keda(
+        tmp_path,
+        "unread",
+        "{}",
+        '{scalingModifiers: {formula: "waiting ?? 0", target: "10"}}',
+    )
+    assert unread.skipped[0].reason == "its scalingModifiers.formula: unexpected '?' in the formula"
 
 
 def test_the_tolerances_are_replayed_on_the_releases_that_honour_them(tmp_path: Path) -> None:
