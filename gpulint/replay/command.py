@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from gpulint.engine.registry import Selection
     from gpulint.inventory import Inventory
     from gpulint.live.client import PrometheusAPI
+    from gpulint.replay.model import Skipped
     from gpulint.replay.report import Replayed
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -198,13 +199,14 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     api = PrometheusAPI(url, headers, Deadline(args.prometheus_timeout))
     replays: list[Replayed] = []
+    skipped: list[Skipped] = []
     wanted = args.autoscaler
     matched = False
     try:
         for inventory in inventories:
             window = (start, end, step)
             found = _replay_inventory(
-                args, inventory, selection, api, window, ready_after, replays, stderr
+                args, inventory, selection, api, window, ready_after, replays, skipped, stderr
             )
             matched = found or matched
     except PrometheusError as error:
@@ -215,16 +217,20 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if wanted and not matched:
         _say(stderr, f"gpulint: error: --autoscaler {wanted}: no such HPA or ScaledObject")
         return EXIT_USAGE
-    if not replays:
+    if not replays and (not skipped or args.format == "svg"):
         _say(stderr, "gpulint: error: no autoscaler could be replayed")
         return EXIT_USAGE
     try:
-        _write(args, replays, start, end, step, stdout, stderr)
+        # With nothing replayed the report still says why each autoscaler was left out.
+        _write(args, replays, skipped, start, end, step, stdout, stderr)
     except OSError as error:  # --output or --pictures where nothing can be written
         target = error.filename if isinstance(error.filename, str) else args.output
         if not target or isinstance(error, BrokenPipeError):
             raise  # stdout's reader went away: gpulint.cli.main says nothing more
         _say(stderr, f"gpulint: error: cannot write {target}: {error.strerror or error}")
+        return EXIT_USAGE
+    if not replays:
+        _say(stderr, "gpulint: error: no autoscaler could be replayed")
         return EXIT_USAGE
     return _exit_code(args.fail_on, replays)
 
@@ -257,25 +263,25 @@ def _replay_inventory(
     window: tuple[float, float, float],
     ready_after: float | None,
     replays: list[Replayed],
+    skipped: list[Skipped],
     stderr: TextIO,
 ) -> bool:
     """Replay the autoscalers of one inventory that ``--autoscaler`` asks for (each when its
-    history can be fetched), the others' reasons said on stderr; did any match?"""
+    history can be fetched); the others go to ``skipped``, their reasons said on stderr too;
+    did any match?"""
     from gpulint.replay.history import HistoryError, fetch
+    from gpulint.replay.model import Skipped
     from gpulint.replay.plan import plan
     from gpulint.replay.report import replay_one
 
     wanted = args.autoscaler
     matched = False
     found = plan(inventory, ready_after)
-    for skipped in found.skipped:
-        if _wanted(wanted, skipped.namespace, skipped.name):
+    for left in found.skipped:
+        if _wanted(wanted, left.namespace, left.name):
             matched = True
-            _say(
-                stderr,
-                f"gpulint: {skipped.kind} {skipped.namespace}/{skipped.name} not "
-                f"replayed: {skipped.reason}",
-            )
+            skipped.append(left)
+            _say(stderr, f"gpulint: {left.describe()}")
     for spec in found.specs:
         if not _wanted(wanted, spec.namespace, spec.name):
             continue
@@ -283,7 +289,9 @@ def _replay_inventory(
         try:
             history = fetch(api, spec, *window)
         except HistoryError as error:
-            _say(stderr, f"gpulint: {spec.kind} {spec.key} not replayed: {error}")
+            left = Skipped(spec.kind, spec.namespace, spec.name, str(error))
+            skipped.append(left)
+            _say(stderr, f"gpulint: {left.describe()}")
             continue
         replays.append(replay_one(spec, history, inventory, args.compare_fix, selection))
     return matched
@@ -300,6 +308,7 @@ def _wanted(wanted: str | None, namespace: str, name: str) -> bool:
 def _write(
     args: argparse.Namespace,
     replays: list[Replayed],
+    skipped: list[Skipped],
     start: float,
     end: float,
     step: float,
@@ -315,12 +324,12 @@ def _write(
         out = handle
     try:
         if args.format == "json":
-            render.render_json(replays, start, end, step, out)
+            render.render_json(replays, start, end, step, out, skipped)
         elif args.format == "html":
-            render.render_html(replays, start, end, step, out)
+            render.render_html(replays, start, end, step, out, skipped)
         elif args.format == "markdown":
             pictures = render.Pictures(args.pictures, args.pictures_url) if args.pictures else None
-            render.render_markdown(replays, start, end, step, out, pictures)
+            render.render_markdown(replays, start, end, step, out, pictures, skipped)
         elif args.format == "svg":
             if len(replays) > 1:
                 _say(
@@ -330,7 +339,7 @@ def _write(
                 )
             out.write(render.render_svg(replays[0]))
         else:
-            render.render_text(replays, start, end, step, out)
+            render.render_text(replays, start, end, step, out, skipped)
     finally:
         if handle is not None:
             handle.close()

@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gpulint.replay.behavior import DOWNSCALE_STABILIZATION_S, TOLERANCE, Behavior
+from gpulint.replay.behavior import DOWNSCALE_STABILIZATION_S, Behavior
 
 # horizontal.go: without behavior, one sync adds at most max(2 x current, 4) replicas
 # (scaleUpLimitFactor 2.0, scaleUpLimitMinimum 4.0).
@@ -58,7 +58,6 @@ class HorizontalController:
     min_replicas: int
     max_replicas: int
     behavior: Behavior | None
-    tolerance: float = TOLERANCE
     recommendations: list[tuple[int, float]] = field(default_factory=list)
     # fast: the windows' extremes from monotonic queues, O(1) a sync, instead of a scan of
     # the stored recommendations (the same answers: test_controller_parity.py compares them;
@@ -68,10 +67,41 @@ class HorizontalController:
     _lows: Window | None = None
     up_events: list[ScaleEvent] = field(default_factory=list)
     down_events: list[ScaleEvent] = field(default_factory=list)
+    # recordInitialRecommendation (horizontal.go): the first time the controller sees an
+    # HPA, before it computes anything, it stores the target's replicas as a recommendation,
+    # so that the first syncs cannot scale below them within the stabilization window
+    # (horizontal_test.go TestScaleDownStabilizeInitialSize). Kept here until the first
+    # stabilization reads the recommendations, then stored with its own time.
+    seen: bool = False
+    _initial: tuple[int, float] | None = None
+
+    def first_sight(self, now: float, spec_replicas: int) -> None:
+        """The controller's first look at the HPA records its replicas (once)."""
+        if not self.seen:
+            self.seen = True
+            self._initial = (spec_replicas, now)
+
+    def _take_initial(self) -> None:
+        """The initial recommendation joins the stored ones, older than any new one."""
+        if self._initial is None:
+            return
+        value, time = self._initial
+        self._initial = None
+        if self.fast:
+            if self.behavior is None:
+                self._highs = self._highs or Window(highest=True, inclusive=True)
+            else:
+                self._highs = self._highs or Window(highest=True, inclusive=False)
+                self._lows = self._lows or Window(highest=False, inclusive=False)
+                self._lows.add(value, time)
+            self._highs.add(value, time)
+        else:
+            self.recommendations.insert(0, (value, time))
 
     def reconcile(self, now: float, spec_replicas: int, desired_by_metrics: int | None) -> int:
         """reconcileAutoscaler: the replicas to set. ``desired_by_metrics`` is None when the
         metrics gave no answer (the HPA keeps its replicas and records nothing)."""
+        self.first_sight(now, spec_replicas)
         if spec_replicas == 0 and self.min_replicas != 0:
             return 0  # scaling is disabled while the target is at 0 (KEDA deactivated it)
         if spec_replicas > self.max_replicas:
@@ -97,6 +127,7 @@ class HorizontalController:
     def stabilize(self, now: float, prenormalized: int) -> int:
         """stabilizeRecommendation: the highest recommendation of the last 5 minutes; the
         slot of the last one that fell out of the window is reused."""
+        self._take_initial()
         if self.fast:
             highs = self._highs = self._highs or Window(highest=True, inclusive=True)
             found = highs.extreme(now - DOWNSCALE_STABILIZATION_S)
@@ -131,6 +162,7 @@ class HorizontalController:
         scale-down window; the new recommendation is stored (in the slot of the last one
         outside both windows, if any)."""
         assert self.behavior is not None
+        self._take_initial()
         up_cutoff = now - self.behavior.up.stabilization_s
         down_cutoff = now - self.behavior.down.stabilization_s
         up, down = prenormalized, prenormalized

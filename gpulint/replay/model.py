@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from gpulint.input.document import Document, Path
 from gpulint.replay.activation import KedaActivation
 from gpulint.replay.behavior import DEFAULT_TOLERANCES, Behavior, Tolerances
+from gpulint.replay.formula import Formula, FormulaError
 
 # How a metric's value relates to the replicas (see gpulint.replay.simulate):
 PER_POD = "per-pod"  # Pods metrics: each pod's value, averaged by the controller
@@ -37,6 +38,34 @@ class ReplayMetric:
 
 
 @dataclass(frozen=True)
+class Composite:
+    """KEDA's ``advanced.scalingModifiers``: the formula over the named triggers' values is
+    the one metric (``composite-metric``, External) KEDA's HPA reads, against its ``target``
+    as ``metricType`` says; the ScaledObject is active when it is above ``activationTarget``
+    (kedacore/keda pkg/scaling/scale_handler.go, IsUsingModifiers). ``names``: trigger name ->
+    the index of its metric in the spec's ``metrics``."""
+
+    formula: Formula
+    names: tuple[tuple[str, int], ...]
+    metric: ReplayMetric
+
+    def value(self, raw: list[float | None]) -> float | None:
+        """The composite value from each metric's raw value; None when a trigger the formula
+        reads has none (KEDA: a failing trigger fails the composite metric) or the formula
+        gives no number."""
+        values: dict[str, float] = {}
+        for name, index in self.names:
+            value = raw[index]
+            if value is None:
+                return None
+            values[name] = value
+        try:
+            return self.formula.evaluate(values)
+        except FormulaError:
+            return None
+
+
+@dataclass(frozen=True)
 class ReplaySpec:
     """An autoscaler, ready to replay."""
 
@@ -61,10 +90,31 @@ class ReplaySpec:
     # Where its maximum is written, when not at spec.maxReplicas (spec.maxReplicaCount): the
     # settings a controller makes the autoscaler from (a NIMService's spec.scale.hpa).
     max_path: Path | None = None
+    # KEDA's scalingModifiers: the metric the controller reads is made of ``metrics``
+    composite: Composite | None = None
+
+    @property
+    def controlled(self) -> tuple[ReplayMetric, ...]:
+        """The metrics the controller compares with their targets."""
+        return (self.composite.metric,) if self.composite is not None else self.metrics
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+@dataclass
+class Skipped:
+    """An autoscaler left out of the replay, and why."""
+
+    kind: str
+    namespace: str
+    name: str
+    reason: str
+
+    def describe(self) -> str:
+        """The one line every report (and stderr) writes for it."""
+        return f"{self.kind} {self.namespace}/{self.name} not replayed: {self.reason}"
 
 
 @dataclass
@@ -98,7 +148,9 @@ class Tick:
     ready: int  # pods ready (serving) at this sync, before it acts
     starting: int  # pods created and not ready yet
     load: float | None  # the load in pods' worth at the target (max over metrics)
-    value: float | None  # the first metric's value as the simulated pods report it
+    # the first metric as the simulated pods report it, on the scale the controller compares
+    # with its target (per pod for an Object/External AverageValue)
+    value: float | None
 
 
 @dataclass

@@ -9,6 +9,10 @@ reads each as an External metric against ``threshold``. An autoscaler with a met
 cannot trace to a query (Resource metrics come from metrics-server, not Prometheus) is not
 replayed, and the report says why: the controller takes the largest proposal over all
 metrics, so replaying a part of them would not be the same controller.
+
+An autoscaler lint says the cluster does not run as written is not replayed either, whatever
+its metrics: an error of ``CANNOT_SCALE`` on it (run by the engine on the same inventory, with
+the same settings and release) is the reason, in lint's words.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from gpulint.chain.adapter import CUSTOM, EXTERNAL, AdapterRule, canonical_resource
+from gpulint.core.model import Finding, Severity
 from gpulint.core.quantity import INT32_MAX, try_quantity
+from gpulint.engine.registry import Selection
+from gpulint.engine.runner import run
 from gpulint.input.document import Path, as_dict
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import HPA, HPA_KIND, HpaMetric
@@ -37,7 +44,8 @@ from gpulint.replay.activation import (
     hpa_min_replicas,
 )
 from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, Behavior, Tolerances
-from gpulint.replay.model import ReplayMetric, ReplaySpec
+from gpulint.replay.formula import FormulaError, parse
+from gpulint.replay.model import Composite, ReplayMetric, ReplaySpec, Skipped
 
 # When the pod template has no probe to tell: a GPU inference pod pulls a large image and
 # loads a model before it serves; two minutes is a common floor. --pod-ready-after says better.
@@ -46,12 +54,32 @@ DEFAULT_POD_READY_AFTER_S = 120.0
 _PROBE_PERIOD_S = 10.0
 
 
-@dataclass
-class Skipped:
-    kind: str
-    namespace: str
-    name: str
-    reason: str
+# Lint's errors that mean the autoscaler does not scale as written, so that a replay of it
+# would show a controller the cluster does not run:
+# GL103 (another autoscaler on the same target: from Kubernetes 1.26 every HPA of it is
+# AmbiguousSelector and none scales, before they overwrite each other), GL108 (the API server
+# refuses the HPA: minReplicas 0 before 1.37 among others), GL119 (KEDA refuses or fails on
+# the ScaledObject) and GL401 (no adapter rule serves a metric: FailedGetPodsMetric, and the
+# HPA does not scale down while a metric is missing).
+CANNOT_SCALE = ("GL103", "GL108", "GL119", "GL401")
+
+
+def lint_verdicts(inventory: Inventory) -> dict[tuple[str, str, str], Finding]:
+    """(kind, namespace, name) -> lint's first error of ``CANNOT_SCALE`` on that object."""
+    verdicts: dict[tuple[str, str, str], Finding] = {}
+    for finding in run(inventory, Selection(select=list(CANNOT_SCALE))):
+        ref = finding.object
+        if ref is None or finding.severity < Severity.ERROR or finding.rule not in CANNOT_SCALE:
+            continue
+        verdicts.setdefault((ref.kind, ref.namespace or "default", ref.name), finding)
+    return verdicts
+
+
+def lint_reason(finding: Finding) -> str:
+    """Why an autoscaler lint judged is not replayed, the same words in every report."""
+    return f"lint says it does not scale as written ({finding.rule} {finding.name}): " + (
+        finding.message
+    )
 
 
 @dataclass
@@ -66,9 +94,14 @@ def plan(inventory: Inventory, pod_ready_after_s: float | None = None) -> Plan:
     specs: list[ReplaySpec] = []
     skipped: list[Skipped] = []
     present: set[tuple[str, str]] = set()
+    verdicts = lint_verdicts(inventory)
 
     def add(kind: str, namespace: str, name: str, build: Any) -> None:
         present.add((namespace, name))
+        verdict = verdicts.get((kind, namespace, name))
+        if verdict is not None:
+            skipped.append(Skipped(kind, namespace, name, lint_reason(verdict)))
+            return
         try:
             specs.append(build())
         except Untraceable as why:
@@ -263,13 +296,6 @@ def scaled_object_spec(
     pause = scaled.pause
     if pause.scaling:
         raise Untraceable(f"KEDA does not scale it: it carries {pause.annotation}")
-    if scaled.scaling_modifiers is not None:
-        # KEDA's HPA then reads one composite metric, the formula over the triggers against
-        # scalingModifiers.target; the triggers' thresholds are not used (keda-docs 2.20).
-        raise Untraceable(
-            "its advanced.scalingModifiers replaces the triggers' thresholds by one composite "
-            "metric (the formula against its target), which gpulint does not replay"
-        )
     others = [t.get("type") for t in scaled.triggers if t.get("type") != "prometheus"]
     if others:
         raise Untraceable(f"it has {others[0]} triggers, which gpulint cannot read back")
@@ -294,6 +320,11 @@ def scaled_object_spec(
                 headers=tuple(request.headers.items()),
             )
         )
+    composite = (
+        _composite(scaled, scaled.scaling_modifiers)
+        if scaled.scaling_modifiers is not None
+        else None
+    )
     scaling = scaled.scaling_range()
     if scaling.minimum is None or scaling.maximum is None:
         raise Untraceable("its minReplicaCount or maxReplicaCount is not a number")
@@ -345,7 +376,51 @@ def scaled_object_spec(
         # KEDA copies the behavior, tolerances included, into the HPA it makes
         tolerances=Tolerances.from_spec(behavior, inventory.settings.versions.kubernetes),
         max_path=_max_path(scaling.path, scaled.spec_path),
+        composite=composite,
     )
+
+
+def _composite(scaled: ScaledObject, modifiers: dict[str, Any]) -> Composite:
+    """``advanced.scalingModifiers`` as the metric KEDA's HPA reads: the formula over the
+    named triggers (each trigger the formula uses must have a ``name``), against ``target``
+    (required, above 0), ``metricType`` AverageValue (the default) or Value, active above
+    ``activationTarget`` (default 0). The triggers' own thresholds and activation thresholds
+    are not used (keda-docs: concepts/scaling-deployments, scalingModifiers)."""
+    text = modifiers.get("formula")
+    if not isinstance(text, str) or not text.strip():
+        raise Untraceable("its advanced.scalingModifiers has no formula")
+    try:
+        formula = parse(text)
+    except FormulaError as error:
+        raise Untraceable(f"its scalingModifiers.formula: {error}") from None
+    target = _number(modifiers.get("target"))
+    if target is None or target <= 0:
+        raise Untraceable("its scalingModifiers.target is not a number above 0")
+    activation = _number(modifiers.get("activationTarget") or 0)
+    kind = modifiers.get("metricType") or "AverageValue"
+    if activation is None or kind not in ("AverageValue", "Value"):
+        raise Untraceable(
+            "its scalingModifiers.activationTarget or metricType is not one KEDA takes"
+        )
+    named = {
+        trigger.data.get("name"): index
+        for index, trigger in enumerate(scaled.prometheus_triggers)
+        if isinstance(trigger.data.get("name"), str)
+    }
+    missing = sorted(formula.names - set(named))
+    if missing:
+        raise Untraceable(
+            f"its scalingModifiers.formula reads {missing[0]}, which no trigger is named"
+        )
+    metric = ReplayMetric(
+        "composite-metric",
+        "External",
+        str(kind),
+        target,
+        f"scalingModifiers.formula: {text.strip()}",
+        activation=activation,
+    )
+    return Composite(formula, tuple(sorted((n, named[n]) for n in formula.names)), metric)
 
 
 def _max_path(written: Path | None, spec_path: Path) -> Path | None:

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from gpulint.core.model import Finding
 from gpulint.replay.behavior import SYNC_PERIOD_S
-from gpulint.replay.model import History, ReplayMetric
+from gpulint.replay.model import TOTAL_PER_POD, History, ReplayMetric, ReplaySpec, Skipped
 from gpulint.replay.report import Replayed, describe_behavior, stamp
 from gpulint.report.escape import (
     escape_controls,
@@ -121,7 +121,7 @@ def replay_json(replayed: Replayed, series: bool = True) -> dict[str, Any]:
         "target": {"kind": spec.target_kind, "name": spec.target_name},
         "metrics": [
             {"name": m.name, "type": m.type, "target": m.target, "query": m.query}
-            for m in spec.metrics
+            for m in _listed(spec)
         ],
         "series": series_rows(replayed) if series else [],
         "events": [
@@ -137,11 +137,16 @@ def replay_json(replayed: Replayed, series: bool = True) -> dict[str, Any]:
 
 
 def render_json(
-    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+    replays: Sequence[Replayed],
+    start: float,
+    end: float,
+    step: float,
+    out: TextIO,
+    skipped: Sequence[Skipped] = (),
 ) -> None:
     """The document ``replay_json`` describes, written piece by piece: the series (thousands
     of rows a replay) are formatted directly, which costs a fraction of building and encoding
-    a mapping per row."""
+    a mapping per row. ``not_replayed``: the autoscalers left out, each with its reason."""
     dumps = json.JSONEncoder(separators=(",", ":")).encode
     window = {"start": stamp(start), "end": stamp(end), "step_s": step}
     out.write(f'{{"version":{JSON_VERSION},"range":{dumps(window)},"replays":[')
@@ -149,7 +154,11 @@ def render_json(
         if index:
             out.write(",")
         _write_replay(replayed, out, dumps)
-    out.write("]}\n")
+    left = [
+        {"kind": s.kind, "namespace": s.namespace, "name": s.name, "reason": s.reason}
+        for s in skipped
+    ]
+    out.write(f'],"not_replayed":{dumps(left)}}}\n')
 
 
 def _write_replay(replayed: Replayed, out: TextIO, dumps: Any) -> None:
@@ -195,7 +204,12 @@ def _figure(value: float | int, unit: str) -> str:
 
 
 def render_text(
-    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+    replays: Sequence[Replayed],
+    start: float,
+    end: float,
+    step: float,
+    out: TextIO,
+    skipped: Sequence[Skipped] = (),
 ) -> None:
     lines = [f"replay {stamp(start)} .. {stamp(end)}, step {step:g} s"]
     if not replays:
@@ -203,6 +217,9 @@ def render_text(
     for replayed in replays:
         lines.append("")
         lines += _text_lines(replayed)
+    if skipped:
+        lines.append("")
+        lines += [left.describe() for left in skipped]
     for line in lines:
         # Each line holds text of the input's: shown, never acted on.
         out.write(safe_line(escape_controls(line)) + "\n")
@@ -216,7 +233,7 @@ def _text_lines(replayed: Replayed) -> list[str]:
         f"{spec.pod_ready_after_s:g} s: {spec.pod_ready_source}, {spec.gpus_per_pod} GPU(s) "
         "each)"
     ]
-    for metric in spec.metrics:
+    for metric in _listed(spec):
         lines.append(
             f"  metric {metric.name} ({metric.type} {metric.target_type} {metric.target:g}): "
             f"{' '.join(metric.query.split())}"
@@ -328,13 +345,13 @@ def render_svg(replayed: Replayed) -> str:
     observed = list(history.observed)
     top_replicas = max([spec.max_replicas, *simulated, *fixed, *[o or 0 for o in observed]])
     y_rep = _scale(0, top_replicas + 0.5, _TOP)
-    metric = spec.metrics[0] if spec.metrics else None
-    metric_top = _metric_top(history, metric)
+    metric = spec.controlled[0] if spec.controlled else None
+    metric_top = _metric_top(spec, history)
     top2 = _TOP + _PANEL + _GAP
     y_met = _scale(0, metric_top, top2)
     title = xml_text(
         f"{spec.kind} {spec.namespace}/{spec.name}: replicas (above) and "
-        f"{metric.name if metric else 'metric'} against its target (below)"
+        f"{_metric_label(metric) if metric else 'metric'} against its target (below)"
     )
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
@@ -346,9 +363,8 @@ def render_svg(replayed: Replayed) -> str:
     # Replicas are whole pods: their axis is labelled at 0, half way and the top, rounded.
     replica_marks = sorted({0, round(top_replicas / 2), top_replicas})
     parts += _panel(_TOP, replica_marks, y_rep, "replicas")
-    parts += _panel(
-        top2, [0, metric_top / 2, metric_top], y_met, xml_text(metric.name if metric else "")
-    )
+    label = xml_text(_metric_label(metric) if metric else "")
+    parts += _panel(top2, [0, metric_top / 2, metric_top], y_met, label)
     parts += _time_axis(start, end, x, top2)
     parts.append(
         _polyline(_steps(history.times, observed, x, y_rep), _COLORS["observed"], "observed")
@@ -374,9 +390,41 @@ def _time_span(history: History) -> tuple[float, float]:
     return history.times[0], history.times[-1] + SYNC_PERIOD_S
 
 
-def _metric_top(history: History, metric: ReplayMetric | None) -> float:
+def _listed(spec: ReplaySpec) -> tuple[ReplayMetric, ...]:
+    """The metrics a report lists: each one queried, and KEDA's composite metric."""
+    return spec.metrics + ((spec.composite.metric,) if spec.composite is not None else ())
+
+
+def compared_values(spec: ReplaySpec, history: History) -> list[float | None]:
+    """The first metric as observed, on the scale the controller compares with its target:
+    an AverageValue target of an Object or External metric (KEDA's triggers by default) is
+    per pod, the total over the replicas the target had (replica_calculator.go
+    ``GetExternalPerPodMetricReplicas``: usage / (target x statusReplicas)), so its total is
+    drawn divided by the replicas observed (no point where they are unknown or 0); a Pods
+    metric is the pods' mean already, and a Value target the total. With KEDA's
+    scalingModifiers it is the composite metric, the formula over the triggers' values."""
+    metric = spec.controlled[0] if spec.controlled else None
+    values: list[float | None] = list(history.values[0]) if history.values else []
+    if spec.composite is not None and history.values:
+        composite = spec.composite
+        values = [composite.value(list(point)) for point in zip(*history.values, strict=True)]
+    if metric is None or metric.relation != TOTAL_PER_POD:
+        return list(values)
+    observed = history.observed or [None] * len(values)
+    return [
+        None if v is None or not pods else v / pods
+        for v, pods in zip(values, observed, strict=True)
+    ]
+
+
+def _metric_label(metric: ReplayMetric) -> str:
+    return f"{metric.name} per pod" if metric.relation == TOTAL_PER_POD else metric.name
+
+
+def _metric_top(spec: ReplaySpec, history: History) -> float:
     """The top of the metric panel: a tenth above the highest value or the target."""
-    values = [v for v in (history.values[0] if history.values else []) if v is not None]
+    metric = spec.controlled[0] if spec.controlled else None
+    values = [v for v in compared_values(spec, history) if v is not None]
     top = max([*values, metric.target if metric else 1.0])
     above = top * 1.1
     if not math.isfinite(above):  # a value near the largest float has no tenth above it
@@ -430,7 +478,7 @@ def _metric_lines(
     history, run = replayed.history, replayed.run
     points = [
         (x(t), y_met(v))
-        for t, v in zip(history.times, history.values[0], strict=True)
+        for t, v in zip(history.times, compared_values(replayed.spec, history), strict=True)
         if v is not None
     ]
     replayed_points = [
@@ -469,7 +517,12 @@ def _legend(fixed: bool) -> list[str]:
 
 
 def render_html(
-    replays: Sequence[Replayed], start: float, end: float, step: float, out: TextIO
+    replays: Sequence[Replayed],
+    start: float,
+    end: float,
+    step: float,
+    out: TextIO,
+    skipped: Sequence[Skipped] = (),
 ) -> None:
     """One page with every picture inline and the figures: no script, no network."""
     out.write(
@@ -491,6 +544,8 @@ def render_html(
                 f"{xml_text(finding.message)}</p>\n"
             )
         out.write("</section>\n")
+    for left in skipped:
+        out.write(f"<p>{xml_text(left.describe())}</p>\n")
     out.write("</body></html>\n")
 
 
@@ -541,6 +596,7 @@ def render_markdown(
     step: float,
     out: TextIO,
     pictures: Pictures | None = None,
+    skipped: Sequence[Skipped] = (),
 ) -> None:
     """Per autoscaler: its series in brief, its figures, its findings; its picture written
     to ``pictures`` (and shown from its URL), never inline."""
@@ -569,6 +625,8 @@ def render_markdown(
         for finding in replayed.findings:
             message = markdown_text(finding.message)
             out.write(f"\n- **{finding.rule}** {finding.severity}: {message}\n")
+    if skipped:
+        out.write("\n" + "".join(f"- {markdown_text(left.describe())}\n" for left in skipped))
 
 
 # Eight heights of a bar, lowest first (Unicode block elements U+2581..U+2588).
@@ -592,11 +650,11 @@ def series_summary(replayed: Replayed) -> str:
     lines = [f"replicas, {stamp(start)[:16]} .. {stamp(end)[:16]} (0 to {top}):"]
     for label, times, values in rows:
         lines.append(f"  {label:<9} {_sparkline(times, values, start, end, top)}{_range(values)}")
-    metric = spec.metrics[0] if spec.metrics else None
+    metric = spec.controlled[0] if spec.controlled else None
     if metric is not None and history.values:
-        metric_top = _metric_top(history, metric)
-        measured = history.values[0]
-        lines.append(f"{escape_controls(metric.name)} (target {metric.target:g}):")
+        metric_top = _metric_top(spec, history)
+        measured = compared_values(spec, history)
+        lines.append(f"{escape_controls(_metric_label(metric))} (target {metric.target:g}):")
         line = _sparkline(history.times, measured, start, end, metric_top)
         lines.append(f"  {'observed':<9} {line}{_range(measured)}")
     return "\n".join(lines)

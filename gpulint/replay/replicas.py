@@ -128,8 +128,11 @@ def resource_replicas(
         return (usage * 100.0 / requests) / target_utilization
 
     usage_ratio = ratio(counted)
-    # On a scale-down a pod without a metric counts as using 100% of its request.
-    return _rebalance(current, pods, groups, counted, usage_ratio, ratio, tolerance, None)
+    # On a scale-down a pod without a metric counts as using max(100%, the target) of its
+    # request: 100% alone made a target above 100% scale down harder for the missing pods
+    # (kubernetes/kubernetes#112178, in 1.26; TestReplicaCalcMissingMetricsScaleDownTargetOver100).
+    fallback = max(100.0, target_utilization) / 100.0
+    return _rebalance(current, pods, groups, counted, usage_ratio, ratio, tolerance, fallback)
 
 
 def _counted(
@@ -166,7 +169,9 @@ def plain_metric_replicas(
 
     usage_ratio = ratio(counted)
     # On a scale-down a pod without a metric counts as using exactly the target.
-    return _rebalance(current, pods, groups, counted, usage_ratio, ratio, tolerance, target_average)
+    return _rebalance(
+        current, pods, groups, counted, usage_ratio, ratio, tolerance, target_average, False
+    )
 
 
 def uniform_pods_replicas(
@@ -209,18 +214,19 @@ def _rebalance(
     usage_ratio: float,
     ratio: Callable[[dict[int, tuple[float, float]]], float],
     tolerance: Tolerances,
-    missing_down: float | None,
+    missing_down: float,
+    per_request: bool = True,
 ) -> int:
     """The second pass both calculators share: missing and ignored pods filled in, then the
-    ratio again. ``missing_down``: what a pod without a metric counts as on a scale-down
-    (None: its request, for Resource metrics)."""
+    ratio again. ``missing_down``: what a pod without a metric counts as on a scale-down (a
+    share of its request when ``per_request``, for Resource metrics; else a value)."""
     rebalance_ignored = bool(groups.ignored) and usage_ratio > 1.0
     if not rebalance_ignored and not groups.missing:
         if tolerance.within(usage_ratio):
             return current
         return replicas_of(usage_ratio * groups.ready)
     values = dict(counted)
-    _fill_missing(values, pods, groups, usage_ratio, missing_down)
+    _fill_missing(values, pods, groups, usage_ratio, missing_down, per_request)
     if rebalance_ignored:
         for index in groups.ignored:
             values[index] = (0.0, pods[index].request)  # on a scale-up, unready pods use 0
@@ -242,17 +248,20 @@ def _fill_missing(
     pods: Sequence[Pod],
     groups: PodGroups,
     usage_ratio: float,
-    missing_down: float | None,
+    missing_down: float,
+    per_request: bool,
 ) -> None:
-    """The pods without a metric: on a scale-down as ``missing_down`` (their request for
-    Resource metrics), on a scale-up as using nothing."""
-    resource = missing_down is None
+    """The pods without a metric: on a scale-down as ``missing_down`` (times their request
+    for Resource metrics), on a scale-up as using nothing, and at a ratio of exactly 1 left
+    out: GetResourceReplicas and calcPlainMetricReplicas fill them only when the ratio is
+    below or above 1 (replica_calculator.go; TestReplicaCalcPodMetric "no change: missing
+    metrics", 5 pods of which 3 report the target, stays at 5)."""
     for index in groups.missing:
         request = pods[index].request
         if usage_ratio < 1.0:
-            down = request if missing_down is None else missing_down
+            down = request * missing_down if per_request else missing_down
             values[index] = (down, request)
-        elif usage_ratio > 1.0 or not resource:
+        elif usage_ratio > 1.0:
             values[index] = (0.0, request)  # on a scale-up, as using nothing
 
 

@@ -97,18 +97,26 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
         if key != read_key:
             read_key, proposed_key = key, None
             readings = [_reading(spec, history, i, k, ready) for i in metrics]
+            if spec.composite is not None:
+                readings = [_composite_reading(spec, readings, ready)]
             load, value = _shown_load(readings)
         before = replicas
         reason = ""
         if keda is not None and now >= next_poll:
             next_poll = now + KEDA_POLLING_INTERVAL_S
             replicas, reason = _keda_poll(keda, spec, readings, now, replicas)
-        if replicas == before and replicas > 0:
+        hpa.first_sight(now, replicas)
+        # The HPA acts at 0 replicas only when its minReplicas is 0 (HPAScaleToZero, on by
+        # default from Kubernetes 1.37; the plan refuses minReplicas 0 before): an Object or
+        # External metric then proposes ceil(value / target) (getUsageRatioReplicaCount), a
+        # Pods metric has no pods to read. KEDA's HPA has minReplicas of at least 1, and at
+        # 0 KEDA's activation alone moves it.
+        if replicas == before and (replicas > 0 or spec.min_replicas == 0):
             if proposed_key != (replicas, starting):
                 proposed_key = (replicas, starting)
                 proposals = [
                     _proposal(metric, reading, replicas, ready, starting, spec.tolerances)
-                    for metric, reading in zip(spec.metrics, readings, strict=True)
+                    for metric, reading in zip(spec.controlled, readings, strict=True)
                 ]
                 desired = max_over_metrics(replicas, proposals)
             after = hpa.reconcile(now, replicas, desired)
@@ -121,8 +129,18 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
                 pods.add(replicas - before, now + spec.pod_ready_after_s)
             else:
                 pods.remove(before - replicas)
-        ticks.append(Tick(now, replicas, ready, starting, load, value))
+        ticks.append(Tick(now, replicas, ready, starting, load, _compared(spec, value, before)))
     return Run(ticks, events)
+
+
+def _compared(spec: ReplaySpec, value: float | None, replicas: int) -> float | None:
+    """The first metric's value on the scale the controller compares with its target: an
+    Object/External AverageValue total over the replicas it divides by
+    (GetExternalPerPodMetricReplicas: statusReplicas, those before the sync acts), none at 0
+    replicas; any other metric as it reads."""
+    if value is None or not spec.controlled or spec.controlled[0].relation != TOTAL_PER_POD:
+        return value
+    return value / replicas if replicas > 0 else None
 
 
 def _shown_load(
@@ -144,7 +162,7 @@ def _keda_poll(
     replicas after it and why they changed ('' when they did not)."""
     active = any(
         r[2] is not None and r[2] > (m.activation or 0.0)
-        for r, m in zip(readings, spec.metrics, strict=True)
+        for r, m in zip(readings, spec.controlled, strict=True)
     )
     after = keda.request_scale(now, replicas, active)
     if after == replicas:
@@ -226,9 +244,7 @@ def _reading(
     if raw is None or not math.isfinite(raw):
         return None, None, None
     if metric.relation != PER_POD:
-        if metric.relation == TOTAL_PER_POD:
-            return _finite((raw / metric.target, raw, raw))
-        return _finite((raw / metric.target * max(ready, 1), raw, raw))
+        return _total_reading(metric, raw, ready)
     reporting = history.pods[index][k] if history.pods[index] else None
     if reporting is None:
         reporting = history.observed[k] if history.observed else None
@@ -239,6 +255,30 @@ def _reading(
         if metric.cap is not None:
             seen = min(seen, metric.cap)
     return _finite((demand / metric.target, seen, demand))
+
+
+def _total_reading(
+    metric: ReplayMetric, raw: float, ready: int
+) -> tuple[float | None, float | None, float | None]:
+    """The reading of an Object or External metric: a total, per pod against an AverageValue
+    target, as it is against a Value target."""
+    if metric.relation == TOTAL_PER_POD:
+        return _finite((raw / metric.target, raw, raw))
+    return _finite((raw / metric.target * max(ready, 1), raw, raw))
+
+
+def _composite_reading(
+    spec: ReplaySpec,
+    readings: list[tuple[float | None, float | None, float | None]],
+    ready: int,
+) -> tuple[float | None, float | None, float | None]:
+    """KEDA's composite metric: the formula over the triggers' raw values, read as the one
+    External metric of KEDA's HPA."""
+    assert spec.composite is not None
+    value = spec.composite.value([r[2] for r in readings])
+    if value is None or not math.isfinite(value):
+        return None, None, None
+    return _total_reading(spec.composite.metric, value, ready)
 
 
 def _finite(

@@ -16,8 +16,16 @@ from typing import Any
 
 import pytest
 
+from gpulint.engine.versions import Release
 from gpulint.replay.activation import KedaActivation
-from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, Behavior, Policy, Rules
+from gpulint.replay.behavior import (
+    DEFAULT_SCALE_DOWN,
+    DEFAULT_SCALE_UP,
+    Behavior,
+    Policy,
+    Rules,
+    Tolerances,
+)
 from gpulint.replay.controller import HorizontalController
 from gpulint.replay.replicas import (
     MetricUnavailable,
@@ -223,6 +231,50 @@ CALCULATOR: list[tuple[str, Callable[[], int], int]] = [
         "TestReplicaCalcMissingMetricsUnreadyScaleDown",
         lambda: resource_replicas(4, pods_with([100, 100, 100], 4, [False, True, True, True]), 50),
         3,
+    ),
+    (
+        # the pod without a metric counts at max(100%, 300%) of its 2-core request on the
+        # scale-down (kubernetes#112178, 1.26); at 100% the replicas would fall to 1
+        "TestReplicaCalcMissingMetricsScaleDownTargetOver100",
+        lambda: resource_replicas(
+            4,
+            pods_with(
+                [200, 100, 100], 4, [False, True, True, True], requests=[1000, 1000, 2000, 2000]
+            ),
+            300,
+        ),
+        2,
+    ),
+    (
+        # TestReplicaCalcPodMetric "no change: missing metrics" (formerly
+        # TestPlainMetricReplicaCalcMissingMetricsNoChangeEq): 3 of 5 pods report a mean of
+        # exactly the target; the 2 without a metric are left out, not counted at 0
+        "TestReplicaCalcPodMetric/no change: missing metrics",
+        lambda: plain_metric_replicas(5, pods_with([20000, 19000, 21000], 5), 20000),
+        5,
+    ),
+    (
+        "TestReplicaCalcPodMetric/within default tolerance",
+        lambda: plain_metric_replicas(3, pods_with([20000, 21000, 21000], 3), 20000),
+        3,
+    ),
+    (
+        # Tolerances{scaleDown: 0.1, scaleUp: 0.01}: a ratio of 1.033 leaves a 1% tolerance
+        "TestReplicaCalcPodMetric/outside configurable 1% tolerance",
+        lambda: plain_metric_replicas(
+            3, pods_with([20000, 21000, 21000], 3), 20000, Tolerances(down=0.1, up=0.01)
+        ),
+        4,
+    ),
+    (
+        "TestReplicaCalcExternalPerPodMetric/within default tolerance",
+        lambda: per_pod_total_replicas(3, 8600, 2900),
+        3,
+    ),
+    (
+        "TestReplicaCalcExternalPerPodMetric/outside configurable 1% tolerance",
+        lambda: per_pod_total_replicas(3, 8600, 2800, Tolerances(down=0.1, up=0.01)),
+        4,
     ),
 ]
 
@@ -452,6 +504,48 @@ def test_stabilization_windows(
     assert [value for value, _ in hc.recommendations] == stored
 
 
+def test_scale_down_and_the_first_recommendation() -> None:
+    # TestScaleDown and TestScaleDownStabilizeInitialSize (horizontal_test.go): CPU says 3 of
+    # 5 pods (min 2, max 6, no behavior). With recommendations already stored (an empty
+    # list) the HPA scales to 3; the first time the controller sees the HPA it records the 5
+    # replicas as a recommendation, and the 5-minute window holds them.
+    cpu_says = resource_replicas(5, pods_with([100, 300, 500, 250, 250], 5), 50)
+    assert cpu_says == 3
+    seen_before = HorizontalController(2, 6, None, seen=True)
+    assert seen_before.reconcile(NOW, 5, cpu_says) == 3
+    for fast in (False, True):
+        first = HorizontalController(2, 6, None, fast=fast)
+        assert first.reconcile(NOW, 5, cpu_says) == 5
+        assert first.reconcile(NOW + 300, 5, cpu_says) == 5  # the window includes its edge
+        assert first.reconcile(NOW + 315, 5, cpu_says) == 3
+
+
+# The version boundaries of the model (gpulint.engine.versions, kubernetes-version).
+TOLERANCE_BEHAVIOR = {"scaleUp": {"tolerance": "0.01"}}
+VERSIONED: list[tuple[str, Callable[[], int], int]] = [
+    (
+        # behavior.*.tolerance is dropped by the API server before 1.35 (KEP-4951 beta)
+        "TestReplicaCalcExternalPerPodMetric/outside configurable 1% tolerance @1.34",
+        lambda: per_pod_total_replicas(
+            3, 8600, 2800, Tolerances.from_spec(TOLERANCE_BEHAVIOR, Release(1, 34))
+        ),
+        3,
+    ),
+    (
+        "TestReplicaCalcExternalPerPodMetric/outside configurable 1% tolerance @1.35",
+        lambda: per_pod_total_replicas(
+            3, 8600, 2800, Tolerances.from_spec(TOLERANCE_BEHAVIOR, Release(1, 35))
+        ),
+        4,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "compute", "expected"), VERSIONED, ids=[c[0] for c in VERSIONED])
+def test_version_boundaries(name: str, compute: Callable[[], int], expected: int) -> None:
+    assert compute() == expected, name
+
+
 def test_scale_up_one_metric_empty() -> None:
     # TestScaleUpOneMetricEmpty: CPU says 4 (levels 300/400/500 of 1.0, target 30), the
     # External metric fails; a scale-up still happens (min 2, max 6, 3 replicas).
@@ -570,3 +664,35 @@ def test_fast_windows_answer_as_the_stored_recommendations(behavior: str | None)
         ]
         assert answers[0] == answers[1], step
         replicas = answers
+
+
+def _zero_spec(metric_type: str, target_type: str) -> Any:
+    from gpulint.replay.model import ReplayMetric, ReplaySpec
+
+    metric = ReplayMetric("queue", metric_type, target_type, 10.0, "q")
+    return ReplaySpec(
+        "HorizontalPodAutoscaler", "ml", "web", "Deployment", "web", 0, 8, None,
+        (metric,), 60.0, "test", 1,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("metric_type", "target_type", "expected"),
+    [("External", "Value", 3), ("Object", "AverageValue", 3), ("Pods", "AverageValue", 0)],
+)
+def test_min_replicas_zero_scales_from_zero(
+    metric_type: str, target_type: str, expected: int
+) -> None:
+    """minReplicas 0 (HPAScaleToZero, on by default from 1.37): at 0 replicas the controller
+    still computes; an Object or External metric of 25 against 10 proposes ceil(2.5) = 3
+    (getUsageRatioReplicaCount and GetExternalPerPodMetricReplicas at 0 replicas), a Pods
+    metric has no pod to read and stays at 0."""
+    from gpulint.replay.model import History
+    from gpulint.replay.simulate import replay
+
+    times = [i * 15.0 for i in range(5)]
+    history = History(times, [[25.0] * 5], [[0] * 5 if metric_type == "Pods" else []], [0] * 5)
+    run = replay(_zero_spec(metric_type, target_type), history)
+    first = run.events[0].after if run.events else run.ticks[0].replicas
+    assert (run.events[0].before if run.events else 0) == 0
+    assert first == expected

@@ -111,8 +111,8 @@ def _keda(tmp_path: Path, name: str, annotations: str, advanced: str = "{}") -> 
 
 def test_keda_pause_annotations_and_scaling_modifiers(tmp_path: Path) -> None:
     """A paused ScaledObject is not replayed; paused-scale-in/out disable that direction, as
-    KEDA's HPA does; scalingModifiers' composite metric is not replayed on the triggers'
-    thresholds, which KEDA does not use then."""
+    KEDA's HPA does; with scalingModifiers the controller reads the composite metric (the
+    formula over the named triggers against its target), not the triggers' thresholds."""
     paused = _keda(tmp_path, "paused", '{autoscaling.keda.sh/paused-replicas: "2"}')
     assert paused.specs == []
     (skipped,) = paused.skipped
@@ -126,8 +126,31 @@ def test_keda_pause_annotations_and_scaling_modifiers(tmp_path: Path) -> None:
         "{}",
         '{scalingModifiers: {formula: "waiting * 2", target: "10"}}',
     )
-    (skipped,) = modifiers.skipped
-    assert "scalingModifiers" in skipped.reason
+    (spec,) = modifiers.specs
+    assert spec.composite is not None
+    assert spec.controlled == (spec.composite.metric,)
+    assert (spec.composite.metric.target, spec.composite.metric.target_type) == (
+        10.0,
+        "AverageValue",
+    )
+    assert spec.composite.value([7.0]) == 14.0
+    unnamed = _keda(
+        tmp_path,
+        "unnamed",
+        "{}",
+        '{scalingModifiers: {formula: "queue * 2", target: "10"}}',
+    )
+    (skipped,) = unnamed.skipped  # KEDA's webhook refuses it: lint's GL119 says so
+    assert skipped.reason.startswith(
+        "lint says it does not scale as written (GL119 keda-spec-refused): "
+    )
+    unread = _keda(
+        tmp_path,
+        "unread",
+        "{}",
+        '{scalingModifiers: {formula: "waiting ?? 0", target: "10"}}',
+    )
+    assert unread.skipped[0].reason == "its scalingModifiers.formula: unexpected '?' in the formula"
 
 
 def test_the_tolerances_are_replayed_on_the_releases_that_honour_them(tmp_path: Path) -> None:
@@ -146,3 +169,86 @@ def test_the_tolerances_are_replayed_on_the_releases_that_honour_them(tmp_path: 
         by_release[minor] = spec.tolerances
     assert by_release[34] == Tolerances(down=0.1, up=0.1)
     assert by_release[35] == Tolerances(down=0.2, up=0.05)
+
+
+SCALE_TO_ZERO = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ml}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: c, image: x, resources: {limits: {nvidia.com/gpu: 1}}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: ml}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 0
+  maxReplicas: 4
+  metrics:
+  - type: External
+    external:
+      metric: {name: queue_depth}
+      target: {type: AverageValue, averageValue: "5"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: adapter, namespace: monitoring}
+data:
+  config.yaml: |
+    externalRules:
+    - seriesQuery: 'queue_depth'
+      metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
+"""
+
+SECOND_AUTOSCALER = """
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: web, namespace: ml}
+spec:
+  scaleTargetRef: {name: web}
+  triggers:
+  - type: prometheus
+    metadata: {serverAddress: "http://p:9090", query: "sum(x)", threshold: "5"}
+"""
+
+
+def _plan_at(tmp_path: Path, text: str, minor: int) -> Plan:
+    (tmp_path / "objects.yaml").write_text(text)
+    settings = Settings()
+    settings.versions = settings.versions.with_release(KUBERNETES, Release(1, minor), CONFIG)
+    return plan(inventory_from_paths([str(tmp_path)], settings))
+
+
+def test_min_replicas_zero_follows_the_release(tmp_path: Path) -> None:
+    """minReplicas 0 is refused by the API server before 1.37 (GL108): not replayed, with
+    lint's reason; from 1.37 (HPAScaleToZero on by default) it is replayed with minimum 0."""
+    before = _plan_at(tmp_path, SCALE_TO_ZERO, 36)
+    assert before.specs == []
+    (skipped,) = before.skipped
+    assert skipped.describe().startswith(
+        "HorizontalPodAutoscaler ml/web not replayed: lint says it does not scale as written "
+        "(GL108 hpa-invalid-spec): HorizontalPodAutoscaler web: minReplicas 0 is not allowed."
+    )
+    (spec,) = _plan_at(tmp_path, SCALE_TO_ZERO, 37).specs
+    assert spec.min_replicas == 0
+
+
+def test_two_autoscalers_on_one_target_are_not_replayed(tmp_path: Path) -> None:
+    """GL103: an HPA and a ScaledObject on one Deployment; from Kubernetes 1.26 neither
+    scales. Neither is replayed, each with lint's words."""
+    found = _plan_at(tmp_path, SCALE_TO_ZERO + SECOND_AUTOSCALER, 37)
+    assert found.specs == []
+    reasons = {(s.kind, s.name): s.reason for s in found.skipped}
+    assert set(reasons) == {("HorizontalPodAutoscaler", "web"), ("ScaledObject", "web")}
+    for reason in reasons.values():
+        assert reason.startswith(
+            "lint says it does not scale as written (GL103 duplicate-autoscalers): "
+        )
+        assert "AmbiguousSelector" in reason

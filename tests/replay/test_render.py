@@ -20,7 +20,13 @@ import pytest
 from gpulint.engine.config import Settings
 from gpulint.inventory import Inventory
 from gpulint.replay.model import History, ReplayMetric, ReplaySpec
-from gpulint.replay.render import Pictures, render_html, render_markdown, render_svg
+from gpulint.replay.render import (
+    Pictures,
+    render_html,
+    render_markdown,
+    render_svg,
+    series_summary,
+)
 from gpulint.replay.report import Replayed, replay_one
 
 pytestmark = pytest.mark.slow
@@ -75,7 +81,7 @@ def test_markdown_sums_each_replay_up_in_text_and_writes_its_picture_to_a_file(
     render_markdown(replays, START, START + 7200, 15, out)
     text = out.getvalue()
     assert "data:" not in text and "<svg" not in text and "![" not in text
-    assert len(text.encode()) < 12_000  # ten autoscalers in well under 1 MiB
+    assert len(text.encode()) < 13_000  # ten autoscalers (about 1.2 KB each) in well under 1 MiB
     assert text.count("| flaps (reversed within 10 min) |") == 10
     summary = text.split("```\n", 2)[1]
     lines = summary.splitlines()
@@ -249,3 +255,56 @@ def test_pictures_options_are_checked_before_any_query(
 
     assert main(["replay", "--prometheus", "http://127.0.0.1:9", *options]) == 2
     assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("form", ["text", "json", "html", "markdown"])
+def test_every_format_says_why_an_autoscaler_is_not_replayed(form: str) -> None:
+    """One line, the same words in every format (each escaping it its own way)."""
+    from gpulint.replay.model import Skipped
+    from gpulint.replay.render import render_text
+
+    left = Skipped("ScaledObject", "ml", "web", "lint says it does not scale as written (GL103 x)")
+    line = "ScaledObject ml/web not replayed: lint says it does not scale as written (GL103 x)"
+    out = io.StringIO()
+    if form == "json":
+        from gpulint.replay.render import render_json
+
+        render_json([], START, START + 60, 15, out, [left])
+        assert json.loads(out.getvalue())["not_replayed"] == [
+            {"kind": "ScaledObject", "namespace": "ml", "name": "web", "reason": left.reason}
+        ]
+        return
+    writer = {"text": render_text, "html": render_html, "markdown": render_markdown}[form]
+    writer([], START, START + 60, 15, out, skipped=[left])
+    shown = {"text": f"{line}\n", "html": f"<p>{line}</p>", "markdown": f"- {line}\n"}[form]
+    assert shown in out.getvalue()
+
+
+def test_an_average_value_panel_draws_the_metric_per_pod() -> None:
+    """A KEDA trigger (External, AverageValue 5): the controller compares the query's total
+    over the replicas with 5 per pod, so the panel draws the total over the observed replicas
+    (84 on 12 pods is 7 a pod, the axis tops at 7.7), not the total against a threshold 17
+    times smaller."""
+    metric = ReplayMetric("s0-prometheus", "External", "AverageValue", 5.0, "q")
+    spec = ReplaySpec(
+        "ScaledObject", "ml", "llm", "Deployment", "llm", 1, 20, None,
+        (metric,), 60.0, "test", 1,
+    )  # fmt: skip
+    times = [START + 15 * i for i in range(41)]
+    totals: list[float | None] = [84.0 if 10 <= i < 30 else 12.0 for i in range(41)]
+    history = History(times, [totals], [[]], [12] * 41)
+    replayed = replay_one(spec, history, Inventory(Settings()))
+    svg = render_svg(replayed)
+    marks = re.findall(r'text-anchor="end">([0-9.e+]+)</text>', svg)
+    assert "7.7" in marks and "92.4" not in marks
+    assert "s0-prometheus per pod against its target" in svg
+    summary = series_summary(replayed)
+    assert "s0-prometheus per pod (target 5):" in summary
+    assert summary.rstrip().endswith("1..7")
+    # the replayed pods' line: the total over the replicas before each sync
+    ticks = replayed.run.ticks
+    before = [12] + [t.replicas for t in ticks[:-1]]
+    assert [t.value for t in ticks] == [
+        total / pods for total, pods in zip(totals, before, strict=True) if total is not None
+    ]
+    assert len({t.replicas for t in ticks}) > 1  # the replicas it divides by change

@@ -5,8 +5,10 @@ and the expected scale events and figures worked out by hand below.
 Common to every scenario: 8 pods were observed (kube-state-metrics), each new pod is ready
 180 s after it is created (readinessProbe initialDelaySeconds 170 + periodSeconds 10), the
 controller syncs every 15 s, and a day from 00:00 to 24:00 inclusive is 5,761 syncs. Without
-behavior the HPA scales down to the highest recommendation of the last 300 s and up by at
-most max(2 x current, 4) per sync; a pod that is not ready counts as 0 on a scale-up.
+behavior the HPA scales down to the highest recommendation of the last 300 s (the window
+includes its edge) and up by at most max(2 x current, 4) per sync; a pod that is not ready
+counts as 0 on a scale-up. The controller's first recommendation is the 8 replicas it first
+sees (recordInitialRecommendation), so no scale-down goes below 8 before 00:05:15.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def events(replay: dict[str, Any], start: float) -> list[tuple[float, int, int]]
 
 def test_json_contract(report: tuple[int, Any], recorded: Recorded) -> None:
     code, data = report
-    assert set(data) == {"version", "range", "replays"}
+    assert set(data) == {"version", "range", "replays", "not_replayed"}
+    assert data["not_replayed"] == []
     assert data["version"] == 1
     assert data["range"]["step_s"] == 15.0
     assert data["range"]["start"].endswith("T00:00:00Z")
@@ -131,7 +134,9 @@ def test_step_load(report: tuple[int, Any], recorded: Recorded) -> None:
     replay = replay_of(report, "step")
     assert events(replay, recorded.start) == [
         (0, 8, 4),  # 8 observed is above maxReplicas 4: the first sync sets 4
-        (15, 4, 2),  # 4 pods at 30% against 60: ratio 0.5, ceil(0.5 x 4) = 2
+        # 4 pods at 30% against 60: ratio 0.5, ceil(0.5 x 4) = 2, once the first
+        # recommendation (8, at 00:00) has left the window
+        (315, 4, 2),
         # 2 pods would be at 150%, capped at 100: ratio 1.67, ceil(3.33) = 4 = maxReplicas;
         # once ready (12:03) 4 pods at 75%: ratio 1.25 asks for 5, maxReplicas holds 4
         (DAY / 2, 2, 4),
@@ -139,14 +144,15 @@ def test_step_load(report: tuple[int, Any], recorded: Recorded) -> None:
     figures = replay["figures"]
     assert figures["scale_events"] == 3
     assert figures["flaps"] == 0
-    assert figures["time_at_max_s"] == 15 + (DAY / 2) + SYNC  # 00:00 and 12:00..24:00
+    # 00:00..00:05:00 (21 syncs) and 12:00..24:00
+    assert figures["time_at_max_s"] == 21 * SYNC + (DAY / 2) + SYNC
     assert figures["time_at_min_s"] == 0
     # the 12:00 sync (2 ready, none starting) and 12:03..24:00 at the maximum
     assert figures["time_under_provisioned_s"] == 15 + (DAY / 2 - 180 + SYNC)
     assert figures["time_over_provisioned_s"] == 15  # 00:00: 8 ready for 2 pods' worth
     assert figures["scale_up_lag_s"] == 180  # 12:00 to 12:03, 4 (= max) ready
-    # 4 at 00:00, 2 for 2,879 syncs, 4 for 2,881 syncs (12:00..24:00)
-    assert figures["gpu_hours_used"] == gpu_hours(4 + 2 * 2879 + 4 * 2881)
+    # 4 for 21 syncs (00:00..00:05:00), 2 for 2,859 syncs, 4 for 2,881 syncs (12:00..24:00)
+    assert figures["gpu_hours_used"] == gpu_hours(4 * 21 + 2 * 2859 + 4 * 2881)
     assert figures["gpu_hours_needed"] == gpu_hours(2 * 2880 + 4 * 2881)
     assert [f["rule"] for f in replay["findings"]] == ["GL952"]
     assert "maxReplicas 4" in replay["findings"][0]["message"]
@@ -159,17 +165,19 @@ def test_diurnal_curve(report: tuple[int, Any], recorded: Recorded) -> None:
     up = [(h * 3600.0, h - 5, h - 4) for h in range(6, 11)]  # each step up at once
     # each step down 300 s later: the highest recommendation of the last 5 minutes holds
     down = [(h * 3600.0 + 300, n + 1, n) for h, n in ((15, 5), (16, 4), (17, 3), (18, 2), (20, 1))]
-    assert events(replay, recorded.start) == [(0, 8, 1), *up, *down]
+    # the first recommendation (8) holds the replicas until it leaves the window, 00:05:15
+    assert events(replay, recorded.start) == [(315, 8, 1), *up, *down]
     figures = replay["figures"]
     assert figures["scale_events"] == 11
     assert figures["flaps"] == 0
-    assert figures["time_at_min_s"] == 1440 * SYNC + 941 * SYNC  # 00:00-06:00, 20:05-24:00
+    assert figures["time_at_min_s"] == 1419 * SYNC + 941 * SYNC  # 00:05:15-06:00, 20:05-24:00
+    assert figures["time_at_max_s"] == 21 * SYNC  # 8 replicas, 00:00..00:05:00
     assert figures["time_under_provisioned_s"] == 5 * SYNC  # the sync of each step up
-    assert figures["time_over_provisioned_s"] == 0
+    assert figures["time_over_provisioned_s"] == 21 * SYNC  # 8 ready for 1 pod's worth
     assert figures["scale_up_lag_s"] == 180
-    # replicas x syncs: 1x1440, 2x240, 3x240, 4x240, 5x240, 6x1220 (10:00-15:05),
+    # replicas x syncs: 8x21, 1x1419, 2x240, 3x240, 4x240, 5x240, 6x1220 (10:00-15:05),
     # 5x240, 4x240, 3x240, 2x480 (18:05-20:05), 1x941
-    used = 1440 + 480 + 720 + 960 + 1200 + 6 * 1220 + 1200 + 960 + 720 + 2 * 480 + 941
+    used = 8 * 21 + 1419 + 480 + 720 + 960 + 1200 + 6 * 1220 + 1200 + 960 + 720 + 2 * 480 + 941
     assert figures["gpu_hours_used"] == gpu_hours(used)
     # the hourly loads sum to 70, 240 syncs an hour, and the 24:00 sync at 1
     assert figures["gpu_hours_needed"] == gpu_hours(70 * 240 + 1)
@@ -180,7 +188,7 @@ def test_spike_train(report: tuple[int, Any], recorded: Recorded) -> None:
     # 1 pod's worth (target 20), with 2-minute bursts of 6 every 20 minutes from 00:25:
     # 71 bursts, the last at 23:45.
     replay = replay_of(report, "spikes")
-    expected = [(0.0, 8, 1)]
+    expected = [(315.0, 8, 1)]  # the first recommendation (8) leaves the window
     for k in range(71):
         s = 1500.0 + 1200 * k
         expected += [
@@ -192,12 +200,13 @@ def test_spike_train(report: tuple[int, Any], recorded: Recorded) -> None:
     figures = replay["figures"]
     assert figures["scale_events"] == 214
     assert figures["flaps"] == 71  # each scale-down 465 s after the scale-up before it
-    assert figures["time_at_min_s"] == (100 + 48 * 70 + 29) * SYNC
+    assert figures["time_at_min_s"] == (79 + 48 * 70 + 29) * SYNC
     assert figures["time_under_provisioned_s"] == 71 * SYNC
-    assert figures["time_over_provisioned_s"] == 71 * 20 * SYNC  # s+180..s+465: load 1, 4+ ready
+    # 00:00..00:05:00, 8 ready; then s+180..s+465: load 1, 4+ ready
+    assert figures["time_over_provisioned_s"] == (21 + 71 * 20) * SYNC
     assert figures["scale_up_lag_s"] == 120  # the burst is over before a pod is ready
-    # 1 x 100 syncs, then per burst 4 + 5 x 31 + 1 x 48, the last one 4 + 5 x 31 + 1 x 29
-    assert figures["gpu_hours_used"] == gpu_hours(100 + 70 * 207 + 188)
+    # 8 x 21 syncs, 1 x 79, then per burst 4 + 5 x 31 + 1 x 48, the last one 4 + 5 x 31 + 1 x 29
+    assert figures["gpu_hours_used"] == gpu_hours(8 * 21 + 79 + 70 * 207 + 188)
     assert figures["gpu_hours_needed"] == gpu_hours(71 * 8 * 6 + (5761 - 71 * 8))
     assert [f["rule"] for f in replay["findings"]] == ["GL951"]
 
@@ -207,16 +216,16 @@ def test_compare_fix_flaps_less_on_the_spike_train(
 ) -> None:
     # gpulint's behavior (GL102's fix: up 2 pods per 60 s; down 1 pod per 120 s) with a
     # scale-down window that bridges the lulls the replay saw: scale-ups 1,185 s apart with
-    # a scale-down between them, rounded up to 1,200 s.
+    # a scale-down between them, rounded up to 1,200 s. The first recommendation (8, at
+    # 00:00) holds the 8 pods for that window; the one reversal is the first burst meeting
+    # the way down, and from then on the window bridges every lull.
     replay = replay_of(report, "spikes")
     fixed = replay["compare_fix"]
-    assert fixed["figures"]["flaps"] == 0 < replay["figures"]["flaps"]
-    downs = [(120.0 * i, 8 - i, 7 - i) for i in range(7)]  # one pod per 120 s from 8 to 1
+    assert fixed["figures"]["flaps"] == 1 < replay["figures"]["flaps"]
+    downs = [(1200.0 + 120 * i, 8 - i, 7 - i) for i in range(3)]  # one pod per 120 s
     assert events(fixed, recorded.start) == [
         *downs,
-        (1500, 1, 3),  # 1 + 2 pods per 60 s
-        (1560, 3, 5),  # a minute later, still in the burst
-        (2700, 5, 6),  # the next burst on 5 ready pods: 24% against 20, ceil(1.2 x 5) = 6
+        (1500, 5, 6),  # the burst on 5 ready pods: 24% against 20, ceil(1.2 x 5) = 6
     ]
     assert fixed["findings"] == []
 
@@ -227,8 +236,9 @@ def test_slow_ramp(report: tuple[int, Any], recorded: Recorded) -> None:
     # sync adds one pod.
     replay = replay_of(report, "ramp")
     assert events(replay, recorded.start) == [
-        (0, 8, 1),
-        (1455, 1, 2),
+        # the first recommendation (8) holds until 00:05:15, when 8 pods share 1.02 pods'
+        # worth: ceil(1.02) = 2, the step the ramp takes at 00:24:15 from 1 pod
+        (315, 8, 2),
         (17295, 2, 3),
         (33135, 3, 4),
         (48975, 4, 5),
@@ -237,11 +247,12 @@ def test_slow_ramp(report: tuple[int, Any], recorded: Recorded) -> None:
     ]
     figures = replay["figures"]
     assert figures["flaps"] == 0
-    assert figures["time_at_min_s"] == 1455
-    assert figures["time_under_provisioned_s"] == 6 * SYNC
+    assert figures["time_at_min_s"] == 0
+    assert figures["time_under_provisioned_s"] == 5 * SYNC
+    assert figures["time_over_provisioned_s"] == 22 * SYNC  # 00:00..00:05:15, 8 ready
     assert figures["scale_up_lag_s"] == 180
-    # 1 x 97 syncs, then 1,056 syncs each at 2..6 replicas, 384 at 7
-    assert figures["gpu_hours_used"] == gpu_hours(97 + 20 * 1056 + 7 * 384)
+    # 8 x 21 syncs, 2 x 1,132 (00:05:15..04:48:00), then 1,056 syncs each at 3..6, 384 at 7
+    assert figures["gpu_hours_used"] == gpu_hours(8 * 21 + 2 * 1132 + 18 * 1056 + 7 * 384)
     # ceil(load): 1 at 00:00, then 960 syncs each at 2..7
     assert figures["gpu_hours_needed"] == gpu_hours(1 + 27 * 960)
     assert replay["findings"] == []
@@ -372,7 +383,7 @@ def test_cluster_mode_reads_the_autoscalers_from_the_cluster(
         fake.stop()
     assert code == 1  # GL952, as from the files
     replay = json.loads(out.read_text())["replays"][0]
-    assert events(replay, recorded.start) == [(0, 8, 4), (15, 4, 2), (DAY / 2, 2, 4)]
+    assert events(replay, recorded.start) == [(0, 8, 4), (315, 4, 2), (DAY / 2, 2, 4)]
 
 
 def test_replay_judges_each_application_with_its_repository_platform(
