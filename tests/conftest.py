@@ -137,7 +137,8 @@ def corpus() -> Path:
 
 # What a whole run builds or starts once (session fixtures): the tests that take one run on
 # one pytest-xdist worker, so that two workers do not each build the wheel or start the
-# Prometheus of the recorded day.
+# Prometheus of the recorded day. A test that takes two goes with the first listed: building
+# and installing the artifacts costs minutes, a Prometheus seconds.
 SHARED_ONCE = {
     "distributions": "artifacts",
     "wheel_install": "artifacts",
@@ -148,17 +149,26 @@ SHARED_ONCE = {
 }
 
 
+def _shared_group(item: pytest.Item) -> str | None:
+    """The run-wide fixture group ``item`` takes, also through a parameter that names the
+    fixture it asks for with ``request.getfixturevalue``."""
+    names = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        names.update(v for v in callspec.params.values() if isinstance(v, str))
+    return next((group for name, group in SHARED_ONCE.items() if name in names), None)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that takes the corpus is a corpus test (`pytest -m corpus` runs them alone).
     Under pytest-xdist (``--dist loadgroup``, pyproject.toml) a module's tests stay on one
     worker, as its module fixtures (a webhook, a fake API server) start once; tests that take
     a run-wide fixture share its worker whatever their module."""
     for item in items:
-        names = getattr(item, "fixturenames", ())
-        if "corpus" in names:
+        if "corpus" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.corpus)
-        group = next((SHARED_ONCE[n] for n in names if n in SHARED_ONCE), None)
-        item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::", 1)[0]))
+        group = _shared_group(item) or item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture
