@@ -14,6 +14,7 @@ from gpulint.cluster.decoding import MAX_OBJECT_DEPTH, has_too_deep
 from gpulint.cluster.kinds import WatchedKind
 from gpulint.input.document import Manifest
 from gpulint.kinds.dra import made_for_one_pod
+from gpulint.kinds.projection import project
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PAGE_SIZE = 500
@@ -120,10 +121,15 @@ def list_objects(
             return items, str(metadata.get("resourceVersion") or ""), too_deep
 
 
-def cluster_manifest(obj: Any, kind: WatchedKind, version: str) -> Manifest | None:
+def cluster_manifest(
+    obj: Any, kind: WatchedKind, version: str, *, projected: bool = True
+) -> Manifest | None:
     """An API object as the inventory holds it; None for something that is not an object,
     or that no rule reads and a cluster holds by the thousand (a ResourceClaim made for one
     pod from a template: pods name the template).
+
+    ``projected``: cut to what views and rules read (``gpulint.kinds.projection``); the
+    caches keep nothing else. False keeps the object whole (the tests compare the two).
 
     Items of a list of built-in kinds carry no apiVersion and kind: they are set from the
     list. The file is ``cluster://<namespace>/<kind>/<name>``: findings point there, at line
@@ -144,6 +150,8 @@ def cluster_manifest(obj: Any, kind: WatchedKind, version: str) -> Manifest | No
     annotations = metadata.get("annotations")
     if isinstance(annotations, dict):
         annotations.pop(LAST_APPLIED, None)
+    if projected:
+        obj = project(obj)
     return Manifest(obj, cluster_file(obj))
 
 
