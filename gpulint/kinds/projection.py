@@ -88,9 +88,10 @@ def projection_tree(api_version: str, kind: str) -> Tree | None:
 
 
 def project(obj: dict[str, Any]) -> dict[str, Any]:
-    """``obj`` as the cache keeps it: a new value holding only the kept parts (``obj`` is
-    left as it was), repeated strings shared. Objects of kinds kept whole are returned as
-    they are. Values nest at most as deeply as the decoder allows
+    """``obj`` as the cache keeps it: a new mapping holding only the kept parts, repeated
+    strings shared. The kept parts are ``obj``'s own values (its strings replaced by shared
+    ones in place): ``obj`` is the decoder's, used for nothing else. Objects of kinds kept
+    whole are returned as they are. Values nest at most as deeply as the decoder allows
     (``decoding.MAX_OBJECT_DEPTH``), well within Python's recursion limit."""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
@@ -98,35 +99,49 @@ def project(obj: dict[str, Any]) -> dict[str, Any]:
     tree = projection_tree(api_version, kind)
     if tree is None:
         return obj
-    kept = _kept(obj, tree)
-    metadata = kept.get("metadata")
+    metadata = obj.get("metadata")
     if isinstance(metadata, dict):
         for key in METADATA_DROPS:
             metadata.pop(key, None)
-    return kept
+    return _kept(obj, tree)
 
 
 def _kept(value: dict[str, Any], tree: Tree) -> dict[str, Any]:
     """The keys of ``value`` that ``tree`` keeps, in ``value``'s order (as a user wrote
-    them: fixes quote parts of objects)."""
+    them: fixes quote parts of objects). Keys need no sharing: the decoder already shares
+    them within a page."""
     kept: dict[str, Any] = {}
     for key, item in value.items():
         below = tree.get(key, _DROPPED)
-        if below is not _DROPPED:
-            kept[sys.intern(key)] = _shared(item, below)
+        if below is _DROPPED:
+            continue
+        if below is None:  # WHOLE
+            kept[key] = _shared(item)
+        elif isinstance(item, dict):
+            kept[key] = _kept(item, below)
+        elif isinstance(item, list):
+            kept[key] = [_kept(i, below) if isinstance(i, dict) else _shared(i) for i in item]
+        else:
+            kept[key] = _shared(item)
     return kept
 
 
-def _shared(value: Any, tree: Tree | None) -> Any:
+def _shared(value: Any) -> Any:
+    """``value`` with its short strings replaced by shared ones, in place."""
+    if isinstance(value, str):
+        return sys.intern(value) if len(value) <= _INTERN_UP_TO else value
     if isinstance(value, dict):
-        if tree is None:  # WHOLE
-            return {
-                sys.intern(k) if isinstance(k, str) else k: _shared(v, WHOLE)
-                for k, v in value.items()
-            }
-        return _kept(value, tree)
-    if isinstance(value, list):
-        return [_shared(item, tree) for item in value]
-    if isinstance(value, str) and len(value) <= _INTERN_UP_TO:
-        return sys.intern(value)
+        for key, item in value.items():
+            if isinstance(item, str):
+                if len(item) <= _INTERN_UP_TO:
+                    value[key] = sys.intern(item)
+            elif isinstance(item, dict | list):
+                _shared(item)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, str):
+                if len(item) <= _INTERN_UP_TO:
+                    value[index] = sys.intern(item)
+            elif isinstance(item, dict | list):
+                _shared(item)
     return value
