@@ -14,9 +14,9 @@ from typing import Any
 from gpulint.cluster.api import ApiError, KubeApi
 from gpulint.cluster.decoding import MAX_OBJECT_DEPTH, has_too_deep
 from gpulint.cluster.kinds import WatchedKind
+from gpulint.cluster.projection import project
 from gpulint.input.document import Manifest
 from gpulint.kinds.dra import made_for_one_pod
-from gpulint.kinds.projection import project
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PAGE_SIZE = 500
@@ -173,7 +173,7 @@ def cluster_manifest(
     or that no rule reads and a cluster holds by the thousand (a ResourceClaim made for one
     pod from a template: pods name the template).
 
-    ``projected``: cut to what views and rules read (``gpulint.kinds.projection``); the
+    ``projected``: cut to what views and rules read (``gpulint.cluster.projection``); the
     caches keep nothing else. False keeps the object whole (the tests compare the two).
 
     Items of a list of built-in kinds carry no apiVersion and kind: they are set from the

@@ -93,7 +93,7 @@ class KindSpec(NamedTuple):
     # deploy/'s RBAC (gpulint.webhook.deploy), which refuses a watched-only kind without one.
     why_watched: str = ""
     # What the webhook's cache and cluster mode keep of its objects besides their metadata
-    # and, for a workload, its pod templates (gpulint.kinds.projection): the paths its view
+    # and, for a workload, its pod templates (gpulint.cluster.projection): the paths its view
     # and rules read. None: kept whole.
     keeps: tuple[Path, ...] | None = None
 

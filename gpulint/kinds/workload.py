@@ -38,7 +38,7 @@ TEMPLATE_PATHS: dict[str, tuple[Path, ...]] = {
 }
 DEFAULT_TEMPLATE_PATHS: tuple[Path, ...] = (("spec", "template"),)
 # What gpulint reads of a pod template, relative to it; the cluster caches keep no more of
-# a workload's templates (gpulint.kinds.projection). Containers: what they run (image,
+# a workload's templates (gpulint.cluster.projection). Containers: what they run (image,
 # command and args: serving engines' flags and releases, prometheus-adapter's URL), what
 # they request and expose; the probes say when a pod can first be ready (gpulint replay
 # --cluster). The pod: where it may run, and the DRA claims it names. No env: only

@@ -1,4 +1,4 @@
-"""The cluster caches keep each object's projection (gpulint.kinds.projection): what views
+"""The cluster caches keep each object's projection (gpulint.cluster.projection): what views
 and rules read. Every rule's fixtures, read as a cluster serves them, must give the same
 findings from projected objects as from whole ones; a view that starts reading a part the
 projection drops fails here until its kind's registry entry keeps it."""
@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from gpulint.cluster.kinds import WatchedKind
+from gpulint.cluster.projection import project, projection_tree
 from gpulint.cluster.reading import cluster_manifest
 from gpulint.engine.config import Settings
 from gpulint.engine.registry import Selection
 from gpulint.engine.runner import run
 from gpulint.input.loader import load_file
 from gpulint.inventory import Inventory
-from gpulint.kinds.projection import project, projection_tree
 
 from ..conftest import FIXTURES
 
