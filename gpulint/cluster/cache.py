@@ -44,10 +44,10 @@ from gpulint.cluster.kinds import (
 from gpulint.cluster.reading import (
     PAGE_SIZE,
     Discovery,
+    Listing,
     ObjectKey,
     cluster_file,
     cluster_manifest,
-    list_objects,
     list_query,
     object_key,
     resource_version,
@@ -69,6 +69,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("gpulint.cluster")
 
 SYNCED, SYNCING, ABSENT, FORBIDDEN, ERROR = "synced", "syncing", "absent", "forbidden", "error"
+# How long one list of a kind may take, page after page, before it is given up and started
+# again (the stream is then in error, and the webhook answers by its failure policy until a
+# list completes). Within the five minutes after which the API server's continue tokens
+# expire (kube-apiserver --etcd-compaction-interval, default 5m: a later page is 410 Gone),
+# so that a list too slow to finish says so rather than failing on a stale token.
+LIST_TIMEOUT = 240.0
 
 
 class _Entry:
@@ -108,6 +114,7 @@ class ClusterCache:
         backoff: tuple[float, float] = (0.5, 30.0),
         recheck_interval: float = 300.0,
         embedded: EmbeddedWorker | None = None,
+        list_timeout: float = LIST_TIMEOUT,
     ) -> None:
         self.api = KubeApi(api_client)
         # A copy: what the cluster says it runs replaces the configured releases in it only.
@@ -121,6 +128,7 @@ class ClusterCache:
         self.adapter_configmaps = adapter_configmaps or AdapterConfigMapSelector()
         self.watch_timeout = watch_timeout
         self.page_size = page_size
+        self.list_timeout = list_timeout
         self.backoff = backoff
         self.recheck_interval = recheck_interval
         # Parses the YAML a ConfigMap embeds (the adapter's config) with limits, away from
@@ -216,15 +224,17 @@ class ClusterCache:
         self.too_deep_objects += 1
         log.warning("%s", too_deep_note(obj, stream.kind))
 
-    def _replace_all(self, stream: _Stream, items: list[Any]) -> None:
-        """A (re)list: what the stream holds becomes exactly ``items``. The lock is taken
-        object by object, so that admissions are not held up by a long list."""
-        seen: set[ObjectKey] = set()
+    def _apply_page(self, stream: _Stream, items: list[Any], seen: set[ObjectKey]) -> None:
+        """One page of a (re)list applied, the keys of its objects added to ``seen``. The lock
+        is taken object by object, so that admissions are not held up by a long list."""
         for obj in items:
             manifest = cluster_manifest(obj, stream.kind, stream.version or "")
             if manifest is not None:
                 seen.add(object_key(manifest))
                 self._apply_manifest(stream, "ADDED", manifest)
+
+    def _drop_unseen(self, stream: _Stream, seen: set[ObjectKey]) -> None:
+        """The end of a (re)list: what the stream holds becomes exactly what it listed."""
         with self.lock:
             for key, entry in list(self._store.items()):
                 if stream.kind.key in entry.holders and key not in seen:
@@ -453,12 +463,26 @@ class _Stream(threading.Thread):
 
     def _list_and_watch(self) -> None:
         version = self.version or ""
-        items, rv, too_deep = list_objects(
-            self.cache.api, self.kind, version, self.cache.namespace, self.cache.page_size
+        cache = self.cache
+        # Each page is applied as it comes and let go: the process holds one page of the
+        # API's JSON at a time, never a whole kind of it.
+        listing = Listing(
+            cache.api,
+            self.kind,
+            version,
+            cache.namespace,
+            cache.page_size,
+            time.monotonic() + cache.list_timeout,
         )
-        for obj in too_deep:
-            self.cache._too_deep(self, obj)
-        self.cache._replace_all(self, items)
+        seen: set[ObjectKey] = set()
+        for page, too_deep in listing.pages():
+            for obj in too_deep:
+                cache._too_deep(self, obj)
+            cache._apply_page(self, page, seen)
+            if self.stopping.is_set():
+                return
+        cache._drop_unseen(self, seen)
+        rv = listing.resource_version
         self.state, self.detail = SYNCED, ""
         self._failures = 0
         self.cache._warm_up()

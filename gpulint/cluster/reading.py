@@ -7,11 +7,14 @@ the most (``managedFields``, kubectl's last-applied copy of the object) are drop
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from gpulint.cluster.api import ApiError, KubeApi
 from gpulint.cluster.decoding import MAX_OBJECT_DEPTH, has_too_deep
 from gpulint.cluster.kinds import WatchedKind
+from gpulint.cluster.projection import project
 from gpulint.input.document import Manifest
 from gpulint.kinds.dra import made_for_one_pod
 
@@ -87,6 +90,64 @@ def list_query(kind: WatchedKind) -> list[tuple[str, str]]:
     return query
 
 
+class Listing:
+    """One list of a kind, page by page (``limit``/``continue``), so that a caller holds one
+    page of decoded JSON at a time, never the whole kind.
+
+    ``pages()`` yields each page's items and those among them that nest too deeply to be
+    read whole (``decoding.MAX_OBJECT_DEPTH``; their deep parts are ``TOO_DEEP``); once it
+    is exhausted, ``resource_version`` is the list's, to watch from. A continue token the
+    server no longer honours is an ApiError with ``gone``: list again from the start. Past
+    ``deadline`` (a ``time.monotonic()`` value), the next page is not asked for: ApiError
+    ``Timeout``.
+    """
+
+    def __init__(
+        self,
+        api: KubeApi,
+        kind: WatchedKind,
+        version: str,
+        namespace: str | None,
+        page_size: int = PAGE_SIZE,
+        deadline: float | None = None,
+    ) -> None:
+        self.api = api
+        self.kind = kind
+        self.path = kind.collection_path(version, kind.scope(namespace))
+        self.page_size = page_size
+        self.deadline = deadline
+        self.resource_version = ""
+        self.pages_read = 0
+
+    def pages(self) -> Iterator[tuple[list[Any], list[Any]]]:
+        query = [*list_query(self.kind), ("limit", str(self.page_size))]
+        token = ""
+        while True:
+            if token and self.deadline is not None and time.monotonic() > self.deadline:
+                raise ApiError(
+                    None,
+                    "Timeout",
+                    f"{self.path} was not listed in time ({self.pages_read} pages of "
+                    f"{self.page_size} read); listing again",
+                )
+            data, cut = self.api.get_bounded(
+                self.path, [*query, ("continue", token)] if token else query
+            )
+            if not isinstance(data, dict):
+                raise ApiError(200, "BadResponse", f"{self.path} did not answer with a list")
+            page = data.get("items")
+            page = page if isinstance(page, list) else []
+            metadata = data.get("metadata")
+            metadata = metadata if isinstance(metadata, dict) else {}
+            token = str(metadata.get("continue") or "")
+            self.pages_read += 1
+            if not token:
+                self.resource_version = str(metadata.get("resourceVersion") or "")
+            yield page, [item for item in page if has_too_deep(item)] if cut else []
+            if not token:
+                return
+
+
 def list_objects(
     api: KubeApi,
     kind: WatchedKind,
@@ -94,36 +155,26 @@ def list_objects(
     namespace: str | None,
     page_size: int = PAGE_SIZE,
 ) -> tuple[list[Any], str, list[Any]]:
-    """Every object of a kind, in chunks of ``page_size`` (``limit``/``continue``), the
-    list's resourceVersion to watch from, and the objects among them that nest too deeply to
-    be read whole (``decoding.MAX_OBJECT_DEPTH``; their deep parts are ``TOO_DEEP``). A
-    continue token the server no longer honours is an ApiError with ``gone``: list again
-    from the start."""
-    path = kind.collection_path(version, kind.scope(namespace))
-    query = [*list_query(kind), ("limit", str(page_size))]
+    """Every object of a kind (``Listing``'s pages joined), the list's resourceVersion to
+    watch from, and the objects among them that nest too deeply to be read whole."""
+    listing = Listing(api, kind, version, namespace, page_size)
     items: list[Any] = []
     too_deep: list[Any] = []
-    token = ""
-    while True:
-        data, cut = api.get_bounded(path, [*query, ("continue", token)] if token else query)
-        if not isinstance(data, dict):
-            raise ApiError(200, "BadResponse", f"{path} did not answer with a list")
-        page = data.get("items")
-        page = page if isinstance(page, list) else []
+    for page, deep in listing.pages():
         items.extend(page)
-        if cut:
-            too_deep.extend(item for item in page if has_too_deep(item))
-        metadata = data.get("metadata")
-        metadata = metadata if isinstance(metadata, dict) else {}
-        token = str(metadata.get("continue") or "")
-        if not token:
-            return items, str(metadata.get("resourceVersion") or ""), too_deep
+        too_deep.extend(deep)
+    return items, listing.resource_version, too_deep
 
 
-def cluster_manifest(obj: Any, kind: WatchedKind, version: str) -> Manifest | None:
+def cluster_manifest(
+    obj: Any, kind: WatchedKind, version: str, *, projected: bool = True
+) -> Manifest | None:
     """An API object as the inventory holds it; None for something that is not an object,
     or that no rule reads and a cluster holds by the thousand (a ResourceClaim made for one
     pod from a template: pods name the template).
+
+    ``projected``: cut to what views and rules read (``gpulint.cluster.projection``); the
+    caches keep nothing else. False keeps the object whole (the tests compare the two).
 
     Items of a list of built-in kinds carry no apiVersion and kind: they are set from the
     list. The file is ``cluster://<namespace>/<kind>/<name>``: findings point there, at line
@@ -144,6 +195,8 @@ def cluster_manifest(obj: Any, kind: WatchedKind, version: str) -> Manifest | No
     annotations = metadata.get("annotations")
     if isinstance(annotations, dict):
         annotations.pop(LAST_APPLIED, None)
+    if projected:
+        obj = project(obj)
     return Manifest(obj, cluster_file(obj))
 
 

@@ -92,6 +92,10 @@ class KindSpec(NamedTuple):
     # Why a watched kind the webhook does not evaluate is read: written above its rule in
     # deploy/'s RBAC (gpulint.webhook.deploy), which refuses a watched-only kind without one.
     why_watched: str = ""
+    # What the webhook's cache and cluster mode keep of its objects besides their metadata
+    # and, for a workload, its pod templates (gpulint.cluster.projection): the paths its view
+    # and rules read. None: kept whole.
+    keeps: tuple[Path, ...] | None = None
 
     @property
     def api_versions(self) -> tuple[str, ...]:
@@ -175,6 +179,9 @@ def _workload(
         watched=watched,
         read=read,
         any_group=True,
+        # The replica count and the selector; the pod templates are kept as pod templates
+        # are read. A kind read once (DaemonSet: dcgm-exporter as deployed) is kept whole.
+        keeps=(("spec", "replicas"), ("spec", "selector")) if watched else None,
     )
 
 
@@ -191,6 +198,7 @@ KINDS: tuple[KindSpec, ...] = (
         claim_rank=0,
         evaluated=True,
         watched=True,
+        keeps=(("spec",), ("status",)),
     ),
     KindSpec(
         "ScaledObject",
@@ -203,6 +211,7 @@ KINDS: tuple[KindSpec, ...] = (
         claim_rank=1,
         evaluated=True,
         watched=True,
+        keeps=(("spec",),),
     ),
     # AIBrix's PodAutoscaler: an HPA of its own (HPA strategy), or AIBrix sets the replicas
     # through /scale (KPA, APA).
@@ -267,6 +276,7 @@ KINDS: tuple[KindSpec, ...] = (
         claim_rank=2,
         evaluated=True,
         watched=True,
+        keeps=(("spec",),),
     ),
     # LLM serving stacks: each makes the model server's workload, and most an autoscaler of
     # it (claim rank 2: the HPA or ScaledObject a controller makes).
@@ -329,6 +339,7 @@ KINDS: tuple[KindSpec, ...] = (
         _knative_service,
         evaluated=True,
         watched=True,
+        keeps=(("spec",), ("status", "latestReadyRevisionName")),
     ),
     KindSpec(
         "Configuration",
@@ -340,6 +351,7 @@ KINDS: tuple[KindSpec, ...] = (
         _knative_service,
         evaluated=True,
         watched=True,
+        keeps=(("spec",), ("status", "latestReadyRevisionName")),
     ),
     # Workloads: kinds whose pod templates an autoscaler can scale, and a few that only hold
     # pods.
@@ -367,6 +379,7 @@ KINDS: tuple[KindSpec, ...] = (
         DEVICE_CLAIM,
         evaluated=True,
         watched=True,
+        keeps=(("spec",),),
     ),
     KindSpec(
         "ResourceClaim",
@@ -376,6 +389,7 @@ KINDS: tuple[KindSpec, ...] = (
         DEVICE_CLAIM,
         watched=True,
         why_watched="DRA: the claims pods name say whether they hold GPUs.",
+        keeps=(("spec",),),
     ),
     # A DeviceClass that serves an extended resource (spec.extendedResourceName, KEP-5004)
     # makes that resource name a GPU's when the class is a GPU class. Cluster mode reads them;
@@ -390,7 +404,7 @@ KINDS: tuple[KindSpec, ...] = (
     ),
     # Configuration: ConfigMaps hold the prometheus-adapter config and KServe's
     # inferenceservice-config; PrometheusRules create series (record:).
-    KindSpec("ConfigMap", "", ("v1",), "configmaps", CONFIG),
+    KindSpec("ConfigMap", "", ("v1",), "configmaps", CONFIG, keeps=(("data",),)),
     # What the VerticalPodAutoscaler updater may evict is bounded by these (gpulint.kinds.vpa).
     KindSpec(
         "PodDisruptionBudget",
@@ -400,6 +414,7 @@ KINDS: tuple[KindSpec, ...] = (
         CONFIG,
         watched=True,
         why_watched="What bounds the evictions of a VerticalPodAutoscaler (GL112).",
+        keeps=(("spec",),),
     ),
     KindSpec("PrometheusRule", "monitoring.coreos.com", ("v1",), "prometheusrules", CONFIG),
     # GitOps wrappers whose chart values gpulint reads (gpulint.input.gitops).

@@ -37,6 +37,36 @@ TEMPLATE_PATHS: dict[str, tuple[Path, ...]] = {
     ),
 }
 DEFAULT_TEMPLATE_PATHS: tuple[Path, ...] = (("spec", "template"),)
+# What gpulint reads of a pod template, relative to it; the cluster caches keep no more of
+# a workload's templates (gpulint.cluster.projection). Containers: what they run (image,
+# command and args: serving engines' flags and releases, prometheus-adapter's URL), what
+# they request and expose; the probes say when a pod can first be ready (gpulint replay
+# --cluster). The pod: where it may run, and the DRA claims it names. No env: only
+# dcgm-exporter's is read (gpulint.chain.exporter), and its DaemonSet is kept whole.
+POD_TEMPLATE_READS: tuple[Path, ...] = (
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    *(
+        (*containers, field)
+        for containers in (("spec", "containers"), ("spec", "initContainers"))
+        for field in (
+            "name",
+            "image",
+            "command",
+            "args",
+            "resources",
+            "ports",
+            "restartPolicy",
+            "startupProbe",
+            "readinessProbe",
+        )
+    ),
+    ("spec", "resources"),  # pod-level requests (KEP-2837)
+    ("spec", "nodeSelector"),
+    ("spec", "affinity"),
+    ("spec", "tolerations"),
+    ("spec", "resourceClaims"),
+)
 
 # Resource names a device plugin advertises for GPUs (NVIDIA k8s-device-plugin README; AMD
 # ROCm device plugin; intel-device-plugins-for-kubernetes).

@@ -180,6 +180,59 @@ def test_an_expired_continue_token_lists_again_from_the_start(
     assert ["continue" in q for q in pages] == [False, True, False, True]
 
 
+def test_each_page_of_a_list_is_applied_as_it_comes(
+    fake: KubeFake, new_cache: Callable[..., ClusterCache]
+) -> None:
+    """The cache holds one page of the API's JSON at a time: what a page brought is cached
+    before the next page is asked for."""
+    fake.cluster.load(WORLD)
+    between: list[set[str]] = []
+    holder: list[ClusterCache] = []
+
+    def look(path: str) -> None:
+        if path == HPA_LIST:
+            wait_for(lambda: holder, what="the cache made")
+            between.append(cached_names(holder[0], "HorizontalPodAutoscaler"))
+
+    fake.cluster.pause_between_pages = look
+    cache = new_cache(page_size=1)
+    holder.append(cache)
+    wait_for(cache.synced, what="sync")
+    assert len(between) == 1 and len(between[0]) == 1  # the first page's HPA, alone
+    assert cached_names(cache, "HorizontalPodAutoscaler") == {"triton", "embedder"}
+
+
+def test_a_list_that_outlasts_its_deadline_is_given_up_and_started_again(
+    fake: KubeFake, new_cache: Callable[..., ClusterCache]
+) -> None:
+    fake.cluster.load(WORLD)
+    fake.cluster.create(
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "reranker", "namespace": "ml"},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 2},
+        }
+    )
+    stalls: list[str] = []
+
+    def stall_once(path: str) -> None:
+        if path == HPA_LIST and not stalls:
+            stalls.append(path)
+            time.sleep(0.6)
+
+    fake.cluster.pause_between_pages = stall_once
+    cache = new_cache(page_size=1, list_timeout=0.3, backoff=(0.5, 0.5))
+    stream = "horizontalpodautoscalers.autoscaling"
+    wait_for(lambda: cache.sync_state()[stream] == "error", what="the list given up")
+    assert not cache.synced()  # the webhook answers by its failure policy meanwhile
+    assert "not listed in time" in cache.sync_details()[stream]
+    wait_for(cache.synced, what="a second list")
+    assert cached_names(cache, "HorizontalPodAutoscaler") == {"triton", "embedder", "reranker"}
+    # Two pages, the second late: the third is not asked for; the next list starts over.
+    assert ["continue" in q for q in _lists(fake, HPA_LIST)] == [False, True, False, True, True]
+
+
 def test_a_forbidden_kind_is_recorded_and_the_others_sync(
     fake: KubeFake, new_cache: Callable[..., ClusterCache], caplog: pytest.LogCaptureFixture
 ) -> None:
