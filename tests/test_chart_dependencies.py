@@ -147,6 +147,49 @@ def test_a_required_value_is_stood_in_and_said(tools: RenderOptions, tmp_path: P
     assert clean_temp(temporary)
 
 
+@pytest.mark.parametrize(
+    ("image", "values", "path"),
+    [
+        (
+            '{{ required "set it" (index .Values "model-server" "image") }}',
+            "{}",
+            "model-server.image",
+        ),
+        (
+            '{{ required "set it" (index .Values "model-server" "image") }}',
+            "model-server: {}",
+            "model-server.image",
+        ),
+        (
+            '{{ index .Values "model-server" "image" | required "set it" }}',
+            "{}",
+            "model-server.image",
+        ),
+        (
+            '{{ required "set it" (index .Values.engine "model-image") }}',
+            "engine: {}",
+            "engine.model-image",
+        ),
+    ],
+)
+def test_a_required_index_value_is_stood_in_and_said(
+    tools: RenderOptions, tmp_path: Path, image: str, values: str, path: str
+) -> None:
+    """``index .Values "a" "b"`` (keys that are not Go identifiers) is stood in like
+    ``.Values.a.b``, whether Helm fails in ``required`` or, with a parent missing, in
+    ``index``."""
+    template = GPU_CPU_HPA.replace(
+        "image: nvcr.io/nvidia/tritonserver:24.01-py3", f"image: {image}"
+    )
+    home = chart(tmp_path / "server", "server", template=template)
+    (home / "values.yaml").write_text(values + "\n")
+    result = lint_result(home, options=tools)
+    assert ("GL101", "server/templates/app.yaml", 35) in rows(result, tmp_path)
+    assert not [f for f in result.findings if f.rule in {"GL704", "GL705"}]
+    (note,) = [n for n in result.notes if "stand-ins for values" in n]
+    assert f"({path})" in note
+
+
 def test_a_template_error_is_still_a_render_failure(tools: RenderOptions, tmp_path: Path) -> None:
     home = chart(tmp_path / "server", "server", template='{{ fail "this chart is broken" }}\n')
     result = lint_result(home, options=tools)
