@@ -246,8 +246,12 @@ def _replacements_file(
     )
     if reference is None or not tracked.readable(reference.resolved):
         return []
+    try:
+        text = read_bounded(reference.resolved, _INPUT_LIMIT)
+    except OSError:
+        return []  # kustomize reports what is wrong with it
     found: list[Any] = []
-    for document in load_file(reference.resolved).documents:
+    for document in load_file(reference.resolved, text).documents:
         data = document.data
         found.extend(data if isinstance(data, list) else [data])
     return found
