@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpulint.engine.config import Settings
 from gpulint.input.units import RenderOptions
 
 from .conftest import FIXTURES, lint_result
@@ -147,6 +148,49 @@ def test_a_required_value_is_stood_in_and_said(tools: RenderOptions, tmp_path: P
     assert clean_temp(temporary)
 
 
+@pytest.mark.parametrize(
+    ("image", "values", "path"),
+    [
+        (
+            '{{ required "set it" (index .Values "model-server" "image") }}',
+            "{}",
+            "model-server.image",
+        ),
+        (
+            '{{ required "set it" (index .Values "model-server" "image") }}',
+            "model-server: {}",
+            "model-server.image",
+        ),
+        (
+            '{{ index .Values "model-server" "image" | required "set it" }}',
+            "{}",
+            "model-server.image",
+        ),
+        (
+            '{{ required "set it" (index .Values.engine "model-image") }}',
+            "engine: {}",
+            "engine.model-image",
+        ),
+    ],
+)
+def test_a_required_index_value_is_stood_in_and_said(
+    tools: RenderOptions, tmp_path: Path, image: str, values: str, path: str
+) -> None:
+    """``index .Values "a" "b"`` (keys that are not Go identifiers) is stood in like
+    ``.Values.a.b``, whether Helm fails in ``required`` or, with a parent missing, in
+    ``index``."""
+    template = GPU_CPU_HPA.replace(
+        "image: nvcr.io/nvidia/tritonserver:24.01-py3", f"image: {image}"
+    )
+    home = chart(tmp_path / "server", "server", template=template)
+    (home / "values.yaml").write_text(values + "\n")
+    result = lint_result(home, options=tools)
+    assert ("GL101", "server/templates/app.yaml", 35) in rows(result, tmp_path)
+    assert not [f for f in result.findings if f.rule in {"GL704", "GL705"}]
+    (note,) = [n for n in result.notes if "stand-ins for values" in n]
+    assert f"({path})" in note
+
+
 def test_a_template_error_is_still_a_render_failure(tools: RenderOptions, tmp_path: Path) -> None:
     home = chart(tmp_path / "server", "server", template='{{ fail "this chart is broken" }}\n')
     result = lint_result(home, options=tools)
@@ -226,3 +270,95 @@ def test_a_chart_yaml_linked_out_of_the_chart_is_not_read(
     result = lint_result(home, options=tools)
     assert not [n for n in result.notes if "library chart" in n]
     assert [f for f in result.findings if f.rule == "GL705"]
+
+
+SECRET_IMAGE = GPU_CPU_HPA.replace(
+    "image: nvcr.io/nvidia/tritonserver:24.01-py3", "image: nvcr.io/nim:{{ .Values.secrets.tag }}"
+)
+
+
+def units_of(result: object) -> list[str]:
+    return sorted(u.name for u in result.units)  # type: ignore[attr-defined]
+
+
+def test_a_chart_that_needs_its_sample_values_is_rendered_with_them(
+    tools: RenderOptions, tmp_path: Path
+) -> None:
+    """values.yaml alone is a nil pointer on .Values.secrets: the chart is rendered with the
+    sample its authors keep beside Chart.yaml (a sample before an environment), the findings
+    at the template's lines, and a note names the file."""
+    home = chart(tmp_path / "server", "server", template=SECRET_IMAGE)
+    (home / "values-prod.yaml").write_text("secrets: []\n")  # breaks it: tried second
+    (home / "values_sample.yaml").write_text("secrets:\n  tag: '1.0'\n")
+    result = lint_result(home, options=tools)
+    found = rows(result, tmp_path)
+    assert {("GL101", "server/templates/app.yaml", 35)} | {
+        ("GL102", "server/templates/app.yaml", 27)
+    } <= found
+    assert not [f for f in result.findings if f.rule in {"GL704", "GL705"}]
+    (note,) = [n for n in result.notes if "values.yaml alone" in n]
+    assert "nil pointer" in note and "rendered with values_sample.yaml" in note
+    assert "--debug" not in note
+
+
+def test_a_chart_no_values_file_renders_is_still_a_render_failure(
+    tools: RenderOptions, tmp_path: Path
+) -> None:
+    home = chart(tmp_path / "server", "server", template=SECRET_IMAGE)
+    (home / "values-prod.yaml").write_text("secrets: []\n")
+    result = lint_result(home, options=tools)
+    (failed,) = [f for f in result.findings if f.rule == "GL704"]
+    assert "nil pointer" in failed.message
+    assert not [n for n in result.notes if "values.yaml alone" in n]
+
+
+def test_chart_testing_values_are_one_unit_each(tools: RenderOptions, tmp_path: Path) -> None:
+    """As `ct lint`: one render per ci/*-values.yaml, each a unit named after its file, and
+    none with values.yaml alone (a file not named *-values.yaml is not one of them)."""
+    home = chart(tmp_path / "server", "server", template=SECRET_IMAGE)
+    (home / "ci").mkdir()
+    (home / "ci" / "gpu-values.yaml").write_text("secrets: {tag: gpu}\n")
+    (home / "ci" / "h200-values.yaml").write_text("secrets: {tag: h200}\n")
+    (home / "ci" / "notes.yaml").write_text("secrets: []\n")
+    result = lint_result(home, options=tools)
+    assert units_of(result) == ["server (ci/gpu-values.yaml)", "server (ci/h200-values.yaml)"]
+    (finding,) = [f for f in result.findings if f.rule == "GL102"]
+    assert finding.location.line == 27 and finding.location.file.endswith("templates/app.yaml")
+    assert sorted(finding.units) == units_of(result)
+    assert not [f for f in result.findings if f.rule in {"GL704", "GL705"}]
+
+
+@pytest.mark.parametrize(
+    ("files", "shown", "rule"),
+    [
+        (["values-prod.yaml"], "values-prod.yaml", None),
+        (
+            ["values-prod.yaml", "../shared/gpu.yaml"],
+            "values-prod.yaml, charts/shared/gpu.yaml",
+            None,
+        ),
+        (["values-gone.yaml"], "values-gone.yaml", "GL705"),
+    ],
+)
+def test_the_configuration_names_a_charts_values(
+    tools: RenderOptions, tmp_path: Path, files: list[str], shown: str, rule: str | None
+) -> None:
+    """chart-values: in .gpulint.yaml renders the chart with those files, in order (a file
+    outside the chart, inside the repository, too), over chart-testing's; a file that is not
+    there is GL705."""
+    home = chart(tmp_path / "charts" / "server", "server", template=SECRET_IMAGE)
+    (home / "ci").mkdir()
+    (home / "ci" / "gpu-values.yaml").write_text("secrets: []\n")  # would fail
+    (home / "values-prod.yaml").write_text("secrets: {tag: prod}\n")
+    (tmp_path / "charts" / "shared").mkdir()
+    (tmp_path / "charts" / "shared" / "gpu.yaml").write_text("secrets: {tag: gpu}\n")
+    settings = Settings(source=str(tmp_path / ".gpulint.yaml"))
+    settings.chart_values = {"charts/*": files}
+    result = lint_result(home, options=tools, settings=settings)
+    assert units_of(result) == [f"charts/server ({shown})"]
+    if rule is None:
+        assert ("GL102", "charts/server/templates/app.yaml", 27) in rows(result, tmp_path)
+        assert not [f for f in result.findings if f.rule in {"GL704", "GL705"}]
+    else:
+        (unavailable,) = [f for f in result.findings if f.rule == rule]
+        assert "values-gone.yaml" in unavailable.message and ".gpulint.yaml" in unavailable.message

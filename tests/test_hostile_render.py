@@ -1005,3 +1005,13 @@ def test_a_process_group_is_gone_after_a_normal_run(tmp_path: Path) -> None:
     else:
         os.kill(child, signal.SIGKILL)
         pytest.fail("the renderer's child outlived it")
+
+
+@pytest.mark.parametrize("pattern", ["/srv/charts/*", "../charts/*"])
+def test_a_chart_values_glob_out_of_the_repository_is_a_config_error(pattern: str) -> None:
+    with pytest.raises(ConfigError, match="chart-values: "):
+        settings_from_data({"chart-values": {pattern: ["values.yaml"]}}, ".gpulint.yaml", {})
+    accepted = settings_from_data(
+        {"chart-values": {"charts/*": ["values-prod.yaml", "../common.yaml"]}}, ".gpulint.yaml", {}
+    )
+    assert accepted.chart_values == {"charts/*": ["values-prod.yaml", "../common.yaml"]}

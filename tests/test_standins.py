@@ -138,3 +138,79 @@ def test_thousands_of_missing_inputs_are_not_stood_in(tools: RenderOptions, tmp_
     assert len(failed) == 2_100  # one per missing file, at the overlay
     assert all(f.location.file.endswith("overlays/h200/kustomization.yaml") for f in failed)
     assert not [n for n in result.notes if "stand-ins" in n]
+
+
+REPLACEMENT = (
+    "- source: {kind: ConfigMap, name: vllm, fieldPath: data.CONTAINER_IMAGE_URL}\n"
+    "  targets:\n"
+    "  - select: {kind: Deployment, name: triton}\n"
+    "    fieldPaths: [spec.template.spec.containers.0.image]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("base", "overlay", "files", "keys"),
+    [
+        # The overlay's own generator, read by an inline replacement.
+        (
+            "",
+            "configMapGenerator:\n- name: vllm\n  envs: [runtime.env]\n"
+            f"replacements:\n{REPLACEMENT}",
+            {},
+            ["ConfigMap vllm CONTAINER_IMAGE_URL"],
+        ),
+        # The base's generator, merged into by the overlay, renamed by its namePrefix, read
+        # by replacements in a file of their own and by a legacy var.
+        (
+            "configMapGenerator:\n- name: vllm\n  envs: [vllm.env]\n",
+            "namePrefix: h200-\n"
+            "configMapGenerator:\n- name: vllm\n  behavior: merge\n  envs: [runtime.env]\n"
+            "replacements:\n- path: replacements.yaml\n"
+            "vars:\n- name: MODEL\n  objref: {kind: ConfigMap, name: h200-vllm, apiVersion: v1}\n"
+            "  fieldref: {fieldpath: data.MODEL}\n",
+            {"overlays/h200/replacements.yaml": REPLACEMENT},
+            ["ConfigMap vllm CONTAINER_IMAGE_URL", "ConfigMap h200-vllm MODEL"],
+        ),
+        # A key the base's committed env file holds is read from it, not stood in (a second
+        # CONTAINER_IMAGE_URL in one generator would be refused by kustomize).
+        (
+            "configMapGenerator:\n- name: vllm\n  envs: [vllm.env, local.env]\n",
+            f"replacements:\n{REPLACEMENT}",
+            {"base/vllm.env": "# written by hand\nCONTAINER_IMAGE_URL=nvcr.io/nim:1\n"},
+            [],
+        ),
+        # A Secret's file named by its key.
+        (
+            "",
+            "secretGenerator:\n- name: vllm\n  files: [CONTAINER_IMAGE_URL=image.txt]\n"
+            f"replacements:\n{REPLACEMENT.replace('ConfigMap', 'Secret')}",
+            {},
+            ["Secret vllm CONTAINER_IMAGE_URL"],
+        ),
+    ],
+)
+def test_keys_replacements_read_from_a_stood_in_generator_are_stood_in(
+    tools: RenderOptions,
+    tmp_path: Path,
+    base: str,
+    overlay: str,
+    files: dict[str, str],
+    keys: list[str],
+) -> None:
+    """An overlay copying a value out of a generated ConfigMap or Secret whose input a setup
+    step writes builds with a placeholder for it: the base's HPA is judged at its lines
+    (GL102 on an HPA without behavior), not lost to GL704, and the note names the keys."""
+    directory = overlay_with_generator(tmp_path, overlay)
+    (tmp_path / "base" / "kustomization.yaml").write_text(f"resources: [app.yaml]\n{base}")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    before = tree(tmp_path)
+    result = lint_result(directory, options=tools)
+    found = {(f.rule, Path(f.location.file).name, f.location.line) for f in result.findings}
+    assert {("GL101", "app.yaml", 35), ("GL102", "app.yaml", 27)} <= found
+    assert not [f for f in result.findings if f.rule in {"GL704", "GL705"}]
+    (note,) = [n for n in result.notes if "stand-ins" in n]
+    for key in keys:
+        assert key in note
+    assert ("holding placeholders" in note) == bool(keys)
+    assert tree(tmp_path) == before

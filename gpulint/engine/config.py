@@ -19,6 +19,8 @@ Example::
     knative-version: "1.22"
     exclude: ["charts/*/templates/**"]
     units: ["clusters/*"]       # one lint unit per matching directory ("." : the whole tree)
+    chart-values:               # the values files a chart is rendered with (paths in the chart)
+      charts/inference: [values-prod.yaml]
     clusters:                   # which directories one cluster runs (docs/context.md)
       prod:
         applications: ["apps/*/overlays/prod"]
@@ -124,6 +126,7 @@ class Settings:
     """The resolved configuration every front door hands to the engine."""
 
     __slots__ = (
+        "chart_values",
         "clusters",
         "exclude",
         "gpu_device_classes",
@@ -164,6 +167,9 @@ class Settings:
         self.units: list[str] = [] if units is None else units
         # Named clusters and the directories each runs (gpulint.engine.context).
         self.clusters: list[ClusterDeclaration] = []
+        # Chart directory globs (relative to the configuration's directory) -> the values
+        # files (relative to the chart) it is rendered with (gpulint.input.units.plan).
+        self.chart_values: dict[str, list[str]] = {}
 
     def __repr__(self) -> str:
         return f"Settings(rules={self.rules!r}, gpu_resources={self.gpu_resources!r})"
@@ -256,6 +262,14 @@ def config_schema(rule_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
             **{key: _release_schema() for key in VERSION_KEYS},
             "exclude": {"type": "array", "items": {"type": "string"}},
             "units": {"type": "array", "items": {"type": "string", "minLength": 1}},
+            "chart-values": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "string", "minLength": 1},
+                },
+            },
             "clusters": {
                 "type": "object",
                 "propertyNames": {"pattern": CLUSTER_NAME.pattern},
@@ -380,6 +394,14 @@ def settings_from_data(
                 line, column = position_of(data, [*where, index])
                 shown = ".".join(str(p) for p in where)
                 problems.append((line, column, f"{shown}.{index}: {problem}"))
+    chart_values = data.get("chart-values")
+    for pattern in chart_values if isinstance(chart_values, dict) else ():
+        # A chart directory glob, as units: are; its values files are checked where they
+        # are read (inside the repository, tracked by git: gpulint.input.units.render_helm).
+        problem = unit_pattern_problem(pattern) if isinstance(pattern, str) else None
+        if problem is not None:
+            line, column = position_of(data, ["chart-values", pattern])
+            problems.append((line, column, f"chart-values: {problem}"))
     if problems:
         raise ConfigError.of(path, problems)
     settings = Settings(source=path)
@@ -409,6 +431,9 @@ def settings_from_data(
         )
     settings.exclude = list(data.get("exclude") or [])
     settings.units = list(data.get("units") or [])
+    settings.chart_values = {
+        pattern: list(files) for pattern, files in (data.get("chart-values") or {}).items()
+    }
     for name, entry in (data.get("clusters") or {}).items():
         settings.clusters.append(
             ClusterDeclaration(name, entry.get("applications") or (), entry.get("platform") or ())

@@ -18,8 +18,9 @@ A ``type: library`` chart (Helm: "Library Charts") holds only helpers and cannot
 it is not rendered, and a note says so.
 
 A template that ``required``s a value the user supplies at install (``required "set
-image.repository" .Values.image.repository``) is rendered with a stand-in for it, a
-placeholder gpulint's rules treat as unknown (``${...}``), and a note names the values stood in.
+image.repository" .Values.image.repository``, or ``(index .Values "image" "repository")``
+for keys that are not Go identifiers) is rendered with a stand-in for it, a placeholder
+gpulint's rules treat as unknown (``${...}``), and a note names the values stood in.
 """
 
 from __future__ import annotations
@@ -438,19 +439,41 @@ def _rewrite(target: str, metadata: dict[str, Any], dependencies: list[Any]) -> 
 
 # --- values a user supplies at install ----------------------------------------------------
 
-# `required "message" .Values.a.b` and `.Values.a.b | required "message"`.
+# `required "message" .Values.a.b` and `.Values.a.b | required "message"`, and the same with
+# the value written `index .Values "a" "b"` (keys that are not Go identifiers).
 _VALUE = r"\$?\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)"
 _MESSAGE = r"(\"(?:[^\"\\]|\\.)*\"|`[^`]*`)"
 _REQUIRED_CALL = re.compile(r"required\s+" + _MESSAGE + r"\s+\(?" + _VALUE)
 _REQUIRED_PIPE = re.compile(_VALUE + r"\s*\|\s*required\s+" + _MESSAGE)
+_INDEX = (
+    r"index\s+\$?\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)*)"
+    r"((?:\s+(?:\"(?:[^\"\\]|\\.)*\"|`[^`]*`))+)"
+)
+_REQUIRED_INDEX_CALL = re.compile(r"required\s+" + _MESSAGE + r"\s+\(\s*" + _INDEX)
+_REQUIRED_INDEX_PIPE = re.compile(_INDEX + r"\s*\)?\s*\|\s*required\s+" + _MESSAGE)
+_INDEX_KEY = re.compile(r"\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
 # Helm: `execution error at (chart/templates/x.yaml:7:20): <the message>`.
 _EXECUTION_ERROR = re.compile(r"execution error at \(([^():]+):(\d+):\d+\): (.*)")
 # ... or, when a parent of the value is missing too, Go's nil pointer before `required` runs:
-# `template: chart/templates/x.yaml:7:20: executing "..." at <.Values.a.b>: nil pointer ...`.
+# `template: chart/templates/x.yaml:7:20: executing "..." at <.Values.a.b>: nil pointer ...`,
+# and for `index`: `... at <index .Values "a" "b">: error calling index: index of nil pointer`.
 _NIL_POINTER = re.compile(
-    r"template: ([^():\s]+):(\d+):\d+: executing \"[^\"]*\" at <\$?\.Values((?:\.[\w]+)+)>: "
-    r"nil pointer"
+    r"template: ([^():\s]+):(\d+):\d+: executing \"[^\"]*\" at "
+    r"<(?:\$?\.Values((?:\.[\w]+)+)>: nil pointer|" + _INDEX + r">: error calling index: "
+    r"index of nil pointer)"
 )
+
+
+def _index_path(dotted: str, keys: str) -> str | None:
+    """The value path of ``index .Values.a "b" "c"`` (``a.b.c``); None when a key is not a
+    string gpulint can write back as a values path (empty, or holding a dot)."""
+    steps = [step for step in dotted.split(".") if step]
+    for quoted in _INDEX_KEY.findall(keys):
+        key = _go_string(quoted)
+        if not isinstance(key, str) or not key or "." in key:
+            return None
+        steps.append(key)
+    return ".".join(steps) if steps else None
 
 
 def required_value(message: str, chart: str, rendered: str) -> str | None:
@@ -459,10 +482,17 @@ def required_value(message: str, chart: str, rendered: str) -> str | None:
     error is not a ``required`` failure gpulint can place."""
     match = _EXECUTION_ERROR.search(message)
     nil = _NIL_POINTER.search(message) if match is None else None
+    nil_path: str | None = None
     if match is not None:
         source, line, said = match.group(1), int(match.group(2)), match.group(3)
     elif nil is not None:
         source, line, said = nil.group(1), int(nil.group(2)), ""
+        if nil.group(3) is not None:
+            nil_path = nil.group(3).strip(".")
+        else:
+            nil_path = _index_path(nil.group(4), nil.group(5))
+            if nil_path is None:
+                return None
     else:
         return None
     placed = _template_of(source, rendered)
@@ -477,17 +507,25 @@ def required_value(message: str, chart: str, rendered: str) -> str | None:
     candidates: list[tuple[str, str]] = []
     for text in lines[max(line - 1, 0) : line]:
         for call in _REQUIRED_CALL.finditer(text):
-            candidates.append((call.group(1), call.group(2)))
+            candidates.append((call.group(1), call.group(2).strip(".")))
         for pipe in _REQUIRED_PIPE.finditer(text):
-            candidates.append((pipe.group(2), pipe.group(1)))
+            candidates.append((pipe.group(2), pipe.group(1).strip(".")))
+        for call in _REQUIRED_INDEX_CALL.finditer(text):
+            path = _index_path(call.group(2), call.group(3))
+            if path is not None:
+                candidates.append((call.group(1), path))
+        for pipe in _REQUIRED_INDEX_PIPE.finditer(text):
+            path = _index_path(pipe.group(1), pipe.group(2))
+            if path is not None:
+                candidates.append((pipe.group(3), path))
     for quoted, path in candidates:
-        if nil is not None:
-            chosen = path == nil.group(3)
+        if nil_path is not None:
+            chosen = path == nil_path
         else:
             text = _go_string(quoted)
             chosen = len(candidates) == 1 or (isinstance(text, str) and bool(text) and text in said)
         if chosen:
-            return ".".join([*prefix, path.strip(".")])
+            return ".".join([*prefix, path])
     return None
 
 

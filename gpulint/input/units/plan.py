@@ -23,6 +23,7 @@ from gpulint.input.loader import (
 )
 from gpulint.input.units import FILES, HELM, KUSTOMIZATION_NAMES, KUSTOMIZE, STDIN
 from gpulint.input.units.boundary import boundaries_of
+from gpulint.input.units.chartvalues import ChartValues, chosen_values, unit_name
 from gpulint.input.units.clusters import PathScan, declaration
 from gpulint.input.units.parallel import load_all
 from gpulint.input.units.roots import DirectoryTree, application_roots
@@ -38,6 +39,7 @@ class UnitPlan:
 
     __slots__ = (
         "boundaries",
+        "chart_values",
         "charts",
         "declared",
         "kind",
@@ -56,6 +58,9 @@ class UnitPlan:
         self.root = root
         self.kustomizations: list[Kustomization] = []  # gpulint.input.units.kustomize
         self.charts: list[str] = []
+        # The values files a chart is rendered with besides values.yaml, when its authors'
+        # tests or the configuration name them (gpulint.input.units.chartvalues).
+        self.chart_values: dict[str, ChartValues] = {}
         self.loaded: list[LoadedFile] = []  # plain files, already read
         self.problems: list[LoadProblem] = []
         self.skipped: list[tuple[str, str]] = []
@@ -158,12 +163,26 @@ def plan(
             plans.append(target)
         target.kustomizations.append(kustomization)
     plans.extend(_unused_components(kustomizations, referenced))
+    base = os.path.dirname(os.path.abspath(settings.source)) if settings.source else os.getcwd()
     for chart in charts:
+        chosen = chosen_values(chart, settings.chart_values, base)
         target = declared_plan(chart)
-        if target is None:
+        if target is not None:
+            # One unit of the repository: rendered with the configuration's values, never
+            # split per test case.
+            target.charts.append(chart)
+            if chosen and chosen[0].found_in == "config":
+                target.chart_values[chart] = chosen[0]
+            continue
+        if not chosen:
             target = UnitPlan(display_path(chart), HELM, chart)
+            target.charts.append(chart)
             plans.append(target)
-        target.charts.append(chart)
+        for values in chosen:
+            target = UnitPlan(unit_name(chart, values), HELM, chart)
+            target.charts.append(chart)
+            target.chart_values[chart] = values
+            plans.append(target)
     remaining: list[LoadedFile] = []
     for loaded in load_all(loose, lambda file: _load(file, max_file_size)):
         file = loaded.path

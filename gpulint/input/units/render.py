@@ -45,7 +45,7 @@ def build(plan: UnitPlan, options: RenderOptions, sources: SourceFiles) -> Unit:
     for kustomization in plan.kustomizations:
         build_kustomization(unit, kustomization, options, sources)
     for chart in plan.charts:
-        build_chart(unit, chart, options, sources)
+        build_chart(unit, chart, options, sources, plan.chart_values.get(chart))
     unit.render_seconds = time.monotonic() - started
     if plan.kind == STDIN:
         read_stdin(unit, options, sources)

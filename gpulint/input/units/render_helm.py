@@ -17,6 +17,7 @@ from gpulint.input.loader import (
     read_bounded,
 )
 from gpulint.input.units import RenderOptions, RenderProblem, Unit
+from gpulint.input.units.boundary import inside
 from gpulint.input.units.charts import (
     REQUIRED_RETRIES,
     Prepared,
@@ -26,6 +27,7 @@ from gpulint.input.units.charts import (
     required_value,
     stand_in_values,
 )
+from gpulint.input.units.chartvalues import ChartValues, beside_values
 from gpulint.input.units.helm import HelmSource, chart_inputs, chart_name, template_file
 from gpulint.input.units.sources import (
     RENDER_FAILED,
@@ -34,11 +36,21 @@ from gpulint.input.units.sources import (
     budget_spent,
     failure_message,
 )
-from gpulint.input.units.tools import Tool, ToolOutput, run_tool
+from gpulint.input.units.tools import BudgetSpent, Tool, ToolOutput, run_tool
 from gpulint.input.units.walk import tree_files
 
 
-def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceFiles) -> None:
+def build_chart(
+    unit: Unit,
+    chart: str,
+    options: RenderOptions,
+    sources: SourceFiles,
+    values: ChartValues | None = None,
+) -> None:
+    """Render ``chart`` with ``values`` (chart-testing's or the configuration's values files,
+    gpulint.input.units.chartvalues) and the run's ``--helm-values``; with neither, a chart
+    that does not render with values.yaml alone is rendered with the first sample or
+    per-environment values file beside its Chart.yaml that renders."""
     chart_yaml = os.path.join(chart, "Chart.yaml")
     unit.files.add(chart_yaml)
     if is_library(chart):
@@ -121,9 +133,25 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
             "commit the chart (`git add` it) before linting it",
         )
         return
+    chosen = list(values.files) if values is not None else []
+    for file in chosen:
+        refused = _values_problem(file, sources)
+        if refused is not None:
+            named = (
+                "named for it in .gpulint.yaml (chart-values:)"
+                if values is not None and values.found_in == "config"
+                else "in its ci/ directory"
+            )
+            unavailable(
+                f"chart {unit.name} was not rendered: its values file {display_path(file)}, "
+                f"{named}, is not handed to Helm ({refused}); its values are linted, its "
+                "templates skipped.",
+                "name values files of the repository that git tracks",
+            )
+            return
     prepared = prepare(
         chart,
-        options.helm_values,
+        [*chosen, *options.helm_values],
         tuple(sources.boundaries),
         sources.tracked,
         options.budget.spend,
@@ -144,10 +172,25 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
         )
         fallback()
         return
+    beside: str | None = None  # the values file beside Chart.yaml it was rendered with
+    alone = ""  # why values.yaml alone did not render, then
     try:
         stand_in_dir = tempfile.mkdtemp(prefix="gpulint-values-")
         try:
-            output, stood = _render_chart(tool, prepared, options, stand_in_dir)
+            given = [_in_copy(file, chart, prepared, sources, options) for file in chosen]
+            output, stood = _render_chart(tool, prepared, options, stand_in_dir, given)
+            if values is None and not options.helm_values and _fails_on_values(output):
+                found = _render_beside(tool, chart, prepared, options, sources, stand_in_dir)
+                if found is not None:
+                    alone = sources.tracked.unmirrored(prepared.unmirrored(output.message))
+                    beside, output, stood = found
+                    chosen = [beside]
+        except BudgetSpent as spent:
+            output, stood = ToolOutput(False, b"", str(spent), budget_spent=True), []
+        except OSError as error:
+            # Not the chart's fault: reported as a chart not rendered here (GL705).
+            reason = f"a values file could not be copied for helm ({error.strerror})"
+            output, stood = ToolOutput(False, b"", reason, missing=True), []
         finally:
             shutil.rmtree(stand_in_dir, ignore_errors=True)
     finally:
@@ -207,7 +250,8 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
                     f"chart {unit.name} needs values the user supplies at install "
                     f"({', '.join(stood)}), and it does not render with stand-ins for them. "
                     f"Rendering it fails with: {message}",
-                    "pass the values gpulint should render with: --helm-values FILE",
+                    "name the values gpulint should render it with: chart-values in "
+                    ".gpulint.yaml, or --helm-values FILE",
                 )
             )
             fallback()
@@ -234,24 +278,36 @@ def build_chart(unit: Unit, chart: str, options: RenderOptions, sources: SourceF
             f"chart {unit.name} was rendered with stand-ins for values it requires at install "
             f"({', '.join(stood)}); what they would hold was not judged"
         )
+    if beside is not None:
+        unit.notes.append(
+            f"chart {unit.name} does not render with its values.yaml alone "
+            f"({_first_line(alone)}); it was rendered with {os.path.basename(beside)}, "
+            "which its authors keep beside Chart.yaml (name the values files to render it "
+            "with in .gpulint.yaml: chart-values)"
+        )
     left_out = prepared.note(unit.name)
     if left_out is not None:
         unit.notes.append(left_out)
     rendered = load_file(f"<helm template {display_path(chart)}>", output.stdout)
-    inputs = chart_inputs(chart, tuple(options.helm_values), prepared.vendored)
+    inputs = chart_inputs(chart, (*chosen, *options.helm_values), prepared.vendored)
     _map_helm_output(unit, rendered, chart, sources, prepared.vendored, inputs)
     unit.loaded.append(rendered)
 
 
 def _render_chart(
-    tool: Tool, prepared: Prepared, options: RenderOptions, stand_in_dir: str
+    tool: Tool,
+    prepared: Prepared,
+    options: RenderOptions,
+    stand_in_dir: str,
+    given: list[str] | None = None,
 ) -> tuple[ToolOutput, list[str]]:
-    """``helm template`` of the prepared chart; a ``required`` value it fails on is stood in
-    and the render retried, a bounded number of times. (output, the value paths stood in)"""
+    """``helm template`` of the prepared chart with the values files ``given`` (paths in the
+    copy) and ``--helm-values``; a ``required`` value it fails on is stood in and the render
+    retried, a bounded number of times. (output, the value paths stood in)"""
     stood: list[str] = []
     while True:
         argv = [*tool.argv, "template", prepared.directory]
-        for values in options.helm_values:
+        for values in [*(given or []), *options.helm_values]:
             argv += ["--values", values]
         if stood:
             argv += ["--values", stand_in_values(stood, stand_in_dir)]
@@ -264,6 +320,66 @@ def _render_chart(
         if path is None or path in stood or len(stood) >= REQUIRED_RETRIES:
             return output, stood
         stood.append(path)
+
+
+def _values_problem(file: str, sources: SourceFiles) -> str | None:
+    """Why a values file gpulint chose (the configuration's, chart-testing's) is not handed
+    to Helm: outside the repository, or not a file git tracks; None when it may be."""
+    if not inside(os.path.normpath(os.path.abspath(file)), tuple(sources.boundaries)):
+        return "it is outside the repository"
+    return sources.tracked.unreadable(file)
+
+
+def _in_copy(
+    file: str, chart: str, prepared: Prepared, sources: SourceFiles, options: RenderOptions
+) -> str:
+    """Where a values file of the repository is in what Helm is given: in the chart's copy,
+    or copied to the run's private tree (raises BudgetSpent, OSError)."""
+    relative = os.path.relpath(os.path.realpath(file), os.path.realpath(chart))
+    if not relative.startswith(".."):
+        return os.path.join(prepared.directory, relative)
+    sources.tracked.file(file, options.budget.spend)
+    return sources.tracked.place(file)
+
+
+def _fails_on_values(output: ToolOutput) -> bool:
+    """Did Helm refuse the chart's templates with these values (not the machine: the
+    budget, a timeout, a limit, no helm, dependencies not downloaded)?"""
+    if output.ok or output.budget_spent or output.timed_out or output.limited or output.missing:
+        return False
+    return "missing in charts/" not in output.message and "dependency" not in (
+        output.message.lower()
+    )
+
+
+def _render_beside(
+    tool: Tool,
+    chart: str,
+    prepared: Prepared,
+    options: RenderOptions,
+    sources: SourceFiles,
+    stand_in_dir: str,
+) -> tuple[str, ToolOutput, list[str]] | None:
+    """The first sample or per-environment values file beside Chart.yaml the chart renders
+    with: (the file, Helm's output, the values stood in); None when none does."""
+    for file in beside_values(chart):
+        if sources.tracked.unreadable(file) is not None:
+            continue
+        copied = _in_copy(file, chart, prepared, sources, options)
+        output, stood = _render_chart(tool, prepared, options, stand_in_dir, [copied])
+        if output.ok:
+            return file, output, stood
+        if not _fails_on_values(output):
+            return None  # the machine, not the values: the budget is spent, or a limit
+    return None
+
+
+def _first_line(message: str) -> str:
+    """Helm's error without its prefix and its advice to pass --debug, at most 200
+    characters."""
+    line = message.strip().split("\n")[0].removeprefix("Error: ")
+    line = re.sub(r"\s*Use --debug flag.*$", "", line)
+    return line if len(line) <= 200 else line[:197] + "..."
 
 
 def _error_line(message: str) -> int | None:

@@ -31,7 +31,7 @@ from gpulint.input.units.sources import (
     kustomization_chain,
     unavailable_unit,
 )
-from gpulint.input.units.standins import StandInTree, is_generator_input
+from gpulint.input.units.standins import StandInTree, StoodInKeys, is_generator_input
 from gpulint.input.units.tools import BudgetSpent, Tool, ToolOutput, run_tool
 from gpulint.input.units.tracked import TrackedTree
 
@@ -65,8 +65,13 @@ def build_kustomization(
         and not any(k.helm_charts for k in chain)
     ):
         try:
+            keys = StoodInKeys.read(chain, [r for _, r in stood_in], sources.tracked)
             stand_ins = StandInTree.make(
-                chain, [r.resolved for _, r in stood_in], sources.tracked, options.budget.spend
+                chain,
+                [r.resolved for _, r in stood_in],
+                sources.tracked,
+                options.budget.spend,
+                keys,
             )
         except BudgetSpent as spent:
             _over_budget(unit, kustomization, chain, sources, spent)
