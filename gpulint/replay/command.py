@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, NamedTuple, TextIO
 if TYPE_CHECKING:
     from gpulint.adoption.edits import FixPlan
     from gpulint.engine.config import Settings
-    from gpulint.engine.registry import Selection
     from gpulint.inventory import Inventory
     from gpulint.live.client import PrometheusAPI
+    from gpulint.replay.model import History, ReplaySpec
     from gpulint.replay.report import Replayed, ReplayOptions
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -243,23 +243,28 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if inventories is None:
         return EXIT_USAGE
     from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError
+    from gpulint.replay.report import replay_one
 
     api = PrometheusAPI(url, headers, Deadline(args.prometheus_timeout))
-    replays: list[Replayed] = []
+    fetched: list[tuple[ReplaySpec, History, Inventory]] = []
     wanted = args.autoscaler
     matched = False
     try:
         for inventory in inventories:
             window = (start, end, step)
-            found = _replay_inventory(
-                args, inventory, selection, api, window, ready_after, replays, stderr, options
-            )
+            found = _fetch_inventory(args, inventory, api, window, ready_after, fetched, stderr)
             matched = found or matched
     except PrometheusError as error:
         _say(stderr, f"gpulint: error: Prometheus at {url}: {error}")
         return EXIT_USAGE
     finally:
         api.close()
+    # Replayed once every history is in: --prometheus-timeout is for the queries alone, not
+    # for a --recommend search between them.
+    replays = [
+        replay_one(spec, history, inventory, selection=selection, options=options)
+        for spec, history, inventory in fetched
+    ]
     if wanted and not matched:
         _say(stderr, f"gpulint: error: --autoscaler {wanted}: no such HPA or ScaledObject")
         return EXIT_USAGE
@@ -361,22 +366,19 @@ def _inventories(
     return [judged.inventory for judged in assembly.judged(settings)]
 
 
-def _replay_inventory(
+def _fetch_inventory(
     args: argparse.Namespace,
     inventory: Inventory,
-    selection: Selection,
     api: PrometheusAPI,
     window: tuple[float, float, float],
     ready_after: float | None,
-    replays: list[Replayed],
+    fetched: list[tuple[ReplaySpec, History, Inventory]],
     stderr: TextIO,
-    options: ReplayOptions,
 ) -> bool:
-    """Replay the autoscalers of one inventory that ``--autoscaler`` asks for (each when its
-    history can be fetched), the others' reasons said on stderr; did any match?"""
+    """The histories of the autoscalers of one inventory that ``--autoscaler`` asks for (each
+    that can be fetched), the others' reasons said on stderr; did any match?"""
     from gpulint.replay.history import HistoryError, fetch
     from gpulint.replay.plan import plan
-    from gpulint.replay.report import replay_one
 
     wanted = args.autoscaler
     matched = False
@@ -398,7 +400,7 @@ def _replay_inventory(
         except HistoryError as error:
             _say(stderr, f"gpulint: {spec.kind} {spec.key} not replayed: {error}")
             continue
-        replays.append(replay_one(spec, history, inventory, selection=selection, options=options))
+        fetched.append((spec, history, inventory))
     return matched
 
 

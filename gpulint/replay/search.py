@@ -248,7 +248,7 @@ def recommend(
         else Verdict(False, "no better: no other setting tried stays within the budget")
     )
     if best is None or not verdict.better:
-        why = f"nothing beats the configured setting; the best other one tried is {verdict.why}"
+        why = f"nothing beats the configured setting (the best other one tried: {verdict.why})"
         if best is None:
             why = f"nothing beats the configured setting: {verdict.why.split(': ', 1)[1]}"
         return Recommendation(spec, Run([], []), configured, False, why, None, None, search.replays)
