@@ -379,7 +379,7 @@ def behavior_data(behavior: Behavior, tolerances: Tolerances | None = None) -> d
             ],
         }
         if tolerance is not None and tolerance != TOLERANCE:
-            entry["tolerance"] = _quantity(tolerance)
+            entry["tolerance"] = tolerance
         data[name] = entry
     return data
 
@@ -389,22 +389,28 @@ def _whole(value: float) -> int | float:
 
 
 def _patch(spec: ReplaySpec, changes: list[_Change]) -> str:
-    """The changes as YAML to paste, each under a comment with where it goes."""
+    """The changes as YAML to paste, each under a comment with where it goes: the field's
+    line when it is written, else the line of its nearest parent that is, the missing
+    parents nested in the YAML."""
     document = spec.document
+    data = document.data if document is not None else None
     parts = []
     for change in changes:
-        where = _dotted(change.path)
+        at, value = change.path, change.value
+        if not change.present:
+            at = change.path[:-1]
+            while at and (data is None or dig(data, at) is None):
+                at = at[:-1]
+            for step in reversed(change.path[len(at) + 1 :]):
+                value = {step: value}
+        key = change.key if change.present else str(change.path[len(at)])
         if document is not None:
-            location = document.location(change.path if change.present else change.path[:-1])
-            place = f"{location.file}:{location.line}"
+            location = document.location(at)
             verb = "replace" if change.present else "add under"
-            target = where if change.present else _dotted(change.path[:-1])
-            parts.append(f"# {place}: {verb} {target}")
+            parts.append(f"# {location.file}:{location.line}: {verb} {_dotted(at)}")
         else:
-            parts.append(f"# {where}")
-        parts.append(
-            yaml.safe_dump({change.key: change.value}, sort_keys=False, default_flow_style=False)
-        )
+            parts.append(f"# {_dotted(change.path)}")
+        parts.append(yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False))
     return "\n".join(part.rstrip("\n") for part in parts) + "\n"
 
 

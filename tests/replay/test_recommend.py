@@ -102,6 +102,39 @@ def test_flat_load_nothing_is_better(
     assert (work / "workloads.yaml").read_text().startswith(original)
 
 
+def test_scaled_object_recommendation_within_a_larger_budget(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    """The spike train under KEDA, always active: within what it uses, nothing serves the
+    bursts better (a pod takes longer to start than a burst lasts); with --budget 150, a
+    scale-down window that keeps the pods between bursts does, written where KEDA reads it
+    (advanced.horizontalPodAutoscalerConfig.behavior, added) and linting as clean."""
+    work = tmp_path / "keda"
+    work.mkdir()
+    original = (FIXTURES.parent / "keda" / "scaledobject.yaml").read_text()
+    always = original.replace('activationThreshold: "50"', 'activationThreshold: "5"')
+    (work / "scaledobject.yaml").write_text(
+        always.replace("minReplicaCount: 0", "minReplicaCount: 1")
+    )
+    before = lint_findings(work)
+    _, within = replay(recorded, work, "--recommend", "--fix")
+    assert within["spikes-keda"]["recommendation"]["better"] is False
+    assert (work / "scaledobject.yaml").read_text().count("advanced") == 0
+    _, larger = replay(recorded, work, "--recommend", "--fix", "--budget", "150")
+    found = larger["spikes-keda"]["recommendation"]
+    assert found["better"] is True
+    assert found["figures"]["gpu_hours_used"] <= 150
+    assert objective(found["figures"]) < objective(larger["spikes-keda"]["figures"])
+    assert "scaledobject.yaml:5: add under spec\nadvanced:\n" in found["patch"]
+    written = yaml.safe_load((work / "scaledobject.yaml").read_text())
+    behavior = written["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert (
+        behavior
+        == yaml.safe_load(found["patch"])["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    )
+    assert set(lint_findings(work)) <= set(before)
+
+
 def test_compare_fix_verdict_nodes_and_cost(recorded: Recorded, tmp_path: Path) -> None:
     """--compare-fix says better or worse per figure and overall; --node-ready-after makes
     a scale-up past the pool's free GPUs wait, and --gpu-hour-cost prices each setting."""
