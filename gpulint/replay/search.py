@@ -45,7 +45,7 @@ from gpulint.replay.objective import Objective, Verdict
 from gpulint.replay.simulate import replay
 
 COARSE_SYNC_S = 60.0
-FINALISTS = 4
+FINALISTS = 6
 PASSES = 2
 TARGET_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.15, 1.3)
 TOLERANCES = (0.05, TOLERANCE, 0.2, 0.3, 0.5)
@@ -102,6 +102,7 @@ class _Search:
         self,
         spec: ReplaySpec,
         history: History,
+        configured: Figures,
         objective: Objective,
         nodes: NodeOptions | None,
         tolerance_field: bool,
@@ -109,6 +110,8 @@ class _Search:
         self.spec = spec
         self.history = history
         self.objective = objective
+        self.coarse_objective = objective
+        self.configured_figures = configured
         self.nodes = nodes
         self.behavior = spec.behavior or Behavior(DEFAULT_SCALE_UP, DEFAULT_SCALE_DOWN)
         self.down_choices = (self.behavior.down.policies, *DOWN_POLICIES)
@@ -145,21 +148,22 @@ class _Search:
         )
 
     def play(
-        self, setting: Setting, sync_s: float, bound: float | None
+        self, setting: Setting, sync_s: float, bound: float | None, budget: float | None
     ) -> tuple[Run, Figures] | None:
         """The setting replayed and measured as the configured one is; None when it stopped
-        early (over the budget, or under-provisioned longer than ``bound``)."""
+        early (over ``budget``, or under-provisioned longer than ``bound``)."""
         self.replays += 1
         spec = self.spec_of(setting)
-        run = replay(spec, self.history, sync_s, self.nodes, self._stop(sync_s, bound))
+        stop = self._stop(sync_s, bound, budget) if budget is not None else None
+        run = replay(spec, self.history, sync_s, self.nodes, stop)
         if run.stopped:
             return None
         # measured with the configured tolerance: see the module's docstring
         judged = dataclasses.replace(spec, tolerances=self.spec.tolerances)
         return run, measure(judged, run, sync_s)
 
-    def _stop(self, sync_s: float, bound: float | None) -> Callable[[Tick], bool]:
-        budget = self.objective.budget + 0.0005
+    def _stop(self, sync_s: float, bound: float | None, budget: float) -> Callable[[Tick], bool]:
+        budget += 0.0005
         gpus = self.spec.gpus_per_pod * sync_s / 3600.0
         up = 1 + self.spec.tolerances.up
         used = 0.0
@@ -183,8 +187,8 @@ class _Search:
         if setting in self.coarse:
             return self.coarse[setting]
         bound = best[1] if best is not None and best[0] == 0 else None
-        played = self.play(setting, COARSE_SYNC_S, bound)
-        key = None if played is None else self.objective.key(played[1])
+        played = self.play(setting, COARSE_SYNC_S, bound, self.coarse_objective.budget)
+        key = None if played is None else self.coarse_objective.key(played[1])
         self.coarse[setting] = key
         return key
 
@@ -200,9 +204,17 @@ class _Search:
         return found
 
     def descend(self) -> list[Setting]:
-        """Coordinate descent at the coarse sync; the finalists, best first."""
+        """Coordinate descent at the coarse sync; the finalists, best first. The coarse sync
+        uses GPU-hours a little differently (pods live to a sync's end), so the budget there
+        is the configured setting's coarse GPU-hours in the same proportion to its own."""
         current = self.configured()
-        best = self.coarse_key(current, None)
+        played = self.play(current, COARSE_SYNC_S, None, None)
+        assert played is not None  # nothing stops a replay without a budget
+        used = self.configured_figures.gpu_hours_used
+        if used > 0:
+            ratio = played[1].gpu_hours_used / used
+            self.coarse_objective = Objective(self.objective.budget * ratio)
+        best = self.coarse[current] = self.coarse_objective.key(played[1])
         for _ in range(PASSES):
             moved = False
             for name, values in self.coordinates():
@@ -228,7 +240,7 @@ def recommend(
 ) -> Recommendation:
     """The best setting for ``spec`` over ``history`` by ``objective``, against the
     configured setting's ``configured`` figures (replayed at the controller's sync)."""
-    search = _Search(spec, history, objective, nodes, tolerance_field)
+    search = _Search(spec, history, configured, objective, nodes, tolerance_field)
     start = search.configured()
     best: tuple[Setting, Run, Figures] | None = None
     for setting in search.descend():
@@ -237,7 +249,7 @@ def recommend(
         bound = None
         if best is not None and objective.within(best[2]):
             bound = best[2].time_under_provisioned_s
-        played = search.play(setting, SYNC_PERIOD_S, bound)
+        played = search.play(setting, SYNC_PERIOD_S, bound, objective.budget)
         if played is None:
             continue
         if best is None or objective.key(played[1]) < objective.key(best[2]):

@@ -143,7 +143,14 @@ def test_compare_fix_verdict_nodes_and_cost(recorded: Recorded, tmp_path: Path) 
     options = ["--autoscaler", "noisy", "--compare-fix", "--gpu-hour-cost", "2.5"]
     _, plain = replay(recorded, work, *options)
     _, pooled = replay(
-        recorded, work, *options, "--node-ready-after", "10m", "--gpus-per-node", "8"
+        recorded,
+        work,
+        *options,
+        "--node-ready-after",
+        "10m",
+        "--gpus-per-node",
+        "8",
+        "--recommend",
     )
     noisy, waited = plain["noisy"], pooled["noisy"]
     verdict = noisy["verdict"]
@@ -164,3 +171,8 @@ def test_compare_fix_verdict_nodes_and_cost(recorded: Recorded, tmp_path: Path) 
     assert 540 <= waited["figures"]["time_queued_s"] <= 600
     assert waited["events"][:2] == noisy["events"][:2]
     assert waited["events"][2]["time"] > noisy["events"][2]["time"]
+    # the search replays the same pool: a setting that waits for nodes less often wins
+    found = waited["recommendation"]
+    assert found["better"] is True
+    assert objective(found["figures"]) < objective(waited["figures"])
+    assert found["figures"]["time_queued_s"] is not None
