@@ -150,7 +150,8 @@ def replay_run(url: str, directory: Path, end: float, *extra: str) -> tuple[floa
     """Seconds, CPU seconds and the peak RSS (MiB) of one ``gpulint replay``."""
     command = [sys.executable, "-c", _WRAPPER, "replay", str(directory), "--no-config"]
     command += ["--prometheus", url, "--end", str(end), "--range", "24h", "--format", "json"]
-    command += ["-o", os.devnull, "--fail-on", "never", *extra]
+    # a generous deadline: on a loaded machine Prometheus answers 50 histories slowly
+    command += ["-o", os.devnull, "--fail-on", "never", "--prometheus-timeout", "600", *extra]
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - began
