@@ -14,15 +14,16 @@ import datetime
 import math
 import re
 import time
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 if TYPE_CHECKING:
+    from gpulint.adoption.edits import FixPlan
     from gpulint.engine.config import Settings
-    from gpulint.engine.registry import Selection
     from gpulint.inventory import Inventory
     from gpulint.live.client import PrometheusAPI
-    from gpulint.replay.model import Skipped
-    from gpulint.replay.report import Replayed
+    from gpulint.replay.model import History, ReplaySpec, Skipped
+    from gpulint.replay.report import Replayed, ReplayOptions
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # A day at the sync period is 5,760 points a series; a week at 15 s is 40,320 (four range
@@ -111,6 +112,51 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         help="replay gpulint's suggested behavior (GL102's fix) beside the one in use",
     )
     parser.add_argument(
+        "--recommend",
+        action="store_true",
+        help="search each autoscaler's targets, behavior and tolerance over the replayed "
+        "history for the setting with the least time under-provisioned (then scale-up lag) "
+        "within --budget, ties broken by fewer flaps; print it as a patch",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="GPU_HOURS",
+        help="the GPU-hours --recommend and --compare-fix may spend over the range (default: "
+        "what the configured setting used)",
+    )
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="with --recommend: write each recommended setting into its file, as "
+        "gpulint lint --fix edits",
+    )
+    parser.add_argument(
+        "--node-ready-after",
+        metavar="DURATION",
+        help="model GPU nodes: a new pod waits this long for a node once the pool's free "
+        "GPUs are used (the time a node takes to join and be ready)",
+    )
+    parser.add_argument(
+        "--gpus-per-node",
+        type=int,
+        default=8,
+        metavar="N",
+        help="with --node-ready-after: GPUs a node has (default: 8)",
+    )
+    parser.add_argument(
+        "--max-nodes",
+        type=int,
+        metavar="N",
+        help="with --node-ready-after: the most nodes of a target's pool (default: no limit)",
+    )
+    parser.add_argument(
+        "--gpu-hour-cost",
+        type=float,
+        metavar="PRICE",
+        help="the price of a GPU-hour: each replay's cost beside its GPU-hours",
+    )
+    parser.add_argument(
         "--fail-on",
         choices=("error", "warning", "info", "never"),
         default="error",
@@ -162,6 +208,7 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             parse_duration(args.pod_ready_after) if args.pod_ready_after is not None else None
         )
         end = _time(args.end) if args.end else time.time()
+        options = _options(args, parse_duration)
     except (OptionError, ValueError) as error:
         _say(stderr, f"gpulint: error: {error}")
         return EXIT_USAGE
@@ -196,17 +243,18 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if inventories is None:
         return EXIT_USAGE
     from gpulint.live.client import Deadline, PrometheusAPI, PrometheusError
+    from gpulint.replay.report import replay_one
 
     api = PrometheusAPI(url, headers, Deadline(args.prometheus_timeout))
-    replays: list[Replayed] = []
+    fetched: list[tuple[ReplaySpec, History, Inventory]] = []
     skipped: list[Skipped] = []
     wanted = args.autoscaler
     matched = False
     try:
         for inventory in inventories:
             window = (start, end, step)
-            found = _replay_inventory(
-                args, inventory, selection, api, window, ready_after, replays, skipped, stderr
+            found = _fetch_inventory(
+                args, inventory, api, window, ready_after, fetched, skipped, stderr
             )
             matched = found or matched
     except PrometheusError as error:
@@ -214,6 +262,12 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     finally:
         api.close()
+    # Replayed once every history is in: --prometheus-timeout is for the queries alone, not
+    # for a --recommend search between them.
+    replays = [
+        replay_one(spec, history, inventory, selection=selection, options=options)
+        for spec, history, inventory in fetched
+    ]
     if wanted and not matched:
         _say(stderr, f"gpulint: error: --autoscaler {wanted}: no such HPA or ScaledObject")
         return EXIT_USAGE
@@ -232,7 +286,71 @@ def run_replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if not replays:
         _say(stderr, "gpulint: error: no autoscaler could be replayed")
         return EXIT_USAGE
+    if args.fix:
+        _apply_recommendations(args, replays, stderr)
     return _exit_code(args.fail_on, replays)
+
+
+def _options(args: argparse.Namespace, parse_duration: Callable[[str], float]) -> ReplayOptions:
+    """The options beside the replay itself; ValueError for one out of its range."""
+    from gpulint.replay.nodes import NodeOptions
+    from gpulint.replay.report import ReplayOptions
+
+    if args.fix and not args.recommend:
+        raise ValueError("--fix goes with --recommend (it writes the recommended settings)")
+    for name, value in (("--budget", args.budget), ("--gpu-hour-cost", args.gpu_hour_cost)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a number, 0 or more")
+    nodes = None
+    if args.node_ready_after is not None:
+        ready = parse_duration(args.node_ready_after)
+        if args.gpus_per_node < 1 or (args.max_nodes is not None and args.max_nodes < 1):
+            raise ValueError("--gpus-per-node and --max-nodes must be 1 or more")
+        nodes = NodeOptions(ready, args.gpus_per_node, args.max_nodes)
+    elif args.max_nodes is not None or args.gpus_per_node != 8:
+        raise ValueError("--gpus-per-node and --max-nodes go with --node-ready-after")
+    return ReplayOptions(
+        compare_fix=args.compare_fix,
+        recommend=args.recommend,
+        budget=args.budget,
+        nodes=nodes,
+        gpu_hour_cost=args.gpu_hour_cost,
+    )
+
+
+def _apply_recommendations(
+    args: argparse.Namespace, replays: list[Replayed], stderr: TextIO
+) -> None:
+    """``--fix``: each better recommendation's edits, written as ``gpulint lint --fix``
+    writes its fixes (gpulint.adoption): in place, only under the paths given, all of a
+    recommendation or none of it."""
+    from gpulint.adoption.edits import Sources, plan_edits
+    from gpulint.adoption.fix import Writable, write_file
+
+    class _Proposal(NamedTuple):
+        plan: FixPlan
+        key: str
+
+    proposals = []
+    for replayed in replays:
+        found = replayed.recommendation
+        if found is None or not found.better:
+            continue
+        key = f"{replayed.spec.kind} {replayed.spec.key}"
+        if found.plan is None:
+            _say(stderr, f"gpulint: {key}: the recommendation cannot be written in place")
+            continue
+        proposals.append(_Proposal(found.plan, key))
+    # One round, as lint --fix's first: every edit placed against the text as it was read.
+    applied = plan_edits(proposals, Sources(), unsafe_too=True, writable=Writable(args.paths))
+    for proposal in proposals:
+        if proposal not in applied.fixed:
+            _say(stderr, f"gpulint: {proposal.key}: the recommendation cannot be written in place")
+    for file in applied.refused:
+        _say(stderr, f"gpulint: {file} may not be written (outside the paths given)")
+    for file, text in applied.after.items():
+        write_file(file, text)
+        _say(stderr, f"gpulint: recommendations written to {file}")
 
 
 def _inventories(
@@ -255,24 +373,22 @@ def _inventories(
     return [judged.inventory for judged in assembly.judged(settings)]
 
 
-def _replay_inventory(
+def _fetch_inventory(
     args: argparse.Namespace,
     inventory: Inventory,
-    selection: Selection,
     api: PrometheusAPI,
     window: tuple[float, float, float],
     ready_after: float | None,
-    replays: list[Replayed],
+    fetched: list[tuple[ReplaySpec, History, Inventory]],
     skipped: list[Skipped],
     stderr: TextIO,
 ) -> bool:
-    """Replay the autoscalers of one inventory that ``--autoscaler`` asks for (each when its
-    history can be fetched); the others go to ``skipped``, their reasons said on stderr too;
-    did any match?"""
+    """The histories of the autoscalers of one inventory that ``--autoscaler`` asks for (each
+    that can be fetched); the others go to ``skipped``, their reasons said on stderr too; did
+    any match?"""
     from gpulint.replay.history import HistoryError, fetch
     from gpulint.replay.model import Skipped
     from gpulint.replay.plan import plan
-    from gpulint.replay.report import replay_one
 
     wanted = args.autoscaler
     matched = False
@@ -293,7 +409,7 @@ def _replay_inventory(
             skipped.append(left)
             _say(stderr, f"gpulint: {left.describe()}")
             continue
-        replays.append(replay_one(spec, history, inventory, args.compare_fix, selection))
+        fetched.append((spec, history, inventory))
     return matched
 
 

@@ -13,7 +13,10 @@ at the target (the controller's usage ratio times the ready pods):
   ready pods) to as many ready pods as were needed then (at most maxReplicas), or as the
   load needs by then when it fell back first;
 * ``gpu_hours_used``: the replicas set, times the GPUs per pod; ``gpu_hours_needed``: the
-  pods the load needed (its ceiling, within minReplicas and maxReplicas), times the GPUs.
+  pods the load needed (its ceiling, within minReplicas and maxReplicas), times the GPUs;
+* ``time_queued_s`` (with ``--node-ready-after``): the time some pod waited for a GPU node
+  (gpulint.replay.nodes); ``cost`` (with ``--gpu-hour-cost``): the GPU-hours used at that
+  price.
 """
 
 from __future__ import annotations
@@ -49,13 +52,15 @@ class Figures:
     scale_up_lag_s: float = 0.0
     gpu_hours_used: float = 0.0
     gpu_hours_needed: float = 0.0
+    time_queued_s: float | None = None
+    cost: float | None = None
     # where they come from, for findings and the picture
     flap_times: list[float] = field(default_factory=list)
     saturated: list[Window] = field(default_factory=list)  # at max and under-provisioned
     mismatched: list[Window] = field(default_factory=list)  # needed differs from replicas
     lag_window: Window | None = None
 
-    def as_json(self) -> dict[str, float | int]:
+    def as_json(self) -> dict[str, float | int | None]:
         return {
             "scale_events": self.scale_events,
             "flaps": self.flaps,
@@ -66,11 +71,18 @@ class Figures:
             "scale_up_lag_s": self.scale_up_lag_s,
             "gpu_hours_used": round(self.gpu_hours_used, 3),
             "gpu_hours_needed": round(self.gpu_hours_needed, 3),
+            "time_queued_s": self.time_queued_s,
+            "cost": None if self.cost is None else round(self.cost, 2),
         }
 
 
-def measure(spec: ReplaySpec, run: Run, sync_s: float = SYNC_PERIOD_S) -> Figures:
-    figures = Figures(scale_events=len(run.events))
+def measure(
+    spec: ReplaySpec,
+    run: Run,
+    sync_s: float = SYNC_PERIOD_S,
+    gpu_hour_cost: float | None = None,
+) -> Figures:
+    figures = Figures(scale_events=len(run.events), time_queued_s=run.queued_s)
     _count_flaps(figures, run)
     lowest = spec.keda.min_replica_count if spec.keda is not None else spec.min_replicas
     rise: tuple[float, int] | None = None
@@ -104,6 +116,8 @@ def measure(spec: ReplaySpec, run: Run, sync_s: float = SYNC_PERIOD_S) -> Figure
         )
     if rise is not None and run.ticks:
         _longest_lag(figures, rise[0], run.ticks[-1].time + sync_s)
+    if gpu_hour_cost is not None:
+        figures.cost = figures.gpu_hours_used * gpu_hour_cost
     return figures
 
 

@@ -159,3 +159,5 @@ class Run:
 
     ticks: list[Tick]
     events: list[Event]
+    queued_s: float | None = None  # time with a pod waiting for a GPU node (None: no nodes)
+    stopped: bool = False  # ended early by the ``stop`` of ``simulate.replay``

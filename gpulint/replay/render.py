@@ -28,7 +28,8 @@ from typing import Any, TextIO
 from gpulint.core.model import Finding
 from gpulint.replay.behavior import SYNC_PERIOD_S
 from gpulint.replay.model import TOTAL_PER_POD, History, ReplayMetric, ReplaySpec, Skipped
-from gpulint.replay.report import Replayed, describe_behavior, stamp
+from gpulint.replay.objective import figure_verdict
+from gpulint.replay.report import Replayed, behavior_yaml, stamp
 from gpulint.report.escape import (
     escape_controls,
     markdown_code,
@@ -48,6 +49,8 @@ _FIGURE_LABELS = (
     ("scale_up_lag_s", "longest scale-up lag", "s"),
     ("gpu_hours_used", "GPU-hours used", "h"),
     ("gpu_hours_needed", "GPU-hours needed", "h"),
+    ("time_queued_s", "time a pod waited for a node", "s"),
+    ("cost", "cost (GPU-hours x price)", "$"),
 )
 
 
@@ -133,6 +136,27 @@ def replay_json(replayed: Replayed, series: bool = True) -> dict[str, Any]:
         "compare_fix": (
             replay_json(replayed.fixed, series) if replayed.fixed is not None else None
         ),
+        "verdict": verdict_json(replayed),
+        "recommendation": (
+            replayed.recommendation.as_json() if replayed.recommendation is not None else None
+        ),
+    }
+
+
+def verdict_json(replayed: Replayed) -> dict[str, Any] | None:
+    """--compare-fix's call: better by the objective or not, why, and each figure's."""
+    if replayed.verdict is None or replayed.fixed is None:
+        return None
+    mine, theirs = replayed.figures.as_json(), replayed.fixed.figures.as_json()
+    return {
+        "better": replayed.verdict.better,
+        "why": replayed.verdict.why,
+        "figures": {
+            key: figure_verdict(key, mine[key], theirs[key])
+            for key in mine
+            if figure_verdict(key, mine[key], theirs[key])
+        },
+        "behavior": behavior_yaml(replayed.fixed.spec.behavior),
     }
 
 
@@ -176,6 +200,8 @@ def _write_replay(replayed: Replayed, out: TextIO, dumps: Any) -> None:
         out.write("null")
     else:
         _write_replay(replayed.fixed, out, dumps)
+    for key in ("verdict", "recommendation"):
+        out.write(f',"{key}":{dumps(document[key])}')
     out.write("}")
 
 
@@ -195,7 +221,11 @@ def _series_rows_text(replayed: Replayed) -> list[str]:
 # --- text ------------------------------------------------------------------------------------
 
 
-def _figure(value: float | int, unit: str) -> str:
+def _figure(value: float | int | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "$":
+        return f"{value:.2f}"
     if unit == "s":
         return f"{value / 60:.1f} min" if value >= 60 else f"{value:g} s"
     if unit == "h":
@@ -240,15 +270,8 @@ def _text_lines(replayed: Replayed) -> list[str]:
         )
     lines += [f"  note: {note}" for note in replayed.history.notes]
     compared = replayed.fixed
-    width = max(len(label) for _, label, _ in _FIGURE_LABELS)
-    header = f"  {'':<{width}}  {'as configured':>14}"
-    lines.append(header + (f"  {'with the fix':>14}" if compared else ""))
-    mine, theirs = replayed.figures.as_json(), compared.figures.as_json() if compared else {}
-    for key, label, unit in _FIGURE_LABELS:
-        line = f"  {label:<{width}}  {_figure(mine[key], unit):>14}"
-        if compared:
-            line += f"  {_figure(theirs[key], unit):>14}"
-        lines.append(line)
+    theirs = compared.figures.as_json() if compared else None
+    lines += _table_lines(replayed.figures.as_json(), theirs, "with the fix")
     events = replayed.run.events
     if events:
         shown = ", ".join(f"{stamp(e.time)[11:16]} {e.before}->{e.after}" for e in events[:8])
@@ -257,9 +280,43 @@ def _text_lines(replayed: Replayed) -> list[str]:
     for finding in replayed.findings:
         lines.append(f"  {finding.rule} {finding.severity}: {finding.message}")
         lines.append(f"    at {finding.location.file}:{finding.location.line}")
-    if compared is not None:
-        behavior = json.dumps(describe_behavior(compared.spec.behavior), separators=(",", ":"))
-        lines.append(f"  the fix replayed: behavior {behavior}")
+    if compared is not None and replayed.verdict is not None:
+        lines.append(f"  the fix: {replayed.verdict.why}")
+        lines.append("  the fix replayed (under spec):")
+        lines += [f"    {line}" for line in behavior_yaml(compared.spec.behavior).splitlines()]
+    lines += _recommendation_lines(replayed)
+    return lines
+
+
+def _table_lines(mine: dict[str, Any], theirs: dict[str, Any] | None, heading: str) -> list[str]:
+    """The figures as configured, and beside them another setting's with better or worse
+    for each; a figure no replay measured (no nodes, no price) is left out."""
+    width = max(len(label) for _, label, _ in _FIGURE_LABELS)
+    header = f"  {'':<{width}}  {'as configured':>14}"
+    lines = [header + (f"  {heading:>14}" if theirs is not None else "")]
+    for key, label, unit in _FIGURE_LABELS:
+        if mine[key] is None:
+            continue
+        line = f"  {label:<{width}}  {_figure(mine[key], unit):>14}"
+        if theirs is not None:
+            line += f"  {_figure(theirs[key], unit):>14}"
+            judged = figure_verdict(key, mine[key], theirs[key])
+            line += f"  {judged}" if judged else ""
+        lines.append(line)
+    return lines
+
+
+def _recommendation_lines(replayed: Replayed) -> list[str]:
+    found = replayed.recommendation
+    if found is None:
+        return []
+    if not found.better:
+        return [f"  recommendation: {found.why}"]
+    lines = ["  recommendation:"]
+    lines += _table_lines(replayed.figures.as_json(), found.figures.as_json(), "recommended")
+    lines.append(f"  why: {found.why}")
+    lines.append("  patch:")
+    lines += [f"    {line}" for line in (found.patch or "").splitlines()]
     return lines
 
 
@@ -551,12 +608,33 @@ def render_html(
 
 def _figures_table_html(replayed: Replayed) -> str:
     mine = replayed.figures.as_json()
-    theirs = replayed.fixed.figures.as_json() if replayed.fixed else None
+    parts = [_table_html(mine, replayed.fixed.figures.as_json() if replayed.fixed else None)]
+    if replayed.verdict is not None and replayed.fixed is not None:
+        parts.append(f"<p>The fix: {xml_text(replayed.verdict.why)}</p>\n")
+        parts.append(f"<pre>{xml_text(behavior_yaml(replayed.fixed.spec.behavior))}</pre>\n")
+    found = replayed.recommendation
+    if found is not None:
+        parts.append(f"<h3>Recommendation</h3><p>{xml_text(found.why)}</p>\n")
+        if found.better:
+            parts.append(_table_html(mine, found.figures.as_json(), "recommended"))
+            parts.append(f"<pre>{xml_text(found.patch or '')}</pre>\n")
+    return "".join(parts)
+
+
+def _table_html(
+    mine: dict[str, Any], theirs: dict[str, Any] | None, heading: str = "with the fix"
+) -> str:
     rows = ["<table><tr><th></th><th>as configured</th>"]
-    rows.append("<th>with the fix</th></tr>" if theirs else "</tr>")
+    rows.append(f"<th>{heading}</th><th></th></tr>" if theirs else "</tr>")
     for key, label, unit in _FIGURE_LABELS:
+        if mine[key] is None:
+            continue
         rows.append(f"<tr><td>{label}</td><td>{_figure(mine[key], unit)}</td>")
-        rows.append(f"<td>{_figure(theirs[key], unit)}</td></tr>" if theirs else "</tr>")
+        if theirs:
+            judged = figure_verdict(key, mine[key], theirs[key])
+            rows.append(f"<td>{_figure(theirs[key], unit)}</td><td>{judged}</td></tr>")
+        else:
+            rows.append("</tr>")
     rows.append("</table>\n")
     return "".join(rows)
 
@@ -614,19 +692,38 @@ def render_markdown(
                 shown = markdown_text(os.path.join(pictures.directory, name))
                 out.write(f"Picture: {shown}\n\n")
         theirs = replayed.fixed.figures.as_json() if replayed.fixed else None
-        out.write("| | as configured |" + (" with the fix |" if theirs else "") + "\n")
-        out.write("|---|---:|" + ("---:|" if theirs else "") + "\n")
         mine = replayed.figures.as_json()
-        for key, label, unit in _FIGURE_LABELS:
-            line = f"| {label} | {_figure(mine[key], unit)} |"
-            if theirs:
-                line += f" {_figure(theirs[key], unit)} |"
-            out.write(line + "\n")
+        out.write(_table_markdown(mine, theirs, "with the fix"))
+        if replayed.verdict is not None and replayed.fixed is not None:
+            out.write(f"\nThe fix: {markdown_text(replayed.verdict.why)}\n\n")
+            # one line of flow YAML: a job summary of many autoscalers stays short
+            flow = behavior_yaml(replayed.fixed.spec.behavior, flow=True)
+            out.write(markdown_code(flow) + "\n")
+        found = replayed.recommendation
+        if found is not None:
+            out.write(f"\n**Recommendation**: {markdown_text(found.why)}\n\n")
+            if found.better:
+                out.write(_table_markdown(mine, found.figures.as_json(), "recommended"))
+                out.write(f"\n{markdown_code(found.patch or '')}\n")
         for finding in replayed.findings:
             message = markdown_text(finding.message)
             out.write(f"\n- **{finding.rule}** {finding.severity}: {message}\n")
     if skipped:
         out.write("\n" + "".join(f"- {markdown_text(left.describe())}\n" for left in skipped))
+
+
+def _table_markdown(mine: dict[str, Any], theirs: dict[str, Any] | None, heading: str) -> str:
+    lines = ["| | as configured |" + (f" {heading} | |" if theirs else "")]
+    lines.append("|---|---:|" + ("---:|---|" if theirs else ""))
+    for key, label, unit in _FIGURE_LABELS:
+        if mine[key] is None:
+            continue
+        line = f"| {label} | {_figure(mine[key], unit)} |"
+        if theirs:
+            judged = figure_verdict(key, mine[key], theirs[key])
+            line += f" {_figure(theirs[key], unit)} | {judged} |"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 # Eight heights of a bar, lowest first (Unicode block elements U+2581..U+2588).

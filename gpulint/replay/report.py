@@ -6,7 +6,6 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
@@ -15,9 +14,12 @@ from gpulint.engine.registry import Selection
 from gpulint.engine.runner import run
 from gpulint.inventory import Inventory
 from gpulint.kinds.hpa import behavior_fix
-from gpulint.replay.behavior import Behavior
+from gpulint.replay.behavior import TOLERANCE_FIELD_FROM, Behavior
 from gpulint.replay.figures import Figures, measure
 from gpulint.replay.model import History, ReplaySpec, Run
+from gpulint.replay.nodes import NodeOptions
+from gpulint.replay.objective import Objective, Verdict
+from gpulint.replay.search import Recommendation, behavior_data, recommend
 from gpulint.replay.simulate import replay
 
 REPLAY = "replay"  # the REQUIRES of the rules only gpulint replay runs
@@ -36,6 +38,19 @@ class Replayed:
     figures: Figures
     findings: list[Finding] = field(default_factory=list)
     fixed: Replayed | None = None  # --compare-fix: the same load with gpulint's behavior
+    verdict: Verdict | None = None  # --compare-fix: is the fix better, by the objective
+    recommendation: Recommendation | None = None  # --recommend
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What a replay does beside replaying the configured setting."""
+
+    compare_fix: bool = False
+    recommend: bool = False
+    budget: float | None = None  # GPU-hours; None: what the configured setting used
+    nodes: NodeOptions | None = None
+    gpu_hour_cost: float | None = None
 
 
 # A lull longer than this is not worth holding GPU pods through.
@@ -75,16 +90,34 @@ def replay_one(
     inventory: Inventory,
     compare_fix: bool = False,
     selection: Selection | None = None,
+    options: ReplayOptions | None = None,
 ) -> Replayed:
-    played = replay(spec, history)
-    replayed = Replayed(spec, history, played, measure(spec, played))
+    options = options or ReplayOptions(compare_fix=compare_fix)
+    nodes, cost = options.nodes, options.gpu_hour_cost
+    played = replay(spec, history, nodes=nodes)
+    replayed = Replayed(spec, history, played, measure(spec, played, gpu_hour_cost=cost))
     replayed.findings = replay_findings(replayed, inventory, selection)
-    if compare_fix:
+    budget = options.budget if options.budget is not None else replayed.figures.gpu_hours_used
+    objective = Objective(budget)
+    if options.compare_fix:
         fixed_spec = dataclasses.replace(spec, behavior=fix_behavior(fix_window(played)))
-        fixed_run = replay(fixed_spec, history)
-        fixed = Replayed(fixed_spec, history, fixed_run, measure(fixed_spec, fixed_run))
+        fixed_run = replay(fixed_spec, history, nodes=nodes)
+        fixed = Replayed(
+            fixed_spec, history, fixed_run, measure(fixed_spec, fixed_run, gpu_hour_cost=cost)
+        )
         fixed.findings = replay_findings(fixed, inventory, selection)
         replayed.fixed = fixed
+        replayed.verdict = objective.judge(replayed.figures, fixed.figures)
+    if options.recommend:
+        replayed.recommendation = recommend(
+            spec,
+            history,
+            replayed.figures,
+            objective,
+            nodes,
+            tolerance_field=inventory.settings.versions.kubernetes >= TOLERANCE_FIELD_FROM,
+            gpu_hour_cost=cost,
+        )
     return replayed
 
 
@@ -101,17 +134,13 @@ def replay_findings(
     return run(inventory, selection, items_for=items, requires=REPLAY)
 
 
-def describe_behavior(behavior: Behavior | None) -> dict[str, Any] | None:
+def behavior_yaml(behavior: Behavior | None, flow: bool = False) -> str:
+    """``behavior:`` as YAML to paste under an HPA's spec, whole numbers as integers
+    (``flow``: its value on one line)."""
     if behavior is None:
-        return None
-    return {
-        direction: {
-            "stabilizationWindowSeconds": rules.stabilization_s,
-            "selectPolicy": rules.select,
-            "policies": [
-                {"type": p.type, "value": p.value, "periodSeconds": p.period_s}
-                for p in rules.policies
-            ],
-        }
-        for direction, rules in (("scaleUp", behavior.up), ("scaleDown", behavior.down))
-    }
+        return "behavior: null\n"
+    data = {"behavior": behavior_data(behavior)}
+    if flow:
+        value = yaml.safe_dump(data["behavior"], sort_keys=False, default_flow_style=True)
+        return f"behavior: {value.strip()}\n"
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)

@@ -27,6 +27,7 @@ import bisect
 import dataclasses
 import math
 from collections import deque
+from collections.abc import Callable
 
 from gpulint.replay.activation import KEDA_POLLING_INTERVAL_S, KedaActivation
 from gpulint.replay.behavior import SYNC_PERIOD_S, Tolerances
@@ -41,6 +42,7 @@ from gpulint.replay.model import (
     Run,
     Tick,
 )
+from gpulint.replay.nodes import NodeOptions, NodePool
 from gpulint.replay.replicas import (
     max_over_metrics,
     per_pod_total_replicas,
@@ -64,8 +66,17 @@ def initial_replicas(spec: ReplaySpec, history: History) -> int:
     return max(0, start)
 
 
-def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) -> Run:
-    """The simulated controller's syncs over ``history`` (empty when it has no points)."""
+def replay(
+    spec: ReplaySpec,
+    history: History,
+    sync_s: float = SYNC_PERIOD_S,
+    nodes: NodeOptions | None = None,
+    stop: Callable[[Tick], bool] | None = None,
+) -> Run:
+    """The simulated controller's syncs over ``history`` (empty when it has no points).
+    ``nodes``: new pods wait for a GPU node (gpulint.replay.nodes). ``stop``: asked after
+    each sync; when it says so, the replay ends there, ``Run.stopped`` (a search that knows
+    the rest cannot matter)."""
     if not history.times:
         return Run([], [])
     hpa = HorizontalController(spec.min_replicas, spec.max_replicas, spec.behavior, fast=True)
@@ -74,6 +85,8 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
         keda = dataclasses.replace(keda, created=history.times[0] - 1)
     replicas = initial_replicas(spec, history)
     pods = Pods(replicas)
+    pool = NodePool(nodes, spec.gpus_per_pod, replicas) if nodes is not None else None
+    queued_s = 0.0 if pool is not None else None
     ticks: list[Tick] = []
     events: list[Event] = []
     start, end = history.times[0], history.times[-1]
@@ -91,6 +104,8 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
     for step in range(steps):
         now = start + step * sync_s
         k = bisect.bisect_right(history.times, now) - 1
+        if pool is not None:
+            pool.advance(now)
         pods.advance(now)
         ready, starting = pods.ready, pods.starting
         key = (ready, *(_inputs(history, i, k) for i in metrics))
@@ -125,12 +140,22 @@ def replay(spec: ReplaySpec, history: History, sync_s: float = SYNC_PERIOD_S) ->
                 replicas = after
         if replicas != before:
             events.append(Event(now, before, replicas, reason))
-            if replicas > before:
+            if replicas > before and pool is None:
                 pods.add(replicas - before, now + spec.pod_ready_after_s)
+            elif replicas > before and pool is not None:
+                for placed, count in pool.add(replicas - before, now):
+                    pods.add(count, placed + spec.pod_ready_after_s)
             else:
                 pods.remove(before - replicas)
-        ticks.append(Tick(now, replicas, ready, starting, load, _compared(spec, value, before)))
-    return Run(ticks, events)
+                if pool is not None:
+                    pool.remove(before - replicas)
+        if pool is not None and queued_s is not None and pool.queued():
+            queued_s += sync_s
+        tick = Tick(now, replicas, ready, starting, load, _compared(spec, value, before))
+        ticks.append(tick)
+        if stop is not None and stop(tick):
+            return Run(ticks, events, queued_s, stopped=True)
+    return Run(ticks, events, queued_s)
 
 
 def _compared(spec: ReplaySpec, value: float | None, replicas: int) -> float | None:
@@ -199,7 +224,8 @@ class Pods:
 
     def add(self, count: int, ready_at: float) -> None:
         batches = self._batches
-        if batches and batches[-1].ready_at == ready_at:
+        if batches and batches[-1].ready_at >= ready_at:
+            # A pod waiting for a node serves no sooner than one created before it.
             batches[-1].count += count
         else:
             batches.append(_Batch(ready_at, count))

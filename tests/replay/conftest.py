@@ -30,7 +30,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     workdir = tmp_path_factory.mktemp("replay-prometheus")
     start = loads.history_start(time.time())
     server = PrometheusServer(
-        workdir, loads.prometheus_config(), backfill=loads.openmetrics(start, loads.SCENARIOS)
+        workdir,
+        loads.prometheus_config(),
+        backfill=loads.openmetrics(
+            start, {**loads.SCENARIOS, **loads.RECOMMEND_SCENARIOS}, loads.PER_POD
+        ),
     )
     server.start()
     try:

@@ -52,12 +52,32 @@ SCENARIOS: dict[str, tuple[Callable[[float], float], float]] = {
 }
 
 
+def noisy_utilization(t: float, pod: int) -> float:
+    """One pod's DCGM_FI_DEV_GPU_UTIL as a busy-or-idle sampler reads it: 0 or 100 at each
+    sample, busy half the time, the pods independent (a fixed pseudo-random draw)."""
+    return 100.0 if ((int(t // STEP) * 7919 + pod * 104729) * 2654435761) % 4093 < 2046 else 0.0
+
+
+# Scenarios of the recommendation tests (tests/replay/test_recommend.py): a flat load all
+# settings serve alike, and a noisy utilization of mean 50 that only a tolerance stops the
+# replicas chasing.
+RECOMMEND_SCENARIOS: dict[str, tuple[Callable[[float], float], float]] = {
+    "flat": (lambda t: 3.0, 60.0),
+}
+PER_POD = {"noisy": noisy_utilization}
+
+
 def pod_names(name: str) -> list[str]:
     return [f"{name}-{POD_HASH}-p{i:04d}" for i in range(OBSERVED_PODS)]
 
 
-def openmetrics(start: float, scenarios: dict[str, tuple[Callable[[float], float], float]]) -> str:
-    """The history of every scenario from ``start`` for a day, inclusive, every 15 s."""
+def openmetrics(
+    start: float,
+    scenarios: dict[str, tuple[Callable[[float], float], float]],
+    per_pod: dict[str, Callable[[float, int], float]] | None = None,
+) -> str:
+    """The history of every scenario from ``start`` for a day, inclusive, every 15 s; and of
+    each of ``per_pod``, whose pods report values of their own."""
     points = int(DAY / STEP) + 1
     lines = [
         "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).",
@@ -73,11 +93,20 @@ def openmetrics(start: float, scenarios: dict[str, tuple[Callable[[float], float
             for i, value in enumerate(values):
                 assert math.isfinite(value) and value <= 100
                 lines.append(f"DCGM_FI_DEV_GPU_UTIL{labels} {value:.6f} {start + i * STEP:.0f}")
+    for name, utilization in (per_pod or {}).items():
+        for index, pod in enumerate(pod_names(name)):
+            labels = (
+                f'{{exported_namespace="ml",exported_pod="{pod}",gpu="0",'
+                f'namespace="gpu-operator",pod="dcgm-exporter-x7k2p"}}'
+            )
+            for i in range(points):
+                value = utilization(i * STEP, index)
+                lines.append(f"DCGM_FI_DEV_GPU_UTIL{labels} {value:.6f} {start + i * STEP:.0f}")
     lines += [
         "# HELP kube_deployment_status_replicas The number of replicas per deployment.",
         "# TYPE kube_deployment_status_replicas gauge",
     ]
-    for name in scenarios:
+    for name in [*scenarios, *(per_pod or {})]:
         labels = f'{{deployment="{name}",namespace="ml"}}'
         for i in range(points):
             lines.append(

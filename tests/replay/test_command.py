@@ -54,3 +54,24 @@ def test_with_nothing_replayed_the_report_still_says_why(
         "HorizontalPodAutoscaler ml/web not replayed",
         "ScaledObject ml/web not replayed",
     ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--fix"], "--fix goes with --recommend (it writes the recommended settings)"),
+        (["--max-nodes", "3"], "--gpus-per-node and --max-nodes go with --node-ready-after"),
+        (
+            ["--node-ready-after", "5m", "--gpus-per-node", "0"],
+            "--gpus-per-node and --max-nodes must be 1 or more",
+        ),
+        (["--budget", "-1"], "--budget must be a number, 0 or more"),
+        (["--gpu-hour-cost", "nan"], "--gpu-hour-cost must be a number, 0 or more"),
+    ],
+)
+def test_options_that_do_not_go_together_are_usage_errors(
+    extra: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = ["replay", str(SCENARIOS), "--no-config", "--prometheus", "http://127.0.0.1:9"]
+    assert main([*command, *extra]) == 2
+    assert capsys.readouterr().err == f"gpulint: error: {said}\n"

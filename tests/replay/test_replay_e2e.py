@@ -98,7 +98,11 @@ def test_json_contract(report: tuple[int, Any], recorded: Recorded) -> None:
         "figures",
         "findings",
         "compare_fix",
+        "verdict",
+        "recommendation",
     }
+    assert replay["recommendation"] is None  # not asked for
+    assert set(replay["verdict"]) == {"better", "why", "figures", "behavior"}
     assert set(replay["autoscaler"]) == {"kind", "namespace", "name"}
     assert set(replay["target"]) == {"kind", "name"}
     assert set(replay["metrics"][0]) == {"name", "type", "target", "query"}
@@ -115,6 +119,8 @@ def test_json_contract(report: tuple[int, Any], recorded: Recorded) -> None:
         "scale_up_lag_s",
         "gpu_hours_used",
         "gpu_hours_needed",
+        "time_queued_s",
+        "cost",
     }
     assert set(replay["compare_fix"]) == set(replay)
     # the query is the adapter's, rendered for the HPA's pods
