@@ -87,6 +87,8 @@ class Borrowed(NamedTuple):
     why: str  # "cluster prod", "the input's one cluster", "the nearest of 2"
     documents: tuple[tuple[Document, bytes | None], ...]
     files: frozenset[str]
+    # What each of ``documents`` holds, classified once for every unit that takes it.
+    classified: tuple[Classified, ...]
 
 
 class Context(NamedTuple):
@@ -99,12 +101,7 @@ class Context(NamedTuple):
     @property
     def borrowed_objects(self) -> int:
         """How many objects (not values documents) the unit takes from its cluster."""
-        return sum(
-            1
-            for document, text in borrowed_documents(self)
-            for classified in classify_document(document, text)
-            if classified.manifest is not None
-        )
+        return sum(1 for classified in borrowed_classified(self) if classified.manifest is not None)
 
     def lacks(self, category: str) -> bool:
         """Did the unit neither hold nor take ``category``, though its cluster may?"""
@@ -151,6 +148,8 @@ class _Role:
         self.declarations: list[Declared] = []
         self.root = os.path.realpath(unit.root) if unit.kind != STDIN else ""
         self._documents: dict[str, list[tuple[Document, bytes | None]]] | None = None
+        # each of those documents' classification, by the document's id
+        self.classified: dict[int, Classified] = {}
         for loaded in unit.loaded:
             for document in loaded.documents:
                 for data in _objects(document.data):
@@ -181,6 +180,7 @@ class _Role:
                             self._documents.setdefault(category, []).append(
                                 (classified.document, loaded.text)
                             )
+                            self.classified[id(classified.document)] = classified
         return self._documents
 
 
@@ -291,7 +291,8 @@ class _Lenders:
             why = ", ".join(member.why[c] for c in shared)
             if count > 1:
                 why += f"; the nearest of {count} that hold one"
-            documents = tuple(self.roles[p].documents[category])
+            lender = self.roles[p]
+            documents = tuple(lender.documents[category])
             borrowed.append(
                 Borrowed(
                     category,
@@ -299,6 +300,7 @@ class _Lenders:
                     why,
                     documents,
                     frozenset(d.file for d, _ in documents),
+                    tuple(lender.classified[id(d)] for d, _ in documents),
                 )
             )
         return Context(tuple(borrowed), tuple(sorted(member.clusters)), tuple(ambiguous))
@@ -491,13 +493,15 @@ def named_sources(finding: Finding, context: Context, own: Iterable[str]) -> Fin
     return finding._replace(message=f"{message} {'; '.join(dict.fromkeys(uses))}.")
 
 
-def borrowed_documents(context: Context) -> list[tuple[Document, bytes | None]]:
-    """The documents a unit takes from its cluster, each once."""
+def borrowed_classified(context: Context) -> list[Classified]:
+    """What the documents a unit takes from its cluster hold, each document once: classified
+    once for the run (an adapter values file lent to 1,000 units is read once, not 1,000
+    times), the same objects in every unit that takes them."""
     seen: set[int] = set()
-    found = []
+    found: list[Classified] = []
     for borrowed in context.borrowed:
-        for document, text in borrowed.documents:
-            if id(document) not in seen:
-                seen.add(id(document))
-                found.append((document, text))
+        for classified in borrowed.classified:
+            if id(classified.document) not in seen:
+                seen.add(id(classified.document))
+                found.append(classified)
     return found
