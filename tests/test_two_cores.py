@@ -274,3 +274,51 @@ def test_a_run_of_many_units_starts_each_rule_once(
     result = assembly.lint(settings, Selection())
     assert len(result.units) == 12
     assert len(started) == len(set(started)) and len(started) <= len(rule_index())
+
+
+def test_judged_units_are_freed_with_the_cyclic_collector_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gpulint lint` runs with the cyclic collector off; the inventories of judged units
+    (whose indexes refer to each other) must not all be kept to the end of the run."""
+    import gc
+    import weakref
+
+    from gpulint.engine import files
+    from gpulint.engine.assembly import assemble
+
+    from .test_unit_context import DEPLOYMENT, HPA, _write
+
+    _write(
+        tmp_path,
+        {
+            f"apps/svc-{n}/{kind}.yaml": text
+            for n in range(6)
+            for kind, text in (
+                ("deployment", DEPLOYMENT.format(name=f"svc-{n}")),
+                ("hpa", HPA.format(name=f"svc-{n}", target=f"svc-{n}")),
+            )
+        },
+    )
+    built: list[weakref.ref[Inventory]] = []
+    original = files.unit_inventory
+
+    def recorded(*args: Any) -> Inventory:
+        inventory = original(*args)
+        built.append(weakref.ref(inventory))
+        return inventory
+
+    monkeypatch.setattr(files, "unit_inventory", recorded)
+    monkeypatch.setattr(files, "BATCH_OBJECTS", 4)  # two units a batch
+    settings = Settings()
+    assembly = assemble([str(tmp_path)], settings)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        result = assembly.lint(settings, Selection())
+        assert len(built) == len(result.units) == 6
+        assert [ref() for ref in built] == [None] * 6
+        assert not gc.isenabled()
+    finally:
+        if enabled:
+            gc.enable()

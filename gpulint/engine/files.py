@@ -10,6 +10,7 @@ only when it is unused in every unit that reads it.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -208,20 +209,32 @@ def lint_units(
             )
         batch.clear()
 
-    for unit, context in zip(units, contexts, strict=True):
-        inventory = unit_inventory(unit, settings, context)
-        if prepare is not None:
-            prepare(inventory)
-        batch.append((unit, context, inventory))
-        held += len(inventory)
-        # Units are judged together, a batch at a time: the rules start once per batch and
-        # share its work between two cores like one large unit's, while a run of thousands
-        # of units never holds more than a batch's inventories at once.
-        if held >= BATCH_OBJECTS:
-            judge()
-            held = 0
-    if batch:
-        judge()
+    # An inventory's indexes refer to each other, so a judged one is freed by the cyclic
+    # collector; `gpulint lint` turns it off (parsed documents form no cycles), and 10,000
+    # units' inventories were then all kept to the end (220 MB). With it off, each batch's
+    # leftovers are collected once judged, among the objects made since the batch began:
+    # what the run held before is frozen, not scanned again.
+    collect = not gc.isenabled()
+    if collect:
+        gc.freeze()
+    try:
+        for unit, context in zip(units, contexts, strict=True):
+            # held by the batch alone, so that it is freed with the batch
+            batch.append((unit, context, unit_inventory(unit, settings, context)))
+            if prepare is not None:
+                prepare(batch[-1][2])
+            held += len(batch[-1][2])
+            # Units are judged together, a batch at a time: the rules start once per batch
+            # and share its work between two cores like one large unit's, while a run of
+            # thousands of units never holds more than a batch's inventories at once.
+            if held >= BATCH_OBJECTS or unit is units[-1]:
+                judge()
+                held = 0
+                if collect:
+                    gc.collect(0)
+    finally:
+        if collect:
+            gc.unfreeze()
     findings = merge(per_unit) if len(per_unit) > 1 else (per_unit[0][1] if per_unit else [])
     result = Result(findings, len(files), objects, _unique(skipped), units=summaries)
     result.clusters = run_context.clusters
