@@ -39,7 +39,7 @@ Prepare = Callable[[Inventory], None]
 # Units are judged in batches of about this many objects (their own and what they take from
 # their cluster): enough for the rules' second core to pay (runner.TWO_CORES_MIN_OBJECTS),
 # few enough that a batch's inventories stay a small part of a large run's memory.
-BATCH_OBJECTS = 2000
+BATCH_OBJECTS = 1000
 
 
 def plan_units(
