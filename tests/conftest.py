@@ -99,7 +99,7 @@ def in_one_thread(test: Callable[..., None]) -> Callable[..., None]:
             pytest.fail(f"a fresh pytest process runs other threads: {names}")
         node = os.environ["PYTEST_CURRENT_TEST"].rsplit(" ", 1)[0]
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", node, "-q", "-p", "no:cacheprovider"],
+            [sys.executable, "-m", "pytest", node, "-q", "-p", "no:cacheprovider", "-n", "0"],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -135,11 +135,30 @@ def corpus() -> Path:
     return CORPUS
 
 
+# What a whole run builds or starts once (session fixtures): the tests that take one run on
+# one pytest-xdist worker, so that two workers do not each build the wheel or start the
+# Prometheus of the recorded day.
+SHARED_ONCE = {
+    "distributions": "artifacts",
+    "wheel_install": "artifacts",
+    "image_install": "artifacts",
+    "action_install": "artifacts",
+    "world": "live-prometheus",
+    "recorded": "replay-prometheus",
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that takes the corpus is a corpus test (`pytest -m corpus` runs them alone)."""
+    """A test that takes the corpus is a corpus test (`pytest -m corpus` runs them alone).
+    Under pytest-xdist (``--dist loadgroup``, pyproject.toml) a module's tests stay on one
+    worker, as its module fixtures (a webhook, a fake API server) start once; tests that take
+    a run-wide fixture share its worker whatever their module."""
     for item in items:
-        if "corpus" in getattr(item, "fixturenames", ()):
+        names = getattr(item, "fixturenames", ())
+        if "corpus" in names:
             item.add_marker(pytest.mark.corpus)
+        group = next((SHARED_ONCE[n] for n in names if n in SHARED_ONCE), None)
+        item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::", 1)[0]))
 
 
 @pytest.fixture

@@ -381,3 +381,14 @@ def test_a_terminal_gets_one_line_per_finding_and_a_pipe_the_whole_report(
     assert "    fix: " in piped.stdout  # the text report, each finding with its fix
     asked = _on_a_terminal("lint", "--format", "text", "bad.yaml", cwd=tmp_path)
     assert "    fix: " in asked
+
+
+@pytest.mark.parametrize("command", ["lint", "context"])
+def test_an_output_it_cannot_write_is_a_usage_error(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "missing" / "report.txt"
+    seed = ROOT / "examples" / "seed-ko" / "broken"
+    assert main([command, "--no-config", "-o", str(target), str(seed)]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert errors[-1] == f"gpulint: error: cannot write {target}: No such file or directory"

@@ -404,3 +404,24 @@ def test_markdown_fixes_are_code_a_reader_copies_as_printed() -> None:
     assert "&#8203;" not in markdown.split("**fix 1**", 1)[1]
     # The message is prose: its URL is kept from becoming a link.
     assert "https:&#8203;//example.com" in markdown and "<a " not in rendered
+
+
+def test_concise_prints_each_check_not_run_on_one_line(tmp_path: Path) -> None:
+    from .conftest import lint_result
+
+    (tmp_path / "hpa.yaml").write_text(
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\n"
+        "metadata: {name: llm, namespace: serving}\n"
+        "spec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llm}\n"
+        "  minReplicas: 1\n  maxReplicas: 4\n"
+        "  metrics:\n  - type: Pods\n    pods:\n      metric: {name: gpu_utilization}\n"
+        "      target: {type: AverageValue, averageValue: '60'}\n"
+    )
+    result = lint_result(tmp_path / "hpa.yaml")
+    assert result.not_checked
+    out = io.StringIO()
+    render(result, "concise", out)
+    lines = [line for line in out.getvalue().splitlines() if "not checked (" in line]
+    assert len(lines) == 2
+    for line in lines:  # where, which checks, why and the remedy, all on the one line
+        assert "/hpa.yaml:" in line and " with it" in line

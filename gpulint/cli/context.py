@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from gpulint.cli.exitcodes import EXIT_OK, EXIT_USAGE
 from gpulint.cli.inputs import assembled, read_settings
-from gpulint.cli.output import report_stream
+from gpulint.cli.output import report_written
 
 if TYPE_CHECKING:
     import argparse
@@ -28,14 +28,16 @@ def run_context(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     if assembly is None:
         return EXIT_USAGE
     report = context_report(assembly)
-    with report_stream(args.output, stdout) as out:
+
+    def write(out: TextIO) -> None:
         if args.format == "json":
             from gpulint.report.escape import write_json
 
             write_json(report, out)
         else:
             _write_text(report, out)
-    return EXIT_OK
+
+    return EXIT_OK if report_written(args.output, stdout, stderr, write) else EXIT_USAGE
 
 
 def context_report(assembly: Assembly) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from gpulint.cli.adoption import Adoption
 from gpulint.cli.exitcodes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from gpulint.cli.inputs import assembled, prepared_cluster, read_selection, read_settings
 from gpulint.cli.livecheck import LiveCheck, live_check
-from gpulint.cli.output import report_format, report_stream, wants_color
+from gpulint.cli.output import report_format, report_written, wants_color
 
 if TYPE_CHECKING:
     import argparse
@@ -56,7 +56,8 @@ def run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(f"gpulint: {escape_controls(adoption.written)}\n")
         return EXIT_OK
     _note_fixable(result, getattr(args, "unsafe_fixes", False), fixing)
-    _write_report(args, result, stdout)
+    if not _write_report(args, result, stdout, stderr):
+        return EXIT_USAGE
     if isinstance(live, LiveCheck) and live.failed_required:
         return EXIT_FINDINGS
     if args.fail_on == "never" or adoption.write_to:
@@ -168,11 +169,13 @@ def _print_diff(outcome: Outcome, unsafe: bool, stdout: TextIO, stderr: TextIO) 
     return EXIT_FINDINGS if outcome.diffs or outcome.withheld else EXIT_OK
 
 
-def _write_report(args: argparse.Namespace, result: Result, stdout: TextIO) -> None:
+def _write_report(args: argparse.Namespace, result: Result, stdout: TextIO, stderr: TextIO) -> bool:
     from gpulint.report import render
 
-    with report_stream(args.output, stdout) as out:
+    def write(out: TextIO) -> None:
         render(result, report_format(args.format, out), out, wants_color(args.color, out))
+
+    return report_written(args.output, stdout, stderr, write)
 
 
 def _exit_code(fail_on: str, result: Result) -> int:

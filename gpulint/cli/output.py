@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 
 @contextlib.contextmanager
@@ -19,6 +19,25 @@ def report_stream(path: str | None, stdout: TextIO) -> Iterator[TextIO]:
         return
     with open(path, "w", encoding="utf-8") as handle:
         yield handle
+
+
+def report_written(
+    path: str | None, stdout: TextIO, stderr: TextIO, write: Callable[[TextIO], None]
+) -> bool:
+    """The report written by ``write`` to ``--output FILE`` or stdout; False, with the reason
+    on stderr, when FILE cannot be written (a directory that is not there, no permission)."""
+    try:
+        with report_stream(path, stdout) as out:
+            write(out)
+    except OSError as error:
+        if not path or isinstance(error, BrokenPipeError):
+            raise  # stdout's reader went away: gpulint.cli.main says nothing more
+        from gpulint.report.escape import escape_controls
+
+        shown = escape_controls(f"{path}: {error.strerror or error}")
+        stderr.write(f"gpulint: error: cannot write {shown}\n")
+        return False
+    return True
 
 
 def wants_color(choice: str, out: TextIO) -> bool:

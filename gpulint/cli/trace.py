@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 from gpulint.cli.exitcodes import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from gpulint.cli.inputs import assembled, prepared_cluster, read_settings
 from gpulint.cli.livecheck import LiveCheck, live_check
-from gpulint.cli.output import report_stream, wants_color
+from gpulint.cli.output import report_written, wants_color
 
 if TYPE_CHECKING:
     import argparse
@@ -43,15 +43,7 @@ def run_trace(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         wanted = escape_controls(args.autoscaler)
         stderr.write(f"gpulint: error: --autoscaler {wanted}: no such autoscaler metric\n")
         return EXIT_USAGE
-    try:
-        _write_traces(args, found, stdout)
-    except OSError as error:  # --output in a directory that is not there, or not writable
-        if not args.output or isinstance(error, BrokenPipeError):
-            raise  # stdout's reader went away: gpulint.cli.main says nothing more
-        from gpulint.report.escape import escape_controls
-
-        shown = escape_controls(f"{args.output}: {error.strerror or error}")
-        stderr.write(f"gpulint: error: cannot write {shown}\n")
+    if not report_written(args.output, stdout, stderr, lambda out: _write_traces(args, found, out)):
         return EXIT_USAGE
     if isinstance(live, LiveCheck) and live.failed_required:
         return EXIT_FINDINGS
@@ -91,16 +83,15 @@ def _traces(
     return found
 
 
-def _write_traces(args: argparse.Namespace, found: list[Trace], stdout: TextIO) -> None:
+def _write_traces(args: argparse.Namespace, found: list[Trace], out: TextIO) -> None:
     from gpulint.trace import render
 
-    with report_stream(args.output, stdout) as out:
-        if args.format == "json":
-            render.render_json(found, out)
-        elif args.format == "mermaid":
-            render.render_mermaid(found, out)
-        else:
-            render.render_text(found, out, wants_color(args.color, out))
+    if args.format == "json":
+        render.render_json(found, out)
+    elif args.format == "mermaid":
+        render.render_mermaid(found, out)
+    else:
+        render.render_text(found, out, wants_color(args.color, out))
 
 
 def _exit_code(fail_on: str, found: list[Trace]) -> int:

@@ -1,6 +1,6 @@
 """One line per finding: ``file:line:col: GL101 [error] headline``, as ruff's ``concise``
 output format prints a diagnostic, then the same trailer as the text report (checks not
-run, files skipped, notes, the summary).
+run, files skipped, notes, the summary), each check not run on one line as well.
 
 A finding's line is not wrapped, so that an editor's or a terminal's file:line:col link,
 ``grep`` and ``sort`` see one finding per line. A finding that follows from another
@@ -43,7 +43,8 @@ def render_concise(result: Result, stream: TextIO, color: bool = False) -> None:
         line = _line(finding, color) + (f" ({'; '.join(said)})" if said else "")
         stream.write(safe_line(line) + "\n")
     following = sum(1 for top in tops if top is not None)
-    write_trailer(result, stream, output_width(stream), following, MORE if findings else None)
+    width = output_width(stream)
+    write_trailer(result, stream, width, following, MORE if findings else None, one_line=True)
 
 
 def _line(finding: Finding, color: bool) -> str:

@@ -62,11 +62,17 @@ def render_text(result: Result, stream: TextIO, color: bool = False) -> None:
 
 
 def write_trailer(
-    result: Result, stream: TextIO, width: int, following: int, hint: str | None = None
+    result: Result,
+    stream: TextIO,
+    width: int,
+    following: int,
+    hint: str | None = None,
+    one_line: bool = False,
 ) -> None:
     """What follows the findings: checks not run, files skipped, notes, the releases judged
-    for, ``hint`` (a note of the reporter's own, last) and the summary."""
-    _write_not_checked(result.not_checked, stream, width)
+    for, ``hint`` (a note of the reporter's own, last) and the summary. ``one_line``: each
+    check not run on one unwrapped line, as the concise report prints a finding."""
+    _write_not_checked(result.not_checked, stream, width, one_line)
     _write_skipped(result.skipped, stream, width)
     for note in result.notes:
         _write(stream, "note: ", escape_controls(note), width)
@@ -163,9 +169,12 @@ def _write_contexts(result: Result, stream: TextIO, width: int) -> None:
 NOT_CHECKED_LISTED = 3
 
 
-def _write_not_checked(notes: list[NotChecked], stream: TextIO, width: int) -> None:
-    """Each check that could not run: where, which, why and what lets it, on one line; a
-    cause shared by many objects once, with the first few places."""
+def _write_not_checked(
+    notes: list[NotChecked], stream: TextIO, width: int, one_line: bool = False
+) -> None:
+    """Each check that could not run: where, which, why and what lets it; a cause shared by
+    many objects once, with the first few places. ``one_line``: not wrapped, the units it
+    was found in at the end, so that each note is one line as each concise finding is."""
     causes: dict[tuple[str, str, str], list[NotChecked]] = {}
     for note in notes:
         causes.setdefault((note.checks, note.reason, note.remedy), []).append(note)
@@ -173,7 +182,12 @@ def _write_not_checked(notes: list[NotChecked], stream: TextIO, width: int) -> N
         if len(same) <= NOT_CHECKED_LISTED + 1:
             for note in same:
                 head = f"{safe_line(_place(note))}: not checked ({checks}): "
-                _write(stream, head, escape_controls(f"{reason}; {remedy}"), width, INDENT)
+                text = escape_controls(f"{reason}; {remedy}")
+                if one_line:
+                    units = f" (in {', '.join(note.units)})" if note.units else ""
+                    stream.write(safe_line(head + text + escape_controls(units)) + "\n")
+                    continue
+                _write(stream, head, text, width, INDENT)
                 if note.units:
                     _write(stream, f"{INDENT}in: ", escape_controls(", ".join(note.units)), width)
             continue
@@ -183,6 +197,9 @@ def _write_not_checked(notes: list[NotChecked], stream: TextIO, width: int) -> N
             f"{reason}; {remedy} (on {len(same):,} objects: {shown} and {more:,} more, all "
             "of them in --format json)"
         )
+        if one_line:
+            stream.write(safe_line(f"not checked ({checks}): {escape_controls(text)}") + "\n")
+            continue
         _write(stream, f"not checked ({checks}): ", escape_controls(text), width, INDENT)
 
 
