@@ -248,8 +248,8 @@ def test_units_judged_in_one_pass_find_what_each_finds_alone(
 def test_a_run_of_many_units_starts_each_rule_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One directory per application is one unit per application; the rules are looked up,
-    their options merged, once for the run, not once per unit."""
+    """One directory per application is one unit per application; the rules are planned,
+    looked up and their options merged once for the run, not once per unit."""
     from gpulint.engine.assembly import assemble
     from gpulint.engine.registry import load_rule, rule_index
 
@@ -268,12 +268,21 @@ def test_a_run_of_many_units_starts_each_rule_once(
         started.append(info.id)
         return load_rule(info)
 
+    planned: list[object] = []
+    real_plan = runner._plan
+
+    def counted_plan(*args: Any) -> Any:
+        planned.append(args)
+        return real_plan(*args)
+
     monkeypatch.setattr(runner, "load_rule", counted)
+    monkeypatch.setattr(runner, "_plan", counted_plan)
     settings = Settings()
     assembly = assemble([str(tmp_path)], settings)
     result = assembly.lint(settings, Selection())
     assert len(result.units) == 12
     assert len(started) == len(set(started)) and len(started) <= len(rule_index())
+    assert len(planned) == 1
 
 
 def test_judged_units_are_freed_with_the_cyclic_collector_off(

@@ -126,14 +126,15 @@ def run_units(
     inventory's findings (and its ``suppressed`` counts, in the same order) are those ``run``
     gives it alone."""
     selection = selection or Selection()
-    plans = [
-        _plan(
-            inventory.settings,
-            selection,
-            (inventory.live is not None, inventory.cluster is not None),
-        )
-        for inventory in inventories
-    ]
+    # One plan for the batch (another only for inventories with other settings or evidence).
+    planned_for: dict[tuple[int, bool, bool], _Plan] = {}
+    plans = []
+    for inventory in inventories:
+        available = (inventory.live is not None, inventory.cluster is not None)
+        key = (id(inventory.settings), *available)
+        if key not in planned_for:
+            planned_for[key] = _plan(inventory.settings, selection, available)
+        plans.append(planned_for[key])
     tasks: list[_Task] = []
     number_of: dict[int, int] = {}  # id of a planned rule -> its task
     # Per inventory, where its rules' findings are, (task, entry), in the order run makes them.
