@@ -70,6 +70,8 @@ spec:
 ## References
 - NVIDIA/dcgm-exporter etc/default-counters.csv and etc/1.x-compatibility-metrics.csv;
   NVIDIA/go-dcgm dcgm_fields.h (every DCGM field name).
+- NVIDIA/gpu-monitoring-tools#143: dcgm-exporter 2.3.0's release ("Enable 1.x backwards
+  compatibility") brought the 1.x names back behind the compatibility file.
 - mindprince/nvidia_gpu_prometheus_exporter main.go (``nvidia_gpu_*``, no pod labels).
 - Kubernetes feature gate ``DisableAcceleratorUsageMetrics`` (cAdvisor accelerator
   metrics, removed in 1.28).
@@ -119,8 +121,9 @@ _LEGACY_NOTE = {
         "1.28 (feature gate DisableAcceleratorUsageMetrics): newer clusters have no such series"
     ),
     Exporter.DCGM_1X: (
-        "is dcgm-exporter 1.x's name. Today's dcgm-exporter emits it only when it runs with "
-        "etc/1.x-compatibility-metrics.csv, otherwise there is no such series"
+        "is dcgm-exporter 1.x's name. From 2.x dcgm-exporter names series after their DCGM "
+        "fields, and since 2.3.0 it writes the 1.x names only when it runs with "
+        "etc/1.x-compatibility-metrics.csv; otherwise there is no such series"
     ),
 }
 

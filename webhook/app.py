@@ -11,8 +11,10 @@ A body is read as its bytes arrive, each part with room among the bodies being r
 headers, or end by then, is a 400, and the connection closes. The API server treats either as
 a failed call and applies the webhook's failurePolicy (``Ignore`` admits the object
 unjudged), so each is counted in ``gpulint_webhook_possible_fail_open_total`` by reason and
-logged as ``possible-fail-open``. With ``--client-ca``, a client that presented no
-certificate is answered 401 before any of its body is read.
+logged as ``possible-fail-open``: once per reason and minute, with the count since, as are
+``bad-request`` lines, so that a flood of such requests cannot flood the log. With
+``--client-ca``, a client that presented no certificate is answered 401 before any of its body
+is read.
 
 An object nested deeper than gpulint reads (``gpulint.cluster.decoding.MAX_OBJECT_DEPTH``
 levels; the API server passes on 10,000) is never a 400, which ``failurePolicy: Ignore`` would
@@ -85,7 +87,7 @@ from .evaluator import (
     skip_reason,
     too_deep_warning,
 )
-from .logs import JsonLog, where_raised
+from .logs import JsonLog, Throttled, where_raised
 from .metrics import OTHER_KIND, WebhookMetrics
 from .options import DEFAULT_READ_TIMEOUT
 from .review import (
@@ -219,6 +221,9 @@ class WebhookApp:
         self.read_timeout = read_timeout
         self.adapter_configmaps = adapter_configmaps
         self.log = log
+        # Lines about requests anyone can send, one per reason and minute at most.
+        self._bad_request_log = Throttled(log, "bad-request")
+        self._possible_fail_open_log = Throttled(log, "possible-fail-open")
         self.metrics = metrics
         self.shutting_down = False
         self.deny_undecodable = deny_undecodable
@@ -310,7 +315,7 @@ class WebhookApp:
 
     def _bad_request(self, reason: str, message: str, *, close: bool = False) -> web.Response:
         self.metrics.invalid.labels(reason).inc()
-        self.log.warning("bad-request", reason=reason, message=message)
+        self._bad_request_log(reason, reason=reason, message=message)
         response = _json(bad_request_body(message), 400)
         if close:  # the rest of the body is not read: the connection cannot carry another
             response.force_close()
@@ -346,7 +351,7 @@ class WebhookApp:
             "this webhook answers only clients with a certificate issued by its --client-ca: "
             "the API server presents one when its AdmissionConfiguration names it"
         )
-        self.log.warning("bad-request", reason="unauthenticated", message=message)
+        self._bad_request_log("unauthenticated", reason="unauthenticated", message=message)
         return await _answer_and_close(request, _status(401, "Unauthorized", message))
 
     async def _forbidden(self, request: web.Request, names: tuple[str, ...]) -> web.Response:
@@ -358,7 +363,7 @@ class WebhookApp:
             f"this webhook answers only the client certificate of CN={self.client_name} "
             f"(--client-cn), not one of {shown}"
         )
-        self.log.warning("bad-request", reason="forbidden", message=message)
+        self._bad_request_log("forbidden", reason="forbidden", message=message)
         return await _answer_and_close(request, _status(403, "Forbidden", message))
 
     def _possible_fail_open(
@@ -368,8 +373,8 @@ class WebhookApp:
         API server applies the webhook's failurePolicy to it, and Ignore admits the object
         unjudged."""
         self.metrics.possible_fail_open.labels(reason).inc()
-        self.log.warning(
-            "possible-fail-open",
+        self._possible_fail_open_log(
+            reason,
             reason=reason,
             status=status,
             message=message,

@@ -52,17 +52,15 @@ import ssl
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import cast
 
 from aiohttp import web
 
 from .bodies import BODY_SETTLED
-from .logs import JsonLog
+from .logs import JsonLog, Throttled
 from .metrics import WebhookMetrics
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-# How often one kind of trouble (a full connection table, no file descriptors) is logged.
-_LOG_INTERVAL = 60.0
 _OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
 # Connections accepted per wake-up of the listening socket, at most, before other work.
 _ACCEPT_BATCH = 64
@@ -74,24 +72,6 @@ _ACCEPT_PAUSE = 0.5
 # makes room only after the connections whose requests wait on a body, so that connections
 # opened and reopened at a limit cannot close a review's connection in that gap.
 _FRESH = 1.0
-
-
-class _Throttled:
-    """Log one event when it first happens, then at most once per interval, with a count of
-    the times in between."""
-
-    def __init__(self, log: JsonLog, event: str) -> None:
-        self.log = log
-        self.event = event
-        self._last = -_LOG_INTERVAL
-        self._since = 0
-
-    def __call__(self, **fields: Any) -> None:
-        self._since += 1
-        now = time.monotonic()
-        if now - self._last >= _LOG_INTERVAL:
-            self.log.warning(self.event, times=self._since, **fields)
-            self._last, self._since = now, 0
 
 
 class ConnectionGuard:
@@ -120,12 +100,12 @@ class ConnectionGuard:
         # (it does a moment later), and their clients.
         self._leaving: dict[object, str] = {}
         self._opened_by: dict[asyncio.Task[None], asyncio.BaseTransport] = {}
-        self._full = _Throttled(log, "connection-limit-reached")
-        self._evicted = _Throttled(log, "idle-connection-closed")
-        self._evicted_waiting = _Throttled(log, "waiting-connection-closed")
-        self._slow = _Throttled(log, "slow-request-headers")
-        self._descriptors = _Throttled(log, "out-of-file-descriptors")
-        self._accept_error = _Throttled(log, "accept-failed")
+        self._full = Throttled(log, "connection-limit-reached")
+        self._evicted = Throttled(log, "idle-connection-closed")
+        self._evicted_waiting = Throttled(log, "waiting-connection-closed")
+        self._slow = Throttled(log, "slow-request-headers")
+        self._descriptors = Throttled(log, "out-of-file-descriptors")
+        self._accept_error = Throttled(log, "accept-failed")
         metrics.watch_connections(self.count)
 
     def count(self) -> int:

@@ -61,6 +61,36 @@ class JsonLog:
         self.emit(event, "error", **fields)
 
 
+# How often one kind of trouble is logged at most: a request anyone can send (a bad body, a
+# busy pool, a full connection table) must not write a line each time it is sent.
+LOG_INTERVAL = 60.0
+
+
+class Throttled:
+    """Log a warning the first time one kind of trouble happens (an event and, for events
+    with reasons, the reason), then at most once per interval, with the number of times
+    (``times``) since the last line: the metrics count every one."""
+
+    def __init__(self, log: JsonLog, event: str, interval: float = LOG_INTERVAL) -> None:
+        self.log = log
+        self.event = event
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._since: dict[str, int] = {}
+
+    def __call__(self, key: str = "", **fields: Any) -> None:
+        now = time.monotonic()
+        with self._lock:
+            times = self._since.get(key, 0) + 1
+            last = self._last.get(key)
+            if last is not None and now - last < self.interval:
+                self._since[key] = times
+                return
+            self._last[key], self._since[key] = now, 0
+        self.log.warning(self.event, times=times, **fields)
+
+
 def _bounded(value: Any) -> Any:
     """A field value as logged: strings clipped, lists shortened."""
     if isinstance(value, bool | int | float) or value is None:

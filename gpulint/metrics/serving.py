@@ -25,7 +25,9 @@ Renames, each with its source:
   ``llm_d_epp_scheduler_attempts_total`` in EPP 0.9 (llm-d/llm-d-router metrics tests; the
   llm-d guides moved in llm-d/llm-d#1850 and #1880).
 * dcgm-exporter's 1.x names (``dcgm_gpu_utilization`` ...) are kept in ``gpulint.metrics.names``
-  with their DCGM_FI_* equivalents; GL402 reports them.
+  with their DCGM_FI_* equivalents; GL402 reports them. dcgm-exporter 2.x names series after
+  DCGM fields and writes the 1.x names, since 2.3.0, only with its 1.x compatibility file
+  (NVIDIA/gpu-monitoring-tools#143).
 
 Triton Inference Server and TGI have renamed nothing gpulint knows of.
 """
