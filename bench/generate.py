@@ -18,9 +18,14 @@ option at a time changes one dimension of the input:
 * ``--doc-scale S``: S containers (and S times the env) per pod: documents S times bigger;
 * ``--autoscalers-per-target A``: A HPAs on each Deployment (duplicate-autoscaler groups);
 * ``--per-app``: the layout of a repository with one directory per application
-  (OUT/teams/team-NN/svc-NNNNN/, 1-2 files each, nothing shared above them) and the
-  prometheus-adapter values in one application's directory of every ten: a lint unit per
-  application, all one cluster.
+  (OUT/teams/team-NN/svc-NNNNN/, 1-4 files each, nothing shared above them): a GPU
+  Deployment and its HPA in two files, a KServe InferenceService beside them in one
+  application of seven, a Knative Service alone in one of ten, and the prometheus-adapter
+  values in one application's directory of every ten: a lint unit per application, all one
+  cluster;
+* ``--charts``: with ``--per-app``, each application directory a Helm chart (Chart.yaml,
+  values.yaml, its GPU Deployment and HPA templates): a chart unit per application, rendered
+  by helm.
 """
 
 from __future__ import annotations
@@ -231,6 +236,7 @@ class Shape:
         doc_scale: int = 1,
         autoscalers_per_target: int = 1,
         per_app: bool = False,
+        charts: bool = False,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}")
@@ -241,11 +247,14 @@ class Shape:
         self.kind = kind
         self.doc_scale = max(1, doc_scale)
         self.autoscalers_per_target = max(1, autoscalers_per_target)
-        self.per_app = per_app
+        self.per_app = per_app or charts
+        self.charts = charts
 
     def describe(self) -> str:
         parts = [f"{self.apps:,} apps"]
-        if self.per_app:
+        if self.charts:
+            parts.append("a Helm chart (a unit) per app, adapter values per team")
+        elif self.per_app:
             parts.append("a directory (a unit) per app, adapter values in 1 app of 10")
         if self.adapter_every:
             parts.append(f"adapter values in 1 app of {self.adapter_every}")
@@ -313,6 +322,32 @@ def _app(directory: Path, index: int, shape: Shape, name: str, team: int) -> int
     return written + 1
 
 
+def _application(directory: Path, index: int, shape: Shape, name: str, team: int) -> int:
+    """One application's directory of the per-application layout; returns how many files."""
+    values: dict[str, object] = {"name": name, "team": team, "gpus": 1 + index % 2}
+    if index % 10 == 3:
+        (directory / "service.yaml").write_text(KNATIVE.format(**values))
+        return 1
+    (directory / "deployment.yaml").write_text(_deployment(values, shape.doc_scale))
+    (directory / "hpa.yaml").write_text(HPA.format(hpa=name, target=name, **values))
+    if index % 7 == 5:
+        (directory / "inferenceservice.yaml").write_text(ISVC.format(**values))
+        return 3
+    return 2
+
+
+def _chart(directory: Path, index: int, shape: Shape, name: str, team: int) -> int:
+    """One application as a Helm chart; returns how many files."""
+    values: dict[str, object] = {"name": name, "team": team, "gpus": "{{ .Values.gpus }}"}
+    templates = directory / "templates"
+    templates.mkdir(parents=True, exist_ok=True)
+    (directory / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: 0.1.0\n")
+    (directory / "values.yaml").write_text(f"gpus: {1 + index % 2}\n")
+    (templates / "deployment.yaml").write_text(_deployment(values, shape.doc_scale))
+    (templates / "hpa.yaml").write_text(HPA.format(hpa=name, target=name, **values))
+    return 4
+
+
 def app_documents(index: int, name: str, team: int) -> list[str]:
     """The YAML documents of app ``index`` in the mixed shape (for bench/webhook_load.py):
     a tenth Knative Services, KServe InferenceServices with an HPA, Deployments with a KEDA
@@ -339,10 +374,21 @@ def generate(out: Path, shape: Shape) -> int:
             name = f"svc-{index:05d}"
             directory = out / "teams" / f"team-{team:02d}" / name
             directory.mkdir(parents=True, exist_ok=True)
+            if shape.charts:
+                files += _chart(directory, index, shape, name, team)
+                continue
             if index % 10 == 9:
                 (directory / "prometheus-adapter-values.yaml").write_text(ADAPTER_VALUES.format())
                 files += 1
-            files += _app(directory, index, shape, name, team)
+            files += _application(directory, index, shape, name, team)
+        if shape.charts:
+            # a chart's directory holds the chart alone: the adapter values sit beside the
+            # teams' applications, one file per team
+            for team in range(min(40, shape.apps)):
+                platform = out / "teams" / f"team-{team:02d}" / "platform"
+                platform.mkdir(parents=True, exist_ok=True)
+                (platform / "prometheus-adapter-values.yaml").write_text(ADAPTER_VALUES.format())
+                files += 1
         return files
     if shape.overlays:
         base = out / "base"
@@ -394,6 +440,7 @@ def main() -> int:
     parser.add_argument("--doc-scale", type=int, default=1)
     parser.add_argument("--autoscalers-per-target", type=int, default=1)
     parser.add_argument("--per-app", action="store_true")
+    parser.add_argument("--charts", action="store_true")
     args = parser.parse_args()
     shape = Shape(
         args.apps,
@@ -404,6 +451,7 @@ def main() -> int:
         args.doc_scale,
         args.autoscalers_per_target,
         args.per_app,
+        args.charts,
     )
     print(f"{generate(args.out, shape)} files: {shape.describe()}")
     return 0

@@ -2,18 +2,18 @@
 
     python bench/run_lint.py [--repeat 3] [--only NAME ...] [--checkov]
 
-Each row is one shape of bench/generate.py, changing one dimension of the input (apps,
-adapter configs, lint units, kustomize overlays, kinds of objects, document size,
-autoscalers per target). For each, gpulint (a regular, non-editable ``pip install`` into a
-fresh virtual environment, bytecode compiled, run from a scratch directory as users run it)
-and the floor (bench/floor_compose.py: PyYAML's C loader composing the same YAML, with the
-same interpreter) run alternately; the median wall time of each and their ratio are printed,
-with gpulint's peak RSS. For kustomize overlays the floor composes what kustomize renders,
-and kustomize's own time (gpulint's render phase, from its JSON report) is printed beside
-gpulint's and left out of the ratio. ``--checkov`` also times ``checkov --framework
-kubernetes`` at 1,000 apps (install it first: ``pip install checkov`` into any environment
-and pass ``--checkov-bin``). Nothing here asserts: it prints a Markdown table for
-bench/RESULTS.md.
+Each row is one shape of bench/generate.py, changing one dimension of the input (apps, a
+directory or a Helm chart per application, adapter configs, lint units, kustomize overlays,
+kinds of objects, document size, autoscalers per target). For each, gpulint (a regular, non-
+editable ``pip install`` into a fresh virtual environment, bytecode compiled, run from a scratch
+directory as users run it) and the floor (bench/floor_compose.py: PyYAML's C loader composing
+the same YAML, with the same interpreter) run alternately; the median wall time of each and
+their ratio are printed, with gpulint's peak RSS. For kustomize overlays and Helm charts the
+floor composes what kustomize or helm renders, and the renderer's own time (gpulint's render
+phase, from its JSON report) is printed beside gpulint's and left out of the ratio.
+``--checkov`` also times ``checkov --framework kubernetes`` at 1,000 apps (install it first:
+``pip install checkov`` into any environment and pass ``--checkov-bin``). Nothing here asserts:
+it prints a Markdown table for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ ROWS: list[tuple[str, str, Shape]] = [
     ("apps-10k", "apps", Shape(10000)),
     ("per-app-1k", "a unit per application directory", Shape(1000, per_app=True)),
     ("per-app-10k", "a unit per application directory", Shape(10000, per_app=True)),
+    ("charts-100", "a Helm chart per application", Shape(100, charts=True)),
+    ("charts-1k", "a Helm chart per application", Shape(1000, charts=True)),
     ("adapters-1k", "adapter configs (1 per 10 apps)", Shape(1000, adapter_every=10)),
     ("adapters-10k", "adapter configs (1 per 10 apps)", Shape(10000, adapter_every=10)),
     ("units-100", "units (10,000 apps)", Shape(10000, units=100)),
@@ -120,14 +122,30 @@ def _kustomize() -> list[str]:
     return [kubectl, "kustomize"]
 
 
+def _helm() -> str:
+    return shutil.which("helm") or str(Path(sys.executable).parent / "helm")
+
+
 def _rendered_floor_input(root: Path, floor_dir: Path) -> None:
-    """What kustomize renders for each overlay, as files for the floor to compose."""
+    """What kustomize renders for each overlay (helm for each chart), as files for the floor
+    to compose, with the plain files beside them."""
     floor_dir.mkdir(parents=True, exist_ok=True)
-    for overlay in sorted((root / "overlays").iterdir()):
-        output = subprocess.run([*_kustomize(), str(overlay)], capture_output=True, check=True)
-        (floor_dir / f"{overlay.name}.yaml").write_bytes(output.stdout)
-    for extra in root.glob("*.yaml"):
-        shutil.copy(extra, floor_dir / extra.name)
+    if (root / "overlays").is_dir():
+        for overlay in sorted((root / "overlays").iterdir()):
+            output = subprocess.run([*_kustomize(), str(overlay)], capture_output=True, check=True)
+            (floor_dir / f"{overlay.name}.yaml").write_bytes(output.stdout)
+        for extra in root.glob("*.yaml"):
+            shutil.copy(extra, floor_dir / extra.name)
+        return
+    for chart in sorted(root.glob("teams/*/*/Chart.yaml")):
+        output = subprocess.run(
+            [_helm(), "template", chart.parent.name, str(chart.parent)],
+            capture_output=True,
+            check=True,
+        )
+        (floor_dir / f"{chart.parent.name}.yaml").write_bytes(output.stdout)
+    for extra in root.glob("teams/*/platform/*.yaml"):
+        shutil.copy(extra, floor_dir / f"{extra.parent.parent.name}-{extra.name}")
 
 
 def main() -> int:
@@ -162,7 +180,7 @@ def main() -> int:
             root = Path(scratch) / name
             files = generate(root, shape)
             floor_input = root
-            if shape.overlays:
+            if shape.overlays or shape.charts:
                 floor_input = Path(scratch) / f"{name}-rendered"
                 _rendered_floor_input(root, floor_input)
             timed_rss([*gpulint, str(root)], scratch)  # warm: bytecode, page cache

@@ -145,14 +145,14 @@ def test_a_child_that_fails_leaves_its_rules_to_this_process(
 ) -> None:
     forks = _Forks(monkeypatch)
     parent = os.getpid()
-    real_run = runner._Planned.run
+    real_start = runner._Planned.started
 
-    def failing(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def failing(self: Any) -> Any:
         if os.getpid() != parent:
             raise MemoryError("the child ran out of memory")
-        return real_run(self, *args, **kwargs)
+        return real_start(self)
 
-    monkeypatch.setattr(runner._Planned, "run", failing)
+    monkeypatch.setattr(runner._Planned, "started", failing)
     one, two = _both(_inventory([FIXTURES]))
     assert forks.answered == [None]
     assert two == one and len(one) > 50
@@ -212,3 +212,122 @@ def test_leaving_without_asking_stops_the_child(tmp_path: Path) -> None:
         raise RuntimeError("this process failed first")
     assert marker.exists()
     assert time.monotonic() - started < 30
+
+
+@in_one_thread
+def test_units_judged_in_one_pass_find_what_each_finds_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run_units over several inventories, on one core and on two, gives each inventory the
+    findings and suppression counts run gives it alone."""
+    forks = _Forks(monkeypatch)
+    source = min((FIXTURES / "GL101").glob("fail_*.yaml"))
+    lines = source.read_text().splitlines(keepends=True)
+    first = next(f for f in run(_inventory([source]), Selection()) if f.rule == "GL101")
+    lines.insert(first.location.line - 1, "# gpulint: ignore=GL101\n")
+    (tmp_path / source.name).write_text("".join(lines))
+    inventories = [
+        _inventory([FIXTURES / name]) for name in ("GL101", "GL102", "GL401", "GL703", "GL108")
+    ]
+    inventories.append(_inventory([tmp_path]))
+    alone_counts: list[dict[str, int]] = [{} for _ in inventories]
+    alone = [
+        run(inventory, Selection(), suppressed=counts)
+        for inventory, counts in zip(inventories, alone_counts, strict=True)
+    ]
+    one_counts: list[dict[str, int]] = [{} for _ in inventories]
+    one = runner.run_units(inventories, Selection(), one_counts)
+    assert forks.started == 0
+    two_counts: list[dict[str, int]] = [{} for _ in inventories]
+    two = runner.run_units(inventories, Selection(), two_counts, split=True)
+    assert forks.started == 1 and forks.answered[0] is not None
+    assert one == alone and two == alone and all(alone)
+    assert one_counts == alone_counts == two_counts and alone_counts[-1] == {"GL101": 1}
+
+
+def test_a_run_of_many_units_starts_each_rule_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One directory per application is one unit per application; the rules are planned,
+    looked up and their options merged once for the run, not once per unit."""
+    from gpulint.engine.assembly import assemble
+    from gpulint.engine.registry import load_rule, rule_index
+
+    from .test_unit_context import ADAPTER_UNNAMED, DEPLOYMENT, HPA, _write
+
+    layout = {}
+    for service in range(12):
+        name = f"svc-{service}"
+        layout[f"teams/t/{name}/deployment.yaml"] = DEPLOYMENT.format(name=name)
+        layout[f"teams/t/{name}/hpa.yaml"] = HPA.format(name=name, target=name)
+    layout["teams/t/svc-0/prometheus-adapter.yaml"] = ADAPTER_UNNAMED
+    _write(tmp_path, layout)
+    started: list[str] = []
+
+    def counted(info: Any) -> Any:
+        started.append(info.id)
+        return load_rule(info)
+
+    planned: list[object] = []
+    real_plan = runner._plan
+
+    def counted_plan(*args: Any) -> Any:
+        planned.append(args)
+        return real_plan(*args)
+
+    monkeypatch.setattr(runner, "load_rule", counted)
+    monkeypatch.setattr(runner, "_plan", counted_plan)
+    settings = Settings()
+    assembly = assemble([str(tmp_path)], settings)
+    result = assembly.lint(settings, Selection())
+    assert len(result.units) == 12
+    assert len(started) == len(set(started)) and len(started) <= len(rule_index())
+    assert len(planned) == 1
+
+
+def test_judged_units_are_freed_with_the_cyclic_collector_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gpulint lint` runs with the cyclic collector off; the inventories of judged units
+    (whose indexes refer to each other) must not all be kept to the end of the run."""
+    import gc
+    import weakref
+
+    from gpulint.engine import files
+    from gpulint.engine.assembly import assemble
+
+    from .test_unit_context import DEPLOYMENT, HPA, _write
+
+    _write(
+        tmp_path,
+        {
+            f"apps/svc-{n}/{kind}.yaml": text
+            for n in range(6)
+            for kind, text in (
+                ("deployment", DEPLOYMENT.format(name=f"svc-{n}")),
+                ("hpa", HPA.format(name=f"svc-{n}", target=f"svc-{n}")),
+            )
+        },
+    )
+    built: list[weakref.ref[Inventory]] = []
+    original = files.unit_inventory
+
+    def recorded(*args: Any) -> Inventory:
+        inventory = original(*args)
+        built.append(weakref.ref(inventory))
+        return inventory
+
+    monkeypatch.setattr(files, "unit_inventory", recorded)
+    monkeypatch.setattr(files, "BATCH_OBJECTS", 4)  # two units a batch
+    settings = Settings()
+    assembly = assemble([str(tmp_path)], settings)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        result = assembly.lint(settings, Selection())
+        assert len(built) == len(result.units) == 6
+        assert [ref() for ref in built] == [None] * 6
+        assert not gc.isenabled()
+    finally:
+        if enabled:
+            gc.enable()

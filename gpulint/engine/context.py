@@ -87,6 +87,8 @@ class Borrowed(NamedTuple):
     why: str  # "cluster prod", "the input's one cluster", "the nearest of 2"
     documents: tuple[tuple[Document, bytes | None], ...]
     files: frozenset[str]
+    # What each of ``documents`` holds, classified once for every unit that takes it.
+    classified: tuple[Classified, ...]
 
 
 class Context(NamedTuple):
@@ -99,12 +101,7 @@ class Context(NamedTuple):
     @property
     def borrowed_objects(self) -> int:
         """How many objects (not values documents) the unit takes from its cluster."""
-        return sum(
-            1
-            for document, text in borrowed_documents(self)
-            for classified in classify_document(document, text)
-            if classified.manifest is not None
-        )
+        return sum(1 for classified in borrowed_classified(self) if classified.manifest is not None)
 
     def lacks(self, category: str) -> bool:
         """Did the unit neither hold nor take ``category``, though its cluster may?"""
@@ -151,6 +148,8 @@ class _Role:
         self.declarations: list[Declared] = []
         self.root = os.path.realpath(unit.root) if unit.kind != STDIN else ""
         self._documents: dict[str, list[tuple[Document, bytes | None]]] | None = None
+        # each of those documents' classification, by the document's id
+        self.classified: dict[int, Classified] = {}
         for loaded in unit.loaded:
             for document in loaded.documents:
                 for data in _objects(document.data):
@@ -161,7 +160,8 @@ class _Role:
                         kind,
                     ) in _SERVING:
                         self.consumer = True
-                    if _asks_for_gpus(data.get("spec")):
+                    # one object that asks for GPUs says it: the others' specs are not walked
+                    if not self.applications and _asks_for_gpus(data.get("spec")):
                         self.applications = True
                     self.declarations.extend(declaration(data, document.file, unit.root, scan))
 
@@ -181,6 +181,7 @@ class _Role:
                             self._documents.setdefault(category, []).append(
                                 (classified.document, loaded.text)
                             )
+                            self.classified[id(classified.document)] = classified
         return self._documents
 
 
@@ -272,6 +273,9 @@ class _Lenders:
                     for directory in _ancestors(role.root):
                         index.setdefault(directory, []).append(p)
         self._signatures: dict[tuple[int, str], int] = {}
+        self._within: dict[tuple[str, tuple[str, ...], str], list[int]] = {}
+        # (category, lenders) -> how many different texts they hold
+        self._texts: dict[tuple[str, int], int] = {}
 
     def context_of(self, i: int) -> Context:
         """What unit ``i`` (a consumer) takes from the units of its clusters."""
@@ -283,7 +287,7 @@ class _Lenders:
             nearest, count = self._nearest(i, category)
             if not nearest:
                 continue
-            if len({self._signature(p, category) for p in nearest}) > 1:
+            if self._different(category, nearest) > 1:
                 ambiguous.append((category, tuple(self.units[p].name for p in nearest)))
                 continue
             p = nearest[0]  # equally near and the same text: any of them says it
@@ -291,7 +295,8 @@ class _Lenders:
             why = ", ".join(member.why[c] for c in shared)
             if count > 1:
                 why += f"; the nearest of {count} that hold one"
-            documents = tuple(self.roles[p].documents[category])
+            lender = self.roles[p]
+            documents = tuple(lender.documents[category])
             borrowed.append(
                 Borrowed(
                     category,
@@ -299,26 +304,53 @@ class _Lenders:
                     why,
                     documents,
                     frozenset(d.file for d, _ in documents),
+                    tuple(lender.classified[id(d)] for d, _ in documents),
                 )
             )
         return Context(tuple(borrowed), tuple(sorted(member.clusters)), tuple(ambiguous))
 
     def _nearest(self, i: int, category: str) -> tuple[list[int], int]:
         """The lenders of ``category`` in unit ``i``'s clusters whose roots share the longest
-        path with its root, and how many lenders there are in all."""
-        indexes = [
-            self.under[(category, c)]
-            for c in sorted(self.members[i].clusters)
-            if (category, c) in self.under
-        ]
+        path with its root, and how many lenders there are in all. (Unit ``i`` lacks
+        ``category``, so it is none of them.)"""
+        clusters = tuple(sorted(self.members[i].clusters))
+        indexes = [self.under[(category, c)] for c in clusters if (category, c) in self.under]
         if not indexes:
             return [], 0
-        count = len({p for index in indexes for p in index.get(os.sep, ()) if p != i})
+        count = len(self._lenders_in(category, clusters, indexes, os.sep))
         for directory in _ancestors(self.roles[i].root):
-            found = {p for index in indexes for p in index.get(directory, ()) if p != i}
+            found = self._lenders_in(category, clusters, indexes, directory)
             if found:
-                return sorted(found), count
+                return found, count
         return [], count
+
+    def _lenders_in(
+        self,
+        category: str,
+        clusters: tuple[str, ...],
+        indexes: list[dict[str, list[int]]],
+        directory: str,
+    ) -> list[int]:
+        """The lenders of ``category`` in ``clusters`` whose roots are in ``directory``,
+        sorted: worked out once per directory, for every unit under it (one application
+        directory of 10,000 beside 1,000 that hold adapter values would otherwise gather the
+        1,000 again for each of the 10,000)."""
+        key = (category, clusters, directory)
+        found = self._within.get(key)
+        if found is None:
+            found = self._within[key] = sorted(
+                {p for index in indexes for p in index.get(directory, ())}
+            )
+        return found
+
+    def _different(self, category: str, lenders: list[int]) -> int:
+        """How many different texts of ``category`` the lenders hold (once per list of
+        lenders: the units of one directory share it)."""
+        key = (category, id(lenders))
+        found = self._texts.get(key)
+        if found is None:
+            found = self._texts[key] = len({self._signature(p, category) for p in lenders})
+        return found
 
     def _signature(self, p: int, category: str) -> int:
         """What a lender's documents of a category say (their files' text), to tell copies of
@@ -491,13 +523,15 @@ def named_sources(finding: Finding, context: Context, own: Iterable[str]) -> Fin
     return finding._replace(message=f"{message} {'; '.join(dict.fromkeys(uses))}.")
 
 
-def borrowed_documents(context: Context) -> list[tuple[Document, bytes | None]]:
-    """The documents a unit takes from its cluster, each once."""
+def borrowed_classified(context: Context) -> list[Classified]:
+    """What the documents a unit takes from its cluster hold, each document once: classified
+    once for the run (an adapter values file lent to 1,000 units is read once, not 1,000
+    times), the same objects in every unit that takes them."""
     seen: set[int] = set()
-    found = []
+    found: list[Classified] = []
     for borrowed in context.borrowed:
-        for document, text in borrowed.documents:
-            if id(document) not in seen:
-                seen.add(id(document))
-                found.append((document, text))
+        for classified in borrowed.classified:
+            if id(classified.document) not in seen:
+                seen.add(id(classified.document))
+                found.append(classified)
     return found

@@ -10,6 +10,7 @@ only when it is unused in every unit that reads it.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -20,22 +21,25 @@ from gpulint.engine.config import Settings
 from gpulint.engine.context import (
     Context,
     RunContext,
-    borrowed_documents,
+    borrowed_classified,
     infer,
     named_sources,
 )
 from gpulint.engine.coverage import merged, not_checked
 from gpulint.engine.registry import Selection
 from gpulint.engine.result import Result, UnitSummary
-from gpulint.engine.runner import UNUSED_SUPPRESSION, run
+from gpulint.engine.runner import UNUSED_SUPPRESSION, run_units
 from gpulint.input.loader import MAX_FILE_SIZE, InputError
 from gpulint.input.units import STDIN, RenderOptions, Unit
 from gpulint.input.units.plan import UnitPlan, plan
 from gpulint.inventory import Inventory
-from gpulint.kinds.classify import classify_document
 
 # Called with each unit's inventory before the rules run (the live Prometheus check).
 Prepare = Callable[[Inventory], None]
+# Units are judged in batches of about this many objects (their own and what they take from
+# their cluster): enough for the rules' second core to pay (runner.TWO_CORES_MIN_OBJECTS),
+# few enough that a batch's inventories stay a small part of a large run's memory.
+BATCH_OBJECTS = 1000
 
 
 def plan_units(
@@ -139,9 +143,8 @@ def unit_inventory(unit: Unit, settings: Settings, context: Context | None = Non
         inventory.add_file(loaded)
         loaded.text = None  # classified: the bytes are not needed again
     if context is not None:
-        for document, text in borrowed_documents(context):
-            for classified in classify_document(document, text):
-                inventory.add(classified)
+        for classified in borrowed_classified(context):
+            inventory.add(classified)
     inventory.ignore_comments.extend(unit.ignore_comments)
     inventory.files = sorted(unit.files)
     return inventory
@@ -167,39 +170,71 @@ def lint_units(
     if run_context is None:
         run_context = infer(units, settings)
     contexts = run_context.contexts
-    for unit, context in zip(units, contexts, strict=True):
-        inventory = unit_inventory(unit, settings, context)
-        if prepare is not None:
-            prepare(inventory)
-        counts: dict[str, int] = {}
-        findings = [
-            shown
-            for finding in run(inventory, selection, suppressed=counts, split=True)
-            if (shown := named_sources(finding, context, unit.files)) is not None
-        ]
-        unchecked.append((unit.name, not_checked(inventory, context, selection)))
-        for rule, count in counts.items():
-            suppressed[rule] = suppressed.get(rule, 0) + count
-        comment_files = {c.file for c in inventory.ignore_comments}
-        per_unit.append((unit, findings, unit.files | comment_files))
-        files.update(unit.files)
-        skipped.extend(unit.skipped)
-        for loaded in unit.loaded:
-            if loaded.skipped_reason:
-                skipped.append((loaded.path, loaded.skipped_reason))
-        own = len(inventory) - context.borrowed_objects
-        objects += own
-        summaries.append(
-            UnitSummary(
-                unit.name,
-                unit.kind,
-                unit.root,
-                own,
-                tuple(unit.rendered_by),
-                unit.render_seconds,
-                context.describe() if len(units) > 1 else "",
+    batch: list[tuple[Unit, Context, Inventory]] = []
+    held = 0
+
+    def judge() -> None:
+        """The batch's units judged in one pass of the rules (``runner.run_units``)."""
+        nonlocal objects
+        counts: list[dict[str, int]] = [{} for _ in batch]
+        found = run_units([inventory for _, _, inventory in batch], selection, counts, True)
+        for (unit, context, inventory), raw, unit_counts in zip(batch, found, counts, strict=True):
+            findings = [
+                shown
+                for finding in raw
+                if (shown := named_sources(finding, context, unit.files)) is not None
+            ]
+            unchecked.append((unit.name, not_checked(inventory, context, selection)))
+            for rule, count in unit_counts.items():
+                suppressed[rule] = suppressed.get(rule, 0) + count
+            comment_files = {c.file for c in inventory.ignore_comments}
+            per_unit.append((unit, findings, unit.files | comment_files))
+            files.update(unit.files)
+            skipped.extend(unit.skipped)
+            for loaded in unit.loaded:
+                if loaded.skipped_reason:
+                    skipped.append((loaded.path, loaded.skipped_reason))
+            own = len(inventory) - context.borrowed_objects
+            objects += own
+            summaries.append(
+                UnitSummary(
+                    unit.name,
+                    unit.kind,
+                    unit.root,
+                    own,
+                    tuple(unit.rendered_by),
+                    unit.render_seconds,
+                    context.describe() if len(units) > 1 else "",
+                )
             )
-        )
+        batch.clear()
+
+    # An inventory's indexes refer to each other, so a judged one is freed by the cyclic
+    # collector; `gpulint lint` turns it off (parsed documents form no cycles), and 10,000
+    # units' inventories were then all kept to the end (220 MB). With it off, each batch's
+    # leftovers are collected once judged, among the objects made since the batch began:
+    # what the run held before is frozen, not scanned again.
+    collect = not gc.isenabled()
+    if collect:
+        gc.freeze()
+    try:
+        for unit, context in zip(units, contexts, strict=True):
+            # held by the batch alone, so that it is freed with the batch
+            batch.append((unit, context, unit_inventory(unit, settings, context)))
+            if prepare is not None:
+                prepare(batch[-1][2])
+            held += len(batch[-1][2])
+            # Units are judged together, a batch at a time: the rules start once per batch
+            # and share its work between two cores like one large unit's, while a run of
+            # thousands of units never holds more than a batch's inventories at once.
+            if held >= BATCH_OBJECTS or unit is units[-1]:
+                judge()
+                held = 0
+                if collect:
+                    gc.collect(0)
+    finally:
+        if collect:
+            gc.unfreeze()
     findings = merge(per_unit) if len(per_unit) > 1 else (per_unit[0][1] if per_unit else [])
     result = Result(findings, len(files), objects, _unique(skipped), units=summaries)
     result.clusters = run_context.clusters

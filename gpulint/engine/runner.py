@@ -18,7 +18,7 @@ from gpulint.engine.config import RuleSettings, Settings
 from gpulint.engine.fixes import settle
 from gpulint.engine.registry import RuleInfo, Selection, load_rule, rule_by_id, rule_index
 from gpulint.engine.rule import Anchor, Context, RuleSpec
-from gpulint.engine.scopes import scope_items_of
+from gpulint.engine.scopes import scope_items, scope_items_of
 from gpulint.engine.settled import merge_settled
 from gpulint.engine.twocores import Unplaceable, document_index, pickled, unpickled
 from gpulint.input.document import Document, Manifest, Path, has_step
@@ -80,7 +80,13 @@ def run(
         and deadline is None
         and per_rule is None
     ):
-        raw = _run_on_two_cores(plan, source, inventory)
+        tasks = [
+            _Task(rule, [(0, items)])
+            for scope, planned in plan.by_scope
+            if (items := list(source(scope)))
+            for rule in planned
+        ]
+        raw = [entry for task in _run_on_two_cores(tasks, [inventory]) for entry in task[0]]
     else:
         for scope, planned in plan.by_scope:
             items = list(source(scope))
@@ -91,9 +97,78 @@ def run(
                     raise DeadlineExceeded(rule.info.id)
                 raw.extend(rule.run(items, inventory, per_rule))
     manifests = getattr(items_for, "manifests", None)
+    return _finished(raw, inventory, plan, selection, manifests, suppressed)
+
+
+def _finished(
+    raw: list[tuple[Finding, Anchor | None]],
+    inventory: Inventory,
+    plan: _Plan,
+    selection: Selection,
+    manifests: Iterable[Manifest] | None,
+    suppressed: dict[str, int] | None,
+) -> list[Finding]:
+    """What the rules found, a live finding merged into the offline one it settles, after
+    suppression, sorted, each fix weighed against the others."""
     findings = _suppress(merge_settled(raw), inventory, plan.ids, selection, manifests, suppressed)
     findings.sort(key=Finding.sort_key)
     return settle(_dedupe(findings))
+
+
+def run_units(
+    inventories: list[Inventory],
+    selection: Selection | None = None,
+    suppressed: list[dict[str, int]] | None = None,
+    split: bool = False,
+) -> list[list[Finding]]:
+    """``run`` for each of several inventories (the units of a run), in one pass: each rule
+    is started once for all of them, not once per unit, and with ``split`` the second core
+    takes a share of the rules when the inventories together are large enough (a run of
+    1,000 one-application units is as large as one unit of 1,000 applications). Each
+    inventory's findings (and its ``suppressed`` counts, in the same order) are those ``run``
+    gives it alone."""
+    selection = selection or Selection()
+    # One plan for the batch (another only for inventories with other settings or evidence).
+    planned_for: dict[tuple[int, bool, bool], _Plan] = {}
+    plans = []
+    for inventory in inventories:
+        available = (inventory.live is not None, inventory.cluster is not None)
+        key = (id(inventory.settings), *available)
+        if key not in planned_for:
+            planned_for[key] = _plan(inventory.settings, selection, available)
+        plans.append(planned_for[key])
+    tasks: list[_Task] = []
+    number_of: dict[int, int] = {}  # id of a planned rule -> its task
+    # Per inventory, where its rules' findings are, (task, entry), in the order run makes them.
+    steps: list[list[tuple[int, int]]] = []
+    for index, (inventory, plan) in enumerate(zip(inventories, plans, strict=True)):
+        own: list[tuple[int, int]] = []
+        for scope, planned in plan.by_scope:
+            items = list(scope_items(inventory, scope))
+            if not items:
+                continue
+            for rule in planned:
+                number = number_of.get(id(rule))
+                if number is None:
+                    number = number_of[id(rule)] = len(tasks)
+                    tasks.append(_Task(rule, []))
+                own.append((number, len(tasks[number].entries)))
+                tasks[number].entries.append((index, items))
+        steps.append(own)
+    if (
+        split
+        and sum(len(inventory) for inventory in inventories) >= TWO_CORES_MIN_OBJECTS
+        and len(tasks) <= _TaskQueue.MOST
+    ):
+        results = _run_on_two_cores(tasks, inventories)
+    else:
+        results = [task.run(inventories) for task in tasks]
+    found = []
+    for index, (inventory, plan) in enumerate(zip(inventories, plans, strict=True)):
+        raw = [entry for number, at in steps[index] for entry in results[number][at]]
+        counts = suppressed[index] if suppressed is not None else None
+        found.append(_finished(raw, inventory, plan, selection, None, counts))
+    return found
 
 
 class _Planned:
@@ -116,13 +191,54 @@ class _Planned:
     ) -> list[tuple[Finding, Anchor | None]]:
         """The rule's findings over ``items``; ``flagged``, when given, gets the index of
         each item it found something on (or failed on)."""
+        spec, options = self.started()
+        return _run_rule(spec, items, inventory, self.settings, options, per_rule, flagged)
+
+    def started(self) -> tuple[RuleSpec, dict[str, Any]]:
+        """The rule, imported, and its options for this run."""
         spec = load_rule(self.info)
         if self.defaults is None:
             self.defaults = spec.defaults()
         # Merged on every run: a rule's options are its own to change, and the settings'
         # are read as they are now.
-        options = {**self.defaults, **self.settings.options}
-        return _run_rule(spec, items, inventory, self.settings, options, per_rule, flagged)
+        return spec, {**self.defaults, **self.settings.options}
+
+
+class _Task:
+    """One rule over the items of its scope in one or more inventories: ``entries`` holds
+    (the inventory's position, its items)."""
+
+    __slots__ = ("entries", "rule")
+
+    def __init__(self, rule: _Planned, entries: list[tuple[int, list[Any]]]) -> None:
+        self.rule = rule
+        self.entries = entries
+
+    def run(
+        self,
+        inventories: list[Inventory],
+        flagged: list[list[int]] | None = None,
+        chosen: list[list[Any]] | None = None,
+    ) -> list[list[tuple[Finding, Anchor | None]]]:
+        """The rule's findings in each entry (over ``chosen[n]`` instead of entry n's items
+        when given); ``flagged``, when given, gets for each entry the indexes of the items it
+        found something on."""
+        spec, options = self.rule.started()
+        found = []
+        for number, (index, items) in enumerate(self.entries):
+            marks: list[int] | None = None
+            if flagged is not None:
+                marks = []
+                flagged.append(marks)
+            judged = items if chosen is None else chosen[number]
+            found.append(
+                _run_rule(
+                    spec, judged, inventories[index], self.rule.settings, options, None, marks
+                )
+                if judged
+                else []
+            )
+        return found
 
 
 class _Plan:
@@ -188,48 +304,42 @@ def _plan(
 
 
 def _run_on_two_cores(
-    plan: _Plan, source: Any, inventory: Inventory
-) -> list[tuple[Finding, Anchor | None]]:
-    """Every rule of ``plan`` over its scope's items, shared with a forked child
-    (``gpulint.core.forked``); the findings in the order one core makes them.
+    tasks: list[_Task], inventories: list[Inventory]
+) -> list[list[list[tuple[Finding, Anchor | None]]]]:
+    """Every task, shared with a forked child (``gpulint.core.forked``); each task's findings
+    per entry, as one core makes them.
 
-    The two processes take rules from one queue, a pipe holding each rule's number, so
-    that neither waits for the other while rules are left, however unequal their costs.
-    The child sends its rules' findings back with the documents they point at named, not
+    The two processes take tasks from one queue, a pipe holding each task's number, so
+    that neither waits for the other while tasks are left, however unequal their costs.
+    The child sends its tasks' findings back with the documents they point at named, not
     copied (``gpulint.engine.twocores``), so that fixes and suppressions meet this
-    process's own documents. A rule whose findings point at a document the inventory does
-    not list is answered with the items it found something on instead, and run again here
-    on those items alone; a child that fails leaves its rules to be run here in full.
+    process's own documents. A task whose findings point at a document no inventory lists
+    is answered with the items it found something on instead, and run again here on those
+    items alone; a child that fails leaves its tasks to be run here in full.
     """
-    tasks = [
-        (rule, items)
-        for scope, planned in plan.by_scope
-        if (items := list(source(scope)))
-        for rule in planned
+    documents = [
+        document for inventory in inventories for document in inventory.store.documents.items
     ]
-    documents = list(inventory.store.documents.items)
     index_of = document_index(documents)
     queue = _TaskQueue(len(tasks))
 
-    def child() -> Iterator[tuple[int, bytes | list[int]]]:
+    def child() -> Iterator[tuple[int, bytes | list[list[int]]]]:
         for number in queue:
-            rule, items = tasks[number]
-            flagged: list[int] = []
-            raw = rule.run(items, inventory, None, flagged)
-            answer: bytes | list[int]
+            flagged: list[list[int]] = []
+            raw = tasks[number].run(inventories, flagged)
+            answer: bytes | list[list[int]]
             try:
                 answer = pickled(raw, documents, index_of)
             except Unplaceable:
                 answer = flagged
             yield number, answer
 
-    results: dict[int, list[tuple[Finding, Anchor | None]]] = {}
+    results: dict[int, list[list[tuple[Finding, Anchor | None]]]] = {}
     with queue, forked(child) as collect:
         for number in queue:
-            rule, items = tasks[number]
-            results[number] = rule.run(items, inventory, None)
+            results[number] = tasks[number].run(inventories)
         answers = dict(collect() or ())
-    for number, (rule, items) in enumerate(tasks):
+    for number, task in enumerate(tasks):
         if number in results:
             continue
         answer = answers.get(number)
@@ -237,11 +347,17 @@ def _run_on_two_cores(
             try:
                 results[number] = unpickled(answer, documents)
                 continue
-            except Exception:  # an answer that does not read back: the rule runs here
+            except Exception:  # an answer that does not read back: the task runs here
                 answer = None
-        chosen = items if answer is None else [items[index] for index in answer]
-        results[number] = rule.run(chosen, inventory, None) if chosen else []
-    return [entry for number in range(len(tasks)) for entry in results[number]]
+        if answer is None:
+            results[number] = task.run(inventories)
+            continue
+        chosen = [
+            [items[at] for at in marks]
+            for (_, items), marks in zip(task.entries, answer, strict=True)
+        ]
+        results[number] = task.run(inventories, chosen=chosen)
+    return [results[number] for number in range(len(tasks))]
 
 
 class _TaskQueue:
