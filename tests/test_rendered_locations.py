@@ -94,10 +94,24 @@ def _seen(findings: list[Finding]) -> set[Seen]:
     }
 
 
+# What `rendered` found, kept for the worker's whole run: pytest-xdist tears module fixtures
+# down whenever a worker's queue runs dry between two of this module's tests, and rendering
+# every fixture three ways takes minutes.
+_RENDERED: dict[str, dict[str, set[Seen]]] = {}
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, set[Seen]]]:
     """fixture -> way ("plain", "kustomize", "helm") -> what lint finds; one lint run per way
     over every fixture, so the renders run side by side."""
+    if not _RENDERED:
+        _RENDERED.update(_render_every_fixture(tmp_path_factory))
+    return _RENDERED
+
+
+def _render_every_fixture(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, dict[str, set[Seen]]]:
     from tests.tools import helm_command, kustomize_command
 
     options = RenderOptions(" ".join(kustomize_command()), helm_command()[0], None, LIMIT, None)
