@@ -407,6 +407,16 @@ def _patch(spec: ReplaySpec, changes: list[_Change]) -> str:
     document = spec.document
     data = document.data if document is not None else None
     parts = []
+    if document is not None and spec.max_path is not None:
+        # A controller makes this autoscaler from another object's settings: the paths below
+        # are the made autoscaler's, and its settings are written where its maximum is.
+        settings = spec.max_path[:-1]
+        where = document.location(settings)
+        parts.append(
+            f"# {spec.kind} {spec.key} is made from {where.file}:{where.line} "
+            f"({_dotted(settings)}): set the fields below there, as it names them"
+        )
+        document = None
     for change in changes:
         at, value = change.path, change.value
         if not change.present:

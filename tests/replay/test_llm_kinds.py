@@ -244,3 +244,29 @@ def test_the_plan_takes_what_the_kinds_make(tmp_path: Path) -> None:
     assert "vllm_num_requests_waiting" in reasons[("HorizontalPodAutoscaler", "deepseek-hpa")]
     # Nothing is reported as generated and missing from the input: the input says it.
     assert not [s for s in found.skipped if "is not in the input" in s.reason]
+
+
+def test_a_patch_for_a_made_autoscaler_says_where_its_settings_are_written(
+    tmp_path: Path,
+) -> None:
+    """The HPA a controller makes from a VLLMRuntime's or NIMService's settings: a
+    recommendation's paths are the made autoscaler's, so the patch names the settings they
+    are written in, not a line of the owner that holds no such field."""
+    from gpulint.replay.search import _Change, _patch
+
+    (tmp_path / "objects.yaml").write_text(OBJECTS)
+    inventory = inventory_from_paths([str(tmp_path)], Settings())
+    made = [spec for spec in plan(inventory, None).specs if spec.max_path is not None]
+    assert made
+    for spec in made:
+        behavior = {"scaleDown": {"stabilizationWindowSeconds": 600}}
+        patch = _patch(spec, [_Change(("spec", "behavior"), "behavior", behavior, False)])
+        settings = ".".join(str(step) for step in spec.max_path[:-1])
+        where = spec.document.location(spec.max_path[:-1])
+        first, *rest = patch.splitlines()
+        assert first == (
+            f"# {spec.kind} {spec.key} is made from {where.file}:{where.line} ({settings}): "
+            "set the fields below there, as it names them"
+        )
+        assert not any(line.startswith("# ") and ".yaml:" in line for line in rest)
+        assert "stabilizationWindowSeconds: 600" in patch

@@ -176,3 +176,38 @@ def test_compare_fix_verdict_nodes_and_cost(recorded: Recorded, tmp_path: Path) 
     assert found["better"] is True
     assert objective(found["figures"]) < objective(waited["figures"])
     assert found["figures"]["time_queued_s"] is not None
+
+
+def test_every_recorded_load_gets_a_recommendation_that_holds(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    """The step, the daily curve, the spike train and the ramp (HPAs), and the spike train
+    under KEDA from zero: each gets a recommendation; one called better beats the configured
+    setting by the objective within its GPU-hours, one not better changes nothing, and what
+    --fix writes lints as clean as before."""
+    work = tmp_path / "repo"
+    shutil.copytree(FIXTURES.parent / "scenarios", work)
+    shutil.copy(FIXTURES.parent / "keda" / "scaledobject.yaml", work / "scaledobject.yaml")
+    before = lint_findings(work)
+    original = {p.name: p.read_text() for p in work.glob("*.yaml")}
+    code, replays = replay(recorded, work, "--recommend", "--fix")
+    assert code in (0, 1)
+    assert set(replays) == {"step", "diurnal", "spikes", "ramp", "spikes-keda"}
+    better = set()
+    for name, replayed in replays.items():
+        found, configured = replayed["recommendation"], replayed["figures"]
+        if found["better"]:
+            better.add(name)
+            assert found["patch"], name
+            assert found["figures"]["gpu_hours_used"] <= configured["gpu_hours_used"] + 0.0005
+            assert objective(found["figures"]) < objective(configured), name
+            assert found["why"].startswith("better: "), name
+        else:
+            assert found["patch"] is None, name
+            assert found["why"].startswith("nothing beats the configured setting"), name
+    # KEDA woke the workload from zero on the recorded day
+    keda = replays["spikes-keda"]
+    assert any(e["from"] == 0 and e["to"] > 0 for e in keda["events"])
+    changed = {name for name, text in original.items() if (work / name).read_text() != text}
+    assert bool(changed) == bool(better)
+    assert set(lint_findings(work)) <= set(before)
