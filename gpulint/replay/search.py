@@ -353,10 +353,22 @@ def _changes(
             else (*spec_path, "behavior")
         )
         present = data is not None and dig(data, path) is not None
-        changes.append(
-            _Change(path, "behavior", behavior_data(winner.behavior, tolerances), present)
-        )
+        behavior = _as_written(winner.behavior, dig(data, path) if data is not None else None)
+        changes.append(_Change(path, "behavior", behavior_data(behavior, tolerances), present))
     return changes
+
+
+def _as_written(behavior: Behavior, written: Any) -> Behavior:
+    """``behavior`` with each direction's selectPolicy as the file writes it where the replay
+    disabled it and the file does not: a paused-scale-in/out annotation (KEDA sets Disabled
+    while it stands), which a patch must not make permanent."""
+    base = Behavior.from_spec(written) or Behavior(DEFAULT_SCALE_UP, DEFAULT_SCALE_DOWN)
+    up, down = behavior.up, behavior.down
+    if up.select == "Disabled" and base.up.select != "Disabled":
+        up = up._replace(select=base.up.select)
+    if down.select == "Disabled" and base.down.select != "Disabled":
+        down = down._replace(select=base.down.select)
+    return Behavior(up, down)
 
 
 def _target_path(spec: ReplaySpec, index: int, data: Any) -> Path:

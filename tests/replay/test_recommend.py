@@ -211,3 +211,26 @@ def test_every_recorded_load_gets_a_recommendation_that_holds(
     changed = {name for name, text in original.items() if (work / name).read_text() != text}
     assert bool(changed) == bool(better)
     assert set(lint_findings(work)) <= set(before)
+
+
+@pytest.mark.parametrize(
+    ("written", "up", "down"),
+    [
+        (None, "Max", "Max"),  # the defaults, which a paused direction's replay disabled
+        ({"scaleDown": {"selectPolicy": "Min"}}, "Max", "Min"),
+        ({"scaleDown": {"selectPolicy": "Disabled"}}, "Max", "Disabled"),  # the file's own
+    ],
+)
+def test_a_paused_direction_is_not_written_disabled(
+    written: dict[str, Any] | None, up: str, down: str
+) -> None:
+    """KEDA's paused-scale-in/out set a direction's selectPolicy to Disabled while the
+    annotation stands; the replay models it so, and a recommended behavior keeps the file's
+    own selectPolicy instead of making the pause permanent."""
+    from gpulint.replay.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, Behavior
+    from gpulint.replay.search import _as_written
+
+    paused = Behavior(DEFAULT_SCALE_UP, DEFAULT_SCALE_DOWN._replace(select="Disabled"))
+    kept = _as_written(paused, written)
+    assert (kept.up.select, kept.down.select) == (up, down)
+    assert kept.down._replace(select="x") == DEFAULT_SCALE_DOWN._replace(select="x")
