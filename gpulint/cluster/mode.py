@@ -15,6 +15,7 @@ from gpulint.cluster.api import ApiError, KubeApi
 from gpulint.cluster.endpoints import read_endpoints
 from gpulint.cluster.kinds import (
     DEFAULT_CONFIGMAP_NAMESPACES,
+    NAMED_CONFIGMAPS,
     AdapterConfigMapSelector,
     cluster_kinds,
     configmap_scopes,
@@ -185,6 +186,12 @@ def cluster_inventory(
     )
     if None not in scopes:  # where the adapter and KServe configs were looked for
         scope += f"; ConfigMaps in {', '.join(s for s in scopes if s)}"
+    # and the platform configs read by name, wherever the others were looked for
+    scope += "".join(
+        f"; ConfigMap {namespace}/{name}"
+        for namespace, names in NAMED_CONFIGMAPS.items()
+        for name in names
+    )
     count = len(inventory)
     summary = f"read {count} object{'s' * (count != 1)} from {api.server} ({name}, {scope})"
     if absent:

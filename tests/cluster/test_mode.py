@@ -131,7 +131,8 @@ def test_findings_on_a_cluster_with_cluster_locations(
     assert out.startswith("cluster://web/HorizontalPodAutoscaler/embedder:1:1: GL101 [error]")
     assert (
         f"note: read 5 objects from {world.url} "
-        "(context fake, all namespaces; ConfigMaps in monitoring, kserve)"
+        "(context fake, all namespaces; ConfigMaps in monitoring, kserve; "
+        "ConfigMap knative-serving/config-autoscaler)"
     ) in " ".join(out.split())  # wrapped at 80 columns (tests/conftest.py)
     assert out.rstrip().endswith("gpulint: 1 error, 0 warnings, 0 info (5 objects)")
 
@@ -144,9 +145,10 @@ def test_namespace_context_fail_on_and_a_clean_namespace(
     assert code == 0
     # The namespace's objects and the adapter ConfigMap, read in its own namespace.
     assert "read 3 objects" in out
-    assert "(context other, namespace ml; ConfigMaps in monitoring, kserve)" in " ".join(
-        out.split()
-    )
+    assert (
+        "(context other, namespace ml; ConfigMaps in monitoring, kserve; "
+        "ConfigMap knative-serving/config-autoscaler)"
+    ) in " ".join(out.split())
     lists = {path for method, path, q in world.cluster.requests if "watch" not in q}
     assert "/apis/apps/v1/namespaces/ml/deployments" in lists
     assert "/api/v1/namespaces/monitoring/configmaps" in lists
@@ -350,14 +352,18 @@ def test_configmap_namespaces_rbac_does_not_grant_are_noted(
     assert len(not_read) == 4
     assert all(n.startswith("configmaps[team-metrics: ") for n in not_read)
     assert all('in the namespace "team-metrics"' in n for n in not_read)
-    assert "ConfigMaps in monitoring, team-metrics)" in report["summary"]["notes"][0]
+    assert (
+        "ConfigMaps in monitoring, team-metrics; ConfigMap knative-serving/config-autoscaler)"
+    ) in report["summary"]["notes"][0]
     # Every namespace: one cluster-wide list per selector, which RBAC refuses here.
     _, out, _ = _run(capsys, *base, "--configmap-namespaces", "*")
     report = _json(out)
     assert report["summary"]["objects"] == 4
     not_read = [n for n in report["summary"]["notes"] if "not read" in n]
     assert len(not_read) == 4 and all("at the cluster scope" in n for n in not_read)
-    assert "(context fake, all namespaces)" in report["summary"]["notes"][0]
+    assert (
+        "(context fake, all namespaces; ConfigMap knative-serving/config-autoscaler)"
+    ) in report["summary"]["notes"][0]
     # With the RBAC for it, everywhere finds both adapter ConfigMaps.
     world.cluster.granted_in = {}
     _, out, _ = _run(capsys, *base, "--configmap-namespaces", "*")
