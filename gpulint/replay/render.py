@@ -152,9 +152,7 @@ def verdict_json(replayed: Replayed) -> dict[str, Any] | None:
         "better": replayed.verdict.better,
         "why": replayed.verdict.why,
         "figures": {
-            key: figure_verdict(key, mine[key], theirs[key])
-            for key in mine
-            if figure_verdict(key, mine[key], theirs[key])
+            key: judged for key in mine if (judged := figure_verdict(key, mine[key], theirs[key]))
         },
         "behavior": behavior_yaml(replayed.fixed.spec.behavior),
     }
